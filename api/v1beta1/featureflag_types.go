@@ -1,0 +1,129 @@
+package v1beta1
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FeatureFlagSpec is the desired state of a FeatureFlag.
+type FeatureFlagSpec struct {
+	// FlagSpec is the flag set in flagd's flag definition format.
+	// +optional
+	FlagSpec FlagSpec `json:"flagSpec,omitempty"`
+}
+
+// FlagSpec is a flagd flag definition document: the flags, shared evaluators
+// and flag-set metadata.
+type FlagSpec struct {
+	// Flags maps each flag key to its definition.
+	Flags map[string]Flag `json:"flags"`
+
+	// Evaluators holds shared targeting rules that flags reference with $ref.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Evaluators json.RawMessage `json:"$evaluators,omitempty"`
+
+	// Metadata is flag-set level metadata that flags inherit in flagd.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Flag is one flag of a flag set.
+type Flag struct {
+	// State is ENABLED or DISABLED.
+	// +kubebuilder:validation:Enum=ENABLED;DISABLED
+	State string `json:"state"`
+
+	// Variants maps each variant name to its value. All values of one flag
+	// share a type (boolean, string, number or object).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Variants json.RawMessage `json:"variants"`
+
+	// DefaultVariant names the variant served when targeting does not pick one.
+	DefaultVariant string `json:"defaultVariant"`
+
+	// Targeting is a JSONLogic rule that picks a variant from the evaluation context.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Targeting json.RawMessage `json:"targeting,omitempty"`
+
+	// Metadata is per-flag metadata, merged over the flag set's metadata.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Flag states.
+const (
+	FlagStateEnabled  = "ENABLED"
+	FlagStateDisabled = "DISABLED"
+)
+
+// FeatureFlagStatus is the observed state of a FeatureFlag.
+type FeatureFlagStatus struct {
+	// ObservedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Accepted tells whether the flag set is valid and served.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Flags is the number of flags in the set.
+	// +optional
+	Flags int32 `json:"flags,omitempty"`
+
+	// Sources is the number of sources that reference this flag set.
+	// +optional
+	Sources int32 `json:"sources,omitempty"`
+
+	// Namespaces lists the namespaces whose workloads consume this flag set.
+	// +optional
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=ff
+// +kubebuilder:printcolumn:name="Flags",type=integer,JSONPath=`.status.flags`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// FeatureFlag is a flag set in flagd's format.
+type FeatureFlag struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FeatureFlagSpec   `json:"spec,omitempty"`
+	Status FeatureFlagStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// FeatureFlagList is a list of FeatureFlag.
+type FeatureFlagList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FeatureFlag `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FeatureFlag{}, &FeatureFlagList{})
+}

@@ -1,0 +1,46 @@
+package v1beta1
+
+// Pod-template annotations by which a workload opts in the OpenFeature
+// Operator way. They are user input: flagplane reads them and never writes them.
+const (
+	// AnnotationEnabled must be "true" for the other annotations to count.
+	AnnotationEnabled = "openfeature.dev/enabled"
+	// AnnotationFeatureFlagSource lists sources as `name` or `namespace/name`, comma-separated.
+	AnnotationFeatureFlagSource = "openfeature.dev/featureflagsource"
+	// AnnotationInProcessConfiguration lists in-process configurations the same way.
+	AnnotationInProcessConfiguration = "openfeature.dev/inprocessconfiguration"
+)
+
+// Labels and names on what flagplane generates.
+const (
+	// LabelManagedBy marks generated objects so that informers can select them.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on generated objects.
+	ManagedByValue = "flagplane"
+	// FieldManager is the server-side apply field manager of flagplane.
+	FieldManager = "flagplane"
+)
+
+// Condition types.
+const (
+	// ConditionAccepted: the object's spec is valid.
+	ConditionAccepted = "Accepted"
+	// ConditionResolvedRefs: every object the spec refers to exists and may be used.
+	ConditionResolvedRefs = "ResolvedRefs"
+	// ConditionProgrammed: everything the object asks for is in place.
+	ConditionProgrammed = "Programmed"
+)
+
+// Condition reasons.
+const (
+	ReasonAccepted         = "Accepted"
+	ReasonInvalid          = "Invalid"
+	ReasonResolvedRefs     = "ResolvedRefs"
+	ReasonFlagSetNotFound  = "FlagSetNotFound"
+	ReasonRefNotPermitted  = "RefNotPermitted"
+	ReasonProgrammed       = "Programmed"
+	ReasonPending          = "Pending"
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonNoTargets        = "NoTargets"
+	ReasonSettingsConflict = "SettingsConflict"
+)
