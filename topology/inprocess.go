@@ -1,0 +1,71 @@
+package topology
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// UpsertInProcessConfig adds or updates an InProcessConfiguration. It applies
+// to the workloads whose pod-template annotation
+// openfeature.dev/inprocessconfiguration names it.
+//
+// The Delta, when the spec changed or the object is new: the configuration
+// and its workloads (their env vars). Metadata and status changes give an
+// empty Delta.
+func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Delta, error) {
+	if c == nil {
+		return Delta{}, fmt.Errorf("upserting InProcessConfiguration: nil object")
+	}
+	if c.Namespace == "" || c.Name == "" {
+		return Delta{}, fmt.Errorf("upserting InProcessConfiguration %q in namespace %q: namespace and name are required", c.Name, c.Namespace)
+	}
+	c = c.DeepCopy()
+	k := InProcessConfigKey(c.Namespace, c.Name)
+	d, err := t.apply(func(x *tx) error { return x.upsertIPC(k, c) })
+	if err != nil {
+		return d, fmt.Errorf("upserting InProcessConfiguration %s: %w", k, err)
+	}
+	return d, nil
+}
+
+// DeleteInProcessConfig removes an InProcessConfiguration. The Delta: the
+// configuration and its workloads.
+func (t *Topology) DeleteInProcessConfig(namespace, name string) Delta {
+	k := InProcessConfigKey(namespace, name)
+	return t.mustApply(k, func(x *tx) error { return x.deleteIPC(k) })
+}
+
+func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
+	if n, ok := x.st.g.node(k); ok {
+		old := n.payload.ipc
+		x.st.g.setPayload(x.o, k, payload{ipc: c})
+		if !equality.Semantic.DeepEqual(old.Spec, c.Spec) {
+			x.mark(k)
+			x.markAll(x.st.g.children(k, relTargets))
+		}
+		return nil
+	}
+	if err := x.st.g.addNode(x.o, k, layerSource, payload{ipc: c}); err != nil {
+		return err
+	}
+	x.mark(k)
+	for _, w := range indexGet(x.st.annotIPCs, k) {
+		if err := x.retarget(k, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *tx) deleteIPC(k Key) error {
+	targets := x.st.g.children(k, relTargets)
+	if !x.st.g.removeNode(x.o, k) {
+		return nil
+	}
+	x.mark(k)
+	x.markAll(targets)
+	return nil
+}

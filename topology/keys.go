@@ -1,0 +1,153 @@
+package topology
+
+import (
+	"hash/maphash"
+	"strings"
+
+	"github.com/kuadrant/policy-machinery/machinery"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// Keys speak policy-machinery's vocabulary: a Key is a machinery.Object, so
+// it can stand for its object wherever machinery wants a locator or a policy
+// target reference.
+var _ machinery.Object = Key{}
+
+// referenceGrantGVK is the GroupVersionKind of grants: flagplane reads Gateway
+// API ReferenceGrants (from FeatureFlagSource to FeatureFlag).
+var referenceGrantGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1beta1", Kind: string(KindGrant)}
+
+// GroupVersionKind is the API type of the object that the key names.
+func (k Key) GroupVersionKind() schema.GroupVersionKind {
+	switch k.Kind {
+	case KindFlagSet, KindSource, KindInProcessConfig:
+		return v1beta1.GroupVersion.WithKind(string(k.Kind))
+	case KindDeployment, KindStatefulSet, KindDaemonSet:
+		return appsv1.SchemeGroupVersion.WithKind(string(k.Kind))
+	case KindConfigMap:
+		return corev1.SchemeGroupVersion.WithKind(string(k.Kind))
+	case KindGrant:
+		return referenceGrantGVK
+	}
+	return schema.GroupVersionKind{Kind: string(k.Kind)}
+}
+
+// SetGroupVersionKind does nothing: a key's kind is fixed. It exists so that
+// Key satisfies schema.ObjectKind and hence machinery.Object.
+func (Key) SetGroupVersionKind(schema.GroupVersionKind) {}
+
+// GetNamespace is the key's namespace.
+func (k Key) GetNamespace() string { return k.Namespace }
+
+// GetName is the key's name.
+func (k Key) GetName() string { return k.Name }
+
+// GetLocator is policy-machinery's locator of the object, e.g.
+// "deployment.apps:shop/web". String is the shorter form used in DOT and logs.
+func (k Key) GetLocator() string { return machinery.LocatorFromObject(k) }
+
+// kindIndex numbers the kinds for per-kind tables; -1 for unknown kinds.
+func kindIndex(k Kind) int {
+	for i, kind := range allKinds {
+		if kind == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// allKinds lists the node kinds in the order of Counts and of DOT sections.
+var allKinds = [...]Kind{
+	KindFlagSet, KindSource, KindInProcessConfig,
+	KindDeployment, KindStatefulSet, KindDaemonSet,
+	KindConfigMap, KindGrant,
+}
+
+// parseObjectRef reads a reference written as `name` or `namespace/name`; a
+// bare name is in defaultNamespace. Whatever follows the first slash is the
+// name, so a malformed reference names an object that cannot exist and just
+// stays unresolved.
+func parseObjectRef(ref, defaultNamespace string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(ref, "/"); ok {
+		return ns, n
+	}
+	return defaultNamespace, ref
+}
+
+// parseList splits a comma-separated annotation value into references,
+// trimming spaces and dropping empty items and repeats (the first one wins,
+// because the order of a workload's sources is the order of its annotation).
+func parseList(value, defaultNamespace string, key func(namespace, name string) Key) []Key {
+	var out []Key
+	for item := range strings.SplitSeq(value, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		k := key(parseObjectRef(item, defaultNamespace))
+		if !containsKey(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func containsKey(keys []Key, k Key) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Hashing for the persistent maps. The seed is per process: nothing the
+// package returns depends on trie order.
+var hashSeed = maphash.MakeSeed()
+
+// mix is splitmix64's finaliser; it makes combined string hashes order-sensitive.
+func mix(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
+
+func hash3(a, b, c string) uint64 {
+	h := maphash.String(hashSeed, a)
+	h = mix(h ^ maphash.String(hashSeed, b))
+	return mix(h ^ maphash.String(hashSeed, c))
+}
+
+func (k Key) hash() uint64 { return hash3(string(k.Kind), k.Namespace, k.Name) }
+
+// nsKey is a namespace as a map key.
+type nsKey string
+
+func (n nsKey) hash() uint64 { return maphash.String(hashSeed, string(n)) }
+
+// nodeID is a graph node's ID as a map key.
+type nodeID int64
+
+func (id nodeID) hash() uint64 { return mix(uint64(id)) }
+
+// labelKey is one label pair of one namespace: the unit of the selector indexes.
+type labelKey struct{ namespace, key, value string }
+
+func (l labelKey) hash() uint64 { return hash3(l.namespace, l.key, l.value) }
+
+// nsPair is a (flag set namespace, source namespace) pair of a cross-namespace reference.
+type nsPair struct{ to, from string }
+
+func (p nsPair) hash() uint64 { return hash3(p.to, p.from, "") }
+
+// cmName is a ConfigMap by namespace and object name.
+type cmName struct{ namespace, name string }
+
+func (c cmName) hash() uint64 { return hash3(c.namespace, c.name, "") }

@@ -1,0 +1,526 @@
+package topology
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"gonum.org/v1/gonum/graph/topo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// The central invariant (ARCHITECTURE.md §2): for any sequence of events,
+// the graph built incrementally equals the graph built from scratch over the
+// final objects: same DOT bytes, same answer to every query. And every
+// Delta names exactly the nodes whose desired state changed, as observed
+// through the View before and after the event.
+//
+// Events are drawn from a small universe of names so that references,
+// selectors, grants and annotations collide often.
+
+var (
+	propNamespaces = []string{"ns1", "ns2", "ns3"}
+	propFlagSets   = []string{"f1", "f2"}
+	propSources    = []string{"s1", "s2", "s3"}
+	propIPCs       = []string{"c1", "c2"}
+	propWorkloads  = []string{"w1", "w2", "w3"}
+	propKinds      = []Kind{KindDeployment, KindStatefulSet}
+)
+
+// chooser is where random choices come from: a seeded generator, or the
+// bytes of a fuzz input.
+type chooser interface {
+	intn(n int) int
+	done() bool
+}
+
+type randChooser struct{ r *rand.Rand }
+
+func (c randChooser) intn(n int) int { return c.r.IntN(n) }
+func (randChooser) done() bool       { return false }
+
+// byteChooser reads a fuzz input one byte per choice; it is done when the
+// input runs out.
+type byteChooser struct{ data []byte }
+
+func (c *byteChooser) intn(n int) int {
+	if len(c.data) == 0 {
+		return 0
+	}
+	b := c.data[0]
+	c.data = c.data[1:]
+	return int(b) % n
+}
+
+func (c *byteChooser) done() bool { return len(c.data) == 0 }
+
+func pick[T any](c chooser, options ...T) T { return options[c.intn(len(options))] }
+
+// world is the set of objects that exist after some events.
+type world struct {
+	flagSets  map[Key]*v1beta1.FeatureFlag
+	sources   map[Key]*v1beta1.FeatureFlagSource
+	ipcs      map[Key]*v1beta1.InProcessConfiguration
+	workloads map[Key]Workload
+	grants    map[Key]Grant
+}
+
+func newWorld() *world {
+	return &world{
+		flagSets:  map[Key]*v1beta1.FeatureFlag{},
+		sources:   map[Key]*v1beta1.FeatureFlagSource{},
+		ipcs:      map[Key]*v1beta1.InProcessConfiguration{},
+		workloads: map[Key]Workload{},
+		grants:    map[Key]Grant{},
+	}
+}
+
+// event is one informer event.
+type event struct {
+	desc  string
+	apply func(*Topology) (Delta, error)
+	// record updates the world the same way.
+	record func(*world)
+}
+
+func genFlagSet(c chooser, ns, name string) *v1beta1.FeatureFlag {
+	ff := newFlagSet(ns, name, pick(c, "on", "off"))
+	ff.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
+	ff.Status.Flags = int32(c.intn(3))
+	return ff
+}
+
+func genSource(c chooser, ns, name string) *v1beta1.FeatureFlagSource {
+	s := newSource(ns, name)
+	for range c.intn(4) {
+		s.Spec.Sources = append(s.Spec.Sources, v1beta1.Source{
+			Source:   pick(c, "f1", "f2", "ns1/f1", "ns2/f1", "ns3/f2", "f9", "https://flags.example/x"),
+			Provider: pick[v1beta1.SyncProviderType](c, "", "file", "kubernetes", "flagd-proxy", "http"),
+		})
+	}
+	s.Spec.DefaultSyncProvider = pick[v1beta1.SyncProviderType](c, "", "", "file", "kubernetes", "http")
+	for _, w := range propWorkloads {
+		if c.intn(4) == 0 {
+			s.Spec.TargetRefs = append(s.Spec.TargetRefs, v1beta1.TargetRef{Group: "apps", Kind: string(pick(c, propKinds...)), Name: w})
+		}
+	}
+	s.Spec.Selector = pick(c,
+		nil, nil,
+		matchLabels("app", "a"),
+		matchLabels("app", "b", "tier", "x"),
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "y"}}}},
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}},
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a"}}}},
+		&metav1.LabelSelector{},
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}},
+	)
+	s.Spec.DebugLogging = pick(c, nil, ptrTo(true), ptrTo(false))
+	s.Spec.Port = pick[int32](c, 0, 8013, 9000)
+	s.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
+	s.Status.TargetCount = int32(c.intn(3))
+	return s
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func genWorkload(c chooser, kind Kind, ns, name string) Workload {
+	w := Workload{Kind: kind, Namespace: ns, Name: name, Labels: map[string]string{}, PodAnnotations: map[string]string{}}
+	for _, l := range []struct{ key, a, b string }{{"app", "a", "b"}, {"tier", "x", "y"}, {"noise", "1", "2"}} {
+		if v := pick(c, l.a, l.b, ""); v != "" {
+			w.Labels[l.key] = v
+		}
+	}
+	if v := pick(c, "true", "false", ""); v != "" {
+		w.PodAnnotations[v1beta1.AnnotationEnabled] = v
+	}
+	var refs []string
+	for range c.intn(4) {
+		refs = append(refs, pick(c, "s1", "s2", " s3", "ns2/s1", "ns3/s2", "s9", "s1"))
+	}
+	if len(refs) > 0 {
+		w.PodAnnotations[v1beta1.AnnotationFeatureFlagSource] = strings.Join(refs, ",")
+	}
+	if v := pick(c, "", "c1", "c1,ns2/c2", "c9, c2"); v != "" {
+		w.PodAnnotations[v1beta1.AnnotationInProcessConfiguration] = v
+	}
+	if v := pick(c, "", "x"); v != "" {
+		w.PodAnnotations["example.com/noise"] = v
+	}
+	w.ServiceAccountName = pick(c, "", "sa1")
+	return w
+}
+
+func genGrant(c chooser, ns, name string) Grant {
+	g := Grant{Namespace: ns, Name: name}
+	for _, from := range propNamespaces {
+		if c.intn(2) == 0 {
+			g.FromNamespaces = append(g.FromNamespaces, from)
+		}
+	}
+	g.ToNames = pick(c, nil, []string{"f1"}, []string{"f2", "f1"})
+	return g
+}
+
+// genEvent draws one event.
+func genEvent(c chooser) event {
+	ns := pick(c, propNamespaces...)
+	del := c.intn(4) == 0
+	switch c.intn(6) {
+	case 0:
+		name := pick(c, propFlagSets...)
+		k := FlagSetKey(ns, name)
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteFlagSet(ns, name), nil },
+				record: func(w *world) { delete(w.flagSets, k) }}
+		}
+		ff := genFlagSet(c, ns, name)
+		return event{desc: "upsert " + k.String() + " " + ff.Spec.FlagSpec.Flags["new-ui"].DefaultVariant,
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertFlagSet(ff) },
+			record: func(w *world) { w.flagSets[k] = ff }}
+	case 1, 2:
+		name := pick(c, propSources...)
+		k := SourceKey(ns, name)
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteSource(ns, name), nil },
+				record: func(w *world) { delete(w.sources, k) }}
+		}
+		s := genSource(c, ns, name)
+		return event{desc: "upsert " + k.String() + " " + mustJSON(s.Spec),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertSource(s) },
+			record: func(w *world) { w.sources[k] = s }}
+	case 3:
+		name := pick(c, propIPCs...)
+		k := InProcessConfigKey(ns, name)
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteInProcessConfig(ns, name), nil },
+				record: func(w *world) { delete(w.ipcs, k) }}
+		}
+		ipc := newIPC(ns, name, pick[int32](c, 0, 8015, 9000))
+		return event{desc: "upsert " + k.String() + " " + mustJSON(ipc.Spec),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertInProcessConfig(ipc) },
+			record: func(w *world) { w.ipcs[k] = ipc }}
+	case 4:
+		k := WorkloadKey(pick(c, propKinds...), ns, pick(c, propWorkloads...))
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteWorkload(k), nil },
+				record: func(w *world) { delete(w.workloads, k) }}
+		}
+		wl := genWorkload(c, k.Kind, ns, k.Name)
+		return event{desc: fmt.Sprintf("upsert %s %v %v %s", k, wl.Labels, wl.PodAnnotations, wl.ServiceAccountName),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertWorkload(wl) },
+			record: func(w *world) { w.workloads[k] = wl }}
+	default:
+		g := genGrant(c, ns, "g1")
+		if del {
+			return event{desc: "delete " + g.Key().String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteGrant(ns, "g1"), nil },
+				record: func(w *world) { delete(w.grants, g.Key()) }}
+		}
+		return event{desc: fmt.Sprintf("upsert %s %v %v", g.Key(), g.FromNamespaces, g.ToNames),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertGrant(g) },
+			record: func(w *world) { w.grants[g.Key()] = g }}
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// rebuild builds a topology from scratch over the world's objects, in the
+// order given by shuffle (nil: workloads first, then the rest, so that every
+// reference starts out pending).
+func rebuild(t testing.TB, w *world, shuffle func([]func() (Delta, error))) *Topology {
+	top := New()
+	var ops []func() (Delta, error)
+	for _, wl := range sortedValues(w.workloads) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertWorkload(wl) })
+	}
+	for _, s := range sortedValues(w.sources) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertSource(s) })
+	}
+	for _, c := range sortedValues(w.ipcs) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertInProcessConfig(c) })
+	}
+	for _, ff := range sortedValues(w.flagSets) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertFlagSet(ff) })
+	}
+	for _, g := range sortedValues(w.grants) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertGrant(g) })
+	}
+	if shuffle != nil {
+		shuffle(ops)
+	}
+	for _, op := range ops {
+		must(t)(op())
+	}
+	return top
+}
+
+func sortedValues[V any](m map[Key]V) []V {
+	keys := make([]Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortedKeys(keys)
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+// universe lists every key the events can name, and every ConfigMap they can cause.
+func universe() []Key {
+	var out []Key
+	for _, ns := range propNamespaces {
+		for _, n := range propFlagSets {
+			f := FlagSetKey(ns, n)
+			out = append(out, f)
+			for _, consumer := range propNamespaces {
+				out = append(out, ConfigMapKey(f, consumer))
+			}
+		}
+		for _, n := range propSources {
+			out = append(out, SourceKey(ns, n))
+		}
+		for _, n := range propIPCs {
+			out = append(out, InProcessConfigKey(ns, n))
+		}
+		for _, kind := range propKinds {
+			for _, n := range propWorkloads {
+				out = append(out, WorkloadKey(kind, ns, n))
+			}
+		}
+	}
+	return out
+}
+
+// answers asks a view every question about every key of the universe.
+func answers(v *View) map[string]any {
+	out := map[string]any{
+		"FlagSets": v.FlagSets(), "Sources": v.Sources(), "InProcessConfigs": v.InProcessConfigs(),
+		"Workloads": v.Workloads(), "ConfigMaps": v.ConfigMaps(), "Counts": v.Counts(),
+	}
+	for _, k := range universe() {
+		s := k.String()
+		switch {
+		case k.Kind == KindFlagSet:
+			out[s+" SourcesOfFlagSet"] = v.SourcesOfFlagSet(k)
+			out[s+" ConsumerNamespaces"] = v.ConsumerNamespaces(k)
+		case k.Kind == KindSource:
+			out[s+" WorkloadsOfSource"] = v.WorkloadsOfSource(k)
+			out[s+" FlagSetRefs"] = v.FlagSetRefs(k)
+			out[s+" UnresolvedRefs"] = v.UnresolvedRefs(k)
+		case k.Kind == KindInProcessConfig:
+			out[s+" WorkloadsOfInProcessConfig"] = v.WorkloadsOfInProcessConfig(k)
+		case k.Kind == KindConfigMap:
+			out[s+" ConfigMapNeeded"] = v.ConfigMapNeeded(k)
+			out[s+" WorkloadsOfConfigMap"] = v.WorkloadsOfConfigMap(k)
+			byName, ok := v.ConfigMapByName(k.Namespace, ConfigMapName(k.FlagSet()))
+			out[s+" ConfigMapByName"] = fmt.Sprint(byName, ok)
+		case k.Kind.IsWorkload():
+			out[s+" SourcesOfWorkload"] = v.SourcesOfWorkload(k)
+			out[s+" InProcessConfigsOfWorkload"] = v.InProcessConfigsOfWorkload(k)
+			out[s+" ConfigMapsOfWorkload"] = v.ConfigMapsOfWorkload(k)
+		}
+	}
+	return out
+}
+
+// fingerprint is the desired state of a node as the workflows see it
+// through a View; a Delta must name exactly the nodes whose fingerprint an
+// event changed. "" means the node has no desired state.
+func fingerprint(v *View, k Key) string {
+	switch {
+	case k.Kind == KindFlagSet:
+		ff, ok := v.FlagSet(k)
+		if !ok {
+			return ""
+		}
+		return fmt.Sprint(mustJSON(ff.Spec), v.SourcesOfFlagSet(k), v.ConsumerNamespaces(k))
+	case k.Kind == KindConfigMap:
+		if !v.ConfigMapNeeded(k) {
+			return ""
+		}
+		ff, _ := v.FlagSet(k.FlagSet())
+		return mustJSON(ff.Spec)
+	case k.Kind == KindSource:
+		s, ok := v.Source(k)
+		if !ok {
+			return ""
+		}
+		return fmt.Sprint(mustJSON(s.Spec), v.FlagSetRefs(k), v.WorkloadsOfSource(k))
+	case k.Kind == KindInProcessConfig:
+		c, ok := v.InProcessConfig(k)
+		if !ok {
+			return ""
+		}
+		return fmt.Sprint(mustJSON(c.Spec), v.WorkloadsOfInProcessConfig(k))
+	case k.Kind.IsWorkload():
+		// A workload's injection: its sources in order with their sidecar
+		// settings and resolved flag sets, its in-process configurations,
+		// its ConfigMaps, and its service account when it has a sidecar.
+		sources, ipcs := v.SourcesOfWorkload(k), v.InProcessConfigsOfWorkload(k)
+		if len(sources)+len(ipcs) == 0 {
+			return ""
+		}
+		var b strings.Builder
+		for _, sk := range sources {
+			s, _ := v.Source(sk)
+			spec := s.Spec
+			spec.TargetRefs, spec.Selector = nil, nil
+			fmt.Fprint(&b, sk, mustJSON(spec))
+			for _, r := range v.FlagSetRefs(sk) {
+				if r.State == RefResolved {
+					fmt.Fprint(&b, r.FlagSet, r.Provider)
+				}
+			}
+			b.WriteString(";")
+		}
+		for _, ck := range ipcs {
+			c, _ := v.InProcessConfig(ck)
+			fmt.Fprint(&b, ck, mustJSON(c.Spec), ";")
+		}
+		fmt.Fprint(&b, v.ConfigMapsOfWorkload(k))
+		if len(sources) > 0 {
+			b.WriteString(" sa=")
+			w, _ := v.Workload(k)
+			b.WriteString(w.ServiceAccountName)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// changedNodes lists, like deltaKeys, the nodes whose fingerprint differs between two views.
+func changedNodes(before, after *View) []string {
+	var d Delta
+	for _, k := range universe() {
+		if fingerprint(before, k) == fingerprint(after, k) {
+			continue
+		}
+		switch {
+		case k.Kind == KindConfigMap:
+			d.ConfigMaps.Add(k)
+		case k.Kind == KindFlagSet:
+			d.FlagSets.Add(k)
+		case k.Kind == KindInProcessConfig:
+			d.InProcessConfigs.Add(k)
+		case k.Kind == KindSource:
+			d.Sources.Add(k)
+		default:
+			d.Workloads.Add(k)
+		}
+	}
+	return deltaKeys(d)
+}
+
+// runSequence applies events until c is done or n events have run, checking
+// each Delta, and returns the incremental topology and the final world.
+func runSequence(t *testing.T, c chooser, n int) (*Topology, *world, []string) {
+	g := NewWithT(t)
+	top, w := New(), newWorld()
+	var log []string
+	for i := 0; i < n && !c.done(); i++ {
+		ev := genEvent(c)
+		log = append(log, ev.desc)
+		before := top.Snapshot()
+		d, err := ev.apply(top)
+		g.Expect(err).NotTo(HaveOccurred(), "event %d: %s", i, ev.desc)
+		ev.record(w)
+		if want := changedNodes(before, top.Snapshot()); !slices.Equal(deltaKeys(d), want) {
+			t.Logf("events:\n  %s", strings.Join(log, "\n  "))
+			g.Expect(deltaKeys(d)).To(Equal(want), "Delta of event %d (%s) is not exact", i, ev.desc)
+		}
+	}
+	return top, w, log
+}
+
+// checkEqualsRebuild compares an incremental topology with rebuilds over the same world.
+func checkEqualsRebuild(t *testing.T, top *Topology, w *world, log []string, shuffles ...func([]func() (Delta, error))) {
+	g := NewWithT(t)
+	inc := top.Snapshot()
+	_, err := topo.Sort(inc.Graph())
+	g.Expect(err).NotTo(HaveOccurred(), "the graph must stay acyclic")
+	for _, shuffle := range append([]func([]func() (Delta, error)){nil}, shuffles...) {
+		reb := rebuild(t, w, shuffle).Snapshot()
+		g.Expect(string(inc.DOT())).To(Equal(string(reb.DOT())), "DOT differs from a rebuild\nevents:\n  %s", strings.Join(log, "\n  "))
+		g.Expect(answers(inc)).To(Equal(answers(reb)), "queries differ from a rebuild\nevents:\n  %s", strings.Join(log, "\n  "))
+	}
+}
+
+var propertySeeds = flag.Uint64("property-seeds", 60, "how many seeded event sequences TestIncrementalEqualsRebuild runs")
+
+func TestIncrementalEqualsRebuild(t *testing.T) {
+	for seed := range *propertySeeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 0x5eed))
+			top, w, log := runSequence(t, randChooser{r}, 150)
+			checkEqualsRebuild(t, top, w, log, func(ops []func() (Delta, error)) {
+				r.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+			})
+			// Deleting everything leaves nothing behind: no node, no pending
+			// edge that could resurrect one, no index entry.
+			for _, k := range sortedKeys(slices.Collect(keysOf(w.workloads))) {
+				top.DeleteWorkload(k)
+			}
+			for k := range w.sources {
+				top.DeleteSource(k.Namespace, k.Name)
+			}
+			for k := range w.ipcs {
+				top.DeleteInProcessConfig(k.Namespace, k.Name)
+			}
+			for k := range w.flagSets {
+				top.DeleteFlagSet(k.Namespace, k.Name)
+			}
+			for k := range w.grants {
+				top.DeleteGrant(k.Namespace, k.Name)
+			}
+			NewWithT(t).Expect(*top.Snapshot().st).To(Equal(state{g: graph[payload]{seq: top.Snapshot().st.g.seq}}))
+		})
+	}
+}
+
+func keysOf[V any](m map[Key]V) func(func(Key) bool) {
+	return func(yield func(Key) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// FuzzIncrementalEqualsRebuild runs the property on event sequences drawn
+// from the fuzzer's bytes (make fuzz).
+func FuzzIncrementalEqualsRebuild(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("a source, a flag set and a workload walk into a cluster"))
+	for seed := range uint64(8) {
+		b := make([]byte, 256)
+		r := rand.New(rand.NewPCG(seed, 1))
+		for i := range b {
+			b[i] = byte(r.UintN(256))
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		top, w, log := runSequence(t, &byteChooser{data: data}, 1<<20)
+		checkEqualsRebuild(t, top, w, log)
+	})
+}

@@ -1,0 +1,348 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// sourceRec is what the topology keeps of a FeatureFlagSource: the object
+// and what its spec means for the graph, parsed once per spec change.
+// A sourceRec is immutable once stored; edits store a new one.
+type sourceRec struct {
+	obj *v1beta1.FeatureFlagSource
+	// refs are the spec.sources entries that name a flag set, with their state.
+	refs []FlagSetRef
+	// targetRefs are the workloads of the source's namespace that spec.targetRefs names.
+	targetRefs []Key
+	// selector is spec.selector; it selects nothing when there is none or it
+	// does not parse (the source's Accepted condition reports that).
+	selector selectorRec
+}
+
+// newSourceRec parses a source; ref states are left for evalRefs.
+func newSourceRec(s *v1beta1.FeatureFlagSource) *sourceRec {
+	rec := &sourceRec{obj: s}
+	for i, e := range s.Spec.Sources {
+		p := providerInForce(e, s.Spec.DefaultSyncProvider)
+		if !p.ReferencesFlagSet() {
+			continue
+		}
+		rec.refs = append(rec.refs, FlagSetRef{
+			FlagSet:  FlagSetKey(parseObjectRef(e.Source, s.Namespace)),
+			Provider: string(p),
+			Index:    i,
+		})
+	}
+	for _, r := range s.Spec.TargetRefs {
+		kind := Kind(r.Kind)
+		if (r.Group != "" && r.Group != "apps") || !kind.IsWorkload() {
+			continue // refused by the CRD's validation; never matches
+		}
+		if k := WorkloadKey(kind, s.Namespace, r.Name); !containsKey(rec.targetRefs, k) {
+			rec.targetRefs = append(rec.targetRefs, k)
+		}
+	}
+	if s.Spec.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector); err == nil {
+			rec.selector = newSelectorRec(s.Namespace, sel)
+		}
+	}
+	return rec
+}
+
+// providerInForce is the entry's provider, else the source's default, else file.
+func providerInForce(e v1beta1.Source, def v1beta1.SyncProviderType) v1beta1.SyncProviderType {
+	switch {
+	case e.Provider != "":
+		return e.Provider
+	case def != "":
+		return def
+	}
+	return v1beta1.SyncProviderFile
+}
+
+// resolvedFlagSets lists, once each, the flag sets of the Resolved refs whose
+// provider is provider, or of any provider when provider is "".
+func resolvedFlagSets(refs []FlagSetRef, provider v1beta1.SyncProviderType) []Key {
+	var out []Key
+	for _, r := range refs {
+		if r.State == RefResolved && (provider == "" || r.Provider == string(provider)) && !containsKey(out, r.FlagSet) {
+			out = append(out, r.FlagSet)
+		}
+	}
+	return out
+}
+
+func refFlagSets(refs []FlagSetRef) []Key {
+	out := make([]Key, 0, len(refs))
+	for _, r := range refs {
+		if !containsKey(out, r.FlagSet) {
+			out = append(out, r.FlagSet)
+		}
+	}
+	return out
+}
+
+// crossNamespacePairs lists the (flag set namespace, source namespace) pairs
+// of refs that leave the source's namespace.
+func crossNamespacePairs(namespace string, refs []FlagSetRef) []nsPair {
+	var out []nsPair
+	for _, r := range refs {
+		if p := (nsPair{to: r.FlagSet.Namespace, from: namespace}); r.FlagSet.Namespace != namespace && !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// refState decides a reference from a source in namespace from to flag set
+// f. Like Gateway API, a reference across namespaces that no grant permits is
+// NotPermitted whether or not the flag set exists, so that status does not
+// tell other namespaces what exists.
+func (st *state) refState(from string, f Key) RefState {
+	if f.Namespace != from && !st.granted(from, f) {
+		return RefNotPermitted
+	}
+	if n, ok := st.g.node(f); !ok || n.payload.flagSet == nil {
+		return RefNotFound
+	}
+	return RefResolved
+}
+
+// granted tells whether a grant in f's namespace lets sources of namespace from refer to f.
+func (st *state) granted(from string, f Key) bool {
+	grants, _ := st.grantsByNs.get(nsKey(f.Namespace))
+	for k := range grants.all() {
+		n, _ := st.g.node(k)
+		if g := n.payload.grant; slices.Contains(g.FromNamespaces, from) &&
+			(len(g.ToNames) == 0 || slices.Contains(g.ToNames, f.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// evalRefs returns refs with their states as of the current state.
+func (st *state) evalRefs(namespace string, refs []FlagSetRef) []FlagSetRef {
+	out := slices.Clone(refs)
+	for i := range out {
+		out[i].State = st.refState(namespace, out[i].FlagSet)
+	}
+	return out
+}
+
+// UpsertSource adds or updates a FeatureFlagSource.
+//
+// The Delta, when the spec changed (metadata and status changes give an
+// empty one): the source; its workloads when a setting of the sidecar
+// changed (anything but targetRefs and selector); workloads it gained or
+// lost; ConfigMaps created or no longer needed; flag sets whose resolved
+// sources or consumer namespaces changed.
+func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
+	if s == nil {
+		return Delta{}, fmt.Errorf("upserting FeatureFlagSource: nil object")
+	}
+	if s.Namespace == "" || s.Name == "" {
+		return Delta{}, fmt.Errorf("upserting FeatureFlagSource %q in namespace %q: namespace and name are required", s.Name, s.Namespace)
+	}
+	s = s.DeepCopy()
+	k := SourceKey(s.Namespace, s.Name)
+	d, err := t.apply(func(x *tx) error { return x.upsertSource(k, s) })
+	if err != nil {
+		return d, fmt.Errorf("upserting FeatureFlagSource %s: %w", k, err)
+	}
+	return d, nil
+}
+
+// DeleteSource removes a FeatureFlagSource. The Delta: the source, its
+// workloads, the flag sets it resolved, ConfigMaps no longer needed.
+func (t *Topology) DeleteSource(namespace, name string) Delta {
+	k := SourceKey(namespace, name)
+	return t.mustApply(k, func(x *tx) error { return x.deleteSource(k) })
+}
+
+func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
+	var old *sourceRec
+	if n, ok := x.st.g.node(k); ok {
+		old = n.payload.source
+	}
+	if old != nil && equality.Semantic.DeepEqual(old.obj.Spec, obj.Spec) {
+		rec := *old
+		rec.obj = obj
+		x.st.g.setPayload(x.o, k, payload{source: &rec})
+		return nil
+	}
+	rec := newSourceRec(obj)
+	rec.refs = x.st.evalRefs(k.Namespace, rec.refs)
+	var before *sourceRec
+	if old != nil {
+		before = old
+	} else {
+		before = &sourceRec{}
+	}
+	x.indexSource(k, before, rec)
+	if old == nil {
+		if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
+			return err
+		}
+	} else {
+		x.st.g.setPayload(x.o, k, payload{source: rec})
+	}
+	x.mark(k)
+	if err := x.refsChanged(k, before.refs, rec.refs); err != nil {
+		return err
+	}
+
+	candidates := x.st.g.children(k, relTargets)
+	for _, w := range rec.targetRefs {
+		if x.st.g.has(w) {
+			candidates = append(candidates, w)
+		}
+	}
+	candidates = append(candidates, x.st.selectorCandidates(rec.selector)...)
+	candidates = append(candidates, indexGet(x.st.annotSources, k)...)
+	for _, w := range candidates {
+		if err := x.retarget(k, w); err != nil {
+			return err
+		}
+	}
+	if old == nil || !sidecarSpecEqual(old.obj.Spec, obj.Spec) {
+		x.markAll(x.st.g.children(k, relTargets))
+	}
+	return nil
+}
+
+// sidecarSpecEqual compares two specs but for what only chooses the targets.
+func sidecarSpecEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
+	a.TargetRefs, b.TargetRefs = nil, nil
+	a.Selector, b.Selector = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func (x *tx) deleteSource(k Key) error {
+	n, ok := x.st.g.node(k)
+	if !ok {
+		return nil
+	}
+	rec := n.payload.source
+	x.indexSource(k, rec, &sourceRec{})
+	targets := x.st.g.children(k, relTargets)
+	x.markAll(resolvedFlagSets(rec.refs, ""))
+	x.st.g.removeNode(x.o, k)
+	x.mark(k)
+	for _, w := range targets {
+		x.mark(w)
+		x.remountLater(w)
+	}
+	return nil
+}
+
+// indexSource moves a source's index entries from what before says to what after says.
+func (x *tx) indexSource(k Key, before, after *sourceRec) {
+	indexUpdate(x.o, &x.st.refsTo, refFlagSets(before.refs), refFlagSets(after.refs), k)
+	indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, before.refs), crossNamespacePairs(k.Namespace, after.refs), k)
+	indexUpdate(x.o, &x.st.targetRefsTo, before.targetRefs, after.targetRefs, k)
+	indexUpdate(x.o, &x.st.selByLabel, before.selector.index, after.selector.index, k)
+	indexUpdate(x.o, &x.st.selScan, before.selector.scan(), after.selector.scan(), k)
+}
+
+// reevalRefs recomputes the states of a source's refs after a flag set or a
+// grant changed.
+func (x *tx) reevalRefs(k Key) error {
+	n, ok := x.st.g.node(k)
+	if !ok {
+		return nil
+	}
+	rec := n.payload.source
+	refs := x.st.evalRefs(k.Namespace, rec.refs)
+	if slices.Equal(refs, rec.refs) {
+		return nil
+	}
+	next := *rec
+	next.refs = refs
+	x.st.g.setPayload(x.o, k, payload{source: &next})
+	x.mark(k)
+	return x.refsChanged(k, rec.refs, refs)
+}
+
+// refsChanged brings the source's refs edges, its workloads and their
+// ConfigMaps in line with a change of its refs from before to after.
+func (x *tx) refsChanged(k Key, before, after []FlagSetRef) error {
+	added, removed := diff(resolvedFlagSets(before, ""), resolvedFlagSets(after, ""))
+	for _, f := range added {
+		if _, err := x.st.g.addEdge(x.o, k, f, relRefs); err != nil {
+			return err
+		}
+		x.mark(f)
+	}
+	for _, f := range removed {
+		x.st.g.removeEdge(x.o, k, f)
+		x.mark(f)
+	}
+	fileAdded, fileRemoved := diff(resolvedFlagSets(before, v1beta1.SyncProviderFile), resolvedFlagSets(after, v1beta1.SyncProviderFile))
+	if len(added)+len(removed)+len(fileAdded)+len(fileRemoved) == 0 {
+		return nil
+	}
+	// The sidecar of every workload reads the resolved refs.
+	for _, w := range x.st.g.children(k, relTargets) {
+		x.mark(w)
+		if len(fileAdded)+len(fileRemoved) > 0 {
+			x.remountLater(w)
+		}
+	}
+	return nil
+}
+
+// retarget adds or removes the edge from a source or in-process
+// configuration to a workload, as their records now say.
+func (x *tx) retarget(from, w Key) error {
+	fn, ok := x.st.g.node(from)
+	if !ok {
+		return nil
+	}
+	wn, ok := x.st.g.node(w)
+	if !ok {
+		return nil
+	}
+	var want bool
+	switch {
+	case fn.payload.source != nil:
+		want = fn.payload.source.targets(from, wn.payload.workload)
+	case fn.payload.ipc != nil:
+		want = containsKey(wn.payload.workload.annotIPCs, from)
+	}
+	_, have := x.st.g.edge(from, w)
+	if want == have {
+		return nil
+	}
+	if want {
+		if _, err := x.st.g.addEdge(x.o, from, w, relTargets); err != nil {
+			return err
+		}
+	} else {
+		x.st.g.removeEdge(x.o, from, w)
+	}
+	x.mark(from)
+	x.mark(w)
+	if from.Kind == KindSource {
+		x.remountLater(w)
+	}
+	return nil
+}
+
+// targets tells whether the source (whose key is k) applies to the workload:
+// by targetRefs or selector in its own namespace, or because the workload's
+// annotation names it.
+func (s *sourceRec) targets(k Key, w *workloadRec) bool {
+	if k.Namespace == w.w.Namespace {
+		if containsKey(s.targetRefs, w.w.Key()) || s.selector.matches(w.w.Labels) {
+			return true
+		}
+	}
+	return containsKey(w.annotSources, k)
+}

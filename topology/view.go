@@ -1,0 +1,154 @@
+package topology
+
+import (
+	"slices"
+
+	gonum "gonum.org/v1/gonum/graph"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// View is a read-only snapshot of the topology. It is immutable: any number
+// of goroutines may use it, for as long as they like, while writers go on.
+// Lists are sorted by key unless a method says otherwise; objects returned
+// are the topology's own and must not be modified.
+type View struct{ st *state }
+
+// FlagSet returns a FeatureFlag.
+func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
+	n, ok := v.st.g.node(k)
+	if !ok || n.payload.flagSet == nil {
+		return nil, false
+	}
+	return n.payload.flagSet, true
+}
+
+// Source returns a FeatureFlagSource.
+func (v *View) Source(k Key) (*v1beta1.FeatureFlagSource, bool) {
+	n, ok := v.st.g.node(k)
+	if !ok || n.payload.source == nil {
+		return nil, false
+	}
+	return n.payload.source.obj, true
+}
+
+// InProcessConfig returns an InProcessConfiguration.
+func (v *View) InProcessConfig(k Key) (*v1beta1.InProcessConfiguration, bool) {
+	n, ok := v.st.g.node(k)
+	if !ok || n.payload.ipc == nil {
+		return nil, false
+	}
+	return n.payload.ipc, true
+}
+
+// Workload returns a workload as last upserted (ServiceAccountName defaulted).
+func (v *View) Workload(k Key) (Workload, bool) {
+	n, ok := v.st.g.node(k)
+	if !ok || n.payload.workload == nil {
+		return Workload{}, false
+	}
+	return n.payload.workload.w, true
+}
+
+// FlagSets lists the flag sets.
+func (v *View) FlagSets() []Key { return v.st.g.ofKind(KindFlagSet) }
+
+// Sources lists the sources.
+func (v *View) Sources() []Key { return v.st.g.ofKind(KindSource) }
+
+// InProcessConfigs lists the in-process configurations.
+func (v *View) InProcessConfigs() []Key { return v.st.g.ofKind(KindInProcessConfig) }
+
+// Workloads lists the workloads of all kinds.
+func (v *View) Workloads() []Key {
+	var out []Key
+	for _, k := range []Kind{KindDeployment, KindStatefulSet, KindDaemonSet} {
+		out = append(out, v.st.g.ofKind(k)...)
+	}
+	return sortedKeys(out)
+}
+
+// ConfigMaps lists the ConfigMaps that some workload needs.
+func (v *View) ConfigMaps() []Key { return v.st.g.ofKind(KindConfigMap) }
+
+// SourcesOfWorkload lists the sources that apply to a workload, in the order
+// their settings are merged: first those its openfeature.dev/featureflagsource
+// annotation names, in annotation order, then those that target it by
+// targetRefs or selector, by key. No source appears twice.
+func (v *View) SourcesOfWorkload(w Key) []Key { return v.st.sourcesOfWorkload(w) }
+
+// InProcessConfigsOfWorkload lists the in-process configurations of a
+// workload in the order of its openfeature.dev/inprocessconfiguration annotation.
+func (v *View) InProcessConfigsOfWorkload(w Key) []Key { return v.st.ipcsOfWorkload(w) }
+
+// WorkloadsOfSource lists the workloads a source applies to, by any means.
+func (v *View) WorkloadsOfSource(s Key) []Key { return sortedKeys(v.st.g.children(s, relTargets)) }
+
+// WorkloadsOfInProcessConfig lists the workloads an in-process configuration applies to.
+func (v *View) WorkloadsOfInProcessConfig(c Key) []Key {
+	return sortedKeys(v.st.g.children(c, relTargets))
+}
+
+// FlagSetRefs lists every spec.sources entry of a source that names a flag
+// set, in spec order, with the provider in force and the reference's state.
+func (v *View) FlagSetRefs(s Key) []FlagSetRef {
+	n, ok := v.st.g.node(s)
+	if !ok || n.payload.source == nil {
+		return nil
+	}
+	return slices.Clone(n.payload.source.refs)
+}
+
+// UnresolvedRefs lists the FlagSetRefs of a source that are not Resolved, in spec order.
+func (v *View) UnresolvedRefs(s Key) []FlagSetRef {
+	var out []FlagSetRef
+	for _, r := range v.FlagSetRefs(s) {
+		if r.State != RefResolved {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SourcesOfFlagSet lists the sources with a Resolved reference to a flag set.
+func (v *View) SourcesOfFlagSet(f Key) []Key { return sortedKeys(v.st.g.parents(f, relRefs)) }
+
+// ConsumerNamespaces lists the namespaces that get a ConfigMap of a flag set.
+func (v *View) ConsumerNamespaces(f Key) []string {
+	cms := v.st.g.children(f, relRenders)
+	out := make([]string, 0, len(cms))
+	for _, cm := range cms {
+		out = append(out, cm.Namespace)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ConfigMapNeeded tells whether some workload mounts the ConfigMap; one that
+// is not needed is to be deleted.
+func (v *View) ConfigMapNeeded(cm Key) bool { return cm.Kind == KindConfigMap && v.st.g.has(cm) }
+
+// ConfigMapsOfWorkload lists the ConfigMaps a workload mounts.
+func (v *View) ConfigMapsOfWorkload(w Key) []Key { return sortedKeys(v.st.g.parents(w, relMounts)) }
+
+// WorkloadsOfConfigMap lists the workloads that mount a ConfigMap.
+func (v *View) WorkloadsOfConfigMap(cm Key) []Key { return sortedKeys(v.st.g.children(cm, relMounts)) }
+
+// ConfigMapByName finds the needed ConfigMap with this namespace and object
+// name (see ConfigMapName): how a ConfigMap event finds its node.
+func (v *View) ConfigMapByName(namespace, name string) (Key, bool) {
+	return v.st.cmByName.get(cmName{namespace: namespace, name: name})
+}
+
+// Counts gives the number of nodes of every kind, zeros included.
+func (v *View) Counts() map[Kind]int {
+	out := make(map[Kind]int, len(allKinds))
+	for i, k := range allKinds {
+		out[k] = v.st.g.byKind[i].len()
+	}
+	return out
+}
+
+// Graph presents the view as a gonum directed graph, for gonum's algorithms
+// (paths, topological sorts, ...). Nodes are GraphNodes, edges GraphEdges.
+func (v *View) Graph() gonum.Directed { return gonumGraph[payload]{g: &v.st.g} }

@@ -1,0 +1,223 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// defaultServiceAccount is what a pod runs as when its template names none.
+const defaultServiceAccount = "default"
+
+// WorkloadFrom takes what the topology needs from a Deployment, StatefulSet
+// or DaemonSet: its metadata labels and its pod template's annotations and
+// service account. The result shares obj's and tmpl's maps; UpsertWorkload
+// copies them.
+func WorkloadFrom(kind Kind, obj metav1.Object, tmpl *corev1.PodTemplateSpec) Workload {
+	w := Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Labels: obj.GetLabels()}
+	if tmpl != nil {
+		w.PodAnnotations = tmpl.Annotations
+		w.ServiceAccountName = tmpl.Spec.ServiceAccountName
+	}
+	if w.ServiceAccountName == "" {
+		w.ServiceAccountName = defaultServiceAccount
+	}
+	return w
+}
+
+// workloadRec is what the topology keeps of a workload. Immutable once stored.
+type workloadRec struct {
+	w Workload
+	// annotSources and annotIPCs are the sources and in-process
+	// configurations the pod-template annotations name, in annotation order,
+	// when openfeature.dev/enabled is "true".
+	annotSources []Key
+	annotIPCs    []Key
+}
+
+func newWorkloadRec(w Workload) *workloadRec {
+	w.Labels = maps.Clone(w.Labels)
+	w.PodAnnotations = maps.Clone(w.PodAnnotations)
+	if w.ServiceAccountName == "" {
+		w.ServiceAccountName = defaultServiceAccount
+	}
+	rec := &workloadRec{w: w}
+	if w.PodAnnotations[v1beta1.AnnotationEnabled] == "true" {
+		rec.annotSources = parseList(w.PodAnnotations[v1beta1.AnnotationFeatureFlagSource], w.Namespace, SourceKey)
+		rec.annotIPCs = parseList(w.PodAnnotations[v1beta1.AnnotationInProcessConfiguration], w.Namespace, InProcessConfigKey)
+	}
+	return rec
+}
+
+// UpsertWorkload adds or updates a workload.
+//
+// Only what the graph reads counts: metadata labels (through selectors),
+// the openfeature.dev pod-template annotations (parsed: reordering spaces or
+// repeats that change nothing is no change), and the service account. The
+// Delta: sources that gained or lost the workload; the workload itself when
+// its sources (or their order), in-process configurations or ConfigMaps
+// changed, or when its service account changed while a source applies to it
+// (its RBAC follows the account); ConfigMaps created or no longer needed and
+// their flag sets. A workload no source or configuration applies to has no
+// desired state, so creating or deleting it gives an empty Delta.
+func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
+	if !w.Kind.IsWorkload() {
+		return Delta{}, fmt.Errorf("upserting workload %s/%s: kind %q is not Deployment, StatefulSet or DaemonSet", w.Namespace, w.Name, w.Kind)
+	}
+	if w.Namespace == "" || w.Name == "" {
+		return Delta{}, fmt.Errorf("upserting %s %q in namespace %q: namespace and name are required", w.Kind, w.Name, w.Namespace)
+	}
+	rec := newWorkloadRec(w)
+	d, err := t.apply(func(x *tx) error { return x.upsertWorkload(rec) })
+	if err != nil {
+		return d, fmt.Errorf("upserting %s: %w", w.Key(), err)
+	}
+	return d, nil
+}
+
+// DeleteWorkload removes a workload. The Delta: the sources and in-process
+// configurations that applied to it, the workload if any did, ConfigMaps no
+// longer needed and their flag sets.
+func (t *Topology) DeleteWorkload(key Key) Delta {
+	return t.mustApply(key, func(x *tx) error { return x.deleteWorkload(key) })
+}
+
+func (x *tx) upsertWorkload(rec *workloadRec) error {
+	k := rec.w.Key()
+	var old *workloadRec
+	if n, ok := x.st.g.node(k); ok {
+		old = n.payload.workload
+	}
+	labelsChanged := old == nil || !maps.Equal(old.w.Labels, rec.w.Labels)
+	annotChanged := old != nil && (!slices.Equal(old.annotSources, rec.annotSources) || !slices.Equal(old.annotIPCs, rec.annotIPCs))
+	accountChanged := old != nil && old.w.ServiceAccountName != rec.w.ServiceAccountName
+	if old != nil && !labelsChanged && !annotChanged && !accountChanged {
+		x.st.g.setPayload(x.o, k, payload{workload: rec})
+		return nil
+	}
+
+	before := &workloadRec{}
+	if old != nil {
+		before = old
+	}
+	ns := k.Namespace
+	indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, before.w.Labels), labelKeys(ns, rec.w.Labels), k)
+	indexUpdate(x.o, &x.st.annotSources, before.annotSources, rec.annotSources, k)
+	indexUpdate(x.o, &x.st.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
+	if old == nil {
+		indexAdd(x.o, &x.st.wlByNs, nsKey(ns), k)
+		if err := x.st.g.addNode(x.o, k, layerWorkload, payload{workload: rec}); err != nil {
+			return err
+		}
+	} else {
+		x.st.g.setPayload(x.o, k, payload{workload: rec})
+	}
+
+	candidates := x.st.g.parents(k, relTargets)
+	if old == nil {
+		candidates = append(candidates, indexGet(x.st.targetRefsTo, k)...)
+	}
+	if labelsChanged {
+		candidates = append(candidates, x.st.sourcesSelecting(ns, rec.w.Labels)...)
+	}
+	candidates = append(candidates, rec.annotSources...)
+	candidates = append(candidates, rec.annotIPCs...)
+	for _, c := range candidates {
+		if err := x.retarget(c, k); err != nil {
+			return err
+		}
+	}
+
+	// Edge changes marked the workload already; what is left is a new order
+	// of the same sources, and the service account.
+	if annotChanged && (!slices.Equal(x.old.sourcesOfWorkload(k), x.st.sourcesOfWorkload(k)) ||
+		!slices.Equal(x.old.ipcsOfWorkload(k), x.st.ipcsOfWorkload(k))) {
+		x.mark(k)
+	}
+	if accountChanged && len(x.st.sourcesOfWorkload(k)) > 0 {
+		x.mark(k)
+	}
+	return nil
+}
+
+func (x *tx) deleteWorkload(k Key) error {
+	n, ok := x.st.g.node(k)
+	if !ok || !k.Kind.IsWorkload() {
+		return nil
+	}
+	rec := n.payload.workload
+	ns := k.Namespace
+	indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, rec.w.Labels), nil, k)
+	indexUpdate(x.o, &x.st.annotSources, rec.annotSources, nil, k)
+	indexUpdate(x.o, &x.st.annotIPCs, rec.annotIPCs, nil, k)
+	indexDel(x.o, &x.st.wlByNs, nsKey(ns), k)
+
+	appliers := x.st.g.parents(k, relTargets)
+	mounts := x.st.g.parents(k, relMounts)
+	x.st.g.removeNode(x.o, k)
+	x.markAll(appliers)
+	if len(appliers) > 0 {
+		x.mark(k)
+	}
+	for _, cm := range mounts {
+		if x.st.g.countChildren(cm, relMounts) == 0 {
+			x.removeConfigMap(cm)
+		}
+	}
+	return nil
+}
+
+// sourcesOfWorkload orders a workload's sources: those its annotation
+// names, in annotation order, then those that target it by targetRefs or
+// selector, by key.
+func (st *state) sourcesOfWorkload(w Key) []Key {
+	n, ok := st.g.node(w)
+	if !ok || n.payload.workload == nil {
+		return nil
+	}
+	var all []Key
+	for _, k := range st.g.parents(w, relTargets) {
+		if k.Kind == KindSource {
+			all = append(all, k)
+		}
+	}
+	return annotationOrder(n.payload.workload.annotSources, all)
+}
+
+// ipcsOfWorkload orders a workload's in-process configurations like sourcesOfWorkload.
+func (st *state) ipcsOfWorkload(w Key) []Key {
+	n, ok := st.g.node(w)
+	if !ok || n.payload.workload == nil {
+		return nil
+	}
+	var all []Key
+	for _, k := range st.g.parents(w, relTargets) {
+		if k.Kind == KindInProcessConfig {
+			all = append(all, k)
+		}
+	}
+	return annotationOrder(n.payload.workload.annotIPCs, all)
+}
+
+// annotationOrder puts the members of all that annotated lists first, in
+// that order, then the rest sorted.
+func annotationOrder(annotated, all []Key) []Key {
+	out := make([]Key, 0, len(all))
+	for _, k := range annotated {
+		if containsKey(all, k) {
+			out = append(out, k)
+		}
+	}
+	var rest []Key
+	for _, k := range all {
+		if !containsKey(out, k) {
+			rest = append(rest, k)
+		}
+	}
+	return append(out, sortedKeys(rest)...)
+}
