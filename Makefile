@@ -1,7 +1,7 @@
 # flagplane — build, generate, test.
 #
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
-# controller-gen, etcd, kube-apiserver, kube-controller-manager. Each binary is
+# controller-gen, etcd, kube-apiserver, kube-controller-manager, kubectl. Each binary is
 # built once per machine and rebuilt when its pinned version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
@@ -21,6 +21,7 @@ KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
+KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
 
 # Tests find the control plane through envtest's variable.
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -92,7 +93,7 @@ fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).
 ##@ Control plane (built from Go modules into bin/)
 
 .PHONY: controlplane
-controlplane: $(ETCD_STAMP) $(KUBE_STAMP) ## Build etcd, kube-apiserver and kube-controller-manager (once per machine and version).
+controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (once per machine and version).
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
@@ -115,6 +116,16 @@ $(KUBE_STAMP): hack/tools/kube/go.mod hack/tools/kube/tools.go
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 	@rm -f $(BIN)/.kube-* && touch $@
+
+# kubectl comes from the same wrapper module and version as the API server, so
+# that the suites never depend on whatever kubectl the host has. Order-only on
+# the server binaries so that `make -j` does not run two such builds at once
+# (each takes about 3 GB of memory).
+$(KUBECTL_STAMP): hack/tools/kube/go.mod hack/tools/kube/tools.go | $(KUBE_STAMP)
+	@mkdir -p $(BIN)
+	@echo ">> building kubectl $(KUBE_VERSION) (about a minute once the API server is built)"
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	@rm -f $(BIN)/.kubectl-* && touch $@
 
 .PHONY: clean
 clean: ## Remove bin/.

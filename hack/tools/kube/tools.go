@@ -1,10 +1,12 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands that the test
-// harness runs. Nothing here is imported by flagplane itself.
+// Package tools pins the Kubernetes commands that the test harness runs: the
+// control plane, and kubectl so that tests never use the host's. Nothing here
+// is imported by flagplane itself.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
