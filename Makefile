@@ -65,6 +65,10 @@ fmt: ## Format the Go code.
 vet: ## Vet the Go code.
 	go vet ./...
 
+.PHONY: install-crds
+install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
+	kubectl apply --server-side -f config/crd/bases
+
 .PHONY: build
 build: ## Build the flagplane binaries into bin/.
 	go build -o $(BIN)/ ./cmd/...

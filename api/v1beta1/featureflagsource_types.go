@@ -175,8 +175,13 @@ type Source struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
+	// The minimum keeps out negative values, which format int32 alone
+	// accepts and which no client can decode into this uint32: one such
+	// object would break every typed list and watch of sources.
+
 	// Interval is the http provider's poll interval in seconds.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Interval uint32 `json:"interval,omitempty"`
 }
 
@@ -226,10 +231,14 @@ type FeatureFlagSourceStatus struct {
 	Targets []WorkloadReference `json:"targets,omitempty"`
 }
 
-// WorkloadReference names a workload in the namespace of the referrer.
+// WorkloadReference names a workload. Namespace is set only when it differs
+// from the referrer's: a workload may name a source of another namespace in
+// its openfeature.dev/featureflagsource annotation.
 type WorkloadReference struct {
 	Kind string `json:"kind"`
-	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 }
 
 // +kubebuilder:object:root=true

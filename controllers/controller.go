@@ -1,0 +1,338 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// +kubebuilder:rbac:groups=core.openfeature.dev,resources=featureflags;featureflagsources;inprocessconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core.openfeature.dev,resources=featureflags/status;featureflagsources/status;inprocessconfigurations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=bind;escalate
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=referencegrants,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Options configure the controllers.
+type Options struct {
+	// Workers per workflow queue (default 2).
+	Workers int
+	// Metrics receives counts and timings; nil records nothing.
+	Metrics Metrics
+}
+
+// Metrics is what the controllers report; issue-specific implementations
+// (Prometheus) live with the manager.
+type Metrics interface {
+	Event(kind, event string)
+	Delta(d topology.Delta)
+	Reconciled(workflow string, d time.Duration, err error)
+	Write(kind, verb string)
+}
+
+// Controller owns the topology and the workflow queues.
+type Controller struct {
+	topo   *topology.Topology
+	client client.Client
+	cache  cache.Cache
+	opts   Options
+
+	configMaps *workQueue[client.ObjectKey]
+	statuses   *workQueue[topology.Key]
+	workloads  *workQueue[topology.Key]
+
+	configMapWF *workflows.ConfigMapReconciler
+	statusWF    *workflows.StatusUpdater
+	rbacWF      *workflows.RBACReconciler
+	rolloutWF   *workflows.RolloutReconciler
+
+	handlers []toolscache.ResourceEventHandlerRegistration
+	ready    atomic.Bool
+}
+
+// CacheOptions restricts the cache to what flagplane needs: generated
+// ConfigMaps, Roles and RoleBindings by their managed-by label, ReplicaSets
+// as metadata only (see New). Use it when building the manager.
+func CacheOptions(base cache.Options) cache.Options {
+	managed := labels.SelectorFromSet(workflows.ManagedLabels())
+	if base.ByObject == nil {
+		base.ByObject = map[client.Object]cache.ByObject{}
+	}
+	base.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: managed}
+	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
+	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
+	return base
+}
+
+// New registers the informers, indexes, callbacks and workflow queues with
+// mgr. The manager's cache must have been built with CacheOptions.
+func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	c := &Controller{
+		topo:   topology.New(),
+		client: mgr.GetClient(),
+		cache:  mgr.GetCache(),
+		opts:   opts,
+	}
+	writes := func(kind string) func(string) {
+		return func(verb string) {
+			if c.opts.Metrics != nil {
+				c.opts.Metrics.Write(kind, verb)
+			}
+		}
+	}
+	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap")}
+	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status")}
+	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC")}
+	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client}
+
+	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
+	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
+	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
+	if opts.Metrics != nil {
+		c.configMaps.observe = opts.Metrics.Reconciled
+		c.statuses.observe = opts.Metrics.Reconciled
+		c.workloads.observe = opts.Metrics.Reconciled
+	}
+
+	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, workflows.NameIndex, workflows.IndexByName); err != nil {
+			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
+		}
+	}
+	if err := c.registerCallbacks(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
+		return nil, fmt.Errorf("adding the workflows to the manager: %w", err)
+	}
+	return c, nil
+}
+
+// Topology is the graph the controller maintains.
+func (c *Controller) Topology() *topology.Topology { return c.topo }
+
+// ReadyCheck is a healthz.Checker: ready once the graph was built from the
+// caches and every node reconciled once.
+func (c *Controller) ReadyCheck(_ *http.Request) error {
+	if !c.ready.Load() {
+		return errors.New("topology not built yet")
+	}
+	return nil
+}
+
+// Ready tells whether the startup pass is done.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// addHandler registers a typed handler on the informer of obj.
+func addHandler[T client.Object](ctx context.Context, c *Controller, obj T, h typedHandler[T]) error {
+	inf, err := c.cache.GetInformer(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("getting the informer of %T: %w", obj, err)
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("adding the handler of %T: %w", obj, err)
+	}
+	c.handlers = append(c.handlers, reg)
+	return nil
+}
+
+// registerCallbacks wires the typed callbacks of every kind.
+func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager) error {
+	if err := addHandler(ctx, c, &v1beta1.FeatureFlag{}, c.flagSetHandler()); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &v1beta1.FeatureFlagSource{}, c.sourceHandler()); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &v1beta1.InProcessConfiguration{}, c.inProcessConfigHandler()); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &appsv1.Deployment{}, workloadHandler(c, topology.KindDeployment, deploymentTemplate)); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &appsv1.StatefulSet{}, workloadHandler(c, topology.KindStatefulSet, statefulSetTemplate)); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &appsv1.DaemonSet{}, workloadHandler(c, topology.KindDaemonSet, daemonSetTemplate)); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &corev1.ConfigMap{}, c.configMapHandler()); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &rbacv1.Role{}, rbacHandler[*rbacv1.Role](c)); err != nil {
+		return err
+	}
+	if err := addHandler(ctx, c, &rbacv1.RoleBinding{}, rbacHandler[*rbacv1.RoleBinding](c)); err != nil {
+		return err
+	}
+	// Pods are resolved to their Deployment through ReplicaSets; their
+	// metadata (owner references) is all that is needed.
+	rs := &metav1.PartialObjectMetadata{}
+	rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+	if _, err := c.cache.GetInformer(ctx, rs); err != nil {
+		return fmt.Errorf("getting the ReplicaSet metadata informer: %w", err)
+	}
+	return c.registerGrantCallbacks(ctx, mgr)
+}
+
+// dispatch puts the keys of a delta on the queues of the workflows that own them.
+func (c *Controller) dispatch(d topology.Delta) {
+	if d.Empty() {
+		return
+	}
+	if c.opts.Metrics != nil {
+		c.opts.Metrics.Delta(d)
+	}
+	for k := range d.ConfigMaps {
+		c.configMaps.Add(configMapObjectKey(k))
+	}
+	for k := range d.Workloads {
+		c.workloads.Add(k)
+	}
+	for k := range d.Sources {
+		c.statuses.Add(k)
+	}
+	for k := range d.FlagSets {
+		c.statuses.Add(k)
+	}
+	for k := range d.InProcessConfigs {
+		c.statuses.Add(k)
+	}
+}
+
+func (c *Controller) event(kind, event string) {
+	if c.opts.Metrics != nil {
+		c.opts.Metrics.Event(kind, event)
+	}
+}
+
+func configMapObjectKey(k topology.Key) client.ObjectKey {
+	return client.ObjectKey{Namespace: k.Namespace, Name: topology.ConfigMapName(k.FlagSet())}
+}
+
+// run is the manager runnable of the workflows: it waits until every
+// callback has seen the initial list (so the graph holds the whole cache),
+// reconciles every node once, reports ready, then serves the queues.
+func (c *Controller) run(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("startup")
+	start := time.Now()
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlerSynced) {
+		return errors.New("caches did not sync")
+	}
+	v := c.topo.Snapshot()
+	logger.Info("topology built from the caches", "duration", time.Since(start).String(), "nodes", v.Counts())
+
+	if err := c.initialPass(ctx, v); err != nil {
+		return err
+	}
+	c.ready.Store(true)
+	logger.Info("ready: every node reconciled once", "duration", time.Since(start).String())
+
+	go c.configMaps.run(ctx)
+	go c.statuses.run(ctx)
+	c.workloads.run(ctx)
+	return nil
+}
+
+func (c *Controller) handlerSynced() bool {
+	for _, h := range c.handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// initialPass reconciles every node of the graph, and every generated object
+// in the cache that the graph no longer wants, once, in this goroutine.
+// Events that arrive meanwhile wait on the queues.
+func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
+	cms := map[client.ObjectKey]bool{}
+	for _, k := range v.ConfigMaps() {
+		cms[configMapObjectKey(k)] = true
+	}
+	var existing corev1.ConfigMapList
+	if err := c.cache.List(ctx, &existing); err != nil {
+		return fmt.Errorf("listing generated ConfigMaps: %w", err)
+	}
+	for i := range existing.Items {
+		cms[client.ObjectKeyFromObject(&existing.Items[i])] = true
+	}
+	workloads := map[topology.Key]bool{}
+	for _, k := range v.Workloads() {
+		workloads[k] = true
+	}
+	var roles rbacv1.RoleList
+	if err := c.cache.List(ctx, &roles); err != nil {
+		return fmt.Errorf("listing generated Roles: %w", err)
+	}
+	for i := range roles.Items {
+		if k, ok := workflows.WorkloadOfRBACName(roles.Items[i].Name); ok {
+			workloads[k] = true
+		}
+	}
+	for k := range cms {
+		c.configMaps.process(ctx, k)
+	}
+	for k := range workloads {
+		c.workloads.process(ctx, k)
+	}
+	for _, keys := range [][]topology.Key{v.FlagSets(), v.Sources(), v.InProcessConfigs()} {
+		for _, k := range keys {
+			c.statuses.process(ctx, k)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKey) error {
+	return c.configMapWF.Reconcile(ctx, c.topo.Snapshot(), key.Namespace, key.Name)
+}
+
+func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {
+	v := c.topo.Snapshot()
+	switch key.Kind {
+	case topology.KindFlagSet:
+		return c.statusWF.UpdateFlagSet(ctx, v, key)
+	case topology.KindSource:
+		return c.statusWF.UpdateSource(ctx, v, key)
+	case topology.KindInProcessConfig:
+		return c.statusWF.UpdateInProcessConfig(ctx, v, key)
+	}
+	return nil
+}
+
+func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {
+	v := c.topo.Snapshot()
+	rbacErr := c.rbacWF.Reconcile(ctx, v, key)
+	// A workload's RBAC decides whether its sources are Programmed.
+	for _, s := range v.SourcesOfWorkload(key) {
+		c.statuses.Add(s)
+	}
+	return errors.Join(rbacErr, c.rolloutWF.Reconcile(ctx, v, key))
+}

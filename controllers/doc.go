@@ -1,0 +1,12 @@
+// Package controllers wires informer events into the topology and the
+// workflows' queues.
+//
+// Each kind has typed callbacks per event type (onFlagSetSpecChanged,
+// onSourceTargetsChanged, onWorkloadLabelsChanged, onConfigMapDeleted, ...).
+// A callback edits the topology and enqueues the keys of the returned Delta
+// on the queue of the workflow that owns that output; it never computes
+// desired state itself. Updates that change nothing relevant (resyncs,
+// status-only writes) are dropped before they reach the graph.
+//
+// Reconciliation reads only the cache and the graph, never the API server.
+package controllers

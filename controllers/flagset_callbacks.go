@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+func (c *Controller) flagSetHandler() typedHandler[*v1beta1.FeatureFlag] {
+	return typedHandler[*v1beta1.FeatureFlag]{
+		onAdd: c.onFlagSetCreated,
+		onUpdate: func(old, new *v1beta1.FeatureFlag) {
+			if flagSetChangeIsRelevant(old, new) {
+				c.onFlagSetSpecChanged(new)
+			}
+		},
+		onDelete: c.onFlagSetDeleted,
+	}
+}
+
+// flagSetChangeIsRelevant: only the flag definitions matter; status and
+// metadata writes do not change what is served.
+func flagSetChangeIsRelevant(old, new *v1beta1.FeatureFlag) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, new.Spec) || old.UID != new.UID
+}
+
+func (c *Controller) onFlagSetCreated(ff *v1beta1.FeatureFlag) {
+	c.event(v1beta1.FeatureFlagKind, "created")
+	c.upsertFlagSet(ff)
+}
+
+func (c *Controller) onFlagSetSpecChanged(ff *v1beta1.FeatureFlag) {
+	c.event(v1beta1.FeatureFlagKind, "spec-changed")
+	c.upsertFlagSet(ff)
+}
+
+func (c *Controller) upsertFlagSet(ff *v1beta1.FeatureFlag) {
+	d, err := c.topo.UpsertFlagSet(ff)
+	if err != nil {
+		log.Log.Error(err, "refused by the topology", "FeatureFlag", ff.Namespace+"/"+ff.Name)
+		return
+	}
+	c.dispatch(d)
+}
+
+func (c *Controller) onFlagSetDeleted(ff *v1beta1.FeatureFlag) {
+	c.event(v1beta1.FeatureFlagKind, "deleted")
+	c.dispatch(c.topo.DeleteFlagSet(ff.Namespace, ff.Name))
+}

@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Callbacks of the objects flagplane generates. Their desired state is the
+// graph's; an event on them only says the cluster may have drifted.
+
+func (c *Controller) configMapHandler() typedHandler[*corev1.ConfigMap] {
+	return typedHandler[*corev1.ConfigMap]{
+		onAdd: c.onConfigMapCreated,
+		onUpdate: func(old, new *corev1.ConfigMap) {
+			if !equality.Semantic.DeepEqual(old.Data, new.Data) || !equality.Semantic.DeepEqual(old.BinaryData, new.BinaryData) ||
+				!equality.Semantic.DeepEqual(old.Labels, new.Labels) || !equality.Semantic.DeepEqual(old.OwnerReferences, new.OwnerReferences) {
+				c.onConfigMapEdited(new)
+			}
+		},
+		onDelete: c.onConfigMapDeleted,
+	}
+}
+
+// onConfigMapCreated: a source waiting for it may now be Programmed; an
+// unwanted one (left by an earlier run) is removed.
+func (c *Controller) onConfigMapCreated(cm *corev1.ConfigMap) {
+	c.event("ConfigMap", "created")
+	c.configMapChanged(cm)
+}
+
+// onConfigMapEdited: repair drift, and update the status of its sources.
+func (c *Controller) onConfigMapEdited(cm *corev1.ConfigMap) {
+	c.event("ConfigMap", "edited")
+	c.configMapChanged(cm)
+}
+
+// onConfigMapDeleted: restore it if a workload still needs it.
+func (c *Controller) onConfigMapDeleted(cm *corev1.ConfigMap) {
+	c.event("ConfigMap", "deleted")
+	c.configMapChanged(cm)
+}
+
+func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
+	if !c.ready.Load() {
+		// The startup pass visits every generated ConfigMap.
+		return
+	}
+	c.configMaps.Add(client.ObjectKeyFromObject(cm))
+	v := c.topo.Snapshot()
+	if key, ok := v.ConfigMapByName(cm.Namespace, cm.Name); ok {
+		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
+			c.statuses.Add(s)
+		}
+	}
+}
+
+// rbacHandler: a generated Role or RoleBinding changed or went away; its
+// workload's RBAC is reconciled again.
+func rbacHandler[T client.Object](c *Controller) typedHandler[T] {
+	changed := func(obj T) {
+		if !c.ready.Load() {
+			return
+		}
+		if w, ok := workflows.WorkloadOfRBACName(obj.GetName()); ok {
+			c.workloads.Add(w)
+		}
+	}
+	return typedHandler[T]{
+		onAdd:    changed,
+		onUpdate: func(_, new T) { changed(new) },
+		onDelete: changed,
+	}
+}

@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// workQueue is the queue of one workflow: keys are deduplicated while
+// waiting, a key is never processed by two workers at once, and failures are
+// retried with exponential backoff (unless terminal).
+type workQueue[T comparable] struct {
+	name      string
+	queue     workqueue.TypedRateLimitingInterface[T]
+	reconcile func(ctx context.Context, key T) error
+	workers   int
+	observe   func(queue string, d time.Duration, err error)
+}
+
+func newWorkQueue[T comparable](name string, workers int, reconcile func(context.Context, T) error) *workQueue[T] {
+	return &workQueue[T]{
+		name:      name,
+		workers:   workers,
+		reconcile: reconcile,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[T](),
+			workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
+		),
+	}
+}
+
+// Add enqueues a key.
+func (q *workQueue[T]) Add(key T) { q.queue.Add(key) }
+
+// Len is the number of keys waiting.
+func (q *workQueue[T]) Len() int { return q.queue.Len() }
+
+// run processes keys until ctx is done.
+func (q *workQueue[T]) run(ctx context.Context) {
+	defer q.queue.ShutDown()
+	for range q.workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for q.processNext(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (q *workQueue[T]) processNext(ctx context.Context) bool {
+	key, quit := q.queue.Get()
+	if quit {
+		return false
+	}
+	defer q.queue.Done(key)
+	q.process(ctx, key)
+	return true
+}
+
+// process reconciles one key and decides whether it is retried.
+func (q *workQueue[T]) process(ctx context.Context, key T) {
+	logger := log.FromContext(ctx).WithValues("workflow", q.name, "key", key)
+	start := time.Now()
+	err := q.reconcile(log.IntoContext(ctx, logger), key)
+	if q.observe != nil {
+		q.observe(q.name, time.Since(start), err)
+	}
+	switch {
+	case err == nil:
+		q.queue.Forget(key)
+	case errors.Is(err, reconcile.TerminalError(nil)):
+		logger.Error(err, "giving up on key: retrying cannot fix it")
+		q.queue.Forget(key)
+	default:
+		logger.Error(err, "reconcile failed, will retry")
+		q.queue.AddRateLimited(key)
+	}
+}

@@ -1,0 +1,259 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func newNamespace(ctx context.Context) string {
+	ns, err := cp.NewNamespace(ctx, "fp")
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
+
+// flagSet is a FeatureFlag with one boolean flag "new-checkout" whose default
+// variant is given.
+func flagSet(ns, name, defaultVariant string) *v1beta1.FeatureFlag {
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
+		"new-checkout": {State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: defaultVariant},
+	}
+	return ff
+}
+
+func source(ns, name string, refs []v1beta1.Source, mutate ...func(*v1beta1.FeatureFlagSource)) *v1beta1.FeatureFlagSource {
+	s := &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	s.Spec.Sources = refs
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+func fileRef(ref string) v1beta1.Source {
+	return v1beta1.Source{Source: ref, Provider: v1beta1.SyncProviderFile}
+}
+
+func targeting(kind, name string) func(*v1beta1.FeatureFlagSource) {
+	return func(s *v1beta1.FeatureFlagSource) {
+		s.Spec.TargetRefs = append(s.Spec.TargetRefs, v1beta1.TargetRef{Group: "apps", Kind: kind, Name: name})
+	}
+}
+
+func podTemplate(app string, annotations map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}, Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}},
+	}
+}
+
+func deployment(ns, name string, labels, podAnnotations map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: podTemplate(name, podAnnotations),
+		},
+	}
+}
+
+func statefulSet(ns, name string) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: podTemplate(name, nil),
+		},
+	}
+}
+
+func daemonSet(ns, name string) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: podTemplate(name, nil),
+		},
+	}
+}
+
+func create(ctx context.Context, objs ...client.Object) {
+	for _, o := range objs {
+		Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+	}
+}
+
+// update re-reads obj, applies mutate and writes it, retrying on conflicts.
+func update[T client.Object](ctx context.Context, obj T, mutate func(T)) {
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return k8s.Update(ctx, obj)
+	}).Should(Succeed())
+}
+
+func remove(ctx context.Context, obj client.Object) {
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+}
+
+// configMapOf is the generated ConfigMap of flag set fsNS/fsName in namespace ns.
+func configMapOf(ns, fsNS, fsName string) client.ObjectKey {
+	return client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(fsNS, fsName))}
+}
+
+// flagContent returns the flagd JSON a generated ConfigMap holds for a flag set,
+// or "" when the ConfigMap does not exist.
+func flagContent(ctx context.Context, cm client.ObjectKey, fsNS, fsName string) func() string {
+	return func() string {
+		got := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, cm, got); err != nil {
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "reading ConfigMap: %v", err)
+			return ""
+		}
+		return got.Data[workflows.ConfigMapDataKey(topology.FlagSetKey(fsNS, fsName))]
+	}
+}
+
+// defaultVariantIn decodes the default variant of "new-checkout" from flagd JSON.
+func defaultVariantIn(content string) string {
+	if content == "" {
+		return ""
+	}
+	var doc struct {
+		Flags map[string]struct {
+			DefaultVariant string `json:"defaultVariant"`
+		} `json:"flags"`
+	}
+	Expect(json.Unmarshal([]byte(content), &doc)).To(Succeed())
+	return doc.Flags["new-checkout"].DefaultVariant
+}
+
+func configMapExists(ctx context.Context, key client.ObjectKey) func() bool {
+	return func() bool {
+		err := k8s.Get(ctx, key, &corev1.ConfigMap{})
+		Expect(client.IgnoreNotFound(err)).To(Succeed())
+		return err == nil
+	}
+}
+
+// sourceCondition returns "Status/Reason: message" of a source's condition.
+func sourceCondition(ctx context.Context, ns, name, condType string) func() string {
+	return func() string {
+		s := &v1beta1.FeatureFlagSource{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+		return conditionString(s.Status.Conditions, condType, s.Generation)
+	}
+}
+
+func flagSetCondition(ctx context.Context, ns, name, condType string) func() string {
+	return func() string {
+		ff := &v1beta1.FeatureFlag{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
+		return conditionString(ff.Status.Conditions, condType, ff.Generation)
+	}
+}
+
+// conditionString renders a condition, or says it is missing or stale.
+func conditionString(conds []metav1.Condition, condType string, generation int64) string {
+	c := meta.FindStatusCondition(conds, condType)
+	switch {
+	case c == nil:
+		return "missing"
+	case c.ObservedGeneration != generation:
+		return fmt.Sprintf("stale (generation %d, observed %d)", generation, c.ObservedGeneration)
+	}
+	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+}
+
+func sourceStatus(ctx context.Context, ns, name string) func() v1beta1.FeatureFlagSourceStatus {
+	return func() v1beta1.FeatureFlagSourceStatus {
+		s := &v1beta1.FeatureFlagSource{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+		return s.Status
+	}
+}
+
+func flagSetStatus(ctx context.Context, ns, name string) func() v1beta1.FeatureFlagStatus {
+	return func() v1beta1.FeatureFlagStatus {
+		ff := &v1beta1.FeatureFlag{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
+		return ff.Status
+	}
+}
+
+func restartedAt(ctx context.Context, obj client.Object) func() string {
+	return func() string {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		var tmpl *corev1.PodTemplateSpec
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			tmpl = &o.Spec.Template
+		case *appsv1.StatefulSet:
+			tmpl = &o.Spec.Template
+		case *appsv1.DaemonSet:
+			tmpl = &o.Spec.Template
+		}
+		return tmpl.Annotations[workflows.RestartedAtAnnotation]
+	}
+}
+
+func referenceGrant(ns, name, fromNS string, toName string) *unstructured.Unstructured {
+	to := map[string]any{"group": v1beta1.GroupVersion.Group, "kind": v1beta1.FeatureFlagKind}
+	if toName != "" {
+		to["name"] = toName
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1beta1",
+		"kind":       "ReferenceGrant",
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{
+			"from": []any{map[string]any{"group": v1beta1.GroupVersion.Group, "kind": v1beta1.FeatureFlagSourceKind, "namespace": fromNS}},
+			"to":   []any{to},
+		},
+	}}
+	return u
+}
+
+const (
+	statusTrue = "True/"
+)
+
+func objectKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+func objectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
+
+func withSelector(key, value string) func(*v1beta1.FeatureFlagSource) {
+	return func(s *v1beta1.FeatureFlagSource) {
+		s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+	}
+}

@@ -1,0 +1,106 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// FlagSetID identifies a flag set across namespaces as "<namespace>_<name>",
+// the form the OpenFeature Operator uses for data keys and mount directories.
+// Neither part can contain an underscore, so the ID is unambiguous.
+func FlagSetID(flagSet topology.Key) string {
+	return flagSet.Namespace + "_" + flagSet.Name
+}
+
+// ConfigMapDataKey is the key under which a generated ConfigMap holds the
+// flag set: "<namespace>_<name>.flagd.json", as in the OpenFeature Operator,
+// so that a sidecar reads the file at the same path.
+func ConfigMapDataKey(flagSet topology.Key) string {
+	return FlagSetID(flagSet) + ".flagd.json"
+}
+
+// RenderFlagSet returns the flagd JSON document of a flag set: its flags,
+// $evaluators and metadata. encoding/json sorts map keys, so equal flag sets
+// render to equal bytes.
+func RenderFlagSet(ff *v1beta1.FeatureFlag) (string, error) {
+	spec := ff.Spec.FlagSpec
+	if spec.Flags == nil {
+		// flagd requires the flags object even when it is empty.
+		spec.Flags = map[string]v1beta1.Flag{}
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", fmt.Errorf("rendering flag set %s/%s: %w", ff.Namespace, ff.Name, err)
+	}
+	return string(b), nil
+}
+
+// ManagedLabels are the labels of every object flagplane generates.
+func ManagedLabels() map[string]string {
+	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
+}
+
+// DesiredConfigMap returns the ConfigMap that the graph wants for key (see
+// topology.ConfigMapKey), or nil when no workload needs it any more.
+//
+// It returns an *InvalidFlagSetError when the flag set fails validation: the
+// caller then keeps whatever the ConfigMap holds, so that bad input never
+// replaces the last good configuration.
+func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, error) {
+	if !v.ConfigMapNeeded(key) {
+		return nil, nil
+	}
+	fsKey := key.FlagSet()
+	ff, ok := v.FlagSet(fsKey)
+	if !ok {
+		// A ConfigMap node exists only under a resolved flag set; the graph
+		// and the view disagreeing is a bug, not a user error.
+		return nil, fmt.Errorf("ConfigMap %s needed but flag set %s is not in the graph", key, fsKey)
+	}
+	if err := ValidateFlagSet(ff); err != nil {
+		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: err}
+	}
+	content, err := RenderFlagSet(ff)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      topology.ConfigMapName(fsKey),
+			Namespace: key.Namespace,
+			Labels:    ManagedLabels(),
+		},
+		Data: map[string]string{ConfigMapDataKey(fsKey): content},
+	}
+	// Kubernetes only collects garbage by owners of the same namespace.
+	if key.Namespace == fsKey.Namespace && ff.UID != "" {
+		cm.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: v1beta1.GroupVersion.String(),
+			Kind:       v1beta1.FeatureFlagKind,
+			Name:       ff.Name,
+			UID:        ff.UID,
+			Controller: ptr.To(true),
+		}}
+	}
+	return cm, nil
+}
+
+// InvalidFlagSetError says that a flag set cannot be served as it is.
+type InvalidFlagSetError struct {
+	FlagSet topology.Key
+	Err     error
+}
+
+func (e *InvalidFlagSetError) Error() string {
+	return fmt.Sprintf("flag set %s/%s is invalid: %v", e.FlagSet.Namespace, e.FlagSet.Name, e.Err)
+}
+
+func (e *InvalidFlagSetError) Unwrap() error { return e.Err }

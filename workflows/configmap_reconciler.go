@@ -1,0 +1,152 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// ConfigMapReconciler makes one generated ConfigMap what the graph wants:
+// created or updated with server-side apply, deleted when no workload needs
+// it, restored when someone deletes or edits it.
+type ConfigMapReconciler struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	// Writes counts the requests that changed the cluster, by verb.
+	Writes func(verb string)
+}
+
+// Reconcile brings the ConfigMap namespace/name in line with the graph. It
+// makes no request when the cluster already holds the desired content.
+func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, namespace, name string) error {
+	logger := log.FromContext(ctx).WithValues("ConfigMap", namespace+"/"+name)
+	current := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s/%s from the cache: %w", namespace, name, err)
+	}
+
+	key, needed := v.ConfigMapByName(namespace, name)
+	if !needed {
+		if current == nil || !hasManagedLabel(current.Labels) {
+			return nil
+		}
+		logger.Info("deleting ConfigMap no workload needs")
+		err := r.Client.Delete(ctx, current, client.Preconditions{UID: &current.UID})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting ConfigMap %s/%s: %w", namespace, name, err)
+		}
+		r.count("delete")
+		return nil
+	}
+
+	desired, err := DesiredConfigMap(v, key)
+	var invalid *InvalidFlagSetError
+	if errors.As(err, &invalid) {
+		// The FeatureFlag's status says why; the ConfigMap keeps its last
+		// valid content. Retrying cannot help until the flag set changes.
+		logger.V(1).Info("keeping last valid content of ConfigMap", "reason", invalid.Error())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if desired == nil || configMapUpToDate(current, desired) {
+		return nil
+	}
+	if err := r.apply(ctx, desired); err != nil {
+		return err
+	}
+	if current != nil {
+		if err := r.removeForeignKeys(ctx, current, desired); err != nil {
+			return err
+		}
+	}
+	logger.Info("applied ConfigMap", "flagSet", key.FlagSet().String(), "created", current == nil)
+	return nil
+}
+
+func (r *ConfigMapReconciler) apply(ctx context.Context, desired *corev1.ConfigMap) error {
+	ac := corev1ac.ConfigMap(desired.Name, desired.Namespace).
+		WithLabels(desired.Labels).
+		WithData(desired.Data)
+	for _, o := range desired.OwnerReferences {
+		ac.WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID).WithController(*o.Controller))
+	}
+	if err := r.Client.Apply(ctx, ac, client.FieldOwner(v1beta1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying ConfigMap %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	r.count("apply")
+	return nil
+}
+
+// removeForeignKeys drops data keys that someone else added: server-side
+// apply leaves fields of other managers alone, but a flagd sidecar reads the
+// whole directory, so a generated ConfigMap must hold exactly the flag set.
+func (r *ConfigMapReconciler) removeForeignKeys(ctx context.Context, current, desired *corev1.ConfigMap) error {
+	patch := client.MergeFrom(current.DeepCopy())
+	updated := current.DeepCopy()
+	changed := false
+	for k := range updated.Data {
+		if _, ok := desired.Data[k]; !ok {
+			delete(updated.Data, k)
+			changed = true
+		}
+	}
+	if len(updated.BinaryData) > 0 {
+		updated.BinaryData = nil
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, updated, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing foreign data keys from ConfigMap %s/%s: %w", current.Namespace, current.Name, err)
+	}
+	r.count("patch")
+	return nil
+}
+
+func (r *ConfigMapReconciler) count(verb string) {
+	if r.Writes != nil {
+		r.Writes(verb)
+	}
+}
+
+// configMapUpToDate tells whether the cluster's ConfigMap is exactly what is desired.
+func configMapUpToDate(current, desired *corev1.ConfigMap) bool {
+	if current == nil || !hasManagedLabel(current.Labels) || len(current.BinaryData) > 0 {
+		return false
+	}
+	if !equality.Semantic.DeepEqual(current.Data, desired.Data) {
+		return false
+	}
+	for _, want := range desired.OwnerReferences {
+		found := false
+		for _, have := range current.OwnerReferences {
+			if have.UID == want.UID {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+func flagSet(flags map[string]v1beta1.Flag, evaluators string) *v1beta1.FeatureFlag {
+	ff := &v1beta1.FeatureFlag{}
+	ff.Namespace, ff.Name = "shop", "flags"
+	ff.Spec.FlagSpec.Flags = flags
+	if evaluators != "" {
+		ff.Spec.FlagSpec.Evaluators = json.RawMessage(evaluators)
+	}
+	return ff
+}
+
+func boolFlag() v1beta1.Flag {
+	return v1beta1.Flag{State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "on"}
+}
+
+func TestValidateFlagSet(t *testing.T) {
+	withTargeting := func(rule string) v1beta1.Flag {
+		f := boolFlag()
+		f.Targeting = json.RawMessage(rule)
+		return f
+	}
+	cases := []struct {
+		name       string
+		flags      map[string]v1beta1.Flag
+		evaluators string
+		wantErr    string // substring; empty means valid
+	}{
+		{name: "valid boolean flag", flags: map[string]v1beta1.Flag{"f": boolFlag()}},
+		{name: "empty flag set", flags: map[string]v1beta1.Flag{}},
+		{name: "object variants", flags: map[string]v1beta1.Flag{"f": {State: "DISABLED",
+			Variants: json.RawMessage(`{"a":{"x":1},"b":{"y":2}}`), DefaultVariant: "b"}}},
+		{name: "valid $ref", evaluators: `{"is-admin":{"in":["admin",{"var":"role"}]}}`,
+			flags: map[string]v1beta1.Flag{"f": withTargeting(`{"if":[{"$ref":"is-admin"},"on","off"]}`)}},
+		{name: "bad state", flags: map[string]v1beta1.Flag{"f": {State: "ON", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"}},
+			wantErr: `spec.flagSpec.flags[f].state: Unsupported value: "ON"`},
+		{name: "default variant not among variants", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "blue"}},
+			wantErr: `spec.flagSpec.flags[f].defaultVariant: Invalid value: "blue": must be one of the variants: off, on`},
+		{name: "missing variants", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED", DefaultVariant: "on"}},
+			wantErr: `spec.flagSpec.flags[f].variants: Required value`},
+		{name: "empty variants", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{}`), DefaultVariant: "on"}},
+			wantErr: `spec.flagSpec.flags[f].variants: Required value`},
+		{name: "variants not an object", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`[true]`), DefaultVariant: "on"}},
+			wantErr: `must be a JSON object of variant name to value`},
+		{name: "mixed variant types", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"on":true,"off":"no"}`), DefaultVariant: "on"}},
+			wantErr: `all variants of a flag must have one type: "on" is boolean but "off" is string`},
+		{name: "null variant", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"on":null}`), DefaultVariant: "on"}},
+			wantErr: `a variant must have a value`},
+		{name: "unknown $ref", flags: map[string]v1beta1.Flag{"f": withTargeting(`{"if":[{"$ref":"nope"},"on","off"]}`)},
+			wantErr: `$ref "nope" does not name an entry of $evaluators`},
+		{name: "targeting not an object", flags: map[string]v1beta1.Flag{"f": withTargeting(`"on"`)},
+			wantErr: `spec.flagSpec.flags[f].targeting: Invalid value: "\"on\"": must be a JSON object`},
+		{name: "evaluators not an object", evaluators: `[1]`, flags: map[string]v1beta1.Flag{"f": boolFlag()},
+			wantErr: `spec.flagSpec.$evaluators`},
+		{name: "every bad flag is named", flags: map[string]v1beta1.Flag{
+			"a": {State: "X", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"},
+			"b": {State: "ENABLED", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "off"},
+		}, wantErr: `[spec.flagSpec.flags[a].state: Unsupported value: "X": supported values: "ENABLED", "DISABLED", spec.flagSpec.flags[b].defaultVariant`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := ValidateFlagSet(flagSet(tc.flags, tc.evaluators))
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+}
+
+func FuzzValidateFlagSpec(f *testing.F) {
+	f.Add(`{"on":true,"off":false}`, "on", `{"if":[{"$ref":"x"},"on","off"]}`, `{"x":{"==":[1,1]}}`)
+	f.Add(`[]`, "", `"x"`, `null`)
+	f.Fuzz(func(t *testing.T, variants, def, targeting, evaluators string) {
+		ff := flagSet(map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(variants),
+			DefaultVariant: def, Targeting: json.RawMessage(targeting)}}, evaluators)
+		_ = ValidateFlagSet(ff) // must not panic, whatever the input
+	})
+}

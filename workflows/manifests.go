@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// ReferenceGrant's group and kind, as flagplane reads it.
+const (
+	ReferenceGrantGroup = "gateway.networking.k8s.io"
+	ReferenceGrantKind  = "ReferenceGrant"
+)
+
+var manifestDecoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1beta1.AddToScheme(s)
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}()
+
+// LoadManifests adds the objects of a multi-document YAML stream to a
+// topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations,
+// Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
+// skipped. It lets the graph be built offline, from files, exactly as the
+// controllers build it from informers.
+func LoadManifests(t *topology.Topology, r io.Reader) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	for i := 0; ; i++ {
+		var raw runtime.RawExtension
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(raw.Raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw.Raw), []byte("null")) {
+			continue
+		}
+		if err := loadObject(t, raw.Raw); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+}
+
+func loadObject(t *topology.Topology, raw []byte) error {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	if gvk := u.GroupVersionKind(); gvk.Group == ReferenceGrantGroup && gvk.Kind == ReferenceGrantKind {
+		_, err := t.UpsertGrant(GrantFromReferenceGrant(u))
+		return err
+	}
+	obj, _, err := manifestDecoder.Decode(raw, nil, nil)
+	if err != nil {
+		if runtime.IsNotRegisteredError(err) {
+			return nil
+		}
+		return err
+	}
+	switch o := obj.(type) {
+	case *v1beta1.FeatureFlag:
+		_, err = t.UpsertFlagSet(o)
+	case *v1beta1.FeatureFlagSource:
+		_, err = t.UpsertSource(o)
+	case *v1beta1.InProcessConfiguration:
+		_, err = t.UpsertInProcessConfig(o)
+	case *appsv1.Deployment:
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, o, &o.Spec.Template))
+	case *appsv1.StatefulSet:
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, o, &o.Spec.Template))
+	case *appsv1.DaemonSet:
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, o, &o.Spec.Template))
+	}
+	return err
+}
+
+// GrantFromReferenceGrant keeps the part of a ReferenceGrant that concerns
+// flagplane: from FeatureFlagSources (by namespace) to FeatureFlags (all of
+// the namespace, or by name). A grant with no such entries grants nothing.
+func GrantFromReferenceGrant(u *unstructured.Unstructured) topology.Grant {
+	g := topology.Grant{Namespace: u.GetNamespace(), Name: u.GetName()}
+	from, _, _ := unstructured.NestedSlice(u.Object, "spec", "from")
+	for _, f := range from {
+		m, ok := f.(map[string]any)
+		if ok && m["group"] == v1beta1.GroupVersion.Group && m["kind"] == v1beta1.FeatureFlagSourceKind {
+			if ns, ok := m["namespace"].(string); ok && ns != "" {
+				g.FromNamespaces = append(g.FromNamespaces, ns)
+			}
+		}
+	}
+	to, _, _ := unstructured.NestedSlice(u.Object, "spec", "to")
+	all, some := false, false
+	for _, t := range to {
+		m, ok := t.(map[string]any)
+		if !ok || m["group"] != v1beta1.GroupVersion.Group || m["kind"] != v1beta1.FeatureFlagKind {
+			continue
+		}
+		some = true
+		if name, _ := m["name"].(string); name != "" {
+			g.ToNames = append(g.ToNames, name)
+		} else {
+			all = true
+		}
+	}
+	switch {
+	case !some:
+		g.FromNamespaces = nil // grants nothing to FeatureFlags
+	case all:
+		g.ToNames = nil
+	}
+	return g
+}

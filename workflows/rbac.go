@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// flagd's kubernetes sync reads FeatureFlags with get, list and watch.
+var flagReaderVerbs = []string{"get", "list", "watch"}
+
+// RBACName is the name of the Role and RoleBinding that let a workload's
+// service account read the FeatureFlags it syncs with the kubernetes
+// provider. One pair per workload and flag-set namespace: the name is the
+// same in every namespace, so the cache finds all of a workload's pairs by
+// name, and removing a workload removes exactly its grants.
+func RBACName(workload topology.Key) string {
+	return rbacNamePrefix + strings.ToLower(string(workload.Kind)) + ":" + workload.Namespace + ":" + workload.Name
+}
+
+const rbacNamePrefix = "flagplane:featureflag-reader:"
+
+// WorkloadOfRBACName is the inverse of RBACName. Namespaces and workload
+// names hold no colon, so the name splits unambiguously.
+func WorkloadOfRBACName(name string) (topology.Key, bool) {
+	rest, ok := strings.CutPrefix(name, rbacNamePrefix)
+	if !ok {
+		return topology.Key{}, false
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 3 {
+		return topology.Key{}, false
+	}
+	for _, kind := range []topology.Kind{topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet} {
+		if strings.ToLower(string(kind)) == parts[0] {
+			return topology.WorkloadKey(kind, parts[1], parts[2]), true
+		}
+	}
+	return topology.Key{}, false
+}
+
+// DesiredRBAC returns, for a workload, one Role and RoleBinding in each
+// namespace holding a flag set that the workload reads through the
+// kubernetes provider: the Role allows get/list/watch on exactly those
+// FeatureFlags (resourceNames), the binding grants it to the workload's
+// service account. It returns nothing for a workload that is gone or uses no
+// kubernetes provider; never a ClusterRole.
+func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
+	w, ok := v.Workload(workload)
+	if !ok {
+		return nil, nil
+	}
+	names := map[string]map[string]struct{}{} // flag-set namespace → FeatureFlag names
+	for _, src := range v.SourcesOfWorkload(workload) {
+		for _, ref := range v.FlagSetRefs(src) {
+			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderKubernetes) {
+				continue
+			}
+			if names[ref.FlagSet.Namespace] == nil {
+				names[ref.FlagSet.Namespace] = map[string]struct{}{}
+			}
+			names[ref.FlagSet.Namespace][ref.FlagSet.Name] = struct{}{}
+		}
+	}
+	sa := w.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	name := RBACName(workload)
+	var roles []*rbacv1.Role
+	var bindings []*rbacv1.RoleBinding
+	for _, ns := range sortedKeys(names) {
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: ManagedLabels()}
+		roles = append(roles, &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: meta,
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups:     []string{v1beta1.GroupVersion.Group},
+				Resources:     []string{"featureflags"},
+				Verbs:         flagReaderVerbs,
+				ResourceNames: sortedKeys(names[ns]),
+			}},
+		})
+		bindings = append(bindings, &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: *meta.DeepCopy(),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: w.Namespace}},
+		})
+	}
+	return roles, bindings
+}
+
+// roleUpToDate tells whether a Role in the cluster grants what desired grants.
+func roleUpToDate(current, desired *rbacv1.Role) bool {
+	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && hasManagedLabel(current.Labels)
+}
+
+// roleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
+func roleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
+	return current != nil && current.RoleRef == desired.RoleRef &&
+		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && hasManagedLabel(current.Labels)
+}
+
+func hasManagedLabel(labels map[string]string) bool {
+	return labels[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue
+}

@@ -1,0 +1,139 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// NameIndex is the cache field index, on managed Roles and RoleBindings,
+// by metadata.name. The RBAC reconciler finds every namespace that holds a
+// workload's grants with it, without listing all Roles.
+const NameIndex = "flagplane.metadata.name"
+
+// IndexByName is the IndexerFunc of NameIndex.
+func IndexByName(obj client.Object) []string { return []string{obj.GetName()} }
+
+// RBACReconciler keeps the Roles and RoleBindings of one workload's
+// kubernetes-provider sources what DesiredRBAC says, and removes the ones
+// the workload no longer needs.
+type RBACReconciler struct {
+	Client client.Client
+	Writes func(verb string)
+}
+
+// Reconcile brings the RBAC of a workload in line with the graph.
+func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
+	logger := log.FromContext(ctx).WithValues("workload", workload.String())
+	roles, bindings := DesiredRBAC(v, workload)
+	name := RBACName(workload)
+	wantNS := map[string]bool{}
+	for i := range roles {
+		wantNS[roles[i].Namespace] = true
+		if err := r.applyRole(ctx, roles[i]); err != nil {
+			return err
+		}
+		if err := r.applyRoleBinding(ctx, bindings[i]); err != nil {
+			return err
+		}
+	}
+
+	// Grants in namespaces the workload no longer reads from.
+	var haveRoles rbacv1.RoleList
+	if err := r.Client.List(ctx, &haveRoles, client.MatchingFields{NameIndex: name}); err != nil {
+		return fmt.Errorf("listing Roles named %s: %w", name, err)
+	}
+	for i := range haveRoles.Items {
+		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && hasManagedLabel(role.Labels) {
+			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
+			if err := r.delete(ctx, role); err != nil {
+				return err
+			}
+		}
+	}
+	var haveBindings rbacv1.RoleBindingList
+	if err := r.Client.List(ctx, &haveBindings, client.MatchingFields{NameIndex: name}); err != nil {
+		return fmt.Errorf("listing RoleBindings named %s: %w", name, err)
+	}
+	for i := range haveBindings.Items {
+		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && hasManagedLabel(b.Labels) {
+			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
+			if err := r.delete(ctx, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) error {
+	current := &rbacv1.Role{}
+	if err := r.get(ctx, desired, current); err != nil {
+		return err
+	}
+	if current.UID != "" && roleUpToDate(current, desired) {
+		return nil
+	}
+	return r.apply(ctx, desired)
+}
+
+func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.RoleBinding) error {
+	current := &rbacv1.RoleBinding{}
+	if err := r.get(ctx, desired, current); err != nil {
+		return err
+	}
+	if current.UID != "" {
+		if roleBindingUpToDate(current, desired) {
+			return nil
+		}
+		if current.RoleRef != desired.RoleRef {
+			// roleRef is immutable: replace the binding.
+			if err := r.delete(ctx, current); err != nil {
+				return err
+			}
+		}
+	}
+	return r.apply(ctx, desired)
+}
+
+func (r *RBACReconciler) get(ctx context.Context, desired, into client.Object) error {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), into)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading %s/%s from the cache: %w", desired.GetNamespace(), desired.GetName(), err)
+	}
+	return nil
+}
+
+func (r *RBACReconciler) apply(ctx context.Context, obj client.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("converting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
+	if err := r.Client.Apply(ctx, ac, client.FieldOwner(v1beta1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if r.Writes != nil {
+		r.Writes("apply")
+	}
+	return nil
+}
+
+func (r *RBACReconciler) delete(ctx context.Context, obj client.Object) error {
+	if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if r.Writes != nil {
+		r.Writes("delete")
+	}
+	return nil
+}

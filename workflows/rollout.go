@@ -1,0 +1,157 @@
+package workflows
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// RestartedAtAnnotation is the pod-template annotation `kubectl rollout
+// restart` sets; setting it the same way rolls a workload's pods.
+const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// injectionInputs is everything the injected sidecar of a workload is made
+// from: its sources' settings in order, the flag sets they resolve, and its
+// in-process configurations. Targeting fields are left out: they choose
+// workloads, they do not shape the sidecar.
+type injectionInputs struct {
+	Sources          []sourceInput                        `json:"sources,omitempty"`
+	InProcessConfigs []v1beta1.InProcessConfigurationSpec `json:"inProcessConfigs,omitempty"`
+}
+
+type sourceInput struct {
+	Spec v1beta1.FeatureFlagSourceSpec `json:"spec"`
+	Refs []topology.FlagSetRef         `json:"refs,omitempty"`
+}
+
+// InjectionFingerprint hashes the inputs of a workload's injection, and tells
+// whether any of its sources asks for a rollout on change. Equal fingerprints
+// mean the webhook would inject the same thing.
+func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool) {
+	var in injectionInputs
+	rollout := false
+	for _, sk := range v.SourcesOfWorkload(workload) {
+		src, ok := v.Source(sk)
+		if !ok {
+			continue
+		}
+		spec := *src.Spec.DeepCopy()
+		spec.TargetRefs, spec.Selector, spec.RolloutOnChange = nil, nil, nil
+		in.Sources = append(in.Sources, sourceInput{Spec: spec, Refs: v.FlagSetRefs(sk)})
+		if src.Spec.RolloutOnChange != nil && *src.Spec.RolloutOnChange {
+			rollout = true
+		}
+	}
+	for _, ck := range v.InProcessConfigsOfWorkload(workload) {
+		if c, ok := v.InProcessConfig(ck); ok {
+			in.InProcessConfigs = append(in.InProcessConfigs, c.Spec)
+		}
+	}
+	if len(in.Sources) == 0 && len(in.InProcessConfigs) == 0 {
+		return "", rollout
+	}
+	b, _ := json.Marshal(in) // plain data: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), rollout
+}
+
+// RolloutReconciler restarts a workload, the way `kubectl rollout restart`
+// does, when what would be injected into its pods changes and one of its
+// sources (before or after the change) has rolloutOnChange set.
+//
+// The first fingerprint seen of a workload is its baseline: a workload that
+// was just created, or seen at startup, is not restarted.
+type RolloutReconciler struct {
+	Client client.Client
+	Now    func() time.Time
+
+	mu   sync.Mutex
+	seen map[topology.Key]rolloutState
+}
+
+type rolloutState struct {
+	fingerprint string
+	rollout     bool
+}
+
+// Observe records the baseline of a workload without acting on it.
+func (r *RolloutReconciler) Observe(v *topology.View, workload topology.Key) {
+	fp, rollout := InjectionFingerprint(v, workload)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[topology.Key]rolloutState{}
+	}
+	if _, ok := r.seen[workload]; !ok {
+		r.seen[workload] = rolloutState{fingerprint: fp, rollout: rollout}
+	}
+}
+
+// Reconcile restarts the workload when its fingerprint changed and a rollout was asked for.
+func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
+	if _, ok := v.Workload(workload); !ok {
+		r.mu.Lock()
+		delete(r.seen, workload)
+		r.mu.Unlock()
+		return nil
+	}
+	fp, rollout := InjectionFingerprint(v, workload)
+	r.mu.Lock()
+	if r.seen == nil {
+		r.seen = map[topology.Key]rolloutState{}
+	}
+	prev, known := r.seen[workload]
+	r.mu.Unlock()
+	if known && prev.fingerprint == fp {
+		return nil
+	}
+	if known && (rollout || prev.rollout) {
+		if err := r.restart(ctx, workload); err != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String())
+	}
+	r.mu.Lock()
+	r.seen[workload] = rolloutState{fingerprint: fp, rollout: rollout}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *RolloutReconciler) restart(ctx context.Context, workload topology.Key) error {
+	var obj client.Object
+	switch workload.Kind {
+	case topology.KindDeployment:
+		obj = &appsv1.Deployment{}
+	case topology.KindStatefulSet:
+		obj = &appsv1.StatefulSet{}
+	case topology.KindDaemonSet:
+		obj = &appsv1.DaemonSet{}
+	default:
+		return fmt.Errorf("restarting %s: not a workload kind", workload)
+	}
+	obj.SetNamespace(workload.Namespace)
+	obj.SetName(workload.Name)
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
+		RestartedAtAnnotation, now().UTC().Format(time.RFC3339))
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("restarting %s: %w", workload, err))
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// maxStatusTargets caps status.targets so that a source selecting thousands
+// of workloads keeps a small object; status.targetCount has the full count.
+const maxStatusTargets = 256
+
+// Observed reads what the cluster holds of the objects flagplane generates.
+// The controllers implement it over the informer cache.
+type Observed interface {
+	// ConfigMapData returns the data of a ConfigMap and whether it exists.
+	ConfigMapData(namespace, name string) (map[string]string, bool)
+	// Role returns a Role, or nil.
+	Role(namespace, name string) *rbacv1.Role
+	// RoleBinding returns a RoleBinding, or nil.
+	RoleBinding(namespace, name string) *rbacv1.RoleBinding
+}
+
+// DesiredFlagSetStatus is the status a FeatureFlag should have.
+func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag) v1beta1.FeatureFlagStatus {
+	key := topology.FlagSetKey(ff.Namespace, ff.Name)
+	st := *ff.Status.DeepCopy()
+	st.ObservedGeneration = ff.Generation
+	st.Flags = int32(len(ff.Spec.FlagSpec.Flags))
+	st.Sources = int32(len(v.SourcesOfFlagSet(key)))
+	st.Namespaces = v.ConsumerNamespaces(key)
+	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
+		Message: "flag set is valid", ObservedGeneration: ff.Generation}
+	if err := ValidateFlagSet(ff); err != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1beta1.ReasonInvalid
+		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// DesiredSourceStatus is the status a FeatureFlagSource should have:
+// Accepted (its spec makes sense), ResolvedRefs (every flag set it names
+// exists and may be read, naming each one that does not), Programmed (every
+// workload it targets has its ConfigMaps and RBAC in place), and its targets.
+func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed) v1beta1.FeatureFlagSourceStatus {
+	key := topology.SourceKey(src.Namespace, src.Name)
+	gen := src.Generation
+	st := *src.Status.DeepCopy()
+	st.ObservedGeneration = gen
+	workloads := v.WorkloadsOfSource(key)
+	st.TargetCount = int32(len(workloads))
+	st.Targets = workloadRefs(src.Namespace, workloads)
+
+	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
+	if errs := ValidateSource(src); len(errs) > 0 {
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, errs.ToAggregate().Error()
+	}
+	meta.SetStatusCondition(&st.Conditions, accepted)
+
+	resolved := metav1.Condition{Type: v1beta1.ConditionResolvedRefs, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonResolvedRefs, Message: "all flag sets resolved", ObservedGeneration: gen}
+	if msgs, reason := unresolvedMessages(v.UnresolvedRefs(key)); len(msgs) > 0 {
+		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, strings.Join(msgs, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, resolved)
+
+	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
+	switch pending := pendingOutputs(v, key, workloads, obs); {
+	case accepted.Status != metav1.ConditionTrue:
+		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
+	case len(pending) > 0:
+		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
+		programmed.Message = summarize(pending, 5)
+	case len(workloads) == 0:
+		programmed.Message = "source targets no workload"
+	default:
+		programmed.Message = fmt.Sprintf("%d workload(s) programmed", len(workloads))
+	}
+	meta.SetStatusCondition(&st.Conditions, programmed)
+	return st
+}
+
+// DesiredInProcessConfigStatus is the status an InProcessConfiguration should have.
+func DesiredInProcessConfigStatus(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	workloads := v.WorkloadsOfInProcessConfig(topology.InProcessConfigKey(c.Namespace, c.Name))
+	st.TargetCount = int32(len(workloads))
+	st.Targets = workloadRefs(c.Namespace, workloads)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonAccepted, Message: "configuration is valid", ObservedGeneration: c.Generation})
+	return st
+}
+
+// ValidateSource checks what the CRD schema cannot: the syntax of flag-set
+// references and of the label selector.
+func ValidateSource(src *v1beta1.FeatureFlagSource) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range src.Spec.Sources {
+		provider := s.Provider
+		if provider == "" {
+			provider = src.Spec.DefaultSyncProvider
+		}
+		if provider == "" {
+			provider = v1beta1.SyncProviderFile
+		}
+		if !provider.ReferencesFlagSet() {
+			continue
+		}
+		parts := strings.Split(s.Source, "/")
+		if len(parts) > 2 || parts[0] == "" || parts[len(parts)-1] == "" {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "sources").Index(i).Child("source"), s.Source,
+				fmt.Sprintf("provider %s takes a FeatureFlag as name or namespace/name", provider)))
+		}
+	}
+	if src.Spec.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(src.Spec.Selector); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), src.Spec.Selector.String(), err.Error()))
+		}
+	}
+	return errs
+}
+
+// pendingOutputs lists what a source's workloads still lack: ConfigMaps with
+// the current flag set content, and the RBAC of the kubernetes provider.
+func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed) []string {
+	var pending []string
+	refs := v.FlagSetRefs(source)
+	seen := map[topology.Key]bool{}
+	for _, w := range workloads {
+		for _, ref := range refs {
+			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderFile) {
+				continue
+			}
+			cm := topology.ConfigMapKey(ref.FlagSet, w.Namespace)
+			if seen[cm] {
+				continue
+			}
+			seen[cm] = true
+			if msg := configMapPending(v, cm, obs); msg != "" {
+				pending = append(pending, msg)
+			}
+		}
+		roles, bindings := DesiredRBAC(v, w)
+		for i := range roles {
+			if !roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) ||
+				!roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
+				pending = append(pending, fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace))
+			}
+		}
+	}
+	return pending
+}
+
+func configMapPending(v *topology.View, cm topology.Key, obs Observed) string {
+	name := topology.ConfigMapName(cm.FlagSet())
+	desired, err := DesiredConfigMap(v, cm)
+	var invalid *InvalidFlagSetError
+	switch {
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
+			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name)
+	case err != nil:
+		return fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, name, err)
+	case desired == nil:
+		return ""
+	}
+	data, ok := obs.ConfigMapData(cm.Namespace, name)
+	if !ok {
+		return fmt.Sprintf("ConfigMap %s/%s not created yet", cm.Namespace, name)
+	}
+	for k, want := range desired.Data {
+		if data[k] != want {
+			return fmt.Sprintf("ConfigMap %s/%s not up to date yet", cm.Namespace, name)
+		}
+	}
+	return ""
+}
+
+func workloadRefs(namespace string, keys []topology.Key) []v1beta1.WorkloadReference {
+	if len(keys) == 0 {
+		return nil
+	}
+	n := min(len(keys), maxStatusTargets)
+	out := make([]v1beta1.WorkloadReference, 0, n)
+	for _, k := range keys[:n] {
+		ref := v1beta1.WorkloadReference{Kind: string(k.Kind), Name: k.Name}
+		if k.Namespace != namespace {
+			ref.Namespace = k.Namespace
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+func unresolvedMessages(refs []topology.FlagSetRef) ([]string, string) {
+	var msgs []string
+	reason := v1beta1.ReasonFlagSetNotFound
+	for _, r := range refs {
+		switch r.State {
+		case topology.RefNotPermitted:
+			reason = v1beta1.ReasonRefNotPermitted
+			msgs = append(msgs, fmt.Sprintf("sources[%d]: FeatureFlag %s/%s is in another namespace and no ReferenceGrant in %s permits it",
+				r.Index, r.FlagSet.Namespace, r.FlagSet.Name, r.FlagSet.Namespace))
+		default:
+			msgs = append(msgs, fmt.Sprintf("sources[%d]: FeatureFlag %s/%s not found", r.Index, r.FlagSet.Namespace, r.FlagSet.Name))
+		}
+	}
+	return msgs, reason
+}
+
+func summarize(items []string, max int) string {
+	if len(items) <= max {
+		return "waiting for " + strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("waiting for %s; and %d more", strings.Join(items[:max], "; "), len(items)-max)
+}

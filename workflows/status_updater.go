@@ -1,0 +1,124 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// StatusUpdater writes the status of FeatureFlags, FeatureFlagSources and
+// InProcessConfigurations, only when it differs from what they have.
+type StatusUpdater struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	Writes func(verb string)
+}
+
+// UpdateFlagSet writes the status of a FeatureFlag.
+func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key topology.Key) error {
+	ff := &v1beta1.FeatureFlag{}
+	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
+		return err
+	}
+	desired := DesiredFlagSetStatus(v, ff)
+	if equality.Semantic.DeepEqual(ff.Status, desired) {
+		return nil
+	}
+	ff.Status = desired
+	return u.write(ctx, ff)
+}
+
+// UpdateSource writes the status of a FeatureFlagSource.
+func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key topology.Key) error {
+	src := &v1beta1.FeatureFlagSource{}
+	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
+		return err
+	}
+	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client})
+	if equality.Semantic.DeepEqual(src.Status, desired) {
+		return nil
+	}
+	src.Status = desired
+	return u.write(ctx, src)
+}
+
+// UpdateInProcessConfig writes the status of an InProcessConfiguration.
+func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.View, key topology.Key) error {
+	c := &v1beta1.InProcessConfiguration{}
+	if err := u.get(ctx, key, c); err != nil || c.UID == "" {
+		return err
+	}
+	desired := DesiredInProcessConfigStatus(v, c)
+	if equality.Semantic.DeepEqual(c.Status, desired) {
+		return nil
+	}
+	c.Status = desired
+	return u.write(ctx, c)
+}
+
+// get reads an object from the cache; a missing object leaves obj empty.
+func (u *StatusUpdater) get(ctx context.Context, key topology.Key, obj client.Object) error {
+	err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading %s from the cache: %w", key, err)
+	}
+	return nil
+}
+
+func (u *StatusUpdater) write(ctx context.Context, obj client.Object) error {
+	err := u.Client.Status().Update(ctx, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		// A conflict means the cache is behind; the update event requeues the key.
+		return fmt.Errorf("writing status of %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if u.Writes != nil {
+		u.Writes("status")
+	}
+	return nil
+}
+
+// CacheObserved implements Observed over a cache-backed reader.
+type CacheObserved struct {
+	Ctx    context.Context
+	Reader client.Reader
+}
+
+var _ Observed = CacheObserved{}
+
+// ConfigMapData implements Observed.
+func (o CacheObserved) ConfigMapData(namespace, name string) (map[string]string, bool) {
+	cm := &corev1.ConfigMap{}
+	if err := o.Reader.Get(o.Ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
+		return nil, false
+	}
+	return cm.Data, true
+}
+
+// Role implements Observed.
+func (o CacheObserved) Role(namespace, name string) *rbacv1.Role {
+	r := &rbacv1.Role{}
+	if err := o.Reader.Get(o.Ctx, client.ObjectKey{Namespace: namespace, Name: name}, r); err != nil {
+		return nil
+	}
+	return r
+}
+
+// RoleBinding implements Observed.
+func (o CacheObserved) RoleBinding(namespace, name string) *rbacv1.RoleBinding {
+	b := &rbacv1.RoleBinding{}
+	if err := o.Reader.Get(o.Ctx, client.ObjectKey{Namespace: namespace, Name: name}, b); err != nil {
+		return nil
+	}
+	return b
+}
