@@ -318,6 +318,11 @@ func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) erro
 	v := c.topo.Snapshot()
 	switch key.Kind {
 	case topology.KindFlagSet:
+		// A source is Programmed only while its flag sets are valid: an
+		// invalid edit writes no ConfigMap, so nothing else would tell it.
+		for _, s := range v.SourcesOfFlagSet(key) {
+			c.statuses.Add(s)
+		}
 		return c.statusWF.UpdateFlagSet(ctx, v, key)
 	case topology.KindSource:
 		return c.statusWF.UpdateSource(ctx, v, key)

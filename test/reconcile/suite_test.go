@@ -65,6 +65,7 @@ func (o *runningOperator) stop() {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	cp, err = controlplane.Start(ctx, controlplane.Options{
 		CRDDirectoryPaths: []string{must(filepath.Abs("testdata"))},
