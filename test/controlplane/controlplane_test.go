@@ -1,0 +1,117 @@
+package controlplane_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/flagplane/flagplane/test/controlplane"
+)
+
+func TestControlPlane(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "controlplane suite")
+}
+
+// crashHelperEnv makes TestCrashHelper act: it is the child process of the
+// crash spec, not a test of its own.
+const crashHelperEnv = "FLAGPLANE_CONTROLPLANE_CRASH_HELPER"
+
+// TestCrashHelper starts a control plane, prints its directory, waits for a
+// line on stdin and then dies by SIGKILL, with no chance to call Stop.
+func TestCrashHelper(t *testing.T) {
+	if os.Getenv(crashHelperEnv) == "" {
+		t.Skip("child process of the crash spec only")
+	}
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Log: io.Discard})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(2)
+	}
+	fmt.Println("DIR", cp.Dir)
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	runtime.KeepAlive(cp) // a collected ControlPlane closes the watchdog's pipe
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+}
+
+var _ = Describe("ControlPlane", func() {
+	It("serves kubectl, stops everything, removes its directory, and may be stopped twice", func(ctx SpecContext) {
+		cp, err := controlplane.Start(ctx, controlplane.Options{Log: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cp.Stop) // if an assertion below fails first
+		dir := cp.Dir
+
+		Expect(processesMentioning(dir)).To(HaveLen(3), "etcd, kube-apiserver, kube-controller-manager")
+		Expect(cp.KubeconfigPath).To(BeAnExistingFile())
+		Expect(cp.ControllerManagerLogPath).To(BeAnExistingFile())
+		Expect(cp.Kubectl("get", "namespaces", "-o", "name")).To(ContainSubstring("namespace/kube-system\n"))
+		Expect(cp.Timings.APIServer).To(BeNumerically(">", 0))
+		Expect(cp.Timings.ControllerManager).To(BeNumerically(">", 0))
+		Expect(cp.Timings.Total).To(BeNumerically(">=", cp.Timings.APIServer+cp.Timings.ControllerManager))
+
+		Expect(cp.Stop()).To(Succeed())
+		Expect(processesMentioning(dir)).To(BeEmpty())
+		Expect(dir).NotTo(BeADirectory())
+		Expect(cp.Stop()).To(Succeed())
+	}, NodeTimeout(3*time.Minute))
+
+	It("leaves no process behind when the test process dies without calling Stop", func(ctx SpecContext) {
+		helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashHelper$")
+		helper.Env = append(os.Environ(), crashHelperEnv+"=1")
+		stdin, err := helper.StdinPipe()
+		Expect(err).NotTo(HaveOccurred())
+		stdout, err := helper.StdoutPipe()
+		Expect(err).NotTo(HaveOccurred())
+		var stderr bytes.Buffer
+		helper.Stderr = &stderr
+		Expect(helper.Start()).To(Succeed())
+
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
+		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "DIR ")
+		Expect(ok).To(BeTrue(), "helper said %q", line)
+		DeferCleanup(os.RemoveAll, dir) // nobody else will
+		Expect(processesMentioning(dir)).To(HaveLen(3), "the helper's control plane is running")
+
+		Expect(stdin.Close()).To(Succeed()) // the helper now kills itself
+		Expect(helper.Wait()).To(MatchError(ContainSubstring("killed")))
+		Eventually(func() []string { return processesMentioning(dir) }).
+			WithTimeout(10 * time.Second).Should(BeEmpty())
+	}, NodeTimeout(3*time.Minute))
+
+	It("says how to build a missing binary", func(ctx SpecContext) {
+		_, err := controlplane.Start(ctx, controlplane.Options{BinDir: GinkgoT().TempDir(), Log: GinkgoWriter})
+		Expect(err).To(MatchError(And(ContainSubstring("etcd missing"), ContainSubstring("make controlplane"))))
+	})
+})
+
+// processesMentioning lists the live processes whose command line contains
+// s, as "pid command".
+func processesMentioning(s string) []string {
+	GinkgoHelper()
+	entries, err := os.ReadDir("/proc")
+	Expect(err).NotTo(HaveOccurred())
+	var found []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(s)) {
+			continue // not a process, gone, a zombie (empty cmdline), or not ours
+		}
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		found = append(found, e.Name()+" "+filepath.Base(string(argv0)))
+	}
+	return found
+}

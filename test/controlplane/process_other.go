@@ -1,0 +1,24 @@
+//go:build !linux
+
+package controlplane
+
+import (
+	"errors"
+	"syscall"
+)
+
+// childSysProcAttr has no parent-death signal outside Linux.
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+// watchdog is Linux-only; elsewhere a crashed test may leave processes behind.
+type watchdog struct{}
+
+func startWatchdog([]int) (*watchdog, error) {
+	return nil, errors.New("not supported on this platform")
+}
+
+func (*watchdog) disarm() {}
+
+func childrenMentioning(string) ([]int, error) {
+	return nil, errors.New("not supported on this platform")
+}
