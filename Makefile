@@ -51,11 +51,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (confi
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated code or manifests differ from what is committed.
-	@if ! git diff --quiet --exit-code -- api config; then \
-	  echo "generated files are stale: run 'make generate manifests' and commit the result" >&2; \
-	  git --no-pager diff --stat -- api config >&2; exit 1; fi
-	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
-	if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked" >&2; exit 1; fi
+	@changed=$$(git status --porcelain -- api config); \
+	if [ -n "$$changed" ]; then \
+	  echo "generated files differ from what is committed: run 'make generate manifests' and commit the result" >&2; \
+	  echo "$$changed" >&2; git --no-pager diff -- api config | head -40 >&2; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format the Go code.

@@ -104,10 +104,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			}
 		}
 	}
-	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap")}
-	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status")}
-	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC")}
-	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client}
+	events := mgr.GetEventRecorder("flagplane")
+	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap"), Events: events}
+	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events}
+	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events}
+	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -25,6 +26,8 @@ type ConfigMapReconciler struct {
 	Client client.Client
 	// Writes counts the requests that changed the cluster, by verb.
 	Writes func(verb string)
+	// Events receives a Warning on the FeatureFlag when its ConfigMap cannot be written.
+	Events events.EventRecorder
 }
 
 // Reconcile brings the ConfigMap namespace/name in line with the graph. It
@@ -69,6 +72,13 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		return nil
 	}
 	if err := r.apply(ctx, desired); err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going away, and its workloads with it.
+			return nil
+		}
+		if ff, ok := v.FlagSet(key.FlagSet()); ok {
+			recorder{r.Events}.warn(ff, EventApplyFailed, actionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+		}
 		return err
 	}
 	if current != nil {

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -29,6 +30,8 @@ func IndexByName(obj client.Object) []string { return []string{obj.GetName()} }
 type RBACReconciler struct {
 	Client client.Client
 	Writes func(verb string)
+	// Events receives a Warning on the workload when its grants cannot be written.
+	Events events.EventRecorder
 }
 
 // Reconcile brings the RBAC of a workload in line with the graph.
@@ -39,10 +42,13 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 	wantNS := map[string]bool{}
 	for i := range roles {
 		wantNS[roles[i].Namespace] = true
-		if err := r.applyRole(ctx, roles[i]); err != nil {
-			return err
+		err := r.applyRole(ctx, roles[i])
+		if err == nil {
+			err = r.applyRoleBinding(ctx, bindings[i])
 		}
-		if err := r.applyRoleBinding(ctx, bindings[i]); err != nil {
+		if err != nil {
+			recorder{r.Events}.warn(workloadEventTarget(ctx, r.Client, workload), EventApplyFailed, actionApply,
+				"granting read access to FeatureFlags in namespace %s: %v", roles[i].Namespace, err)
 			return err
 		}
 	}

@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -77,6 +80,8 @@ func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool
 type RolloutReconciler struct {
 	Client client.Client
 	Now    func() time.Time
+	// Events receives a Normal event on the workload when it is restarted.
+	Events events.EventRecorder
 
 	mu   sync.Mutex
 	seen map[topology.Key]rolloutState
@@ -123,6 +128,8 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 			return err
 		}
 		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String())
+		recorder{r.Events}.normal(workloadEventTarget(ctx, r.Client, workload), EventRestarted, actionRollout,
+			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange)")
 	}
 	r.mu.Lock()
 	r.seen[workload] = rolloutState{fingerprint: fp, rollout: rollout}
@@ -131,19 +138,10 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 }
 
 func (r *RolloutReconciler) restart(ctx context.Context, workload topology.Key) error {
-	var obj client.Object
-	switch workload.Kind {
-	case topology.KindDeployment:
-		obj = &appsv1.Deployment{}
-	case topology.KindStatefulSet:
-		obj = &appsv1.StatefulSet{}
-	case topology.KindDaemonSet:
-		obj = &appsv1.DaemonSet{}
-	default:
-		return fmt.Errorf("restarting %s: not a workload kind", workload)
+	obj, err := newWorkloadObject(workload)
+	if err != nil {
+		return err
 	}
-	obj.SetNamespace(workload.Namespace)
-	obj.SetName(workload.Name)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -154,4 +152,31 @@ func (r *RolloutReconciler) restart(ctx context.Context, workload topology.Key) 
 		return client.IgnoreNotFound(fmt.Errorf("restarting %s: %w", workload, err))
 	}
 	return nil
+}
+
+// newWorkloadObject returns an empty object of a workload's kind, named.
+func newWorkloadObject(k topology.Key) (client.Object, error) {
+	var obj client.Object
+	switch k.Kind {
+	case topology.KindDeployment:
+		obj = &appsv1.Deployment{}
+	case topology.KindStatefulSet:
+		obj = &appsv1.StatefulSet{}
+	case topology.KindDaemonSet:
+		obj = &appsv1.DaemonSet{}
+	default:
+		return nil, fmt.Errorf("%s is not a workload", k)
+	}
+	obj.SetNamespace(k.Namespace)
+	obj.SetName(k.Name)
+	return obj, nil
+}
+
+// workloadEventTarget is the workload as an event target: the cached object
+// (whose UID lets kubectl describe find the event), else a bare reference.
+func workloadEventTarget(ctx context.Context, c client.Reader, k topology.Key) runtime.Object {
+	if obj, err := newWorkloadObject(k); err == nil && c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil {
+		return obj
+	}
+	return &corev1.ObjectReference{APIVersion: "apps/v1", Kind: string(k.Kind), Namespace: k.Namespace, Name: k.Name}
 }

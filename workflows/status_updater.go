@@ -8,6 +8,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -20,6 +23,8 @@ type StatusUpdater struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
 	Writes func(verb string)
+	// Events receives a Warning when a resource turns invalid or unresolved.
+	Events events.EventRecorder
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
@@ -31,6 +36,9 @@ func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key
 	desired := DesiredFlagSetStatus(v, ff)
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
+	}
+	if c := turnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		recorder{u.Events}.warn(ff, EventInvalidFlagSet, actionValidate, "%s", c.Message)
 	}
 	ff.Status = desired
 	return u.write(ctx, ff)
@@ -45,6 +53,12 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client})
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
+	}
+	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		recorder{u.Events}.warn(src, EventInvalidSource, actionValidate, "%s", c.Message)
+	}
+	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
+		recorder{u.Events}.warn(src, EventUnresolvedRefs, actionResolve, "%s", c.Message)
 	}
 	src.Status = desired
 	return u.write(ctx, src)
@@ -62,6 +76,19 @@ func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.V
 	}
 	c.Status = desired
 	return u.write(ctx, c)
+}
+
+// turnedFalse returns the condition of type t in desired when it is False and
+// was not False (or had another message) before.
+func turnedFalse(before, desired []metav1.Condition, t string) *metav1.Condition {
+	now := meta.FindStatusCondition(desired, t)
+	if now == nil || now.Status != metav1.ConditionFalse {
+		return nil
+	}
+	if was := meta.FindStatusCondition(before, t); was != nil && was.Status == metav1.ConditionFalse && was.Message == now.Message {
+		return nil
+	}
+	return now
 }
 
 // get reads an object from the cache; a missing object leaves obj empty.

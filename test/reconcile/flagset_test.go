@@ -72,6 +72,7 @@ var _ = Describe("FeatureFlag", func() {
 		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(And(
 			HavePrefix("False/Pending"), ContainSubstring("keeps the last valid content")))
 		Consistently(flagContent(ctx, cm, ns, "checkout")).Should(Equal(good))
+		Eventually(warningReasons(ctx, ns, "checkout")).Should(ContainElement("InvalidFlagSet"))
 
 		By("fixing it, the ConfigMap follows again")
 		update(ctx, ff, func(f *v1beta1.FeatureFlag) {

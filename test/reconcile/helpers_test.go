@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,5 +256,20 @@ func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
 func withSelector(key, value string) func(*v1beta1.FeatureFlagSource) {
 	return func(s *v1beta1.FeatureFlagSource) {
 		s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+	}
+}
+
+// warningReasons lists the reasons of the Warning events about an object.
+func warningReasons(ctx context.Context, ns, name string) func() []string {
+	return func() []string {
+		var list eventsv1.EventList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var reasons []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
 	}
 }
