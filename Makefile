@@ -66,7 +66,7 @@ vet: ## Vet the Go code.
 
 .PHONY: install-crds
 install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
-	kubectl apply --server-side -f config/crd/bases
+	$(or $(shell command -v kubectl),$(BIN)/kubectl) apply --server-side -f config/crd/bases
 
 .PHONY: build
 build: ## Build the flagplane binaries into bin/.

@@ -81,16 +81,24 @@ func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, er
 		Data: map[string]string{ConfigMapDataKey(fsKey): content},
 	}
 	// Kubernetes only collects garbage by owners of the same namespace.
-	if key.Namespace == fsKey.Namespace && ff.UID != "" {
-		cm.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: v1beta1.GroupVersion.String(),
-			Kind:       v1beta1.FeatureFlagKind,
-			Name:       ff.Name,
-			UID:        ff.UID,
-			Controller: ptr.To(true),
-		}}
+	if key.Namespace == fsKey.Namespace {
+		cm.OwnerReferences = ownerReferences(ff)
 	}
 	return cm, nil
+}
+
+// ownerReferences make a ConfigMap in the flag set's own namespace go with it.
+func ownerReferences(ff *v1beta1.FeatureFlag) []metav1.OwnerReference {
+	if ff.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{
+		APIVersion: v1beta1.GroupVersion.String(),
+		Kind:       v1beta1.FeatureFlagKind,
+		Name:       ff.Name,
+		UID:        ff.UID,
+		Controller: ptr.To(true),
+	}}
 }
 
 // InvalidFlagSetError says that a flag set cannot be served as it is.

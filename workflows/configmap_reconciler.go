@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -62,10 +63,19 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 	if errors.As(err, &invalid) {
 		// The FeatureFlag's status says why; the ConfigMap keeps its last
 		// valid content. Retrying cannot help until the flag set changes.
-		logger.V(1).Info("keeping last valid content of ConfigMap", "reason", invalid.Error())
-		return nil
-	}
-	if err != nil {
+		if current != nil {
+			logger.V(1).Info("keeping last valid content of ConfigMap", "reason", invalid.Error())
+			return nil
+		}
+		// A namespace that starts consuming the flag set now gets the last
+		// valid content from another namespace's copy, so that its pods
+		// never mount a ConfigMap that does not exist.
+		desired = r.lastValidCopy(ctx, v, key)
+		if desired == nil {
+			logger.Info("not creating ConfigMap: the flag set is invalid and has no valid content yet", "reason", invalid.Error())
+			return nil
+		}
+	} else if err != nil {
 		return err
 	}
 	if desired == nil || configMapUpToDate(current, desired) {
@@ -136,6 +146,33 @@ func (r *ConfigMapReconciler) count(verb string) {
 	if r.Writes != nil {
 		r.Writes(verb)
 	}
+}
+
+// lastValidCopy returns the ConfigMap key should be, with the data of an
+// existing copy of the same flag set in another namespace, or nil.
+func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.View, key topology.Key) *corev1.ConfigMap {
+	fs := key.FlagSet()
+	dataKey := ConfigMapDataKey(fs)
+	for _, ns := range v.ConsumerNamespaces(fs) {
+		if ns == key.Namespace {
+			continue
+		}
+		other := &corev1.ConfigMap{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(fs)}, other); err != nil {
+			continue
+		}
+		if content, ok := other.Data[dataKey]; ok && hasManagedLabel(other.Labels) {
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: ManagedLabels()},
+				Data:       map[string]string{dataKey: content},
+			}
+			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {
+				cm.OwnerReferences = ownerReferences(ff)
+			}
+			return cm
+		}
+	}
+	return nil
 }
 
 // configMapUpToDate tells whether the cluster's ConfigMap is exactly what is desired.

@@ -48,6 +48,7 @@ type InProcessConfigurationSpec struct {
 	// CacheMaxSize is the size of the lru cache.
 	// +optional
 	// +kubebuilder:default:=1000
+	// +kubebuilder:validation:Minimum=0
 	CacheMaxSize int `json:"cacheMaxSize,omitempty"`
 
 	// EnvVars are set on the app containers, each name prefixed with EnvVarPrefix.

@@ -84,6 +84,21 @@ var _ = Describe("FeatureFlag", func() {
 		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(HavePrefix(statusTrue))
 	})
 
+	It("while invalid, a namespace that starts consuming it gets the last valid content", func(ctx SpecContext) {
+		good := flagContent(ctx, cm, ns, "checkout")()
+		update(ctx, ff, func(f *v1beta1.FeatureFlag) {
+			fl := f.Spec.FlagSpec.Flags["new-checkout"]
+			fl.Variants = json.RawMessage(`{"on":true,"off":"no"}`)
+			f.Spec.FlagSpec.Flags["new-checkout"] = fl
+		})
+		Eventually(flagSetCondition(ctx, ns, "checkout", "Accepted")).Should(HavePrefix("False/Invalid"))
+
+		team := newNamespace(ctx)
+		create(ctx, referenceGrant(ns, "team", team, "checkout"), deployment(team, "web", nil, nil),
+			source(team, "flags", []v1beta1.Source{fileRef(ns + "/checkout")}, targeting("Deployment", "web")))
+		Eventually(flagContent(ctx, configMapOf(team, ns, "checkout"), ns, "checkout")).Should(Equal(good))
+	})
+
 	It("status or metadata changed: nothing is written", func(ctx SpecContext) {
 		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(HavePrefix(statusTrue))
 		before := &corev1.ConfigMap{}
