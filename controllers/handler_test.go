@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+func TestTypedHandler(t *testing.T) {
+	g := NewWithT(t)
+	var adds, updates, deletes []string
+	h := typedHandler[*corev1.ConfigMap]{
+		onAdd:    func(cm *corev1.ConfigMap) { adds = append(adds, cm.Name) },
+		onUpdate: func(_, n *corev1.ConfigMap) { updates = append(updates, n.Name) },
+		onDelete: func(cm *corev1.ConfigMap) { deletes = append(deletes, cm.Name) },
+	}
+	cm := func(name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+
+	h.OnAdd(cm("a", "1"), true)
+	h.OnAdd(&corev1.Secret{}, false) // another type is ignored
+	h.OnUpdate(cm("a", "1"), cm("a", "1"))
+	h.OnUpdate(cm("a", "1"), cm("a", "2"))
+	h.OnDelete(cm("a", "2"))
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "b", Obj: cm("b", "3")})
+
+	g.Expect(adds).To(Equal([]string{"a"}))
+	g.Expect(updates).To(Equal([]string{"a"}), "a resync (same resourceVersion) is not an update")
+	g.Expect(deletes).To(Equal([]string{"a", "b"}), "tombstones are unwrapped")
+}
+
+func TestFlagSetChangeIsRelevant(t *testing.T) {
+	base := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{UID: "u1", Generation: 1}}
+	base.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"}}
+
+	statusOnly := base.DeepCopy()
+	statusOnly.Status.Flags = 1
+	statusOnly.Labels = map[string]string{"team": "x"}
+
+	specChanged := base.DeepCopy()
+	specChanged.Spec.FlagSpec.Flags["g"] = v1beta1.Flag{State: "DISABLED"}
+
+	recreated := base.DeepCopy()
+	recreated.UID = "u2"
+
+	g := NewWithT(t)
+	g.Expect(flagSetChangeIsRelevant(base, statusOnly)).To(BeFalse())
+	g.Expect(flagSetChangeIsRelevant(base, specChanged)).To(BeTrue())
+	g.Expect(flagSetChangeIsRelevant(base, recreated)).To(BeTrue())
+}
+
+func TestSourceTargetsChanged(t *testing.T) {
+	base := &v1beta1.FeatureFlagSource{}
+	base.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
+
+	settings := base.DeepCopy()
+	settings.Spec.DebugLogging = ptr.To(true)
+	retargeted := base.DeepCopy()
+	retargeted.Spec.TargetRefs[0].Name = "api"
+	selector := base.DeepCopy()
+	selector.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+
+	g := NewWithT(t)
+	g.Expect(sourceTargetsChanged(base, settings)).To(BeFalse())
+	g.Expect(sourceTargetsChanged(base, retargeted)).To(BeTrue())
+	g.Expect(sourceTargetsChanged(base, selector)).To(BeTrue())
+}
+
+func TestOpenFeatureAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(openFeatureAnnotations(map[string]string{
+		"openfeature.dev/enabled":           "true",
+		"kubectl.kubernetes.io/restartedAt": "now",
+		"prometheus.io/scrape":              "true",
+	})).To(Equal(map[string]string{"openfeature.dev/enabled": "true"}))
+}

@@ -1,0 +1,26 @@
+package workflows
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+func TestRBACNameRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	for _, k := range []topology.Key{
+		topology.WorkloadKey(topology.KindDeployment, "shop", "web"),
+		topology.WorkloadKey(topology.KindStatefulSet, "db-ns", "db.primary"),
+		topology.WorkloadKey(topology.KindDaemonSet, "kube-x", "agent"),
+	} {
+		got, ok := WorkloadOfRBACName(RBACName(k))
+		g.Expect(ok).To(BeTrue(), k.String())
+		g.Expect(got).To(Equal(k))
+	}
+	for _, name := range []string{"flagd.shop.web", "flagplane:featureflag-reader:pod:a:b", "flagplane:featureflag-reader:deployment:a"} {
+		_, ok := WorkloadOfRBACName(name)
+		g.Expect(ok).To(BeFalse(), name)
+	}
+}
