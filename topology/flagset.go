@@ -1,9 +1,8 @@
 package topology
 
 import (
+	"bytes"
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -22,9 +21,8 @@ func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
 	if ff.Namespace == "" || ff.Name == "" {
 		return Delta{}, fmt.Errorf("upserting FeatureFlag %q in namespace %q: namespace and name are required", ff.Name, ff.Namespace)
 	}
-	ff = ff.DeepCopy()
 	k := FlagSetKey(ff.Namespace, ff.Name)
-	d, err := t.apply(func(x *tx) error { return x.upsertFlagSet(k, ff) })
+	d, err := t.apply(k, func(x *tx) error { return x.upsertFlagSet(k, ff) })
 	if err != nil {
 		return d, fmt.Errorf("upserting FeatureFlag %s: %w", k, err)
 	}
@@ -44,7 +42,7 @@ func (x *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 	if n, ok := x.st.g.node(k); ok {
 		old := n.payload.flagSet
 		x.st.g.setPayload(x.o, k, payload{flagSet: ff})
-		if !equality.Semantic.DeepEqual(old.Spec, ff.Spec) {
+		if !flagSpecEqual(old.Spec.FlagSpec, ff.Spec.FlagSpec) {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relRenders))
 		}
@@ -73,4 +71,23 @@ func (x *tx) deleteFlagSet(k Key) error {
 		}
 	}
 	return nil
+}
+
+// flagSpecEqual compares two flag definitions field by field. Flag edits are
+// the most frequent event, and reflection-based comparison of the raw JSON
+// maps costs more than the rest of the edit; a test keeps this function in
+// step with the fields of FlagSpec and Flag.
+func flagSpecEqual(a, b v1beta1.FlagSpec) bool {
+	if len(a.Flags) != len(b.Flags) || !bytes.Equal(a.Evaluators, b.Evaluators) || !bytes.Equal(a.Metadata, b.Metadata) {
+		return false
+	}
+	for key, fa := range a.Flags {
+		fb, ok := b.Flags[key]
+		if !ok || fa.State != fb.State || fa.DefaultVariant != fb.DefaultVariant ||
+			!bytes.Equal(fa.Variants, fb.Variants) || !bytes.Equal(fa.Targeting, fb.Targeting) ||
+			!bytes.Equal(fa.Metadata, fb.Metadata) {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,10 @@ import (
 // run any gonum algorithm on a View through View.Graph. The storage is not
 // one of gonum's graph types because those are mutable maps: a consistent
 // snapshot of one would cost a full copy per event.
+//
+// gonum identifies nodes by int64. Nodes carry no number in the graph (a
+// table of them would cost every create and delete); an adapter numbers the
+// nodes it hands out instead, in the order it meets them.
 
 var (
 	_ gonum.Directed = gonumGraph[struct{}]{}
@@ -17,8 +21,8 @@ var (
 	_ gonum.Edge     = GraphEdge{}
 )
 
-// GraphNode is a node of View.Graph. Its ID is stable for the life of the
-// Topology but means nothing across topologies: use Key to identify it.
+// GraphNode is a node of View.Graph. IDs hold within one Graph value only:
+// use Key to identify a node.
 type GraphNode struct {
 	id  int64
 	key Key
@@ -48,60 +52,89 @@ func (e GraphEdge) ReversedEdge() gonum.Edge { return GraphEdge{from: e.to, to: 
 // Relation names what the edge stands for: refs, renders, mounts or targets.
 func (e GraphEdge) Relation() string { return e.rel.String() }
 
+// nodeIndex numbers keys for one adapter.
+type nodeIndex struct {
+	keys []Key
+	ids  map[Key]int64
+}
+
+func (ix *nodeIndex) node(k Key) GraphNode {
+	id, ok := ix.ids[k]
+	if !ok {
+		id = int64(len(ix.keys))
+		ix.keys = append(ix.keys, k)
+		ix.ids[k] = id
+	}
+	return GraphNode{id: id, key: k}
+}
+
+func (ix *nodeIndex) key(id int64) (Key, bool) {
+	if id < 0 || id >= int64(len(ix.keys)) {
+		return Key{}, false
+	}
+	return ix.keys[id], true
+}
+
 // gonumGraph presents a graph as a gonum.Directed. Node lists are sorted by
 // key so that gonum's results are deterministic.
-type gonumGraph[P any] struct{ g *graph[P] }
-
-func (g *graph[P]) graphNode(n *gnode[P]) GraphNode {
-	k, _ := g.ids.get(nodeID(n.id))
-	return GraphNode{id: n.id, key: k}
+type gonumGraph[P any] struct {
+	g  *graph[P]
+	ix *nodeIndex
 }
 
-func (g *graph[P]) byID(id int64) (GraphNode, *gnode[P], bool) {
-	k, ok := g.ids.get(nodeID(id))
-	if !ok {
-		return GraphNode{}, nil, false
+// newGonumGraph numbers every node in key order, so that the same graph
+// always gets the same IDs.
+func newGonumGraph[P any](g *graph[P]) gonumGraph[P] {
+	a := gonumGraph[P]{g: g, ix: &nodeIndex{ids: map[Key]int64{}}}
+	for _, k := range sortedKeys(g.nodes.keys()) {
+		a.ix.node(k)
 	}
-	n, _ := g.nodes.get(k)
-	return GraphNode{id: id, key: k}, n, true
+	return a
 }
 
-func (g *graph[P]) graphNodes(keys []Key) gonum.Nodes {
+func (a gonumGraph[P]) nodes(keys []Key) gonum.Nodes {
 	if len(keys) == 0 {
 		return gonum.Empty
 	}
 	nodes := make([]gonum.Node, len(keys))
 	for i, k := range sortedKeys(keys) {
-		n, _ := g.nodes.get(k)
-		nodes[i] = GraphNode{id: n.id, key: k}
+		nodes[i] = a.ix.node(k)
 	}
 	return iterator.NewOrderedNodes(nodes)
 }
 
-func (a gonumGraph[P]) Node(id int64) gonum.Node {
-	n, _, ok := a.g.byID(id)
+func (a gonumGraph[P]) gnode(id int64) (*gnode[P], bool) {
+	k, ok := a.ix.key(id)
 	if !ok {
-		return nil
+		return nil, false
 	}
-	return n
+	return a.g.node(k)
 }
 
-func (a gonumGraph[P]) Nodes() gonum.Nodes { return a.g.graphNodes(a.g.nodes.keys()) }
+func (a gonumGraph[P]) Node(id int64) gonum.Node {
+	k, ok := a.ix.key(id)
+	if !ok || !a.g.has(k) {
+		return nil
+	}
+	return GraphNode{id: id, key: k}
+}
+
+func (a gonumGraph[P]) Nodes() gonum.Nodes { return a.nodes(a.g.nodes.keys()) }
 
 func (a gonumGraph[P]) From(id int64) gonum.Nodes {
-	_, n, ok := a.g.byID(id)
+	n, ok := a.gnode(id)
 	if !ok {
 		return gonum.Empty
 	}
-	return a.g.graphNodes(n.out.keys())
+	return a.nodes(n.out.keys())
 }
 
 func (a gonumGraph[P]) To(id int64) gonum.Nodes {
-	_, n, ok := a.g.byID(id)
+	n, ok := a.gnode(id)
 	if !ok {
 		return gonum.Empty
 	}
-	return a.g.graphNodes(n.in.keys())
+	return a.nodes(n.in.keys())
 }
 
 func (a gonumGraph[P]) HasEdgeBetween(xid, yid int64) bool {
@@ -111,29 +144,30 @@ func (a gonumGraph[P]) HasEdgeBetween(xid, yid int64) bool {
 func (a gonumGraph[P]) HasEdgeFromTo(uid, vid int64) bool { return a.Edge(uid, vid) != nil }
 
 func (a gonumGraph[P]) Edge(uid, vid int64) gonum.Edge {
-	u, un, ok := a.g.byID(uid)
+	un, ok := a.gnode(uid)
 	if !ok {
 		return nil
 	}
-	v, _, ok := a.g.byID(vid)
+	vk, ok := a.ix.key(vid)
 	if !ok {
 		return nil
 	}
-	r, ok := un.out.get(v.key)
+	r, ok := un.out.get(vk)
 	if !ok {
 		return nil
 	}
-	return GraphEdge{from: u, to: v, rel: r}
+	uk, _ := a.ix.key(uid)
+	return GraphEdge{from: GraphNode{id: uid, key: uk}, to: GraphNode{id: vid, key: vk}, rel: r}
 }
 
-// reversedGraph walks the graph against its edges, for the backward search
+// reversedGraph walks a graph against its edges, for the backward search
 // of the cycle check.
-type reversedGraph[P any] struct{ g *graph[P] }
+type reversedGraph[P any] struct{ gonumGraph[P] }
 
-func (a reversedGraph[P]) From(id int64) gonum.Nodes { return gonumGraph[P](a).To(id) }
+func (a reversedGraph[P]) From(id int64) gonum.Nodes { return a.gonumGraph.To(id) }
 
 func (a reversedGraph[P]) Edge(uid, vid int64) gonum.Edge {
-	e := gonumGraph[P](a).Edge(vid, uid)
+	e := a.gonumGraph.Edge(vid, uid)
 	if e == nil {
 		return nil
 	}

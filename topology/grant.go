@@ -20,7 +20,7 @@ func (t *Topology) UpsertGrant(g Grant) (Delta, error) {
 	}
 	g.FromNamespaces = normalized(g.FromNamespaces)
 	g.ToNames = normalized(g.ToNames)
-	d, err := t.apply(func(x *tx) error { return x.upsertGrant(&g) })
+	d, err := t.apply(g.Key(), func(x *tx) error { return x.upsertGrant(&g) })
 	if err != nil {
 		return d, fmt.Errorf("upserting %s: %w", g.Key(), err)
 	}
@@ -42,21 +42,20 @@ func normalized(s []string) []string {
 
 func (x *tx) upsertGrant(g *Grant) error {
 	k := g.Key()
-	var before []string
+	var before *Grant
 	if n, ok := x.st.g.node(k); ok {
-		old := n.payload.grant
+		before = n.payload.grant
 		x.st.g.setPayload(x.o, k, payload{grant: g})
-		if slices.Equal(old.FromNamespaces, g.FromNamespaces) && slices.Equal(old.ToNames, g.ToNames) {
+		if slices.Equal(before.FromNamespaces, g.FromNamespaces) && slices.Equal(before.ToNames, g.ToNames) {
 			return nil
 		}
-		before = old.FromNamespaces
 	} else {
 		if err := x.st.g.addNode(x.o, k, layerSource, payload{grant: g}); err != nil {
 			return err
 		}
 		indexAdd(x.o, &x.st.grantsByNs, nsKey(k.Namespace), k)
 	}
-	return x.regrant(k.Namespace, before, g.FromNamespaces)
+	return x.regrant(k.Namespace, before, g)
 }
 
 func (x *tx) deleteGrant(k Key) error {
@@ -64,17 +63,43 @@ func (x *tx) deleteGrant(k Key) error {
 	if !ok {
 		return nil
 	}
-	from := n.payload.grant.FromNamespaces
 	x.st.g.removeNode(x.o, k)
 	indexDel(x.o, &x.st.grantsByNs, nsKey(k.Namespace), k)
-	return x.regrant(k.Namespace, from, nil)
+	return x.regrant(k.Namespace, n.payload.grant, nil)
 }
 
-// regrant re-evaluates the references into namespace from the namespaces a
-// grant named before or names now.
-func (x *tx) regrant(namespace string, before, after []string) error {
-	for _, from := range append(slices.Clone(before), after...) {
-		for _, s := range indexGet(x.st.crossRefs, nsPair{to: namespace, from: from}) {
+// regrant re-evaluates the references into namespace that a grant changing
+// from before to after (nil: absent) may permit or stop permitting: for each
+// namespace either version lets in, the references to the flag sets either
+// version names, or all references from there when a version names none.
+func (x *tx) regrant(namespace string, before, after *Grant) error {
+	var froms, names []string
+	wholeNamespace := func(g *Grant, from string) bool {
+		return g != nil && len(g.ToNames) == 0 && slices.Contains(g.FromNamespaces, from)
+	}
+	for _, g := range []*Grant{before, after} {
+		if g != nil {
+			froms = append(froms, g.FromNamespaces...)
+			names = append(names, g.ToNames...)
+		}
+	}
+	slices.Sort(froms)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	for _, from := range slices.Compact(froms) {
+		var sources []Key
+		if wholeNamespace(before, from) || wholeNamespace(after, from) {
+			sources = indexGet(x.st.crossRefs, nsPair{to: namespace, from: from})
+		} else {
+			for _, name := range names {
+				for _, s := range indexGet(x.st.refsTo, FlagSetKey(namespace, name)) {
+					if s.Namespace == from {
+						sources = append(sources, s)
+					}
+				}
+			}
+		}
+		for _, s := range sources {
 			if err := x.reevalRefs(s); err != nil {
 				return err
 			}

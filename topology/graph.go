@@ -51,7 +51,6 @@ var ErrCycle = errors.New("edge would close a cycle")
 // edit that made it and is copied, never changed, by later edits.
 type gnode[P any] struct {
 	owner edit
-	id    int64
 	// ord is the node's position in a topological order of the graph that
 	// the graph keeps at all times (every edge goes from a lower to a higher
 	// ord), so that most edges are checked for cycles in O(1).
@@ -62,10 +61,12 @@ type gnode[P any] struct {
 
 // graph is a persistent DAG. Copying the struct is a snapshot of it.
 type graph[P any] struct {
-	nodes  pmap[Key, *gnode[P]]
-	ids    pmap[nodeID, Key]
-	byKind [len(allKinds)]pset[Key]
-	// seq numbers nodes; it never goes back, so IDs are not reused.
+	nodes pmap[Key, *gnode[P]]
+	// counts counts nodes by kind (kindIndex). Listing the nodes of a kind
+	// scans them all: lists are for startup and garbage collection, while a
+	// per-kind index would cost every create and delete.
+	counts [len(allKinds)]int
+	// seq numbers nodes in the order they are added, to order them initially.
 	seq int64
 }
 
@@ -100,11 +101,10 @@ func (g *graph[P]) addNode(o edit, k Key, layer int, p P) error {
 		return fmt.Errorf("adding node %s: already present", k)
 	}
 	g.seq++
-	n := &gnode[P]{owner: o, id: g.seq, ord: int64(layer)<<layerShift | g.seq, payload: p}
+	n := &gnode[P]{owner: o, ord: int64(layer)<<layerShift | g.seq, payload: p}
 	g.nodes.set(o, k, n)
-	g.ids.set(o, nodeID(n.id), k)
 	if i := kindIndex(k.Kind); i >= 0 {
-		g.byKind[i].set(o, k, struct{}{})
+		g.counts[i]++
 	}
 	return nil
 }
@@ -128,9 +128,8 @@ func (g *graph[P]) removeNode(o edit, k Key) bool {
 		g.mut(o, p).out.del(o, k)
 	}
 	g.nodes.del(o, k)
-	g.ids.del(o, nodeID(n.id))
 	if i := kindIndex(k.Kind); i >= 0 {
-		g.byKind[i].del(o, k)
+		g.counts[i]--
 	}
 	return true
 }
@@ -166,7 +165,7 @@ func (g *graph[P]) addEdge(o edit, from, to Key, r rel) (bool, error) {
 		return false, nil
 	}
 	if fn.ord > tn.ord {
-		if err := g.reorder(o, fn, tn); err != nil {
+		if err := g.reorder(o, from, to); err != nil {
 			return false, fmt.Errorf("adding edge %s → %s: %w", from, to, err)
 		}
 	}
@@ -190,13 +189,16 @@ func (g *graph[P]) removeEdge(o edit, from, to Key) bool {
 // the Pearce–Kelly algorithm ("A dynamic topological sort algorithm for
 // directed acyclic graphs", 2006): only nodes between y and x in the order
 // are searched and renumbered, using gonum's depth-first traversal.
-func (g *graph[P]) reorder(o edit, x, y *gnode[P]) error {
-	lower, upper := y.ord, x.ord
+func (g *graph[P]) reorder(o edit, x, y Key) error {
+	xn, _ := g.nodes.get(x)
+	yn, _ := g.nodes.get(y)
+	lower, upper := yn.ord, xn.ord
 	ordOf := func(n gonum.Node) int64 {
 		gn, _ := g.nodes.get(n.(GraphNode).key)
 		return gn.ord
 	}
-	xNode, yNode := g.graphNode(x), g.graphNode(y)
+	fwd := gonumGraph[P]{g: g, ix: &nodeIndex{ids: map[Key]int64{}}}
+	xNode, yNode := fwd.ix.node(x), fwd.ix.node(y)
 
 	// Forward from y through nodes ordered before x: reaching x is a cycle.
 	var forward []GraphNode
@@ -204,7 +206,7 @@ func (g *graph[P]) reorder(o edit, x, y *gnode[P]) error {
 		Visit:    func(n gonum.Node) { forward = append(forward, n.(GraphNode)) },
 		Traverse: func(e gonum.Edge) bool { return ordOf(e.To()) <= upper },
 	}
-	if fw.Walk(gonumGraph[P]{g: g}, yNode, func(n gonum.Node) bool { return n.ID() == x.id }) != nil {
+	if fw.Walk(fwd, yNode, func(n gonum.Node) bool { return n.ID() == xNode.id }) != nil {
 		return ErrCycle
 	}
 	// Backward from x through nodes ordered after y.
@@ -213,7 +215,7 @@ func (g *graph[P]) reorder(o edit, x, y *gnode[P]) error {
 		Visit:    func(n gonum.Node) { backward = append(backward, n.(GraphNode)) },
 		Traverse: func(e gonum.Edge) bool { return ordOf(e.To()) > lower },
 	}
-	bw.Walk(reversedGraph[P]{g: g}, xNode, nil)
+	bw.Walk(reversedGraph[P]{fwd}, xNode, nil)
 
 	// The affected nodes keep their pool of positions: x's ancestors take
 	// the lowest ones, y's descendants the highest, each group in its order.
@@ -281,11 +283,15 @@ func (g *graph[P]) countChildren(k Key, r rel) int {
 	return c
 }
 
-func (g *graph[P]) ofKind(k Kind) []Key {
-	if i := kindIndex(k); i >= 0 {
-		return sortedKeys(g.byKind[i].keys())
+// ofKind lists the nodes whose kind is one of kinds, sorted.
+func (g *graph[P]) ofKind(kinds ...Kind) []Key {
+	var out []Key
+	for k := range g.nodes.all() {
+		if slices.Contains(kinds, k.Kind) {
+			out = append(out, k)
+		}
 	}
-	return nil
+	return sortedKeys(out)
 }
 
 func sortedKeys(keys []Key) []Key {

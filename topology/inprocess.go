@@ -2,8 +2,7 @@ package topology
 
 import (
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/api/equality"
+	"reflect"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -22,9 +21,8 @@ func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Del
 	if c.Namespace == "" || c.Name == "" {
 		return Delta{}, fmt.Errorf("upserting InProcessConfiguration %q in namespace %q: namespace and name are required", c.Name, c.Namespace)
 	}
-	c = c.DeepCopy()
 	k := InProcessConfigKey(c.Namespace, c.Name)
-	d, err := t.apply(func(x *tx) error { return x.upsertIPC(k, c) })
+	d, err := t.apply(k, func(x *tx) error { return x.upsertIPC(k, c) })
 	if err != nil {
 		return d, fmt.Errorf("upserting InProcessConfiguration %s: %w", k, err)
 	}
@@ -42,7 +40,7 @@ func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
 	if n, ok := x.st.g.node(k); ok {
 		old := n.payload.ipc
 		x.st.g.setPayload(x.o, k, payload{ipc: c})
-		if !equality.Semantic.DeepEqual(old.Spec, c.Spec) {
+		if !reflect.DeepEqual(old.Spec, c.Spec) {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relTargets))
 		}
@@ -52,8 +50,9 @@ func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
 		return err
 	}
 	x.mark(k)
+	p := payload{ipc: c}
 	for _, w := range indexGet(x.st.annotIPCs, k) {
-		if err := x.retarget(k, w); err != nil {
+		if err := x.retarget(k, p, w); err != nil {
 			return err
 		}
 	}

@@ -132,11 +132,6 @@ type nsKey string
 
 func (n nsKey) hash() uint64 { return maphash.String(hashSeed, string(n)) }
 
-// nodeID is a graph node's ID as a map key.
-type nodeID int64
-
-func (id nodeID) hash() uint64 { return mix(uint64(id)) }
-
 // labelKey is one label pair of one namespace: the unit of the selector indexes.
 type labelKey struct{ namespace, key, value string }
 

@@ -2,9 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -26,33 +26,45 @@ type sourceRec struct {
 
 // newSourceRec parses a source; ref states are left for evalRefs.
 func newSourceRec(s *v1beta1.FeatureFlagSource) *sourceRec {
-	rec := &sourceRec{obj: s}
+	rec := &sourceRec{obj: s, refs: parseRefs(s)}
+	rec.targetRefs, rec.selector = parseTargeting(s)
+	return rec
+}
+
+// parseRefs lists the spec.sources entries that name a flag set.
+func parseRefs(s *v1beta1.FeatureFlagSource) []FlagSetRef {
+	var refs []FlagSetRef
 	for i, e := range s.Spec.Sources {
 		p := providerInForce(e, s.Spec.DefaultSyncProvider)
 		if !p.ReferencesFlagSet() {
 			continue
 		}
-		rec.refs = append(rec.refs, FlagSetRef{
+		refs = append(refs, FlagSetRef{
 			FlagSet:  FlagSetKey(parseObjectRef(e.Source, s.Namespace)),
 			Provider: string(p),
 			Index:    i,
 		})
 	}
+	return refs
+}
+
+// parseTargeting reads spec.targetRefs and spec.selector.
+func parseTargeting(s *v1beta1.FeatureFlagSource) (targetRefs []Key, sel selectorRec) {
 	for _, r := range s.Spec.TargetRefs {
 		kind := Kind(r.Kind)
 		if (r.Group != "" && r.Group != "apps") || !kind.IsWorkload() {
 			continue // refused by the CRD's validation; never matches
 		}
-		if k := WorkloadKey(kind, s.Namespace, r.Name); !containsKey(rec.targetRefs, k) {
-			rec.targetRefs = append(rec.targetRefs, k)
+		if k := WorkloadKey(kind, s.Namespace, r.Name); !containsKey(targetRefs, k) {
+			targetRefs = append(targetRefs, k)
 		}
 	}
 	if s.Spec.Selector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector); err == nil {
-			rec.selector = newSelectorRec(s.Namespace, sel)
+		if ls, err := metav1.LabelSelectorAsSelector(s.Spec.Selector); err == nil {
+			sel = newSelectorRec(s.Namespace, ls)
 		}
 	}
-	return rec
+	return targetRefs, sel
 }
 
 // providerInForce is the entry's provider, else the source's default, else file.
@@ -150,9 +162,8 @@ func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
 	if s.Namespace == "" || s.Name == "" {
 		return Delta{}, fmt.Errorf("upserting FeatureFlagSource %q in namespace %q: namespace and name are required", s.Name, s.Namespace)
 	}
-	s = s.DeepCopy()
 	k := SourceKey(s.Namespace, s.Name)
-	d, err := t.apply(func(x *tx) error { return x.upsertSource(k, s) })
+	d, err := t.apply(k, func(x *tx) error { return x.upsertSource(k, s) })
 	if err != nil {
 		return d, fmt.Errorf("upserting FeatureFlagSource %s: %w", k, err)
 	}
@@ -167,61 +178,86 @@ func (t *Topology) DeleteSource(namespace, name string) Delta {
 }
 
 func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
-	var old *sourceRec
-	if n, ok := x.st.g.node(k); ok {
+	old := &sourceRec{}
+	n, exists := x.st.g.node(k)
+	if exists {
 		old = n.payload.source
 	}
-	if old != nil && equality.Semantic.DeepEqual(old.obj.Spec, obj.Spec) {
-		rec := *old
-		rec.obj = obj
-		x.st.g.setPayload(x.o, k, payload{source: &rec})
-		return nil
+	sidecarSame := exists && sidecarSpecEqual(old.obj.Spec, obj.Spec)
+	targetingSame := exists && targetingEqual(old.obj.Spec, obj.Spec)
+	refsSame := exists && refsSpecEqual(old.obj.Spec, obj.Spec)
+
+	// Reuse what did not change: the refs keep their states, the selector
+	// its index entries.
+	rec := &sourceRec{obj: obj, refs: old.refs, targetRefs: old.targetRefs, selector: old.selector}
+	if !refsSame {
+		rec.refs = x.st.evalRefs(k.Namespace, parseRefs(obj))
+		indexUpdate(x.o, &x.st.refsTo, refFlagSets(old.refs), refFlagSets(rec.refs), k)
+		indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, old.refs), crossNamespacePairs(k.Namespace, rec.refs), k)
 	}
-	rec := newSourceRec(obj)
-	rec.refs = x.st.evalRefs(k.Namespace, rec.refs)
-	var before *sourceRec
-	if old != nil {
-		before = old
-	} else {
-		before = &sourceRec{}
+	if !targetingSame {
+		rec.targetRefs, rec.selector = parseTargeting(obj)
+		indexUpdate(x.o, &x.st.targetRefsTo, old.targetRefs, rec.targetRefs, k)
+		indexUpdate(x.o, &x.st.selByLabel, old.selector.index, rec.selector.index, k)
+		indexUpdate(x.o, &x.st.selScan, old.selector.scan(), rec.selector.scan(), k)
 	}
-	x.indexSource(k, before, rec)
-	if old == nil {
-		if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
-			return err
-		}
-	} else {
+	if exists {
 		x.st.g.setPayload(x.o, k, payload{source: rec})
-	}
-	x.mark(k)
-	if err := x.refsChanged(k, before.refs, rec.refs); err != nil {
+	} else if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
 		return err
 	}
-
-	candidates := x.st.g.children(k, relTargets)
-	for _, w := range rec.targetRefs {
-		if x.st.g.has(w) {
-			candidates = append(candidates, w)
-		}
+	if sidecarSame && targetingSame {
+		return nil // metadata or status: nothing the graph or a sidecar reads
 	}
-	candidates = append(candidates, x.st.selectorCandidates(rec.selector)...)
-	candidates = append(candidates, indexGet(x.st.annotSources, k)...)
-	for _, w := range candidates {
-		if err := x.retarget(k, w); err != nil {
+	x.mark(k)
+	if !refsSame {
+		if err := x.refsChanged(k, old.refs, rec.refs); err != nil {
 			return err
 		}
 	}
-	if old == nil || !sidecarSpecEqual(old.obj.Spec, obj.Spec) {
+	if !targetingSame {
+		candidates := x.st.g.children(k, relTargets)
+		for _, w := range rec.targetRefs {
+			if x.st.g.has(w) {
+				candidates = append(candidates, w)
+			}
+		}
+		candidates = append(candidates, x.st.selectorCandidates(rec.selector)...)
+		candidates = append(candidates, indexGet(x.st.annotSources, k)...)
+		p := payload{source: rec}
+		for _, w := range candidates {
+			if err := x.retarget(k, p, w); err != nil {
+				return err
+			}
+		}
+	}
+	if !sidecarSame {
 		x.markAll(x.st.g.children(k, relTargets))
 	}
 	return nil
 }
 
+// Specs are compared with reflect.DeepEqual rather than apimachinery's
+// semantic equality, which costs several times more. Where the two differ
+// (an empty list against none, a quantity written two ways) objects from
+// the same informer are written the same way, and at worst an edit that
+// changed nothing is reported: never the other way round.
+
 // sidecarSpecEqual compares two specs but for what only chooses the targets.
 func sidecarSpecEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
 	a.TargetRefs, b.TargetRefs = nil, nil
 	a.Selector, b.Selector = nil, nil
-	return equality.Semantic.DeepEqual(a, b)
+	return reflect.DeepEqual(a, b)
+}
+
+// refsSpecEqual compares what decides the refs of two specs.
+func refsSpecEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
+	return a.DefaultSyncProvider == b.DefaultSyncProvider && reflect.DeepEqual(a.Sources, b.Sources)
+}
+
+// targetingEqual compares what chooses the targets of two specs.
+func targetingEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
+	return reflect.DeepEqual(a.TargetRefs, b.TargetRefs) && reflect.DeepEqual(a.Selector, b.Selector)
 }
 
 func (x *tx) deleteSource(k Key) error {
@@ -230,7 +266,11 @@ func (x *tx) deleteSource(k Key) error {
 		return nil
 	}
 	rec := n.payload.source
-	x.indexSource(k, rec, &sourceRec{})
+	indexUpdate(x.o, &x.st.refsTo, refFlagSets(rec.refs), nil, k)
+	indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, rec.refs), nil, k)
+	indexUpdate(x.o, &x.st.targetRefsTo, rec.targetRefs, nil, k)
+	indexUpdate(x.o, &x.st.selByLabel, rec.selector.index, nil, k)
+	indexUpdate(x.o, &x.st.selScan, rec.selector.scan(), nil, k)
 	targets := x.st.g.children(k, relTargets)
 	x.markAll(resolvedFlagSets(rec.refs, ""))
 	x.st.g.removeNode(x.o, k)
@@ -240,15 +280,6 @@ func (x *tx) deleteSource(k Key) error {
 		x.remountLater(w)
 	}
 	return nil
-}
-
-// indexSource moves a source's index entries from what before says to what after says.
-func (x *tx) indexSource(k Key, before, after *sourceRec) {
-	indexUpdate(x.o, &x.st.refsTo, refFlagSets(before.refs), refFlagSets(after.refs), k)
-	indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, before.refs), crossNamespacePairs(k.Namespace, after.refs), k)
-	indexUpdate(x.o, &x.st.targetRefsTo, before.targetRefs, after.targetRefs, k)
-	indexUpdate(x.o, &x.st.selByLabel, before.selector.index, after.selector.index, k)
-	indexUpdate(x.o, &x.st.selScan, before.selector.scan(), after.selector.scan(), k)
 }
 
 // reevalRefs recomputes the states of a source's refs after a flag set or a
@@ -299,25 +330,20 @@ func (x *tx) refsChanged(k Key, before, after []FlagSetRef) error {
 }
 
 // retarget adds or removes the edge from a source or in-process
-// configuration to a workload, as their records now say.
-func (x *tx) retarget(from, w Key) error {
-	fn, ok := x.st.g.node(from)
-	if !ok {
-		return nil
-	}
+// configuration (key from, payload p) to a workload, as their records now say.
+func (x *tx) retarget(from Key, p payload, w Key) error {
 	wn, ok := x.st.g.node(w)
 	if !ok {
 		return nil
 	}
 	var want bool
 	switch {
-	case fn.payload.source != nil:
-		want = fn.payload.source.targets(from, wn.payload.workload)
-	case fn.payload.ipc != nil:
+	case p.source != nil:
+		want = p.source.targets(from, wn.payload.workload)
+	case p.ipc != nil:
 		want = containsKey(wn.payload.workload.annotIPCs, from)
 	}
-	_, have := x.st.g.edge(from, w)
-	if want == have {
+	if _, have := wn.in.get(from); want == have {
 		return nil
 	}
 	if want {
@@ -333,6 +359,15 @@ func (x *tx) retarget(from, w Key) error {
 		x.remountLater(w)
 	}
 	return nil
+}
+
+// retargetKey is retarget for a from that may not exist yet.
+func (x *tx) retargetKey(from, w Key) error {
+	n, ok := x.st.g.node(from)
+	if !ok {
+		return nil
+	}
+	return x.retarget(from, n.payload, w)
 }
 
 // targets tells whether the source (whose key is k) applies to the workload:

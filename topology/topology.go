@@ -9,23 +9,30 @@ import (
 )
 
 // Topology is the live graph. Writers (the Upsert* and Delete* methods) are
-// serialised by a mutex; readers take a Snapshot and never block writers.
+// serialised by a mutex; readers work on Snapshots.
 //
-// Every edit runs against a private copy-on-write version of the state and
-// is published only when it succeeds, so a refused edit leaves no trace and a
-// published version is never written again.
+// Edits change the state in place until a Snapshot shares it; the first edit
+// after that works on a copy-on-write version, which copies only the trie
+// paths it touches (see pmap). So an edit costs what a mutable map would
+// when nobody reads, and O(log n) more per touched entry when somebody does.
 type Topology struct {
-	mu   sync.Mutex
-	last edit
-	cur  atomic.Pointer[state]
+	mu sync.Mutex
+	st *state
+	// token owns the state's nodes written since the last Snapshot.
+	token edit
+	// shared says that a View holds st, so the next edit must not write it.
+	shared bool
 }
 
+// lastEdit hands out ownership tokens process-wide, so that no two
+// topologies ever share one: a state handed from one Topology to another can
+// never be written in place by the wrong one.
+var lastEdit atomic.Uint64
+
+func newToken() edit { return edit(lastEdit.Add(1)) }
+
 // New returns an empty topology.
-func New() *Topology {
-	t := &Topology{}
-	t.cur.Store(&state{})
-	return t
-}
+func New() *Topology { return &Topology{st: &state{}, token: newToken()} }
 
 // payload is what the typed layer keeps on a node; exactly one field is set,
 // except on ConfigMap nodes, which carry nothing.
@@ -87,31 +94,47 @@ type state struct {
 
 // tx is one edit in progress.
 type tx struct {
-	o edit
-	// old is the published state the edit started from; st is being edited.
-	old, st *state
-	d       Delta
+	o  edit
+	st *state
+	d  Delta
 	// remount lists the workloads whose ConfigMaps may have changed. They
 	// are recomputed once, when everything else of the edit is done, so that
 	// a ConfigMap is never created and removed again within one edit.
 	remount []Key
 }
 
-// apply runs one edit. On error the edit is dropped and the Delta is empty.
-func (t *Topology) apply(fn func(*tx) error) (Delta, error) {
+// apply runs one edit of the object k. If the edit fails, the state is
+// rebuilt from its objects with k as it was, so that a refused edit leaves
+// no trace, and the Delta is empty.
+//
+// Edits fail only when the graph refuses an edge that would close a cycle,
+// which this schema cannot produce (its edges run from sources to flag sets
+// to ConfigMaps to workloads): the rebuild is a backstop that costs nothing
+// until it is needed.
+func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.last++
-	old := t.cur.Load()
-	next := *old
-	x := &tx{o: t.last, old: old, st: &next}
-	if err := fn(x); err != nil {
+	if t.shared {
+		next := *t.st
+		t.st = &next
+		t.token = newToken()
+		t.shared = false
+	}
+	prior, existed := t.st.g.node(k)
+	var before payload
+	if existed {
+		before = prior.payload
+	}
+	x := &tx{o: t.token, st: t.st}
+	err := fn(x)
+	if err == nil {
+		err = x.flushMounts()
+	}
+	if err != nil {
+		t.token = newToken()
+		t.st = t.st.rebuilt(t.token, k, before, existed)
 		return Delta{}, err
 	}
-	if err := x.flushMounts(); err != nil {
-		return Delta{}, err
-	}
-	t.cur.Store(&next)
 	return x.d, nil
 }
 
@@ -119,16 +142,59 @@ func (t *Topology) apply(fn func(*tx) error) (Delta, error) {
 // cannot close a cycle, so such an edit cannot fail, and the Delete methods
 // return no error. A failure here is a bug in this package.
 func (t *Topology) mustApply(k Key, fn func(*tx) error) Delta {
-	d, err := t.apply(fn)
+	d, err := t.apply(k, fn)
 	if err != nil {
 		panic(fmt.Sprintf("topology: deleting %s failed, which cannot happen: %v", k, err))
 	}
 	return d
 }
 
-// Snapshot returns a read-only view of the topology as of now. It costs O(1),
-// holds no lock, and stays consistent however long it is used.
-func (t *Topology) Snapshot() *View { return &View{st: t.cur.Load()} }
+// rebuilt builds a new state from the objects of st, with the object k as
+// the payload before says (absent when existed is false).
+func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
+	var objects []payload
+	for key, n := range st.g.nodes.all() {
+		if key != k && n.payload != (payload{}) {
+			objects = append(objects, n.payload)
+		}
+	}
+	if existed {
+		objects = append(objects, before)
+	}
+	x := &tx{o: o, st: &state{}}
+	for _, p := range objects {
+		var err error
+		switch {
+		case p.flagSet != nil:
+			err = x.upsertFlagSet(FlagSetKey(p.flagSet.Namespace, p.flagSet.Name), p.flagSet)
+		case p.source != nil:
+			err = x.upsertSource(SourceKey(p.source.obj.Namespace, p.source.obj.Name), p.source.obj)
+		case p.ipc != nil:
+			err = x.upsertIPC(InProcessConfigKey(p.ipc.Namespace, p.ipc.Name), p.ipc)
+		case p.workload != nil:
+			err = x.upsertWorkload(p.workload)
+		case p.grant != nil:
+			err = x.upsertGrant(p.grant)
+		}
+		if err == nil {
+			err = x.flushMounts()
+		}
+		if err != nil {
+			panic(fmt.Sprintf("topology: rebuilding after a failed edit of %s: %v", k, err))
+		}
+	}
+	return x.st
+}
+
+// Snapshot returns a read-only view of the topology as of now. It costs O(1)
+// (it waits at most for the edit in progress) and the View stays consistent
+// however long it is used: the edits that follow copy what they change.
+func (t *Topology) Snapshot() *View {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shared = true
+	return &View{st: t.st}
+}
 
 // DOT renders the current graph; it equals t.Snapshot().DOT().
 func (t *Topology) DOT() []byte { return t.Snapshot().DOT() }

@@ -61,11 +61,7 @@ func (v *View) InProcessConfigs() []Key { return v.st.g.ofKind(KindInProcessConf
 
 // Workloads lists the workloads of all kinds.
 func (v *View) Workloads() []Key {
-	var out []Key
-	for _, k := range []Kind{KindDeployment, KindStatefulSet, KindDaemonSet} {
-		out = append(out, v.st.g.ofKind(k)...)
-	}
-	return sortedKeys(out)
+	return v.st.g.ofKind(KindDeployment, KindStatefulSet, KindDaemonSet)
 }
 
 // ConfigMaps lists the ConfigMaps that some workload needs.
@@ -144,11 +140,12 @@ func (v *View) ConfigMapByName(namespace, name string) (Key, bool) {
 func (v *View) Counts() map[Kind]int {
 	out := make(map[Kind]int, len(allKinds))
 	for i, k := range allKinds {
-		out[k] = v.st.g.byKind[i].len()
+		out[k] = v.st.g.counts[i]
 	}
 	return out
 }
 
 // Graph presents the view as a gonum directed graph, for gonum's algorithms
-// (paths, topological sorts, ...). Nodes are GraphNodes, edges GraphEdges.
-func (v *View) Graph() gonum.Directed { return gonumGraph[payload]{g: &v.st.g} }
+// (paths, topological sorts, ...). Nodes are GraphNodes numbered in key
+// order, edges GraphEdges. Numbering the nodes costs O(n log n) per call.
+func (v *View) Graph() gonum.Directed { return newGonumGraph(&v.st.g) }

@@ -16,8 +16,7 @@ const defaultServiceAccount = "default"
 
 // WorkloadFrom takes what the topology needs from a Deployment, StatefulSet
 // or DaemonSet: its metadata labels and its pod template's annotations and
-// service account. The result shares obj's and tmpl's maps; UpsertWorkload
-// copies them.
+// service account. The result shares obj's and tmpl's maps.
 func WorkloadFrom(kind Kind, obj metav1.Object, tmpl *corev1.PodTemplateSpec) Workload {
 	w := Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Labels: obj.GetLabels()}
 	if tmpl != nil {
@@ -41,8 +40,6 @@ type workloadRec struct {
 }
 
 func newWorkloadRec(w Workload) *workloadRec {
-	w.Labels = maps.Clone(w.Labels)
-	w.PodAnnotations = maps.Clone(w.PodAnnotations)
 	if w.ServiceAccountName == "" {
 		w.ServiceAccountName = defaultServiceAccount
 	}
@@ -73,7 +70,7 @@ func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting %s %q in namespace %q: namespace and name are required", w.Kind, w.Name, w.Namespace)
 	}
 	rec := newWorkloadRec(w)
-	d, err := t.apply(func(x *tx) error { return x.upsertWorkload(rec) })
+	d, err := t.apply(rec.w.Key(), func(x *tx) error { return x.upsertWorkload(rec) })
 	if err != nil {
 		return d, fmt.Errorf("upserting %s: %w", w.Key(), err)
 	}
@@ -101,14 +98,24 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 		return nil
 	}
 
+	// The order of the same sources can change only with the annotations;
+	// it is compared after the edges are settled.
+	var sourcesBefore, ipcsBefore []Key
+	if annotChanged {
+		sourcesBefore, ipcsBefore = x.st.sourcesOfWorkload(k), x.st.ipcsOfWorkload(k)
+	}
 	before := &workloadRec{}
 	if old != nil {
 		before = old
 	}
 	ns := k.Namespace
-	indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, before.w.Labels), labelKeys(ns, rec.w.Labels), k)
-	indexUpdate(x.o, &x.st.annotSources, before.annotSources, rec.annotSources, k)
-	indexUpdate(x.o, &x.st.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
+	if labelsChanged {
+		indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, before.w.Labels), labelKeys(ns, rec.w.Labels), k)
+	}
+	if old == nil || annotChanged {
+		indexUpdate(x.o, &x.st.annotSources, before.annotSources, rec.annotSources, k)
+		indexUpdate(x.o, &x.st.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
+	}
 	if old == nil {
 		indexAdd(x.o, &x.st.wlByNs, nsKey(ns), k)
 		if err := x.st.g.addNode(x.o, k, layerWorkload, payload{workload: rec}); err != nil {
@@ -118,25 +125,27 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 		x.st.g.setPayload(x.o, k, payload{workload: rec})
 	}
 
-	candidates := x.st.g.parents(k, relTargets)
-	if old == nil {
-		candidates = append(candidates, indexGet(x.st.targetRefsTo, k)...)
-	}
-	if labelsChanged {
-		candidates = append(candidates, x.st.sourcesSelecting(ns, rec.w.Labels)...)
-	}
-	candidates = append(candidates, rec.annotSources...)
-	candidates = append(candidates, rec.annotIPCs...)
-	for _, c := range candidates {
-		if err := x.retarget(c, k); err != nil {
-			return err
+	if labelsChanged || annotChanged {
+		candidates := x.st.g.parents(k, relTargets)
+		if old == nil {
+			candidates = append(candidates, indexGet(x.st.targetRefsTo, k)...)
+		}
+		if labelsChanged {
+			candidates = append(candidates, x.st.sourcesSelecting(ns, rec.w.Labels)...)
+		}
+		candidates = append(candidates, rec.annotSources...)
+		candidates = append(candidates, rec.annotIPCs...)
+		for _, c := range candidates {
+			if err := x.retargetKey(c, k); err != nil {
+				return err
+			}
 		}
 	}
 
 	// Edge changes marked the workload already; what is left is a new order
 	// of the same sources, and the service account.
-	if annotChanged && (!slices.Equal(x.old.sourcesOfWorkload(k), x.st.sourcesOfWorkload(k)) ||
-		!slices.Equal(x.old.ipcsOfWorkload(k), x.st.ipcsOfWorkload(k))) {
+	if annotChanged && (!slices.Equal(sourcesBefore, x.st.sourcesOfWorkload(k)) ||
+		!slices.Equal(ipcsBefore, x.st.ipcsOfWorkload(k))) {
 		x.mark(k)
 	}
 	if accountChanged && len(x.st.sourcesOfWorkload(k)) > 0 {
