@@ -9,11 +9,14 @@ import (
 
 // UpsertFlagSet adds or updates a FeatureFlag.
 //
-// A spec change gives the flag set and its ConfigMaps, to render again:
-// nothing else reads the content. Creating one resolves the references
+// A spec change (or a new UID: the object was recreated) gives the flag set
+// and its ConfigMaps, to render again: nothing else reads the content. Creating one resolves the references
 // waiting for it; the Delta then also names the sources whose references
 // resolved, their workloads (their sidecars read the resolved flag sets) and
 // the ConfigMaps created. Metadata and status changes give an empty Delta.
+//
+// The topology keeps ff: do not modify it afterwards (objects from an
+// informer's cache are never modified).
 func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
 	if ff == nil {
 		return Delta{}, fmt.Errorf("upserting FeatureFlag: nil object")
@@ -42,7 +45,9 @@ func (x *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 	if n, ok := x.st.g.node(k); ok {
 		old := n.payload.flagSet
 		x.st.g.setPayload(x.o, k, payload{flagSet: ff})
-		if !flagSpecEqual(old.Spec.FlagSpec, ff.Spec.FlagSpec) {
+		// A new UID is a flag set deleted and created again between two
+		// observations: its ConfigMaps' owner references change.
+		if !flagSpecEqual(old.Spec.FlagSpec, ff.Spec.FlagSpec) || old.UID != ff.UID {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relRenders))
 		}

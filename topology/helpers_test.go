@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -139,3 +140,5 @@ func must(t testing.TB) func(Delta, error) Delta {
 		return d
 	}
 }
+
+func corev1EnvVar(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }

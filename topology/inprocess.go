@@ -11,9 +11,12 @@ import (
 // to the workloads whose pod-template annotation
 // openfeature.dev/inprocessconfiguration names it.
 //
-// The Delta, when the spec changed or the object is new: the configuration
-// and its workloads (their env vars). Metadata and status changes give an
+// The Delta, when the spec changed or the object is new (or has a new UID):
+// the configuration and its workloads (their env vars). Metadata and status changes give an
 // empty Delta.
+//
+// The topology keeps c: do not modify it afterwards (objects from an
+// informer's cache are never modified).
 func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Delta, error) {
 	if c == nil {
 		return Delta{}, fmt.Errorf("upserting InProcessConfiguration: nil object")
@@ -40,7 +43,7 @@ func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
 	if n, ok := x.st.g.node(k); ok {
 		old := n.payload.ipc
 		x.st.g.setPayload(x.o, k, payload{ipc: c})
-		if !reflect.DeepEqual(old.Spec, c.Spec) {
+		if !reflect.DeepEqual(old.Spec, c.Spec) || old.UID != c.UID {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relTargets))
 		}

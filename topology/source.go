@@ -150,11 +150,15 @@ func (st *state) evalRefs(namespace string, refs []FlagSetRef) []FlagSetRef {
 
 // UpsertSource adds or updates a FeatureFlagSource.
 //
-// The Delta, when the spec changed (metadata and status changes give an
-// empty one): the source; its workloads when a setting of the sidecar
-// changed (anything but targetRefs and selector); workloads it gained or
-// lost; ConfigMaps created or no longer needed; flag sets whose resolved
-// sources or consumer namespaces changed.
+// The Delta, when the spec changed: the source; its workloads when a
+// setting of the sidecar changed (anything but targetRefs and selector);
+// workloads it gained or lost; ConfigMaps created or no longer needed; flag
+// sets whose resolved sources or consumer namespaces changed. Metadata and
+// status changes give an empty Delta, except a new UID (the source was
+// recreated between two observations), which names the source.
+//
+// The topology keeps s: do not modify it afterwards (objects from an
+// informer's cache are never modified).
 func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
 	if s == nil {
 		return Delta{}, fmt.Errorf("upserting FeatureFlagSource: nil object")
@@ -205,6 +209,9 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 		x.st.g.setPayload(x.o, k, payload{source: rec})
 	} else if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
 		return err
+	}
+	if exists && old.obj.UID != obj.UID {
+		x.mark(k) // recreated between two observations: its status is new
 	}
 	if sidecarSame && targetingSame {
 		return nil // metadata or status: nothing the graph or a sidecar reads

@@ -62,6 +62,8 @@ func newWorkloadRec(w Workload) *workloadRec {
 // (its RBAC follows the account); ConfigMaps created or no longer needed and
 // their flag sets. A workload no source or configuration applies to has no
 // desired state, so creating or deleting it gives an empty Delta.
+//
+// The topology keeps w's maps: do not modify them afterwards.
 func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
 	if !w.Kind.IsWorkload() {
 		return Delta{}, fmt.Errorf("upserting workload %s/%s: kind %q is not Deployment, StatefulSet or DaemonSet", w.Namespace, w.Name, w.Kind)
