@@ -416,10 +416,10 @@ func TestWorkloadDeltas(t *testing.T) {
 			want:  expect(w, k),
 		},
 		{
-			name: "service account of a targeted workload (its RBAC)",
+			name:  "service account of a targeted workload (its RBAC)",
 			setup: world,
 			event: upsert(func() Workload { c := web; c.ServiceAccountName = "other"; return c }()),
-			want: expect(w),
+			want:  expect(w),
 		},
 		{
 			name:  "service account of a workload nothing targets",

@@ -191,9 +191,9 @@ func TestUpsertRefusesInvalidInput(t *testing.T) {
 	top := New()
 	before := string(top.DOT())
 	for name, s := range map[string]step{
-		"nil flag set":      func(t *Topology) (Delta, error) { return t.UpsertFlagSet(nil) },
-		"nil source":        func(t *Topology) (Delta, error) { return t.UpsertSource(nil) },
-		"nil configuration": func(t *Topology) (Delta, error) { return t.UpsertInProcessConfig(nil) },
+		"nil flag set":               func(t *Topology) (Delta, error) { return t.UpsertFlagSet(nil) },
+		"nil source":                 func(t *Topology) (Delta, error) { return t.UpsertSource(nil) },
+		"nil configuration":          func(t *Topology) (Delta, error) { return t.UpsertInProcessConfig(nil) },
 		"flag set without namespace": upsert(newFlagSet("", "flags", "on")),
 		"source without name":        upsert(newSource("shop", "")),
 		"configuration without name": upsert(newIPC("shop", "", 1)),
