@@ -1,0 +1,201 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flagplane/flagplane/controllers"
+	"github.com/flagplane/flagplane/topology"
+)
+
+const namespace = "flagplane"
+
+var _ controllers.Metrics = (*Recorder)(nil)
+
+// Recorder records flagplane's metrics. Its methods are safe for concurrent
+// use; a nil *Recorder records nothing.
+type Recorder struct {
+	events         *prometheus.CounterVec
+	deltaSize      prometheus.Histogram
+	deltaKeys      *prometheus.CounterVec
+	reconcileTime  *prometheus.HistogramVec
+	reconcileErrs  *prometheus.CounterVec
+	writes         *prometheus.CounterVec
+	nodes          *prometheus.GaugeVec
+	subscribers    *prometheus.GaugeVec
+	subscriptions  *prometheus.CounterVec
+	topologyMu     sync.Mutex
+	topologyCounts func() map[topology.Kind]int
+}
+
+// New creates a Recorder and registers its metrics on reg.
+func New(reg prometheus.Registerer) (*Recorder, error) {
+	r := &Recorder{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "events_total",
+			Help: "Informer events handled, by kind and event type (created, spec-changed, targets-changed, labels-changed, deleted, ...).",
+		}, []string{"kind", "event"}),
+		deltaSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "delta_size",
+			Help:    "Nodes named by the Delta of one non-empty topology edit: what one event costs downstream.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096},
+		}),
+		deltaKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "delta_keys_total",
+			Help: "Keys enqueued from topology Deltas, by the output they recompute (configmap, workload, source, flagset, inprocessconfig).",
+		}, []string{"output"}),
+		reconcileTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "reconcile_duration_seconds",
+			Help:    "Time to reconcile one key, by workflow (configmaps, status, workloads) and result (success, error).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"workflow", "result"}),
+		reconcileErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reconcile_errors_total",
+			Help: "Failed reconciliations, by workflow; they are retried with backoff.",
+		}, []string{"workflow"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "writes_total",
+			Help: "Writes to the API server, by what is written (ConfigMap, status, RBAC) and verb (create, apply, update, delete, status). Unchanged content is not written.",
+		}, []string{"kind", "verb"}),
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "topology_nodes",
+			Help: "Nodes in the topology graph, by kind.",
+		}, []string{"kind"}),
+		subscribers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "sync_subscribers",
+			Help: "Open flagd sync streams on the built-in sync server, by flag set selector.",
+		}, []string{"selector"}),
+		subscriptions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sync_subscriptions_total",
+			Help: "flagd sync streams opened on the built-in sync server, by flag set selector.",
+		}, []string{"selector"}),
+	}
+	var errs []error
+	for _, c := range r.collectors() {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("registering flagplane's metrics: %w", err)
+	}
+	return r, nil
+}
+
+// Event counts one informer event.
+func (r *Recorder) Event(kind, event string) {
+	if r == nil {
+		return
+	}
+	r.events.WithLabelValues(kind, event).Inc()
+}
+
+// Delta records the size of the delta of one topology edit.
+func (r *Recorder) Delta(d topology.Delta) {
+	if r == nil || d.Empty() {
+		return
+	}
+	r.deltaSize.Observe(float64(d.Size()))
+	for output, n := range map[string]int{
+		"configmap":       len(d.ConfigMaps),
+		"workload":        len(d.Workloads),
+		"source":          len(d.Sources),
+		"flagset":         len(d.FlagSets),
+		"inprocessconfig": len(d.InProcessConfigs),
+	} {
+		if n > 0 {
+			r.deltaKeys.WithLabelValues(output).Add(float64(n))
+		}
+	}
+}
+
+// Reconciled records the duration and outcome of reconciling one key.
+func (r *Recorder) Reconciled(workflow string, d time.Duration, err error) {
+	if r == nil {
+		return
+	}
+	result := "success"
+	if err != nil {
+		result = "error"
+		r.reconcileErrs.WithLabelValues(workflow).Inc()
+	}
+	r.reconcileTime.WithLabelValues(workflow, result).Observe(d.Seconds())
+}
+
+// Write counts one write to the API server.
+func (r *Recorder) Write(kind, verb string) {
+	if r == nil {
+		return
+	}
+	r.writes.WithLabelValues(kind, verb).Inc()
+}
+
+// WatchTopology makes the topology_nodes gauge read counts, usually
+// (*topology.Topology).Snapshot().Counts, at every scrape. Reading at scrape
+// time costs nothing per event and is never stale.
+func (r *Recorder) WatchTopology(counts func() map[topology.Kind]int) {
+	if r == nil {
+		return
+	}
+	r.topologyMu.Lock()
+	defer r.topologyMu.Unlock()
+	r.topologyCounts = counts
+}
+
+// SyncSubscribed records a flagd sync stream opened for a flag set selector
+// on the built-in sync server; call SyncUnsubscribed when it closes.
+func (r *Recorder) SyncSubscribed(selector string) {
+	if r == nil {
+		return
+	}
+	r.subscribers.WithLabelValues(selector).Inc()
+	r.subscriptions.WithLabelValues(selector).Inc()
+}
+
+// SyncUnsubscribed records that a sync stream opened with SyncSubscribed closed.
+func (r *Recorder) SyncUnsubscribed(selector string) {
+	if r == nil {
+		return
+	}
+	r.subscribers.WithLabelValues(selector).Dec()
+}
+
+// topologyCollector reports the topology's node counts when scraped.
+type topologyCollector struct{ r *Recorder }
+
+func (c topologyCollector) Describe(ch chan<- *prometheus.Desc) { c.r.nodes.Describe(ch) }
+
+func (c topologyCollector) Collect(ch chan<- prometheus.Metric) {
+	c.r.topologyMu.Lock()
+	counts := c.r.topologyCounts
+	c.r.topologyMu.Unlock()
+	if counts == nil {
+		return
+	}
+	for kind, n := range counts() {
+		c.r.nodes.WithLabelValues(string(kind)).Set(float64(n))
+	}
+	c.r.nodes.Collect(ch)
+}
+
+// Unregister removes the metrics from reg, so that a process may create
+// another Recorder on the same registry (tests, the demo).
+func (r *Recorder) Unregister(reg prometheus.Registerer) {
+	if r == nil {
+		return
+	}
+	for _, c := range r.collectors() {
+		reg.Unregister(c)
+	}
+}
+
+func (r *Recorder) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
+		topologyCollector{r}, r.subscribers, r.subscriptions,
+	}
+}
