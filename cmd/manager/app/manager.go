@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/controllers"
+	"github.com/flagplane/flagplane/metrics"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// The manager's own namespace: the leader election Lease, and the Events
+// that leader election records on it. Kustomize puts the generated Role in
+// the namespace the manager is installed to.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=flagplane-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=flagplane-system
+
+// TopologyPath is where the manager serves its topology as Graphviz DOT.
+const TopologyPath = "/debug/topology"
+
+// Manager is a flagplane manager, built but not started.
+type Manager struct {
+	// Manager is the controller-runtime manager. Add further runnables
+	// (webhooks, the sync server) to it before Start.
+	manager.Manager
+	// Controller owns the topology and the workflows.
+	Controller *controllers.Controller
+	// Metrics records flagplane's metrics; the sync server reports its
+	// subscribers to it.
+	Metrics *metrics.Recorder
+	// Options are the options the manager was built with.
+	Options Options
+
+	registry prometheus.Registerer
+}
+
+// Scheme returns a scheme with client-go's kinds and flagplane's API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
+	}
+	if err := v1beta1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding flagplane's kinds to the scheme: %w", err)
+	}
+	return s, nil
+}
+
+// New builds a manager for the cluster of cfg. ctx bounds the setup (the
+// informers are created but not started); Start runs it.
+func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{Options: o, registry: ctrlmetrics.Registry}
+	if m.Metrics, err = metrics.New(m.registry); err != nil {
+		return nil, err
+	}
+
+	cacheOpts := cache.Options{}
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	extra := map[string]http.Handler{}
+	if o.TopologyEndpoint {
+		extra[TopologyPath] = topologyHandler(m)
+	}
+	m.Manager, err = ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controllers.CacheOptions(cacheOpts),
+		Metrics: metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir,
+		}),
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // the process ends right after: let a standby take over at once
+	})
+	if err != nil {
+		m.unregister()
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	m.Controller, err = controllers.New(ctx, m.Manager, controllers.Options{Workers: o.Workers, Metrics: m.Metrics})
+	if err != nil {
+		m.unregister()
+		return nil, err
+	}
+	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
+
+	// Admission webhooks register here, on m.GetWebhookServer(), reading
+	// o.Sidecar: the manager binary, the demo and the install suite all get
+	// them from this one place.
+
+	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		m.unregister()
+		return nil, fmt.Errorf("adding the liveness check: %w", err)
+	}
+	if err := m.AddReadyzCheck("topology", m.readyCheck); err != nil {
+		m.unregister()
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return m, nil
+}
+
+// Start runs the manager until ctx is done. It can be called once.
+func (m *Manager) Start(ctx context.Context) error {
+	defer m.unregister()
+	ctrl.LoggerFrom(ctx).Info("starting flagplane",
+		"namespaces", m.Options.Namespaces, "leaderElection", m.Options.LeaderElection,
+		"metrics", m.Options.MetricsBindAddress, "probes", m.Options.HealthProbeBindAddress)
+	return m.Manager.Start(ctx)
+}
+
+// readyCheck is ready once the topology holds everything in the caches.
+// Without leader election it also waits until every node was reconciled
+// once. With leader election a standby replica never runs that pass, but it
+// keeps its graph built, which is what serving admission needs and what
+// taking over quickly needs: it is ready then.
+func (m *Manager) readyCheck(req *http.Request) error {
+	if !m.Options.LeaderElection {
+		return m.Controller.ReadyCheck(req)
+	}
+	if !m.Controller.GraphBuilt() {
+		return errTopologyNotBuilt
+	}
+	return nil
+}
+
+// unregister removes flagplane's metrics from the registry, so that a
+// process can run managers one after the other (tests, the demo).
+func (m *Manager) unregister() {
+	if m.Metrics != nil {
+		m.Metrics.Unregister(m.registry)
+	}
+}

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Options configure the manager. DefaultOptions gives the values of the
+// command line's defaults; BindFlags ties every field to a flag.
+type Options struct {
+	// MetricsBindAddress serves /metrics and /debug/topology; "0" disables both.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables them.
+	HealthProbeBindAddress string
+	// TopologyEndpoint serves the topology as Graphviz DOT at /debug/topology
+	// on the metrics address.
+	TopologyEndpoint bool
+
+	// LeaderElection lets one replica of several write; the others keep
+	// their graph built, serve admission and wait to take over.
+	LeaderElection bool
+	// LeaderElectionID names the Lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the Lease; in a Pod it defaults to the
+	// Pod's namespace.
+	LeaderElectionNamespace string
+
+	// Namespaces restricts the manager to these namespaces (namespace-scoped
+	// mode, with namespaced Roles only); empty watches the whole cluster.
+	Namespaces []string
+
+	// Workers per workflow queue.
+	Workers int
+
+	// WebhookPort, WebhookHost and WebhookCertDir configure the admission
+	// webhook server (tls.crt and tls.key in WebhookCertDir).
+	WebhookPort    int
+	WebhookHost    string
+	WebhookCertDir string
+
+	// Sidecar are the defaults of the injected flagd sidecar, which the
+	// admission webhook reads.
+	Sidecar workflows.SidecarOptions
+}
+
+// DefaultOptions are the options of a manager started without flags.
+func DefaultOptions() Options {
+	return Options{
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		TopologyEndpoint:       true,
+		LeaderElectionID:       "flagplane.core.openfeature.dev",
+		Workers:                2,
+		WebhookPort:            9443,
+		Sidecar:                workflows.DefaultSidecarOptions(),
+	}
+}
+
+// BindFlags ties the options to command-line flags, with the current values
+// of o as defaults. The names of the sidecar flags are the OpenFeature
+// Operator's.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the metrics and /debug/topology endpoint; 0 disables it")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of the /healthz and /readyz probes; 0 disables them")
+	fs.BoolVar(&o.TopologyEndpoint, "topology-endpoint", o.TopologyEndpoint, "serve the topology as Graphviz DOT at /debug/topology on the metrics address")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader, so that only one replica writes")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader election Lease")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
+	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per workflow queue")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory of the webhook server's tls.crt and tls.key (default: controller-runtime's)")
+	fs.StringVar(&o.Sidecar.Image, "sidecar-image", o.Sidecar.Image, "flagd image of the injected sidecar, without tag; prefix it with your registry")
+	fs.StringVar(&o.Sidecar.Tag, "sidecar-tag", o.Sidecar.Tag, "tag of --sidecar-image")
+	o.bindQuantity(fs, "sidecar-cpu-request", corev1.ResourceCPU, false, "CPU request of the sidecar where a source sets none")
+	o.bindQuantity(fs, "sidecar-ram-request", corev1.ResourceMemory, false, "memory request of the sidecar where a source sets none")
+	o.bindQuantity(fs, "sidecar-cpu-limit", corev1.ResourceCPU, true, "CPU limit of the sidecar where a source sets none")
+	o.bindQuantity(fs, "sidecar-ram-limit", corev1.ResourceMemory, true, "memory limit of the sidecar where a source sets none")
+}
+
+func (o *Options) bindQuantity(fs *flag.FlagSet, name string, res corev1.ResourceName, limit bool, usage string) {
+	fs.Var(&quantityFlag{opts: &o.Sidecar, name: res, limit: limit}, name, usage+` ("0" or "" leaves it unset)`)
+}
+
+// Validate reports options that cannot work together.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers must be at least 1, not %d", o.Workers))
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
+	}
+	if o.LeaderElection && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id is empty"))
+	}
+	for _, ns := range o.Namespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
+	if err := o.Sidecar.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sidecar flags: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// stringList is a comma-separated flag; repeating the flag appends.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(*l, s) {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// quantityFlag sets one request or limit of the sidecar's resources.
+type quantityFlag struct {
+	opts  *workflows.SidecarOptions
+	name  corev1.ResourceName
+	limit bool
+}
+
+func (q *quantityFlag) list() *corev1.ResourceList {
+	if q.limit {
+		return &q.opts.Resources.Limits
+	}
+	return &q.opts.Resources.Requests
+}
+
+func (q *quantityFlag) String() string {
+	if q.opts == nil {
+		return ""
+	}
+	if v, ok := (*q.list())[q.name]; ok {
+		return v.String()
+	}
+	return ""
+}
+
+func (q *quantityFlag) Set(v string) error {
+	l := q.list()
+	if v == "" || v == "0" {
+		delete(*l, q.name)
+		return nil
+	}
+	qty, err := resource.ParseQuantity(v)
+	if err != nil {
+		return err
+	}
+	if *l == nil {
+		*l = corev1.ResourceList{}
+	}
+	(*l)[q.name] = qty
+	return nil
+}

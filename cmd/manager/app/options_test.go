@@ -1,0 +1,118 @@
+package app
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func parse(args ...string) (Options, error) {
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(g Gomega, o Options)
+		wantErr string
+	}{
+		{
+			name: "defaults are cluster-wide, no leader election, OpenFeature Operator sidecar resources",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Namespaces).To(BeEmpty())
+				g.Expect(o.LeaderElection).To(BeFalse())
+				g.Expect(o.MetricsBindAddress).To(Equal(":8080"))
+				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
+				g.Expect(o.WebhookPort).To(Equal(9443))
+				g.Expect(o.TopologyEndpoint).To(BeTrue())
+				g.Expect(o.Sidecar.ImageReference()).To(Equal("open-feature/flagd:v0.16.0"))
+				g.Expect(o.Sidecar.Resources.Requests.Cpu().String()).To(Equal("200m"))
+				g.Expect(o.Sidecar.Resources.Limits.Memory().String()).To(Equal("64M"))
+			},
+		},
+		{
+			name: "namespaces are a comma-separated list; repeating appends; duplicates and blanks are dropped",
+			args: []string{"--namespaces", "team-a, team-b,", "--namespaces=team-c,team-a"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Namespaces).To(Equal([]string{"team-a", "team-b", "team-c"}))
+			},
+		},
+		{
+			name:    "a namespace must be a DNS label",
+			args:    []string{"--namespaces=Team_A"},
+			wantErr: `--namespaces: "Team_A" is not a namespace name`,
+		},
+		{
+			name: "leader election",
+			args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.LeaderElection).To(BeTrue())
+				g.Expect(o.LeaderElectionNamespace).To(Equal("ops"))
+				g.Expect(o.LeaderElectionID).To(Equal("x"))
+			},
+		},
+		{
+			name:    "leader election needs an id",
+			args:    []string{"--leader-elect", "--leader-election-id="},
+			wantErr: "--leader-election-id is empty",
+		},
+		{
+			name: "sidecar image, tag and resources",
+			args: []string{"--sidecar-image=mirror/flagd", "--sidecar-tag=v0.12.1", "--sidecar-cpu-request=100m",
+				"--sidecar-ram-limit=128Mi", "--sidecar-cpu-limit=0"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Sidecar.ImageReference()).To(Equal("mirror/flagd:v0.12.1"))
+				g.Expect(o.Sidecar.Resources.Requests).To(Equal(corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32M"),
+				}))
+				g.Expect(o.Sidecar.Resources.Limits).To(Equal(corev1.ResourceList{
+					corev1.ResourceMemory: resource.MustParse("128Mi"),
+				}), "a limit of 0 is no limit")
+			},
+		},
+		{name: "a quantity must parse", args: []string{"--sidecar-ram-request=lots"}, wantErr: "invalid value"},
+		{name: "request above limit", args: []string{"--sidecar-cpu-request=2"}, wantErr: "sidecar flags: sidecar cpu request 2 exceeds its limit 500m"},
+		{name: "webhook port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port 70000 is not a port"},
+		{name: "workers", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},
+		{
+			name: "metrics, probes and the topology endpoint",
+			args: []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:9000", "--topology-endpoint=false"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.MetricsBindAddress).To(Equal("0"))
+				g.Expect(o.HealthProbeBindAddress).To(Equal("127.0.0.1:9000"))
+				g.Expect(o.TopologyEndpoint).To(BeFalse())
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o, err := parse(tt.args...)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			tt.check(g, o)
+		})
+	}
+}
+
+func TestDefaultOptionsAreIndependent(t *testing.T) {
+	g := NewWithT(t)
+	a, b := DefaultOptions(), DefaultOptions()
+	a.Sidecar.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	g.Expect(b.Sidecar.Resources.Requests.Cpu().String()).To(Equal("200m"))
+}
