@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestRun(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("digraph topology {\n}\n"))
+	}))
+	defer srv.Close()
+
+	tests := []struct {
+		name       string
+		args       []string
+		wantOut    string
+		wantStderr string
+		wantErr    error
+		wantErrMsg string
+	}{
+		{name: "no command", args: nil, wantErr: errUsage, wantStderr: "Usage:"},
+		{name: "unknown command", args: []string{"dump"}, wantErr: errUsage, wantErrMsg: `unknown command "dump"`},
+		{name: "help", args: []string{"help"}, wantOut: "flagplane topology [flags]"},
+		{name: "topology help", args: []string{"topology", "-h"}, wantErr: flag.ErrHelp, wantStderr: "--from-dir"},
+		{name: "two sources", args: []string{"topology", "--url", srv.URL, "--from-dir", "."}, wantErr: errUsage,
+			wantErrMsg: "give one of --url, --kubeconfig and --from-dir"},
+		{name: "bad format", args: []string{"topology", "--url", srv.URL, "--format", "jpeg"}, wantErr: errUsage,
+			wantErrMsg: `unknown --format "jpeg"`},
+		{name: "bad service", args: []string{"topology", "--service", "flagplane-metrics"}, wantErr: errUsage,
+			wantErrMsg: "is not namespace/name:port"},
+		{name: "stray argument", args: []string{"topology", "extra"}, wantErr: errUsage},
+		{name: "from a URL", args: []string{"topology", "--url", srv.URL}, wantOut: "digraph topology {\n}\n"},
+		{name: "offline", args: []string{"topology", "--from-dir", "../../config/samples", "--namespace", "shop"},
+			wantOut: `"featureflagsource:shop/shop" -> "deployment:shop/shop-web"`},
+		{name: "kubeconfig that does not exist", args: []string{"topology", "--kubeconfig", "testdata-none/kubeconfig"},
+			wantErrMsg: "loading kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, &stdout, &stderr)
+			switch {
+			case tt.wantErr != nil:
+				g.Expect(errors.Is(err, tt.wantErr)).To(BeTrue(), "error %v", err)
+				g.Expect(exitCode(err)).To(Equal(2))
+			case tt.wantErrMsg != "":
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(exitCode(err)).To(Equal(1))
+			default:
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			if tt.wantErrMsg != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErrMsg)))
+			}
+			g.Expect(stdout.String()).To(ContainSubstring(tt.wantOut))
+			g.Expect(stderr.String()).To(ContainSubstring(tt.wantStderr))
+		})
+	}
+}
+
+func TestRunWritesFile(t *testing.T) {
+	g := NewWithT(t)
+	out := filepath.Join(t.TempDir(), "topology.dot")
+	var stdout, stderr bytes.Buffer
+	g.Expect(run(context.Background(), []string{"topology", "--from-dir", "../../config/samples", "-o", out}, &stdout, &stderr)).To(Succeed())
+	g.Expect(stdout.Len()).To(BeZero())
+	b, err := os.ReadFile(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(HavePrefix("digraph topology {"))
+}

@@ -1,0 +1,144 @@
+package topodump
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// edge is how the DOT of an edge starts.
+func edge(from, to string) string { return `"` + from + `" -> "` + to + `" [` }
+
+func TestFromDir(t *testing.T) {
+	g := NewWithT(t)
+	dot, err := FromDir("testdata/manifests", "default")
+	g.Expect(err).NotTo(HaveOccurred())
+	s := string(dot)
+	g.Expect(s).To(HavePrefix("digraph topology {"))
+	for _, e := range []string{
+		// the selector targets both tier=web workloads, in its own namespace
+		edge("featureflagsource:default/web", "deployment:default/storefront"),
+		edge("featureflagsource:default/web", "statefulset:default/sessions"),
+		// a same-namespace ref and a cross-namespace one permitted by the grant
+		edge("featureflagsource:default/web", "featureflag:default/checkout"),
+		edge("featureflagsource:default/web", "featureflag:platform/shared"),
+		// the file provider's ConfigMap, mounted by the targets
+		edge("featureflag:default/checkout", "configmap:default/default/checkout"),
+		edge("configmap:default/default/checkout", "deployment:default/storefront"),
+	} {
+		g.Expect(s).To(ContainSubstring(e))
+	}
+	g.Expect(s).To(ContainSubstring(`"deployment:default/batch" [`), "an untargeted workload is a node")
+	g.Expect(s).NotTo(ContainSubstring(`-> "deployment:default/batch"`), "tier=batch is not selected")
+	g.Expect(s).NotTo(ContainSubstring("must-not-appear"), "hidden folders are skipped")
+	g.Expect(s).NotTo(ContainSubstring("service:"), "kinds flagplane does not read are skipped")
+
+	again, err := FromDir("testdata/manifests", "default")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(dot), "same files, same bytes")
+}
+
+func TestFromDirDefaultNamespace(t *testing.T) {
+	g := NewWithT(t)
+	dot, err := FromDir("../../../config/samples", "shop")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(dot)).To(ContainSubstring(edge("featureflagsource:shop/shop", "deployment:shop/shop-web")))
+	g.Expect(string(dot)).To(ContainSubstring(edge("configmap:shop/shop/shop-flags", "deployment:shop/shop-web")))
+}
+
+func TestFromDirErrors(t *testing.T) {
+	g := NewWithT(t)
+	_, err := FromDir(t.TempDir(), "default")
+	g.Expect(err).To(MatchError(ContainSubstring("no *.yaml, *.yml or *.json files under")))
+	_, err = FromDir("testdata/does-not-exist", "default")
+	g.Expect(err).To(MatchError(ContainSubstring("reading testdata/does-not-exist")))
+}
+
+func TestFromURL(t *testing.T) {
+	const dot = "digraph topology {\n}\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case TopologyPath:
+			_, _ = w.Write([]byte(dot))
+		case "/html" + TopologyPath:
+			_, _ = w.Write([]byte("<html>login</html>"))
+		default:
+			http.Error(w, "no such page", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	tests := []struct {
+		name, url, wantErr string
+	}{
+		{name: "address", url: srv.URL},
+		{name: "address with slash", url: srv.URL + "/"},
+		{name: "host:port without scheme", url: host},
+		{name: "full endpoint", url: srv.URL + TopologyPath},
+		{name: "not found", url: srv.URL + "/nothing/", wantErr: "404 Not Found: no such page"},
+		{name: "not DOT", url: srv.URL + "/html", wantErr: "did not answer with a Graphviz digraph"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := FromURL(context.Background(), tt.url)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(got)).To(Equal(dot))
+		})
+	}
+}
+
+func TestRender(t *testing.T) {
+	dot := []byte("digraph topology {\n  \"a\" -> \"b\";\n}\n")
+	t.Run("dot is returned as is", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := Render(context.Background(), dot, "dot")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(Equal(dot))
+	})
+	t.Run("unknown format", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Render(context.Background(), dot, "pdf")
+		g.Expect(err).To(MatchError(`unknown format "pdf": use one of dot, svg, png`))
+	})
+	t.Run("Graphviz missing", func(t *testing.T) {
+		g := NewWithT(t)
+		defer func(old string) { DotCommand = old }(DotCommand)
+		DotCommand = "flagplane-no-such-dot-command"
+		_, err := Render(context.Background(), dot, "svg")
+		g.Expect(errors.Is(err, ErrGraphvizMissing)).To(BeTrue())
+		g.Expect(err.Error()).To(ContainSubstring("apt-get install graphviz"))
+	})
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Log("Graphviz not installed: not rendering SVG and PNG")
+		return
+	}
+	t.Run("svg", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := Render(context.Background(), dot, "svg")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(out)).To(ContainSubstring("<svg"))
+	})
+	t.Run("png", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := Render(context.Background(), dot, "png")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out[:8]).To(Equal([]byte("\x89PNG\r\n\x1a\n")))
+	})
+	t.Run("Graphviz rejects the input", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Render(context.Background(), []byte("digraph {"), "svg")
+		g.Expect(err).To(MatchError(ContainSubstring("-Tsvg")))
+	})
+}
