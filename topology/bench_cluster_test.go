@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -156,13 +157,16 @@ var (
 	benchClusters   = map[int]*benchCluster{}
 )
 
-// clusterOf builds (once per process) the bench cluster of about n object nodes.
+// clusterOf builds the bench cluster of about n object nodes, or returns
+// the one it built last if it has that size.
 func clusterOf(tb testing.TB, n int) *benchCluster {
 	benchClustersMu.Lock()
 	defer benchClustersMu.Unlock()
 	if c, ok := benchClusters[n]; ok {
 		return c
 	}
+	clear(benchClusters) // one size at a time: see BenchmarkIncremental
+	runtime.GC()
 	c := &benchCluster{nodes: n, perNs: n / (benchNamespaces * (2 + workloadsPerGroup)), world: newWorld()}
 	if c.perNs < 1 {
 		tb.Fatalf("cluster of %d nodes: at least %d needed", n, benchNamespaces*(2+workloadsPerGroup))

@@ -14,11 +14,14 @@ import (
 // graph, and against what a controller that rebuilds a policy-machinery
 // topology on every event pays for the same event.
 //
-//	BenchmarkIncremental/<event>/nodes=<n>  the event applied to the topology
-//	BenchmarkRebuild/<event>/nodes=<n>      the event applied to the object
+//	BenchmarkIncremental/nodes=<n>/<event>  the event applied to the topology
+//	BenchmarkRebuild/nodes=<n>/<event>      the event applied to the object
 //	                                        store, then a full rebuild
 //	BenchmarkBuild/nodes=<n>                building the topology from scratch;
 //	                                        reports the heap it keeps per node
+//
+// Sizes are the outer loop and only one size's cluster is kept at a time,
+// so that a small cluster is measured with a small heap, as it would run.
 //
 // An incremental op is eventsPerOp events on objects drawn across the whole
 // cluster (so that caches do not flatter the large sizes); divide ns/op and
@@ -255,10 +258,10 @@ const benchPicks = 2048
 // the whole batch untimed, so that stopping the timer (which reads memory
 // statistics) does not come between events.
 func BenchmarkIncremental(b *testing.B) {
-	for _, ev := range benchEvents {
-		b.Run(ev.name, func(b *testing.B) {
-			for _, n := range benchSizes(b) {
-				b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			for _, ev := range benchEvents {
+				b.Run(ev.name, func(b *testing.B) {
 					c := clusterOf(b, n)
 					s := topologySink{tb: b, t: c.top.fork()}
 					actions := ev.prepare(c.picks(benchPicks, ev.perWorkload, ev.modes))
@@ -314,13 +317,13 @@ func BenchmarkIncremental(b *testing.B) {
 // BenchmarkRebuild measures the same events handled by a controller that
 // rebuilds a policy-machinery topology from its object store on every event.
 func BenchmarkRebuild(b *testing.B) {
-	for _, ev := range benchEvents {
-		b.Run(ev.name, func(b *testing.B) {
-			for _, n := range benchSizes(b) {
-				if n > *rebuildMaxNodes {
-					continue
-				}
-				b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		if n > *rebuildMaxNodes {
+			continue
+		}
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			for _, ev := range benchEvents {
+				b.Run(ev.name, func(b *testing.B) {
 					c := clusterOf(b, n)
 					s := worldSink{w: c.world}
 					actions := ev.prepare(c.picks(benchPicks, ev.perWorkload, ev.modes))

@@ -15,4 +15,43 @@
 // The package is pure: no client-go, no controller-runtime. It is safe for
 // concurrent use; Snapshot returns a read-only View that stays consistent
 // while writers go on.
+//
+// # What makes an edge
+//
+//   - refs: a spec.sources entry whose provider in force (its own, else the
+//     source's defaultSyncProvider, else file) reads a FeatureFlag (file,
+//     kubernetes, flagd-proxy) and whose reference is Resolved. A reference
+//     to another namespace needs a Grant in the flag set's namespace (as
+//     with Gateway API's ReferenceGrant, it is NotPermitted until then,
+//     whether or not the flag set exists); a permitted reference to a flag
+//     set that does not exist is NotFound. Unresolved references are kept
+//     (see View.UnresolvedRefs) and resolve when what they wait for appears.
+//   - targets: a source targets a workload of its own namespace named in
+//     spec.targetRefs or matching spec.selector, and any workload whose pod
+//     template has openfeature.dev/enabled "true" and names it in
+//     openfeature.dev/featureflagsource (a name alone is in the workload's
+//     namespace). In-process configurations are named the same way in
+//     openfeature.dev/inprocessconfiguration.
+//   - renders and mounted by: a workload mounts one ConfigMap per flag set
+//     that one of its sources resolves with the file provider; the
+//     ConfigMap is in the workload's namespace (ConfigMapName names it) and
+//     exists while some workload mounts it.
+//
+// # Deltas
+//
+// A Delta names what an event changed for its readers: a flag set's status
+// (its resolved sources and consumer namespaces) or served content; a
+// source's status (its refs and targets) or settings; a workload's
+// injection (its sources in order, their settings and resolved flag sets,
+// its in-process configurations, ConfigMaps and, when it has a sidecar, its
+// service account); a ConfigMap's existence or content. Events that change
+// none of these, such as status, resourceVersion or unrelated labels, give
+// an empty Delta. A property test checks that every Delta is exact against
+// these definitions.
+//
+// # Objects
+//
+// Upsert keeps the objects it is given, without copying them, and Views
+// return them: treat them as read-only, as objects of an informer's cache
+// are.
 package topology
