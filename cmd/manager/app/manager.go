@@ -70,7 +70,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{Options: o, registry: ctrlmetrics.Registry}
+	m := &Manager{Options: o, registry: o.Registry}
+	if m.registry == nil {
+		m.registry = ctrlmetrics.Registry
+	}
 	if m.Metrics, err = metrics.New(m.registry); err != nil {
 		return nil, err
 	}

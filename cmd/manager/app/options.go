@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -50,6 +51,11 @@ type Options struct {
 	// Sidecar are the defaults of the injected flagd sidecar, which the
 	// admission webhook reads.
 	Sidecar workflows.SidecarOptions
+
+	// Registry receives flagplane's metrics; controller-runtime's
+	// metrics.Registry, which the metrics endpoint serves, when nil. Tests
+	// that run a second manager in one process give it a registry of its own.
+	Registry prometheus.Registerer
 }
 
 // DefaultOptions are the options of a manager started without flags.

@@ -1,0 +1,169 @@
+package install
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var installDefaultOnce sync.Once
+
+// installDefault applies config/default, once per suite, as a platform team
+// would. --force-conflicts: envtest created the CRDs already, with another
+// field manager.
+func installDefault() {
+	GinkgoHelper()
+	installDefaultOnce.Do(func() {
+		kubectl("apply", "--server-side", "--force-conflicts", "-k", filepath.Join(rootDir, "config", "default"))
+	})
+}
+
+// config/default is applied once, as a platform team would, and its specs
+// look at the result. Specs that run the manager live in manager_test.go.
+var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
+	manager := serviceAccount(systemNS, managerSA)
+
+	BeforeAll(installDefault)
+
+	It("creates the namespace, CRDs, ServiceAccount, RBAC, manager Deployment, metrics Service and disruption budget", func() {
+		for _, obj := range []string{
+			"namespace/flagplane-system",
+			"customresourcedefinition.apiextensions.k8s.io/featureflags.core.openfeature.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagsources.core.openfeature.dev",
+			"customresourcedefinition.apiextensions.k8s.io/inprocessconfigurations.core.openfeature.dev",
+			"clusterrole.rbac.authorization.k8s.io/flagplane-manager",
+			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
+			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
+			"clusterrole.rbac.authorization.k8s.io/flagplane-viewer",
+		} {
+			Expect(kubectl("get", obj, "-o", "name")).To(Equal(obj+"\n"), obj)
+		}
+		for _, obj := range []string{
+			"serviceaccount/flagplane-manager",
+			"role.rbac.authorization.k8s.io/flagplane-manager-own-namespace",
+			"rolebinding.rbac.authorization.k8s.io/flagplane-manager-own-namespace",
+			"deployment.apps/flagplane-manager",
+			"service/flagplane-metrics",
+			"poddisruptionbudget.policy/flagplane-manager",
+		} {
+			Expect(kubectl("get", obj, "-n", systemNS, "-o", "name")).To(Equal(obj+"\n"), obj)
+		}
+	})
+
+	It("runs the manager with leader election, probes on /healthz and /readyz, and its ServiceAccount", func(ctx SpecContext) {
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-manager"}, d)).To(Succeed())
+		pod := d.Spec.Template.Spec
+		Expect(pod.ServiceAccountName).To(Equal(managerSA))
+		c := pod.Containers[0]
+		Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+		Expect(c.Args).NotTo(ContainElement(HavePrefix("--namespaces")), "cluster-wide")
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(*d.Spec.Replicas).To(BeNumerically(">=", 2), "a standby replica keeps admission available")
+	})
+
+	It("has Pods that the restricted Pod Security level admits", func(ctx SpecContext) {
+		// flagplane-system enforces the restricted level; the ReplicaSet
+		// controller's Pod creations would be refused otherwise.
+		Expect(kubectl("get", "namespace", systemNS, "-o", "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}")).To(Equal("restricted"))
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(systemNS),
+				client.MatchingLabels{"app.kubernetes.io/name": "flagplane", "app.kubernetes.io/component": "manager"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.ServiceAccountName).To(Equal(managerSA))
+			}
+		}).Should(Succeed())
+	})
+
+	// The matrix of what the manager may and may not do. "yes" rows are what
+	// its workflows need; "no" rows are what least privilege forbids.
+	DescribeTable("the manager's ServiceAccount",
+		func(want bool, args ...string) {
+			Expect(canI(manager, args...)).To(Equal(want), "kubectl auth can-i %s", strings.Join(args, " "))
+		},
+		// flag sets, sources and in-process configurations: read everywhere, status only
+		Entry("may list FeatureFlags in every namespace", true, "list", "featureflags.core.openfeature.dev", "-A"),
+		Entry("may watch FeatureFlagSources in every namespace", true, "watch", "featureflagsources.core.openfeature.dev", "-A"),
+		Entry("may watch InProcessConfigurations in every namespace", true, "watch", "inprocessconfigurations.core.openfeature.dev", "-A"),
+		Entry("may patch FeatureFlag status", true, "patch", "featureflags.core.openfeature.dev", "--subresource=status", "-n", "default"),
+		Entry("may update FeatureFlagSource status", true, "update", "featureflagsources.core.openfeature.dev", "--subresource=status", "-n", "default"),
+		Entry("may not update a FeatureFlag's spec", false, "update", "featureflags.core.openfeature.dev", "-n", "default"),
+		Entry("may not create FeatureFlags", false, "create", "featureflags.core.openfeature.dev", "-n", "default"),
+		Entry("may not delete FeatureFlagSources", false, "delete", "featureflagsources.core.openfeature.dev", "-n", "default"),
+		// workloads: read, and patch for rolloutOnChange restarts
+		Entry("may list Deployments in every namespace", true, "list", "deployments.apps", "-A"),
+		Entry("may watch DaemonSets in every namespace", true, "watch", "daemonsets.apps", "-A"),
+		Entry("may patch Deployments (rollout restart)", true, "patch", "deployments.apps", "-n", "default"),
+		Entry("may patch StatefulSets (rollout restart)", true, "patch", "statefulsets.apps", "-n", "default"),
+		Entry("may not create Deployments", false, "create", "deployments.apps", "-n", "default"),
+		Entry("may not delete Deployments", false, "delete", "deployments.apps", "-n", "default"),
+		Entry("may not scale Deployments", false, "update", "deployments.apps", "--subresource=scale", "-n", "default"),
+		Entry("may list ReplicaSets (Pod to Deployment)", true, "list", "replicasets.apps", "-A"),
+		Entry("may not patch ReplicaSets", false, "patch", "replicasets.apps", "-n", "default"),
+		// generated ConfigMaps
+		Entry("may create ConfigMaps", true, "create", "configmaps", "-n", "default"),
+		Entry("may delete ConfigMaps", true, "delete", "configmaps", "-n", "default"),
+		// Secrets: none outside its own namespace
+		Entry("may not get Secrets in default", false, "get", "secrets", "-n", "default"),
+		Entry("may not list Secrets in kube-system", false, "list", "secrets", "-n", "kube-system"),
+		Entry("may not list Secrets cluster-wide", false, "list", "secrets", "-A"),
+		Entry("may not watch Secrets cluster-wide", false, "watch", "secrets", "-A"),
+		// Pods: admission receives the Pod in the request; nothing more is needed
+		Entry("may not create Pods", false, "create", "pods", "-n", "default"),
+		Entry("may not update Pods", false, "update", "pods", "-n", "default"),
+		Entry("may not patch Pods", false, "patch", "pods", "-n", "default"),
+		Entry("may not delete Pods", false, "delete", "pods", "-n", "default"),
+		Entry("may not exec into Pods", false, "create", "pods", "--subresource=exec", "-n", "default"),
+		Entry("may not evict Pods", false, "create", "pods", "--subresource=eviction", "-n", "default"),
+		// RBAC for the kubernetes provider: namespaced Roles only, no escalation
+		Entry("may create Roles (kubernetes provider)", true, "create", "roles.rbac.authorization.k8s.io", "-n", "default"),
+		Entry("may create RoleBindings (kubernetes provider)", true, "create", "rolebindings.rbac.authorization.k8s.io", "-n", "default"),
+		Entry("may not escalate Roles", false, "escalate", "roles.rbac.authorization.k8s.io", "-n", "default"),
+		Entry("may not bind arbitrary Roles", false, "bind", "roles.rbac.authorization.k8s.io", "-n", "default"),
+		Entry("may not create ClusterRoles", false, "create", "clusterroles.rbac.authorization.k8s.io"),
+		Entry("may not create ClusterRoleBindings", false, "create", "clusterrolebindings.rbac.authorization.k8s.io"),
+		Entry("may not bind ClusterRoles", false, "bind", "clusterroles.rbac.authorization.k8s.io"),
+		Entry("may not mint ServiceAccount tokens", false, "create", "serviceaccounts", "--subresource=token", "-n", "default"),
+		Entry("may not impersonate users", false, "impersonate", "users"),
+		// Events
+		Entry("may create Events (events.k8s.io) on what it reconciles", true, "create", "events.events.k8s.io", "-n", "default"),
+		Entry("may create core Events in its namespace (leader election)", true, "create", "events", "-n", systemNS),
+		Entry("may not create core Events elsewhere", false, "create", "events", "-n", "default"),
+		// leader election: its own Lease only
+		Entry("may get Leases in its namespace", true, "get", "leases.coordination.k8s.io", "-n", systemNS),
+		Entry("may update Leases in its namespace", true, "update", "leases.coordination.k8s.io", "-n", systemNS),
+		Entry("may not delete Leases in its namespace", false, "delete", "leases.coordination.k8s.io", "-n", systemNS),
+		Entry("may not update Leases in kube-system", false, "update", "leases.coordination.k8s.io", "-n", "kube-system"),
+		// cluster
+		Entry("may read ReferenceGrants", true, "list", "referencegrants.gateway.networking.k8s.io", "-A"),
+		Entry("may not create Namespaces", false, "create", "namespaces"),
+		Entry("may not delete Namespaces", false, "delete", "namespaces"),
+		Entry("may not get Nodes", false, "get", "nodes"),
+		Entry("may not create CRDs", false, "create", "customresourcedefinitions.apiextensions.k8s.io"),
+		Entry("is not cluster-admin", false, "*", "*"),
+	)
+
+	It("lets namespace editors manage flags and viewers read them, through the aggregated roles", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
+		for _, r := range []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev"} {
+			Eventually(func() bool { return canI("alice", "create", r, "-n", ns) }).Should(BeTrue(), "alice may create %s", r)
+			Expect(canI("alice", "delete", r, "-n", ns)).To(BeTrue())
+			Eventually(func() bool { return canI("bob", "list", r, "-n", ns) }).Should(BeTrue(), "bob may list %s", r)
+			Expect(canI("bob", "create", r, "-n", ns)).To(BeFalse())
+			Expect(canI("alice", "create", r, "-n", "default")).To(BeFalse(), "only in her namespace")
+		}
+		Expect(canI("alice", "update", "featureflags.core.openfeature.dev", "--subresource=status", "-n", ns)).To(BeFalse(),
+			"status is flagplane's to write")
+	})
+})

@@ -1,0 +1,184 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/test/controlplane"
+)
+
+func TestInstall(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Install")
+}
+
+var (
+	cp       *controlplane.ControlPlane
+	k8s      client.Client
+	rootDir  string
+	cliPath  string // the flagplane command, built from cmd/flagplane
+	systemNS = "flagplane-system"
+)
+
+const (
+	managerSA = "flagplane-manager"
+	// teamNS is the namespace of config/namespaced.
+	teamNS = "team-a"
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	rootDir, err = filepath.Abs(filepath.Join("..", ".."))
+	Expect(err).NotTo(HaveOccurred())
+	cp, err = controlplane.Start(ctx, controlplane.Options{
+		// The aggregation controller fills the built-in edit/view roles
+		// from flagplane's aggregated ClusterRoles.
+		Controllers: append(append([]string{}, controlplane.DefaultControllers...), "clusterrole-aggregation"),
+		// Gateway API's ReferenceGrant, which the manager watches when installed.
+		CRDDirectoryPaths: []string{filepath.Join(rootDir, "test", "install", "testdata")},
+		Log:               GinkgoWriter,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
+	k8s = cp.Client
+
+	cliPath = filepath.Join(GinkgoT().TempDir(), "flagplane")
+	build := exec.CommandContext(ctx, "go", "build", "-o", cliPath, "./cmd/flagplane")
+	build.Dir = rootDir
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building the flagplane command: %s", out)
+}, NodeTimeout(10*time.Minute))
+
+func init() {
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(3 * time.Second)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+}
+
+// kubectl runs kubectl against the control plane and fails the spec if it fails.
+func kubectl(args ...string) string {
+	GinkgoHelper()
+	out, err := cp.Kubectl(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// serviceAccount is the user name of a ServiceAccount.
+func serviceAccount(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
+
+// canI asks the API server, through `kubectl auth can-i --as`, whether user
+// may do what args say (verb, resource, then -n/-A/--subresource).
+func canI(user string, args ...string) bool {
+	GinkgoHelper()
+	full := append([]string{"auth", "can-i", "--as=" + user}, args...)
+	out, err := cp.Kubectl(full...)
+	answer := strings.TrimSpace(out)
+	if err != nil && answer != "no" {
+		Fail(fmt.Sprintf("kubectl auth can-i %s: %v", strings.Join(args, " "), err))
+	}
+	Expect(answer).To(Or(Equal("yes"), Equal("no")), "kubectl auth can-i %s answered %q", strings.Join(args, " "), out)
+	return answer == "yes"
+}
+
+// newNamespace creates a namespace for a spec, deleted after it.
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	name, err := cp.NewNamespace(ctx, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		ns := &corev1.Namespace{}
+		ns.Name = name
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
+	})
+	return name
+}
+
+// impersonating is an admin rest.Config turned into the given ServiceAccount:
+// what a manager Pod running as it would be allowed.
+func impersonating(ns, sa string) *rest.Config {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceAccount(ns, sa),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	return cfg
+}
+
+// runningManager is flagplane's manager run in the test process.
+type runningManager struct {
+	*app.Manager
+	metricsAddr, probeAddr string
+	cancel                 context.CancelFunc
+	done                   chan error
+}
+
+// startManager builds the manager with opts (addresses are chosen here) and
+// runs it until the spec ends.
+func startManager(cfg *rest.Config, metricsHost string, opts app.Options) *runningManager {
+	GinkgoHelper()
+	opts.MetricsBindAddress = freeAddress(metricsHost)
+	opts.HealthProbeBindAddress = freeAddress("127.0.0.1")
+	opts.WebhookPort = 9443
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := app.New(ctx, cfg, opts)
+	if err != nil {
+		cancel()
+		Expect(err).NotTo(HaveOccurred())
+	}
+	rm := &runningManager{Manager: m, metricsAddr: opts.MetricsBindAddress, probeAddr: opts.HealthProbeBindAddress,
+		cancel: cancel, done: make(chan error, 1)}
+	go func() { rm.done <- m.Start(ctx) }()
+	DeferCleanup(func() {
+		rm.cancel()
+		var err error
+		Eventually(rm.done, time.Minute).Should(Receive(&err))
+		Expect(err).NotTo(HaveOccurred())
+	})
+	return rm
+}
+
+// newRegistry is a metrics registry for a second manager in the process.
+func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
+
+// freeAddress returns host:port with a port free at the time of the call.
+func freeAddress(host string) string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// externalIP is an IPv4 address of this machine that is not loopback: the
+// API server's service proxy refuses to forward to loopback addresses.
+func externalIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", errors.New("no non-loopback IPv4 address")
+}
