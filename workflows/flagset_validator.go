@@ -25,9 +25,12 @@ type flagSetContext struct {
 var flagChecks = []flagCheck{
 	checkState,
 	checkVariantsObject,
+	checkVariantNames,
 	checkDefaultVariant,
 	checkVariantTypes,
 	checkTargetingRefs,
+	checkTargetingOperators,
+	checkTargetingResults,
 }
 
 // ValidateFlagSet checks the rules a flag set must meet to be served that the
@@ -40,19 +43,39 @@ func ValidateFlagSet(ff *v1beta1.FeatureFlag) error {
 	return nil
 }
 
-// ValidateFlagSpec returns the problems of a flag set, in flag key order.
+// ValidateFlagSpec returns the problems of a flag set: flag-set level ones
+// first, then per flag in flag key order.
+//
+// Two layers run. First the semantic rules of this file, which the schema
+// cannot express or expresses with unreadable messages: a chain of checks
+// per flag that stops at the first failure (defaultVariant among the
+// variants, one value type per flag, every $ref names an entry of
+// $evaluators, targeting only uses operators flagd knows, every variant a
+// rule can return exists, ...). Then flagd's own JSON schema (flagd-schemas,
+// embedded, see flagset_validator_schema.go) for whatever the rules did not
+// report already, so that a flag set that passes is one flagd accepts, and a
+// flag gets one message, not two.
 func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	reported := map[string]bool{} // schema owners (see schemaOwner) that have a message
 	ctx := &flagSetContext{}
 	if len(spec.Evaluators) > 0 {
 		if err := decodeObject(spec.Evaluators, &ctx.evaluators); err != nil {
 			errs = append(errs, field.Invalid(path.Child("$evaluators"), string(spec.Evaluators), "must be a JSON object"))
+			reported[ownerEvaluators] = true
 		}
 	}
 	if len(spec.Metadata) > 0 {
 		var md map[string]json.RawMessage
 		if err := decodeObject(spec.Metadata, &md); err != nil {
 			errs = append(errs, field.Invalid(path.Child("metadata"), string(spec.Metadata), "must be a JSON object"))
+			reported[ownerMetadata] = true
+		}
+	}
+	for _, name := range sortedKeys(ctx.evaluators) {
+		if err := checkEvaluator(path.Child("$evaluators").Key(name), name, ctx); err != nil {
+			errs = append(errs, err)
+			reported[ownerEvaluators+"/"+name] = true
 		}
 	}
 	keys := make([]string, 0, len(spec.Flags))
@@ -64,14 +87,20 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) field.ErrorList 
 		flag := spec.Flags[key]
 		ctx.variants = nil
 		fpath := path.Child("flags").Key(key)
+		if key == "" {
+			errs = append(errs, field.Invalid(fpath, key, "a flag key must not be empty"))
+			reported[ownerFlag(key)] = true
+			continue
+		}
 		for _, check := range flagChecks {
 			if err := check(fpath, key, &flag, ctx); err != nil {
 				errs = append(errs, err)
+				reported[ownerFlag(key)] = true
 				break
 			}
 		}
 	}
-	return errs
+	return append(errs, schemaErrors(spec, path, reported)...)
 }
 
 func checkState(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *field.Error {
@@ -94,6 +123,13 @@ func checkVariantsObject(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fl
 	return nil
 }
 
+func checkVariantNames(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+	if _, ok := ctx.variants[""]; ok {
+		return field.Invalid(path.Child("variants").Key(""), "", "a variant name must not be empty")
+	}
+	return nil
+}
+
 func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error {
 	if _, ok := ctx.variants[flag.DefaultVariant]; !ok {
 		return field.Invalid(path.Child("defaultVariant"), flag.DefaultVariant,
@@ -106,8 +142,12 @@ func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSet
 	var first, firstType string
 	for _, name := range sortedKeys(ctx.variants) {
 		t := jsonType(ctx.variants[name])
-		if t == "null" {
+		switch t {
+		case "null":
 			return field.Invalid(path.Child("variants").Key(name), "null", "a variant must have a value")
+		case "array":
+			return field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
+				"a variant value must be a boolean, string, number or object, not an array")
 		}
 		if first == "" {
 			first, firstType = name, t
