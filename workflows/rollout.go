@@ -2,9 +2,6 @@ package workflows
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -18,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -26,49 +22,20 @@ import (
 // restart` sets; setting it the same way rolls a workload's pods.
 const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 
-// injectionInputs is everything the injected sidecar of a workload is made
-// from: its sources' settings in order, the flag sets they resolve, and its
-// in-process configurations. Targeting fields are left out: they choose
-// workloads, they do not shape the sidecar.
-type injectionInputs struct {
-	Sources          []sourceInput                        `json:"sources,omitempty"`
-	InProcessConfigs []v1beta1.InProcessConfigurationSpec `json:"inProcessConfigs,omitempty"`
-}
-
-type sourceInput struct {
-	Spec v1beta1.FeatureFlagSourceSpec `json:"spec"`
-	Refs []topology.FlagSetRef         `json:"refs,omitempty"`
-}
-
-// InjectionFingerprint hashes the inputs of a workload's injection, and tells
-// whether any of its sources asks for a rollout on change. Equal fingerprints
-// mean the webhook would inject the same thing.
+// InjectionFingerprint hashes the injection a pod of the workload would get
+// now — DesiredInjection rendered with the process-wide options (see
+// SetInjectionOptions) — and tells whether any of its sources asks for a
+// rollout on change. Equal fingerprints mean the webhook would inject the
+// same thing; "" means it would inject nothing. A flag edit changes only the
+// content of a mounted ConfigMap, never the fingerprint.
 func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool) {
-	var in injectionInputs
 	rollout := false
 	for _, sk := range v.SourcesOfWorkload(workload) {
-		src, ok := v.Source(sk)
-		if !ok {
-			continue
-		}
-		spec := *src.Spec.DeepCopy()
-		spec.TargetRefs, spec.Selector, spec.RolloutOnChange = nil, nil, nil
-		in.Sources = append(in.Sources, sourceInput{Spec: spec, Refs: v.FlagSetRefs(sk)})
-		if src.Spec.RolloutOnChange != nil && *src.Spec.RolloutOnChange {
+		if src, ok := v.Source(sk); ok && src.Spec.RolloutOnChange != nil && *src.Spec.RolloutOnChange {
 			rollout = true
 		}
 	}
-	for _, ck := range v.InProcessConfigsOfWorkload(workload) {
-		if c, ok := v.InProcessConfig(ck); ok {
-			in.InProcessConfigs = append(in.InProcessConfigs, c.Spec)
-		}
-	}
-	if len(in.Sources) == 0 && len(in.InProcessConfigs) == 0 {
-		return "", rollout
-	}
-	b, _ := json.Marshal(in) // plain data: cannot fail
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), rollout
+	return DesiredInjection(v, workload, CurrentInjectionOptions()).Fingerprint(), rollout
 }
 
 // RolloutReconciler restarts a workload, the way `kubectl rollout restart`

@@ -1,0 +1,246 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+// The injection: what the admission webhook adds to a pod of a workload,
+// computed from the graph alone by DesiredInjection, so that the webhook,
+// the golden tests, the rollout fingerprint and the healing of pods admitted
+// without it all see the same thing.
+//
+//   - flagd as a native sidecar: an init container with restartPolicy
+//     Always, appended after the pod's own init containers, so that they run
+//     first and flagd is up before the app containers start (a startup probe
+//     on /healthz holds them back until it serves);
+//   - for every file source, the generated ConfigMap as a volume, mounted
+//     read-only at /etc/flagd/<ns>_<name>/ in the sidecar; the file URI is
+//     /etc/flagd/<ns>_<name>/<ns>_<name>.flagd.json, as in the OpenFeature
+//     Operator;
+//   - the prefixed env vars that point the app containers' flagd providers at
+//     the sidecar (FLAGD_PORT, FLAGD_RESOLVER=rpc, ...) or, for in-process
+//     configurations, at their sync source (FLAGD_RESOLVER=in-process, ...).
+//
+// Several sources on one workload are merged in the order
+// topology.View.SourcesOfWorkload gives (annotation order, then targeting
+// sources by key). As in the OpenFeature Operator, a later source's setting
+// overrides an earlier one's; a setting counts only where a source sets it
+// to something else than the API's default, so that a source that leaves the
+// port alone never overrides one that sets it. Every overridden setting is a
+// SettingConflict. Lists (sources, CORS origins, sync provider args) are
+// concatenated without repeats; maps (env vars, context values, header
+// mappings, resources) merge by key.
+
+// Sidecar container and mount layout.
+const (
+	// SidecarName is the name of the injected init container.
+	SidecarName = "flagd"
+	// FlagMountRoot holds one directory per mounted flag set.
+	FlagMountRoot = "/etc/flagd"
+	// FlagdProxySelectorPrefix starts the selector a flagd-proxy source sends
+	// to the sync server: "core.openfeature.dev/<namespace>/<name>", the
+	// form of the OpenFeature Operator's flagd-proxy.
+	FlagdProxySelectorPrefix = "core.openfeature.dev/"
+	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
+	// sidecar's hardened securityContext: a JSON corev1.SecurityContext whose
+	// set fields replace the hardened ones. It takes effect for pods created
+	// after it is set (it is metadata, not spec: it starts no rollout).
+	AnnotationSidecarSecurityContext = "flagplane.core.openfeature.dev/sidecar-security-context"
+)
+
+// InjectionOptions are the operator-wide inputs of the injection; the rest
+// comes from the graph.
+type InjectionOptions struct {
+	// Sidecar is the image and the default resources of the sidecar.
+	Sidecar SidecarOptions
+	// SyncServer is the address (host:port) of flagplane's built-in flagd
+	// sync server, which sidecars of flagd-proxy sources sync from. Empty
+	// leaves such sources out, with a warning.
+	SyncServer string
+	// SyncServerTLS makes sidecars connect to SyncServer with TLS.
+	SyncServerTLS bool
+	// PassSyncProviderArgs passes spec.syncProviderArgs to the sidecar as
+	// --sync-provider-args, as the OpenFeature Operator did. flagd v0.16.0
+	// (the default image) has no such flag and exits on it, so by default
+	// the args are left out, with a warning.
+	PassSyncProviderArgs bool
+}
+
+// DefaultInjectionOptions are the options of an operator started without flags.
+func DefaultInjectionOptions() InjectionOptions {
+	return InjectionOptions{Sidecar: DefaultSidecarOptions()}
+}
+
+var injectionOptions atomic.Pointer[InjectionOptions]
+
+// SetInjectionOptions sets the process-wide injection options that
+// InjectionFingerprint renders with. The admission webhook's setup calls it
+// once, with the options it injects with, so that a rollout follows exactly
+// what the webhook would inject.
+func SetInjectionOptions(o InjectionOptions) { injectionOptions.Store(&o) }
+
+// CurrentInjectionOptions are the options of SetInjectionOptions, or the defaults.
+func CurrentInjectionOptions() InjectionOptions {
+	if o := injectionOptions.Load(); o != nil {
+		return *o
+	}
+	return DefaultInjectionOptions()
+}
+
+// Injection is what a pod of a workload gets. The zero value injects nothing.
+type Injection struct {
+	// Workload is the workload the injection was computed for.
+	Workload topology.Key `json:"workload"`
+	// Sidecar is the flagd init container; nil when no source applies or
+	// none of its entries can be served.
+	Sidecar *corev1.Container `json:"sidecar,omitempty"`
+	// Volumes are the ConfigMap volumes the sidecar mounts.
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// Env are the env vars of every app container.
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// ConfigMaps are the generated ConfigMaps the volumes mount (topology
+	// keys): they must exist before a pod that mounts them is admitted.
+	ConfigMaps []topology.Key `json:"configMaps,omitempty"`
+	// Sources and InProcessConfigs are what was merged, in merge order.
+	Sources          []topology.Key `json:"sources,omitempty"`
+	InProcessConfigs []topology.Key `json:"inProcessConfigs,omitempty"`
+	// Conflicts are the settings of a source (or configuration) that a
+	// later one overrode.
+	Conflicts []SettingConflict `json:"conflicts,omitempty"`
+	// Warnings say what was left out and why.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// SettingConflict is one setting two sources (or in-process
+// configurations) of a workload set differently: Winner's value is injected.
+type SettingConflict struct {
+	Setting     string       `json:"setting"`
+	Loser       topology.Key `json:"loser"`
+	LoserValue  string       `json:"loserValue"`
+	Winner      topology.Key `json:"winner"`
+	WinnerValue string       `json:"winnerValue"`
+}
+
+func (c SettingConflict) String() string {
+	return fmt.Sprintf("%s: %s %s sets %s but %s %s overrides it with %s", c.Setting,
+		c.Loser.Kind, c.Loser.Namespace+"/"+c.Loser.Name, c.LoserValue,
+		c.Winner.Kind, c.Winner.Namespace+"/"+c.Winner.Name, c.WinnerValue)
+}
+
+// Empty tells whether the injection adds nothing to a pod.
+func (inj *Injection) Empty() bool {
+	return inj == nil || (inj.Sidecar == nil && len(inj.Volumes) == 0 && len(inj.Env) == 0)
+}
+
+// Fingerprint hashes what the injection adds to a pod (sidecar, volumes,
+// env): equal fingerprints, equal pods. "" for an empty injection.
+func (inj *Injection) Fingerprint() string {
+	if inj.Empty() {
+		return ""
+	}
+	b, _ := json.Marshal(struct {
+		Sidecar *corev1.Container `json:"sidecar,omitempty"`
+		Volumes []corev1.Volume   `json:"volumes,omitempty"`
+		Env     []corev1.EnvVar   `json:"env,omitempty"`
+	}{inj.Sidecar, inj.Volumes, inj.Env}) // plain data: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ApplyTo adds the injection to a pod spec and tells whether it changed
+// anything, with warnings for what it had to leave out. It is idempotent: a
+// pod that already has the sidecar init container gets nothing, and an env
+// var an app container defines itself keeps the container's value.
+func (inj *Injection) ApplyTo(spec *corev1.PodSpec) (changed bool, warnings []string) {
+	if inj.Empty() {
+		return false, nil
+	}
+	if inj.Sidecar != nil {
+		for _, c := range spec.InitContainers {
+			if c.Name == inj.Sidecar.Name {
+				return false, nil // injected already
+			}
+		}
+		for _, c := range spec.Containers {
+			if c.Name == inj.Sidecar.Name {
+				return false, []string{fmt.Sprintf("flagplane did not inject its flagd sidecar: the pod has a container named %q already", c.Name)}
+			}
+		}
+		for _, v := range inj.Volumes {
+			if i := volumeIndex(spec.Volumes, v.Name); i >= 0 {
+				return false, []string{fmt.Sprintf("flagplane did not inject its flagd sidecar: the pod has a volume named %q already", v.Name)}
+			}
+		}
+		spec.Volumes = append(spec.Volumes, deepCopyVolumes(inj.Volumes)...)
+		spec.InitContainers = append(spec.InitContainers, *inj.Sidecar.DeepCopy())
+		changed = true
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		for _, e := range inj.Env {
+			if envIndex(c.Env, e.Name) >= 0 {
+				warnings = append(warnings, fmt.Sprintf("container %q sets %s itself: flagplane left its value alone", c.Name, e.Name))
+				continue
+			}
+			c.Env = append(c.Env, *e.DeepCopy())
+			changed = true
+		}
+	}
+	return changed, warnings
+}
+
+func volumeIndex(vs []corev1.Volume, name string) int {
+	for i := range vs {
+		if vs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func envIndex(env []corev1.EnvVar, name string) int {
+	for i := range env {
+		if env[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
+	out := make([]corev1.Volume, len(vs))
+	for i := range vs {
+		vs[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// FlagMountDir is the directory the sidecar mounts a flag set's ConfigMap at.
+func FlagMountDir(flagSet topology.Key) string { return FlagMountRoot + "/" + FlagSetID(flagSet) }
+
+// FlagFilePath is the file flagd reads a mounted flag set from.
+func FlagFilePath(flagSet topology.Key) string {
+	return FlagMountDir(flagSet) + "/" + ConfigMapDataKey(flagSet)
+}
+
+// FlagVolumeName is the pod volume of a flag set's ConfigMap: a DNS label
+// ("flagd-" + the flag set's name, cut to fit, + 8 hex digits of a hash of
+// namespace/name), unique per flag set and readable.
+func FlagVolumeName(flagSet topology.Key) string {
+	sum := sha256.Sum256([]byte(flagSet.Namespace + "/" + flagSet.Name))
+	name := strings.ReplaceAll(strings.ToLower(flagSet.Name), ".", "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.Trim(name, "-")
+	return "flagd-" + name + "-" + hex.EncodeToString(sum[:4])
+}

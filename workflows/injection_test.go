@@ -1,0 +1,264 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// goldenInjectionOptions are the options of every injection golden: the
+// defaults, with a sync server for flagd-proxy sources.
+func goldenInjectionOptions() InjectionOptions {
+	o := DefaultInjectionOptions()
+	o.SyncServer = "flagplane-sync.flagplane-system.svc:8015"
+	return o
+}
+
+// injectionGolden is what the golden files record per workload.
+type injectionGolden struct {
+	Fingerprint string              `json:"fingerprint,omitempty"`
+	ConfigMaps  []string            `json:"configMaps,omitempty"`
+	Conflicts   []string            `json:"conflicts,omitempty"`
+	Warnings    []string            `json:"warnings,omitempty"`
+	Sources     []FlagdSourceConfig `json:"flagdSources,omitempty"`
+	// Pod is the workload's pod template spec with the injection applied.
+	Pod corev1.PodSpec `json:"pod"`
+}
+
+// TestInjectionGolden: for testdata/injection/<case>.in.yaml, the pod spec
+// every workload's pods get, with what was mounted, overridden and left
+// out, equals <case>.out.yaml (go test ./workflows -run TestInjectionGolden -update).
+func TestInjectionGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "injection", "*.in.yaml"))
+	if err != nil || len(inputs) < 10 {
+		t.Fatalf("want the injection golden inputs, found %d: %v", len(inputs), err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			raw, err := os.ReadFile(in)
+			g.Expect(err).NotTo(HaveOccurred())
+			topo := topology.New()
+			g.Expect(LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+			v := topo.Snapshot()
+			out := map[string]injectionGolden{}
+			for key, tmpl := range podTemplates(t, raw) {
+				inj := DesiredInjection(v, key, goldenInjectionOptions())
+				pod := *tmpl.Spec.DeepCopy()
+				_, applyWarnings := inj.ApplyTo(&pod)
+				gold := injectionGolden{Fingerprint: inj.Fingerprint(), Pod: pod}
+				for _, cm := range inj.ConfigMaps {
+					gold.ConfigMaps = append(gold.ConfigMaps, cm.Namespace+"/"+topology.ConfigMapName(cm.FlagSet()))
+				}
+				for _, c := range inj.Conflicts {
+					gold.Conflicts = append(gold.Conflicts, c.String())
+				}
+				gold.Warnings = append(append(gold.Warnings, inj.Warnings...), applyWarnings...)
+				gold.Sources = flagdSources(t, inj.Sidecar)
+				out[key.String()] = gold
+				validatePodSpec(t, key, pod)
+			}
+			got, err := yaml.Marshal(out)
+			g.Expect(err).NotTo(HaveOccurred())
+			outPath := filepath.Join("testdata", "injection", name+".out.yaml")
+			if *update {
+				g.Expect(os.WriteFile(outPath, got, 0o644)).To(Succeed())
+			}
+			want, err := os.ReadFile(outPath)
+			g.Expect(err).NotTo(HaveOccurred(), "run go test ./workflows -run TestInjectionGolden -update")
+			g.Expect(string(got)).To(Equal(string(want)))
+		})
+	}
+}
+
+// podTemplates reads the workloads of a manifest stream with their pod templates.
+func podTemplates(t *testing.T, raw []byte) map[topology.Key]corev1.PodTemplateSpec {
+	t.Helper()
+	out := map[topology.Key]corev1.PodTemplateSpec{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var doc runtime.RawExtension
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatal(err)
+		}
+		obj, _, err := manifestDecoder.Decode(doc.Raw, nil, nil)
+		if err != nil {
+			continue
+		}
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			out[topology.WorkloadKey(topology.KindDeployment, o.Namespace, o.Name)] = o.Spec.Template
+		case *appsv1.StatefulSet:
+			out[topology.WorkloadKey(topology.KindStatefulSet, o.Namespace, o.Name)] = o.Spec.Template
+		case *appsv1.DaemonSet:
+			out[topology.WorkloadKey(topology.KindDaemonSet, o.Namespace, o.Name)] = o.Spec.Template
+		}
+	}
+}
+
+// flagdSources decodes the sidecar's --sources, so that the goldens show
+// them readably as well as in the args.
+func flagdSources(t *testing.T, c *corev1.Container) []FlagdSourceConfig {
+	if c == nil {
+		return nil
+	}
+	for i, a := range c.Args {
+		if a == "--sources" && i+1 < len(c.Args) {
+			var out []FlagdSourceConfig
+			if err := json.Unmarshal([]byte(c.Args[i+1]), &out); err != nil {
+				t.Fatalf("--sources is not JSON: %v", err)
+			}
+			return out
+		}
+	}
+	t.Fatal("sidecar without --sources")
+	return nil
+}
+
+// validatePodSpec checks what the API server would check of what the
+// injection adds: DNS-label volume names that the mounts find, unique
+// names, probes on a container port, requests within limits.
+func validatePodSpec(t *testing.T, key topology.Key, pod corev1.PodSpec) {
+	t.Helper()
+	volumes := map[string]bool{}
+	for _, v := range pod.Volumes {
+		if msgs := validation.IsDNS1123Label(v.Name); len(msgs) > 0 {
+			t.Errorf("%s: volume %q: %v", key, v.Name, msgs)
+		}
+		if volumes[v.Name] {
+			t.Errorf("%s: volume %q twice", key, v.Name)
+		}
+		volumes[v.Name] = true
+	}
+	for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+		for _, m := range c.VolumeMounts {
+			if !volumes[m.Name] {
+				t.Errorf("%s: container %s mounts missing volume %q", key, c.Name, m.Name)
+			}
+		}
+		for name, req := range c.Resources.Requests {
+			if lim, ok := c.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
+				t.Errorf("%s: container %s: %s request %s above limit %s", key, c.Name, name, req.String(), lim.String())
+			}
+		}
+		seen := map[string]bool{}
+		for _, e := range c.Env {
+			if seen[e.Name] {
+				t.Errorf("%s: container %s: env %s twice", key, c.Name, e.Name)
+			}
+			seen[e.Name] = true
+		}
+	}
+}
+
+func TestApplyToIsIdempotent(t *testing.T) {
+	g := NewWithT(t)
+	v := loadView(t, "several-sources")
+	inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), DefaultInjectionOptions())
+	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}
+	changed, _ := inj.ApplyTo(&pod)
+	g.Expect(changed).To(BeTrue())
+	once := pod.DeepCopy()
+	changed, warnings := inj.ApplyTo(&pod)
+	g.Expect(changed).To(BeFalse())
+	g.Expect(warnings).To(BeEmpty())
+	g.Expect(&pod).To(Equal(once))
+}
+
+func TestApplyToLeavesAPodWithItsOwnFlagdContainerAlone(t *testing.T) {
+	g := NewWithT(t)
+	v := loadView(t, "targetrefs")
+	inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), DefaultInjectionOptions())
+	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "flagd"}}}
+	changed, warnings := inj.ApplyTo(&pod)
+	g.Expect(changed).To(BeFalse())
+	g.Expect(warnings).To(ConsistOf(ContainSubstring(`the pod has a container named "flagd" already`)))
+}
+
+func TestFlagVolumeNameIsAUniqueDNSLabel(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("a.b-", 60) + "z"
+	names := map[string]bool{}
+	for _, f := range []topology.Key{
+		topology.FlagSetKey("shop", "checkout"), topology.FlagSetKey("other", "checkout"),
+		topology.FlagSetKey("shop", "flags.v2"), topology.FlagSetKey("shop", long), topology.FlagSetKey("shop", long+"y"),
+	} {
+		n := FlagVolumeName(f)
+		g.Expect(validation.IsDNS1123Label(n)).To(BeEmpty(), n)
+		g.Expect(names).NotTo(HaveKey(n))
+		names[n] = true
+	}
+}
+
+// TestInjectionFingerprintFollowsTheInjection: a flag edit never changes the
+// fingerprint; a sidecar setting, a newly resolved flag set or the options
+// the webhook injects with do.
+func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join("testdata", "injection", "targetrefs.in.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	topo := topology.New()
+	g.Expect(LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
+	fp := func() string { f, _ := InjectionFingerprint(topo.Snapshot(), web); return f }
+	base := fp()
+	g.Expect(base).NotTo(BeEmpty())
+	api, _ := InjectionFingerprint(topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "api"))
+	g.Expect(api).To(BeEmpty(), "a workload no source applies to")
+
+	ff, _ := topo.Snapshot().FlagSet(topology.FlagSetKey("shop", "checkout"))
+	edited := ff.DeepCopy()
+	edited.Spec.FlagSpec.Flags["new-checkout"] = v1beta1.Flag{State: "DISABLED", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"}
+	_, err = topo.UpsertFlagSet(edited)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fp()).To(Equal(base), "a flag edit reaches pods through the mounted file")
+
+	src, _ := topo.Snapshot().Source(topology.SourceKey("shop", "web-flags"))
+	debug := src.DeepCopy()
+	debug.Spec.DebugLogging = ptr.To(true)
+	_, err = topo.UpsertSource(debug)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fp()).NotTo(Equal(base), "a sidecar setting")
+
+	withDebug := fp()
+	defer SetInjectionOptions(CurrentInjectionOptions())
+	o := DefaultInjectionOptions()
+	o.Sidecar.Tag = "v0.17.0"
+	SetInjectionOptions(o)
+	g.Expect(fp()).NotTo(Equal(withDebug), "the image the webhook injects")
+}
+
+func loadView(t *testing.T, name string) *topology.View {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "injection", name+".in.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	topo := topology.New()
+	if err := LoadManifests(topo, f); err != nil {
+		t.Fatal(err)
+	}
+	return topo.Snapshot()
+}
