@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -196,6 +197,50 @@ func (inj *Injection) ApplyTo(spec *corev1.PodSpec) (changed bool, warnings []st
 		}
 	}
 	return changed, warnings
+}
+
+// Without returns a copy of the injection without the given ConfigMaps
+// (topology keys): their volumes, mounts and --sources entries. A sidecar
+// left without any source is dropped, with the env vars it brought; those
+// of in-process configurations stay. The admission webhook uses it for a
+// ConfigMap it cannot make exist: a pod never mounts a missing ConfigMap.
+func (inj *Injection) Without(cms ...topology.Key) *Injection {
+	out := *inj
+	if inj.Sidecar == nil || len(cms) == 0 {
+		return &out
+	}
+	out.Sidecar = inj.Sidecar.DeepCopy()
+	drop := map[string]bool{}  // volume names
+	files := map[string]bool{} // file URIs
+	for _, cm := range cms {
+		drop[FlagVolumeName(cm.FlagSet())] = true
+		files[FlagFilePath(cm.FlagSet())] = true
+	}
+	out.ConfigMaps = slices.DeleteFunc(slices.Clone(inj.ConfigMaps), func(k topology.Key) bool { return slices.Contains(cms, k) })
+	out.Volumes = slices.DeleteFunc(deepCopyVolumes(inj.Volumes), func(v corev1.Volume) bool { return drop[v.Name] })
+	out.Sidecar.VolumeMounts = slices.DeleteFunc(out.Sidecar.VolumeMounts, func(m corev1.VolumeMount) bool { return drop[m.Name] })
+	remaining := 0
+	for i, a := range out.Sidecar.Args {
+		if a != "--sources" || i+1 >= len(out.Sidecar.Args) {
+			continue
+		}
+		var entries []FlagdSourceConfig
+		if json.Unmarshal([]byte(out.Sidecar.Args[i+1]), &entries) != nil {
+			break
+		}
+		entries = slices.DeleteFunc(entries, func(e FlagdSourceConfig) bool { return files[e.URI] })
+		b, _ := json.Marshal(entries)
+		out.Sidecar.Args[i+1] = string(b)
+		remaining = len(entries)
+	}
+	if remaining == 0 {
+		sidecarEnv := inj.Sidecar.Env
+		out.Env = slices.DeleteFunc(slices.Clone(inj.Env), func(e corev1.EnvVar) bool {
+			return slices.ContainsFunc(sidecarEnv, func(s corev1.EnvVar) bool { return s.Name == e.Name && envEqual(s, e) })
+		})
+		out.Sidecar, out.Volumes = nil, nil
+	}
+	return &out
 }
 
 func volumeIndex(vs []corev1.Volume, name string) int {

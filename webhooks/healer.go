@@ -1,0 +1,330 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// EventInjectionMissing is the reason of the Event on a workload that the
+// Healer restarts.
+const EventInjectionMissing = "InjectionMissing"
+
+// controllerIndex indexes pod and ReplicaSet metadata by their controller,
+// as "<Kind>/<name>".
+const controllerIndex = "flagplane.controller"
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// Healer notices, from the cache, pods of a workload that flagplane injects
+// into which run without their injection — admitted while the webhook was
+// unavailable (its failurePolicy is Ignore), or incomplete because a
+// ConfigMap could not be made to exist then — and restarts the workload the
+// way `kubectl rollout restart` does, with a Warning Event on it, so that
+// no pod silently runs without flags.
+//
+// A pod counts when it is not terminating, was created after the
+// workload's last restart (older pods are being replaced already), and
+// lacks AnnotationInjection (or has AnnotationIncomplete while the
+// ConfigMaps it lacked exist now). A workload is restarted at most once per
+// Backoff, so that pods admitted while the webhook is still unreachable do
+// not roll it in a loop. Pods are checked as their events arrive and every
+// Resync. Only the leader heals.
+type Healer struct {
+	Graph    Graph
+	Resolver *WorkloadResolver
+	// Cache is the manager's cache: the pod informer, and what Heal reads
+	// unless Reader is set.
+	Cache  cache.Cache
+	Reader client.Reader
+	// Client writes the restarts.
+	Client  client.Client
+	Events  events.EventRecorder
+	Options workflows.InjectionOptions
+	Resync  time.Duration
+	Backoff time.Duration
+	Now     func() time.Time
+
+	mu       sync.Mutex
+	lastHeal map[topology.Key]time.Time
+	queue    workqueue.TypedRateLimitingInterface[topology.Key]
+}
+
+var (
+	_ manager.Runnable               = (*Healer)(nil)
+	_ manager.LeaderElectionRunnable = (*Healer)(nil)
+)
+
+// NeedLeaderElection is true: restarting workloads is a write.
+func (h *Healer) NeedLeaderElection() bool { return true }
+
+// SetupIndexes indexes pod and ReplicaSet metadata by controller. Call it
+// before the manager starts.
+func (h *Healer) SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	byController := func(obj client.Object) []string {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			return []string{ref.Kind + "/" + ref.Name}
+		}
+		return nil
+	}
+	for _, gvk := range []struct{ kind string }{{"Pod"}, {"ReplicaSet"}} {
+		obj := &metav1.PartialObjectMetadata{}
+		if gvk.kind == "Pod" {
+			obj.SetGroupVersionKind(podGVK)
+		} else {
+			obj.SetGroupVersionKind(replicaSetGVK)
+		}
+		if err := indexer.IndexField(ctx, obj, controllerIndex, byController); err != nil {
+			return fmt.Errorf("indexing %s metadata by controller: %w", gvk.kind, err)
+		}
+	}
+	return nil
+}
+
+// Start heals until ctx is done.
+func (h *Healer) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("healer")
+	ctx = log.IntoContext(ctx, logger)
+	h.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[topology.Key](),
+		workqueue.TypedRateLimitingQueueConfig[topology.Key]{Name: "healer"})
+	defer h.queue.ShutDown()
+
+	pod := &metav1.PartialObjectMetadata{}
+	pod.SetGroupVersionKind(podGVK)
+	inf, err := h.Cache.GetInformer(ctx, pod)
+	if err != nil {
+		return fmt.Errorf("getting the pod metadata informer: %w", err)
+	}
+	if !h.Cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	for !h.Graph.GraphBuilt() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.enqueuePod(ctx, obj) },
+		UpdateFunc: func(_, obj any) { h.enqueuePod(ctx, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+
+	go func() {
+		t := time.NewTicker(h.Resync)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.resync(ctx)
+			}
+		}
+	}()
+	go func() {
+		for h.processNext(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+// needsLook tells whether a pod lacks (part of) its injection by its annotations.
+func needsLook(pod metav1.Object) bool {
+	if pod.GetDeletionTimestamp() != nil {
+		return false
+	}
+	a := pod.GetAnnotations()
+	_, injected := a[AnnotationInjection]
+	_, incomplete := a[AnnotationIncomplete]
+	return !injected || incomplete
+}
+
+func (h *Healer) enqueuePod(ctx context.Context, obj any) {
+	pod, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || !needsLook(pod) {
+		return
+	}
+	if res := h.Resolver.WorkloadOf(ctx, pod.Namespace, pod); res.OK {
+		h.queue.Add(res.Workload)
+	}
+}
+
+func (h *Healer) resync(ctx context.Context) {
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
+	if err := h.Cache.List(ctx, &pods); err != nil {
+		log.FromContext(ctx).Error(err, "listing pods from the cache")
+		return
+	}
+	for i := range pods.Items {
+		h.enqueuePod(ctx, &pods.Items[i])
+	}
+}
+
+func (h *Healer) processNext(ctx context.Context) bool {
+	w, quit := h.queue.Get()
+	if quit {
+		return false
+	}
+	defer h.queue.Done(w)
+	retryIn, err := h.Heal(ctx, w)
+	switch {
+	case err != nil:
+		log.FromContext(ctx).Error(err, "healing a workload, will retry", "workload", w.String())
+		h.queue.AddRateLimited(w)
+	case retryIn > 0:
+		h.queue.Forget(w)
+		h.queue.AddAfter(w, retryIn)
+	default:
+		h.queue.Forget(w)
+	}
+	return true
+}
+
+// Heal restarts the workload if one of its pods lacks its injection. It
+// returns when to look again if the backoff holds the restart back.
+func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error) {
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	h.mu.Lock()
+	if h.lastHeal == nil {
+		h.lastHeal = map[topology.Key]time.Time{}
+	}
+	h.mu.Unlock()
+	v := h.Graph.Topology().Snapshot()
+	inj := workflows.DesiredInjection(v, w, h.Options)
+	if inj.Empty() {
+		return 0, nil
+	}
+	obj, tmpl, err := h.workload(ctx, w)
+	if err != nil || obj == nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	restartedAt, _ := time.Parse(time.RFC3339, tmpl.Annotations[workflows.RestartedAtAnnotation])
+	pods, err := h.podsOf(ctx, w)
+	if err != nil {
+		return 0, err
+	}
+	var culprit *metav1.PartialObjectMetadata
+	for i := range pods {
+		p := &pods[i]
+		if !needsLook(p) || !p.CreationTimestamp.Time.After(restartedAt) {
+			continue
+		}
+		if _, incomplete := p.Annotations[AnnotationIncomplete]; incomplete && p.Annotations[AnnotationInjection] != "" && !h.configMapsExist(ctx, inj) {
+			continue // still nothing better to give it
+		}
+		culprit = p
+		break
+	}
+	if culprit == nil {
+		return 0, nil
+	}
+	now := h.Now()
+	h.mu.Lock()
+	last, healed := h.lastHeal[w]
+	h.mu.Unlock()
+	if healed && now.Sub(last) < h.Backoff {
+		return h.Backoff - now.Sub(last), nil
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
+		workflows.RestartedAtAnnotation, now.UTC().Format(time.RFC3339))
+	if err := h.Client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+		return 0, client.IgnoreNotFound(fmt.Errorf("restarting %s: %w", w, err))
+	}
+	h.mu.Lock()
+	h.lastHeal[w] = now
+	h.mu.Unlock()
+	why := "was admitted without its flagd injection (the admission webhook was unavailable)"
+	if _, incomplete := culprit.Annotations[AnnotationIncomplete]; incomplete {
+		why = "lacks flag sets whose ConfigMaps exist now: " + culprit.Annotations[AnnotationIncomplete]
+	}
+	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name)
+	if h.Events != nil {
+		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, EventInjectionMissing, "Heal",
+			"pod %s %s: restarted the %s so that its pods get their flags", culprit.Name, why, w.Kind)
+	}
+	return 0, nil
+}
+
+func (h *Healer) reader() client.Reader {
+	if h.Reader != nil {
+		return h.Reader
+	}
+	return h.Cache
+}
+
+func (h *Healer) configMapsExist(ctx context.Context, inj *workflows.Injection) bool {
+	for _, cm := range inj.ConfigMaps {
+		if h.reader().Get(ctx, objectKeyOf(cm), &corev1.ConfigMap{}) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// workload reads the workload and its pod template from the cache.
+func (h *Healer) workload(ctx context.Context, w topology.Key) (client.Object, *corev1.PodTemplateSpec, error) {
+	key := client.ObjectKey{Namespace: w.Namespace, Name: w.Name}
+	switch w.Kind {
+	case topology.KindDeployment:
+		o := &appsv1.Deployment{}
+		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
+	case topology.KindStatefulSet:
+		o := &appsv1.StatefulSet{}
+		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
+	case topology.KindDaemonSet:
+		o := &appsv1.DaemonSet{}
+		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
+	}
+	return nil, nil, nil
+}
+
+// podsOf lists a workload's pods' metadata from the cache.
+func (h *Healer) podsOf(ctx context.Context, w topology.Key) ([]metav1.PartialObjectMetadata, error) {
+	owners := []string{string(w.Kind) + "/" + w.Name}
+	if w.Kind == topology.KindDeployment {
+		var rss metav1.PartialObjectMetadataList
+		rss.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
+		if err := h.reader().List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingFields{controllerIndex: owners[0]}); err != nil {
+			return nil, fmt.Errorf("listing the ReplicaSets of %s: %w", w, err)
+		}
+		owners = owners[:0]
+		for _, rs := range rss.Items {
+			owners = append(owners, "ReplicaSet/"+rs.Name)
+		}
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, o := range owners {
+		var pods metav1.PartialObjectMetadataList
+		pods.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
+		if err := h.reader().List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{controllerIndex: o}); err != nil {
+			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
+		}
+		out = append(out, pods.Items...)
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package webhooks
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client, *events.FakeRecorder, *time.Time) {
+	t.Helper()
+	byController := func(obj client.Object) []string {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			return []string{ref.Kind + "/" + ref.Name}
+		}
+		return nil
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithIndex(&corev1.Pod{}, controllerIndex, byController).
+		WithIndex(&appsv1.ReplicaSet{}, controllerIndex, byController).Build()
+	rec := events.NewFakeRecorder(10)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: &WorkloadResolver{Reader: c}, Reader: c, Client: c,
+		Events: rec, Options: workflows.DefaultInjectionOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
+	return h, c, rec, &now
+}
+
+func webDeployment(restartedAt string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	d.Spec.Template.Labels = map[string]string{"app": "web"}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app"}}
+	if restartedAt != "" {
+		d.Spec.Template.Annotations = map[string]string{workflows.RestartedAtAnnotation: restartedAt}
+	}
+	return d
+}
+
+func replicaSet(name, deployment string) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment, UID: "web-uid", Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": deployment}}}}
+}
+
+func pod(name, rs string, created time.Time, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, CreationTimestamp: metav1.NewTime(created), Annotations: annotations,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: "rs", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+}
+
+func restartedAtOf(t *testing.T, c client.Client) string {
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+}
+
+func TestHealer(t *testing.T) {
+	ctx := context.Background()
+	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
+	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	injected := map[string]string{AnnotationInjection: "abc"}
+
+	t.Run("pods that all have their injection: nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, injected))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty())
+		g.Expect(rec.Events).To(BeEmpty())
+	})
+
+	t.Run("a pod admitted without its injection: the Deployment is restarted once, with an Event", func(t *testing.T) {
+		g := NewWithT(t)
+		h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"),
+			pod("web-1-a", "web-1", created, injected), pod("web-1-b", "web-1", created, nil))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
+		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning InjectionMissing"), ContainSubstring("pod web-1-b was admitted without its flagd injection")))
+
+		*now = now.Add(time.Minute)
+		retry, err := h.Heal(ctx, web)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retry).To(BeZero(), "the pod is older than the restart: it is being replaced")
+	})
+
+	t.Run("pods created before the last restart are being replaced already", func(t *testing.T) {
+		g := NewWithT(t)
+		h, c, _, _ := healerFixture(t, webDeployment("2026-03-01T11:30:00Z"), replicaSet("web-1", "web"), pod("web-1-b", "web-1", created, nil))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T11:30:00Z"))
+	})
+
+	t.Run("within the backoff a workload is not restarted again", func(t *testing.T) {
+		g := NewWithT(t)
+		h, c, _, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", created, nil))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		// The webhook is still down: the new pods come without injection too.
+		g.Expect(c.Create(ctx, pod("web-2-a", "web-1", now.Add(time.Minute), nil))).To(Succeed())
+		*now = now.Add(2 * time.Minute)
+		retry, err := h.Heal(ctx, web)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retry).To(Equal(3 * time.Minute))
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
+		*now = now.Add(3 * time.Minute)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:05:00Z"))
+	})
+
+	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
+		g := NewWithT(t)
+		incomplete := map[string]string{AnnotationInjection: "abc", AnnotationIncomplete: "shop/checkout"}
+		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
+		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
+	})
+
+	t.Run("a workload no source applies to is never restarted", func(t *testing.T) {
+		g := NewWithT(t)
+		plain := webDeployment("")
+		plain.Name = "plain"
+		h, c, _, _ := healerFixture(t, plain, replicaSet("plain-1", "plain"), pod("plain-1-a", "plain-1", created, nil))
+		g.Expect(h.Heal(ctx, topology.WorkloadKey(topology.KindDeployment, "shop", "plain"))).To(BeZero())
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "plain"}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Annotations).To(BeEmpty())
+	})
+}

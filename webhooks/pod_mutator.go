@@ -1,0 +1,160 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Annotations flagplane sets on the pods it injects into. They record an
+// admission outcome, not a relationship: the graph never reads them.
+const (
+	// AnnotationInjection is the fingerprint of what the pod got
+	// (workflows.Injection.Fingerprint). A pod that has it is never
+	// mutated again; a pod of a targeted workload without it was admitted
+	// while the webhook was unavailable, and the Healer rolls its workload.
+	AnnotationInjection = "flagplane.core.openfeature.dev/injection"
+	// AnnotationIncomplete says what the pod did not get because a
+	// ConfigMap could not be made to exist; the Healer rolls the workload
+	// once the ConfigMaps exist.
+	AnnotationIncomplete = "flagplane.core.openfeature.dev/injection-incomplete"
+)
+
+// ConfigMaps is what the Pod webhook needs of a ConfigMapEnsurer.
+type ConfigMaps interface {
+	Ensure(ctx context.Context, v *topology.View, key topology.Key) error
+}
+
+// PodMutator is the mutating Pod webhook's handler. See the package documentation.
+type PodMutator struct {
+	Graph      Graph
+	Resolver   *WorkloadResolver
+	ConfigMaps ConfigMaps
+	Options    workflows.InjectionOptions
+	// WorkloadWait bounds the wait for the graph to know the pod's workload.
+	WorkloadWait time.Duration
+}
+
+var _ admission.Handler = (*PodMutator)(nil)
+
+// Handle admits a pod, with the injection of its workload.
+func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
+		// Only creates are mutated: a pod's spec is immutable, and a pod
+		// that exists has whatever it was admitted with.
+		return admission.Allowed("flagplane mutates pods on creation only")
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
+	}
+	if _, done := pod.Annotations[AnnotationInjection]; done {
+		return admission.Allowed("injected already")
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = pod.Namespace
+	}
+	optedIn := pod.Annotations[v1beta1.AnnotationEnabled] == "true"
+	res := p.Resolver.WorkloadOf(ctx, ns, pod)
+	if !res.OK {
+		if optedIn {
+			return admission.Allowed("no workload").WithWarnings(
+				"flagplane injects flagd only into pods of Deployments, StatefulSets and DaemonSets: " + res.Why)
+		}
+		return admission.Allowed("no workload")
+	}
+	v := p.view(ctx, res.Workload, pod)
+	inj := workflows.DesiredInjection(v, res.Workload, p.Options)
+	warnings := inj.Warnings
+	if inj.Empty() {
+		if optedIn && len(warnings) == 0 {
+			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
+				res.Workload.Kind, res.Workload.Namespace, res.Workload.Name))
+		}
+		return admission.Allowed("nothing to inject").WithWarnings(warnings...)
+	}
+
+	// Every ConfigMap the pod mounts exists before it is admitted; one that
+	// cannot be made to exist is left out rather than mounted dangling. A
+	// dry run writes nothing and answers with the whole injection.
+	var incomplete []string
+	if req.DryRun == nil || !*req.DryRun {
+		var missing []topology.Key
+		for _, cm := range inj.ConfigMaps {
+			if err := p.ConfigMaps.Ensure(ctx, v, cm); err != nil {
+				log.FromContext(ctx).Error(err, "leaving a flag set out of a pod", "pod", ns+"/"+pod.GenerateName+pod.Name)
+				missing = append(missing, cm)
+				incomplete = append(incomplete, cm.FlagSet().Namespace+"/"+cm.FlagSet().Name)
+				warnings = append(warnings, fmt.Sprintf("flag set %s/%s left out of this pod: %v", cm.FlagSet().Namespace, cm.FlagSet().Name, err))
+			}
+		}
+		inj = inj.Without(missing...)
+	}
+
+	mutated := pod.DeepCopy()
+	_, applyWarnings := inj.ApplyTo(&mutated.Spec)
+	warnings = append(warnings, applyWarnings...)
+	if mutated.Annotations == nil {
+		mutated.Annotations = map[string]string{}
+	}
+	mutated.Annotations[AnnotationInjection] = inj.Fingerprint()
+	if len(incomplete) > 0 {
+		mutated.Annotations[AnnotationIncomplete] = strings.Join(incomplete, ",")
+	}
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+}
+
+// view returns a snapshot of the graph that knows the workload as the pod
+// sees it: built from the caches, holding the workload, with the
+// openfeature.dev annotations the pod carries. The workload informer can
+// lag the pod by a few milliseconds; the wait is bounded by WorkloadWait,
+// after which the pod is admitted with what the graph says (the Healer
+// catches a pod that missed its injection that way).
+func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) *topology.View {
+	deadline := time.Now().Add(p.WorkloadWait)
+	for {
+		v := p.Graph.Topology().Snapshot()
+		if p.Graph.GraphBuilt() {
+			if wl, ok := v.Workload(w); ok && maps.Equal(openFeatureAnnotations(wl.PodAnnotations), openFeatureAnnotations(pod.Annotations)) {
+				return v
+			}
+		}
+		if time.Now().After(deadline) {
+			return v
+		}
+		select {
+		case <-ctx.Done():
+			return v
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// openFeatureAnnotations keeps the annotations by which a workload opts in.
+func openFeatureAnnotations(all map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range all {
+		if strings.HasPrefix(k, "openfeature.dev/") {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/webhooks/certs"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Paths the webhooks are served at; config/webhook points the
+// configurations there.
+const (
+	PodMutatorPath        = "/mutate-v1-pod"
+	FlagSetValidatorPath  = "/validate-core-openfeature-dev-v1beta1-featureflag"
+	SourceValidatorPath   = "/validate-core-openfeature-dev-v1beta1-featureflagsource"
+	defaultNamespace      = "flagplane-system"
+	defaultServiceName    = "flagplane-webhook"
+	defaultSecretName     = "flagplane-webhook-cert"
+	defaultMutatingName   = "flagplane-injector"
+	defaultValidatingName = "flagplane-validator"
+)
+
+// Certificate modes.
+const (
+	// CertsSelfManaged: flagplane keeps its own CA and serving certificate
+	// (see package certs) and injects the CA bundle. The default.
+	CertsSelfManaged = "self-managed"
+	// CertsExternal: tls.crt and tls.key are provided in the webhook server's
+	// certificate directory (cert-manager, see config/webhook/certmanager),
+	// which also injects the CA bundle.
+	CertsExternal = "external"
+)
+
+// Graph is what admission needs of the controllers: the topology they keep,
+// and whether it holds the whole cache yet. *controllers.Controller is one.
+type Graph interface {
+	Topology() *topology.Topology
+	GraphBuilt() bool
+}
+
+// Options configure admission.
+type Options struct {
+	// Injection is what the Pod webhook injects with; Sidecar is normally
+	// the manager's sidecar options.
+	Injection workflows.InjectionOptions
+
+	// Namespace is the operator's namespace, which holds the certificate
+	// Secret (default: $POD_NAMESPACE, else flagplane-system).
+	Namespace string
+	// Certificates is CertsSelfManaged or CertsExternal.
+	Certificates string
+	// ServiceName is the webhook Service; the serving certificate covers
+	// its DNS names in Namespace.
+	ServiceName string
+	// ExtraDNSNames are further names (or IP addresses) the serving
+	// certificate covers, e.g. for a webhook reached by URL.
+	ExtraDNSNames []string
+	// SecretName is the certificate Secret.
+	SecretName string
+	// MutatingWebhookConfiguration and ValidatingWebhookConfiguration are
+	// the configurations that get the CA bundle.
+	MutatingWebhookConfiguration, ValidatingWebhookConfiguration string
+
+	// WorkloadWait bounds how long the Pod webhook waits for the graph to
+	// know a pod's workload (the workload informer may lag the pod by a few
+	// milliseconds). Default 2s.
+	WorkloadWait time.Duration
+	// Heal rolls workloads whose pods were admitted without their injection.
+	Heal bool
+	// HealResync is how often every pod is checked again (default 1m); pod
+	// events are checked as they come.
+	HealResync time.Duration
+	// HealBackoff is the least time between two heals of one workload
+	// (default 5m), so that pods admitted while the webhook is still
+	// unreachable do not roll a workload in a loop.
+	HealBackoff time.Duration
+}
+
+// DefaultOptions are the options of a manager started without flags.
+func DefaultOptions() Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	return Options{
+		Injection:                      workflows.DefaultInjectionOptions(),
+		Namespace:                      ns,
+		Certificates:                   CertsSelfManaged,
+		ServiceName:                    defaultServiceName,
+		SecretName:                     defaultSecretName,
+		MutatingWebhookConfiguration:   defaultMutatingName,
+		ValidatingWebhookConfiguration: defaultValidatingName,
+		WorkloadWait:                   2 * time.Second,
+		Heal:                           true,
+		HealResync:                     time.Minute,
+		HealBackoff:                    5 * time.Minute,
+	}
+}
+
+// BindFlags ties the options that are not the sidecar's to flags.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Certificates, "webhook-certificates", o.Certificates, "self-managed (flagplane keeps its own CA and serving certificate) or external (tls.crt and tls.key in --webhook-cert-dir, e.g. from cert-manager)")
+	fs.StringVar(&o.Namespace, "webhook-namespace", o.Namespace, "namespace of the webhook Service and certificate Secret")
+	fs.StringVar(&o.ServiceName, "webhook-service", o.ServiceName, "name of the webhook Service")
+	fs.StringVar(&o.SecretName, "webhook-secret", o.SecretName, "name of the self-managed certificate Secret")
+	fs.StringVar(&o.Injection.SyncServer, "sync-server-address", o.Injection.SyncServer, "host:port of flagplane's sync server, which sidecars of flagd-proxy sources sync from")
+	fs.BoolVar(&o.Injection.SyncServerTLS, "sync-server-tls", o.Injection.SyncServerTLS, "sidecars connect to the sync server with TLS")
+	fs.BoolVar(&o.Injection.PassSyncProviderArgs, "sidecar-sync-provider-args", o.Injection.PassSyncProviderArgs, "pass spec.syncProviderArgs as --sync-provider-args (flagd v0.16 has no such flag)")
+	fs.BoolVar(&o.Heal, "heal-uninjected-pods", o.Heal, "roll workloads whose pods were admitted without their flagd injection")
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Certificates != CertsSelfManaged && o.Certificates != CertsExternal {
+		errs = append(errs, fmt.Errorf("--webhook-certificates must be %s or %s, not %q", CertsSelfManaged, CertsExternal, o.Certificates))
+	}
+	if o.Certificates == CertsSelfManaged && (o.Namespace == "" || o.SecretName == "" || o.ServiceName == "") {
+		errs = append(errs, errors.New("self-managed certificates need --webhook-namespace, --webhook-service and --webhook-secret"))
+	}
+	if err := o.Injection.Sidecar.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// DNSNames are the names the serving certificate covers.
+func (o Options) DNSNames() []string {
+	svc, ns := o.ServiceName, o.Namespace
+	return append([]string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local", svc + "." + ns, svc}, o.ExtraDNSNames...)
+}
+
+// Admission is what Setup added to the manager.
+type Admission struct {
+	PodMutator       *PodMutator
+	FlagSetValidator *FlagSetValidator
+	SourceValidator  *SourceValidator
+	Healer           *Healer
+	// Certificates is nil with external certificates.
+	Certificates *certs.Manager
+}
+
+// Setup registers flagplane's admission with mgr: the three webhooks on
+// mgr's webhook server, the certificate manager (self-managed mode), the
+// healer, and a readiness check that the certificate is served. It sets the
+// process-wide injection options (workflows.SetInjectionOptions) so that
+// rollouts follow what the webhook injects. The graph g is the controllers'.
+func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admission, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	def := DefaultOptions()
+	if o.WorkloadWait <= 0 {
+		o.WorkloadWait = def.WorkloadWait
+	}
+	if o.HealResync <= 0 {
+		o.HealResync = def.HealResync
+	}
+	if o.HealBackoff <= 0 {
+		o.HealBackoff = def.HealBackoff
+	}
+	workflows.SetInjectionOptions(o.Injection)
+	a := &Admission{}
+	srv := mgr.GetWebhookServer()
+
+	if o.Certificates == CertsSelfManaged {
+		ds, ok := srv.(*webhook.DefaultServer)
+		if !ok {
+			return nil, fmt.Errorf("self-managed webhook certificates need controller-runtime's default webhook server, not %T", srv)
+		}
+		a.Certificates = certs.New(mgr.GetAPIReader(), mgr.GetClient(), certs.Options{
+			Namespace: o.Namespace, SecretName: o.SecretName,
+			Policy:             certs.DefaultPolicy(o.DNSNames()),
+			MutatingWebhooks:   []string{o.MutatingWebhookConfiguration},
+			ValidatingWebhooks: []string{o.ValidatingWebhookConfiguration},
+		})
+		ds.Options.TLSOpts = append(ds.Options.TLSOpts, func(c *tls.Config) { c.GetCertificate = a.Certificates.GetCertificate })
+		// A first pass now, so that the server has a certificate as soon as
+		// it listens; the runnable retries if this one fails.
+		first, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := a.Certificates.Ensure(first); err != nil {
+			log.FromContext(ctx).Error(err, "the webhook certificates are not ready yet, retrying in the background")
+		}
+		cancel()
+		if err := mgr.Add(a.Certificates); err != nil {
+			return nil, fmt.Errorf("adding the webhook certificate manager: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook-certificate", a.Certificates.ReadyCheck); err != nil {
+			return nil, err
+		}
+	}
+
+	resolver := &WorkloadResolver{Reader: mgr.GetCache()}
+	a.PodMutator = &PodMutator{
+		Graph:        g,
+		Resolver:     resolver,
+		ConfigMaps:   NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient()),
+		Options:      o.Injection,
+		WorkloadWait: o.WorkloadWait,
+	}
+	a.FlagSetValidator = &FlagSetValidator{}
+	a.SourceValidator = &SourceValidator{}
+	srv.Register(PodMutatorPath, &admission.Webhook{Handler: a.PodMutator})
+	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: a.FlagSetValidator})
+	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: a.SourceValidator})
+
+	if o.Heal {
+		a.Healer = &Healer{
+			Graph:    g,
+			Resolver: resolver,
+			Cache:    mgr.GetCache(),
+			Client:   mgr.GetClient(),
+			Events:   mgr.GetEventRecorder("flagplane"),
+			Options:  o.Injection,
+			Resync:   o.HealResync,
+			Backoff:  o.HealBackoff,
+		}
+		if err := a.Healer.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(a.Healer); err != nil {
+			return nil, fmt.Errorf("adding the healer: %w", err)
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,89 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// FlagSetValidator is the FeatureFlag validating webhook: flagd's flag
+// schema plus flagplane's semantic rules (workflows.ValidateFlagSpec).
+type FlagSetValidator struct{}
+
+var _ admission.Handler = (*FlagSetValidator)(nil)
+
+// Handle validates a create or update of a FeatureFlag.
+func (*FlagSetValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+	var ff, old v1beta1.FeatureFlag
+	if resp, done := decodeForValidation(req, &ff, &old); done {
+		return resp
+	}
+	if req.Operation == admissionv1.Update && reflect.DeepEqual(ff.Spec, old.Spec) {
+		return admission.Allowed("spec unchanged")
+	}
+	errs := workflows.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, nil)
+}
+
+// SourceValidator is the FeatureFlagSource validating webhook (see ValidateSourceSpec).
+type SourceValidator struct{}
+
+var _ admission.Handler = (*SourceValidator)(nil)
+
+// Handle validates a create or update of a FeatureFlagSource.
+func (*SourceValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+	var src, old v1beta1.FeatureFlagSource
+	if resp, done := decodeForValidation(req, &src, &old); done {
+		return resp
+	}
+	if req.Operation == admissionv1.Update && reflect.DeepEqual(src.Spec, old.Spec) &&
+		src.Annotations[workflows.AnnotationSidecarSecurityContext] == old.Annotations[workflows.AnnotationSidecarSecurityContext] {
+		return admission.Allowed("spec unchanged")
+	}
+	if src.Namespace == "" {
+		src.Namespace = req.Namespace
+	}
+	errs, warnings := ValidateSourceSpec(&src)
+	return invalid(v1beta1.FeatureFlagSourceKind, src.Name, errs, warnings)
+}
+
+// decodeForValidation decodes the object (and, on update, the old one);
+// done is true when the response is decided already.
+func decodeForValidation(req admission.Request, obj, old any) (admission.Response, bool) {
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+	default:
+		return admission.Allowed(""), true
+	}
+	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err)), true
+	}
+	if req.Operation == admissionv1.Update {
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old object: %w", err)), true
+		}
+	}
+	return admission.Response{}, false
+}
+
+// invalid denies with an Invalid status whose causes are the field errors,
+// as the API server reports its own validation, or allows.
+func invalid(kind, name string, errs field.ErrorList, warnings []string) admission.Response {
+	if len(errs) == 0 {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), name, errs).ErrStatus
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: false, Result: &status, Warnings: warnings,
+	}}
+}
