@@ -1,0 +1,57 @@
+package admission
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/webhooks"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Serial: it stops the operator that the other specs rely on.
+var _ = Describe("Healing", Serial, func() {
+	It("rolls a targeted Deployment whose Pods were admitted while the webhook was down, with an Event", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, flagSet(ns, "checkout"), source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web")))
+
+		By("the operator is down: the Pod webhook fails open, Pods come without their sidecar")
+		operator.stop()
+		web := deployment(ns, "web", nil, nil)
+		create(ctx, web)
+		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
+		orphan := pods(ctx, ns, "web")()[0]
+		Expect(orphan).NotTo(HaveSidecar())
+		Expect(orphan.Annotations).NotTo(HaveKey(webhooks.AnnotationInjection))
+
+		By("the operator is back: the Deployment is restarted and its new Pod has the sidecar")
+		operator = startOperator()
+		Eventually(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
+			return web.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+		}).ShouldNot(BeEmpty())
+		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
+		Eventually(func() []eventsv1.Event {
+			var list eventsv1.EventList
+			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			return list.Items
+		}).Should(ContainElement(And(
+			HaveField("Reason", webhooks.EventInjectionMissing),
+			HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Regarding.Name", "web"),
+			HaveField("Note", ContainSubstring("pod "+orphan.Name+" was admitted without its flagd injection")),
+		)))
+
+		By("the old Pod, which the rollout replaces, does not roll the Deployment again")
+		restartedAt := web.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+		Consistently(func() string {
+			d := &appsv1.Deployment{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), d)).To(Succeed())
+			return d.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+		}, "5s").Should(Equal(restartedAt))
+	})
+})
