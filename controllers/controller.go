@@ -39,7 +39,27 @@ type Options struct {
 	Workers int
 	// Metrics receives counts and timings; nil records nothing.
 	Metrics Metrics
+
+	// --- sync server hook (issue 7) ---
+
+	// Topology is the graph to maintain; a new one when nil. Set it to share
+	// the graph with a reader that exists before the controllers, such as
+	// the sync server.
+	Topology *topology.Topology
+	// FlagSetListener, when set, hears of every flag set whose served
+	// content or readers may have changed (topology.Delta.FlagSets), after
+	// the edit that changed it. It is called from informer event handlers
+	// and must return at once.
+	FlagSetListener FlagSetListener
 }
+
+// FlagSetListener is told which flag sets an edit of the graph may have
+// changed; syncserver.Server is one.
+type FlagSetListener interface {
+	FlagSetsChanged(flagSets []topology.Key)
+}
+
+// --- end sync server hook ---
 
 // Metrics is what the controllers report; issue-specific implementations
 // (Prometheus) live with the manager.
@@ -90,8 +110,12 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	topo := opts.Topology
+	if topo == nil {
+		topo = topology.New()
+	}
 	c := &Controller{
-		topo:   topology.New(),
+		topo:   topo,
 		client: mgr.GetClient(),
 		cache:  mgr.GetCache(),
 		opts:   opts,
@@ -222,6 +246,10 @@ func (c *Controller) dispatch(d topology.Delta) {
 	}
 	for k := range d.InProcessConfigs {
 		c.statuses.Add(k)
+	}
+	// Sync server (issue 7): streams of flag sets whose content or readers changed.
+	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
+		c.opts.FlagSetListener.FlagSetsChanged(d.FlagSets.Sorted())
 	}
 }
 

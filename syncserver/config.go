@@ -1,0 +1,129 @@
+package syncserver
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Config is the sync server's part of the manager's configuration: what
+// its command-line flags set.
+type Config struct {
+	// BindAddress is where the server listens; "0" disables it.
+	BindAddress string
+	// TLSCertFile and TLSKeyFile enable TLS (both, or neither).
+	TLSCertFile, TLSKeyFile string
+	// MaxMessageSize is the largest flag set sent, in bytes.
+	MaxMessageSize int
+	// TokenAudience is the audience of the service-account tokens accepted.
+	TokenAudience string
+	// NamespaceTokenKeyFile holds the keys of namespace tokens, one per
+	// line, the first signing; empty disables namespace tokens.
+	NamespaceTokenKeyFile string
+}
+
+// DefaultConfig is the configuration of a manager started without flags.
+func DefaultConfig() Config {
+	return Config{BindAddress: DefaultAddr, MaxMessageSize: DefaultMaxMessageSize, TokenAudience: DefaultAudience}
+}
+
+// BindFlags ties the configuration to "sync-*" flags, with the current
+// values as defaults.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.BindAddress, "sync-bind-address", c.BindAddress, "address of the built-in flagd sync server (flagd.sync.v1); 0 disables it")
+	fs.StringVar(&c.TLSCertFile, "sync-tls-cert-file", c.TLSCertFile, "TLS certificate of the sync server, reloaded when it changes (with --sync-tls-key-file; plaintext when unset)")
+	fs.StringVar(&c.TLSKeyFile, "sync-tls-key-file", c.TLSKeyFile, "TLS key of the sync server")
+	fs.IntVar(&c.MaxMessageSize, "sync-max-message-size", c.MaxMessageSize, "largest flag set the sync server sends, in bytes; clients must accept messages this large")
+	fs.StringVar(&c.TokenAudience, "sync-token-audience", c.TokenAudience, "audience that subscribers' service-account tokens must be issued for")
+	fs.StringVar(&c.NamespaceTokenKeyFile, "sync-namespace-token-key-file", c.NamespaceTokenKeyFile,
+		"file of keys (one per line, at least 32 characters, the first signs) for the namespace tokens of injected flagd sidecars; empty disables them")
+}
+
+// Enabled tells whether the server is to run.
+func (c Config) Enabled() bool { return c.BindAddress != "" && c.BindAddress != "0" }
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if !c.Enabled() {
+		return nil
+	}
+	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--sync-tls-cert-file and --sync-tls-key-file go together"))
+	}
+	if c.MaxMessageSize < 0 {
+		errs = append(errs, fmt.Errorf("--sync-max-message-size %d is negative", c.MaxMessageSize))
+	}
+	if c.NamespaceTokenKeyFile != "" {
+		if _, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReadNamespaceTokenKeys reads the keys of a key file: one per non-empty
+// line, surrounding space trimmed, the first one signing.
+func ReadNamespaceTokenKeys(path string) (*NamespaceTokens, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the namespace token keys: %w", err)
+	}
+	n := &NamespaceTokens{}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			n.Keys = append(n.Keys, line)
+		}
+	}
+	if err := n.Validate(); err != nil {
+		return nil, fmt.Errorf("namespace token keys in %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// Observer hears of streams opening and closing, by selector; the
+// manager's metrics recorder is one.
+type Observer interface {
+	SyncSubscribed(selector string)
+	SyncUnsubscribed(selector string)
+}
+
+// AddToManager builds the server of c over topo and adds it to mgr, where it
+// runs on every replica (leader or not). ready gates it (see
+// Options.Ready); observer may be nil. It returns the server, to be given
+// to the controllers as their controllers.Options.FlagSetListener.
+func AddToManager(mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	chain := Chain{&TokenReviews{Reviewer: mgr.GetClient(), Audience: c.TokenAudience}}
+	if c.NamespaceTokenKeyFile != "" {
+		keys, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		// First: it recognises its own tokens without asking the API server.
+		chain = append(Chain{keys}, chain...)
+	}
+	srv, err := New(topo, Options{
+		Addr:           c.BindAddress,
+		TLSCertFile:    c.TLSCertFile,
+		TLSKeyFile:     c.TLSKeyFile,
+		MaxMessageSize: c.MaxMessageSize,
+		Authenticator:  chain,
+		Ready:          ready,
+		Observer:       observer,
+		Log:            mgr.GetLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(srv); err != nil {
+		return nil, fmt.Errorf("adding the sync server to the manager: %w", err)
+	}
+	return srv, nil
+}

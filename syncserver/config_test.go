@@ -1,0 +1,119 @@
+package syncserver
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestConfigFlags(t *testing.T) {
+	g := NewWithT(t)
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	c.BindFlags(fs)
+	g.Expect(c).To(Equal(Config{BindAddress: ":8015", MaxMessageSize: 4 << 20, TokenAudience: "flagplane"}))
+	g.Expect(c.Enabled()).To(BeTrue())
+	g.Expect(fs.Parse([]string{"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x"})).To(Succeed())
+	g.Expect(c.Enabled()).To(BeFalse())
+	g.Expect(c.MaxMessageSize).To(Equal(1024))
+	g.Expect(c.TokenAudience).To(Equal("x"))
+}
+
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "keys")
+	if err := os.WriteFile(good, []byte("\n"+strings.Repeat("a", 32)+"\n  "+strings.Repeat("b", 40)+"  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	weak := filepath.Join(dir, "weak")
+	if err := os.WriteFile(weak, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    Config
+		err  string
+	}{
+		{name: "defaults", c: DefaultConfig()},
+		{name: "disabled ignores the rest", c: Config{BindAddress: "0", TLSCertFile: "x"}},
+		{name: "cert without key", c: Config{BindAddress: ":1", TLSCertFile: "x"}, err: "go together"},
+		{name: "negative size", c: Config{BindAddress: ":1", MaxMessageSize: -1}, err: "negative"},
+		{name: "keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: good}},
+		{name: "weak keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: weak}, err: "32 bytes"},
+		{name: "missing keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: filepath.Join(dir, "none")}, err: "reading"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := tc.c.Validate()
+			if tc.err == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+		})
+	}
+	g := NewWithT(t)
+	keys, err := ReadNamespaceTokenKeys(good)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(keys.Keys).To(HaveLen(2))
+	g.Expect(string(keys.Keys[1])).To(Equal(strings.Repeat("b", 40)))
+}
+
+// recordingObserver counts open streams by selector.
+type recordingObserver struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (r *recordingObserver) SyncSubscribed(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[s]++
+}
+
+func (r *recordingObserver) SyncUnsubscribed(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[s]--
+}
+
+func (r *recordingObserver) count(s string) func() int {
+	return func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.open[s]
+	}
+}
+
+func TestObserverAndNamespaceTokens(t *testing.T) {
+	g := NewWithT(t)
+	obs := &recordingObserver{open: map[string]int{}}
+	tokens := &NamespaceTokens{Keys: [][]byte{key(9)}}
+	h := newHarness(t, func(o *Options) {
+		o.Observer = obs
+		o.Authenticator = Chain{tokens, o.Authenticator}
+	})
+	g.Expect(h.srv.NamespaceTokens()).To(BeIdenticalTo(tokens))
+	ff := h.flagSet("shop", "checkout", "off")
+	tok, err := h.srv.NamespaceTokens().Issue("shop")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	c := h.client(t, tok)
+	sub := subscribe(t, c, checkoutSelector)
+	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(obs.count(checkoutSelector)()).To(Equal(1))
+	other := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
+	g.Expect(other.next(t)).To(Equal(render(t, ff)))
+	g.Expect(obs.count(checkoutSelector)()).To(Equal(2))
+	sub.cancel()
+	g.Eventually(obs.count(checkoutSelector)).Should(Equal(1))
+	g.Eventually(h.srv.Subscribers).Should(Equal(1))
+
+	withoutTokens := newHarness(t)
+	g.Expect(withoutTokens.srv.NamespaceTokens()).To(BeNil())
+}

@@ -1,0 +1,65 @@
+// Package syncserver is flagplane's built-in flagd sync server: it serves
+// flagd's sync protocol (flagd.sync.v1.FlagSyncService: SyncFlags,
+// FetchAllFlags, GetMetadata) from the topology, and pushes a flag set to its
+// subscribers the moment the graph changes. It is the OpenFeature
+// Operator's flagd-proxy idea, done on the graph: workloads get their flags
+// over gRPC without any RBAC of their own.
+//
+// # Selectors
+//
+// A subscriber names one FeatureFlag as "core.openfeature.dev/<ns>/<name>",
+// as with flagd-proxy, in the Flagd-Selector header (newer clients) or the
+// request body (older ones); the header wins. The content served is exactly
+// what flagplane writes into the ConfigMaps of file-mode consumers
+// (workflows.RenderFlagSet). An invalid edit is not served: subscribers keep
+// the last valid content, as ConfigMaps do. A flag set that does not exist
+// is served as EmptyFlagSet.
+//
+// # Identity
+//
+// Every call carries "authorization: Bearer <token>" metadata, checked by the
+// Options.Authenticator (a Chain of):
+//
+//   - TokenReviews: a Kubernetes service-account token for audience
+//     "flagplane" (a projected token, which the kubelet rotates), checked with
+//     the API server's TokenReview and cached briefly. The subscriber's
+//     namespace is the service account's. This is what SDKs in in-process
+//     mode use: they read the projected token file for every call.
+//   - NamespaceTokens: flagplane's own HMAC token of a namespace, for the
+//     injected flagd sidecar, which can only send a fixed header written at
+//     admission (see SidecarSource and SidecarHeaders).
+//
+// A call without a valid credential fails with Unauthenticated.
+//
+// # Entitlement
+//
+// A subscriber may read the flag sets of its own namespace, and a flag set of
+// another namespace that a FeatureFlagSource of its namespace references,
+// when that reference is Resolved, i.e. permitted by a ReferenceGrant, the
+// same rule by which flagplane copies a flag set into a consuming
+// namespace's ConfigMap (see Entitled). Anything else fails with
+// PermissionDenied, with the same message whether or not the flag set exists.
+// Entitlement is decided again whenever the flag set is in a Delta: a stream
+// whose namespace lost it ends with PermissionDenied.
+//
+// # Delivery
+//
+// The controllers call FlagSetsChanged with topology.Delta.FlagSets after
+// every edit of the graph. Only the subscribers of those flag sets are
+// touched. One goroutine renders each changed flag set once, from a view
+// taken after the edit, and offers the result to its subscribers by
+// replacing a one-slot "latest" value and waking the stream's goroutine,
+// which sends. A slow subscriber therefore skips intermediate states but
+// always gets the newest, and never holds back the others or the
+// controllers. Views are taken in order, so no subscriber is ever offered an
+// older state after a newer one.
+//
+// # Transport
+//
+// Keepalive pings from clients are permitted every KeepaliveMinTime (flagd's
+// providers ping every 30s; gRPC's default policy would disconnect them), the
+// server pings idle connections to drop vanished subscribers, the maximum
+// message size is configurable, and TLS is optional with certificates
+// reloaded on rotation. Every replica serves: the graph is built by every
+// replica's informers, and Ready holds calls off (Unavailable) until it is.
+package syncserver

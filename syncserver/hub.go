@@ -1,0 +1,275 @@
+package syncserver
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+// Snapshotter gives views of the topology; *topology.Topology is one.
+type Snapshotter interface {
+	Snapshot() *topology.View
+}
+
+var _ Snapshotter = (*topology.Topology)(nil)
+
+// update is one state for a subscriber: a flag set's content, or the verdict
+// that the subscriber may no longer read it. Updates are immutable and
+// shared by all subscribers of a flag set.
+type update struct {
+	// version is unique per distinct content, hub-wide, so that a subscriber
+	// sends a content once however often it is offered.
+	version uint64
+	content string
+	// encoded is the SyncFlagsResponse of content, encoded once.
+	encoded encodedResponse
+	denied  bool
+}
+
+// denied ends a subscriber's stream with PermissionDenied.
+var denied = &update{denied: true}
+
+// subscriber is one open SyncFlags stream. The hub offers it states by
+// replacing latest (latest-value coalescing: a slow subscriber skips the
+// states it had no time to send, never the newest) and waking it; its stream
+// goroutine sends. The hub never waits for a subscriber.
+type subscriber struct {
+	flagSet   topology.Key
+	namespace string
+	latest    atomic.Pointer[update]
+	wake      chan struct{} // capacity 1: a pending wake-up covers every offer after it
+}
+
+func (s *subscriber) offer(u *update) {
+	s.latest.Store(u)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flagSetState is what the hub keeps of a flag set while it has subscribers.
+type flagSetState struct {
+	// last is the newest valid content served; nil until the flag set was
+	// seen valid. An invalid edit leaves it, so subscribers keep the last
+	// valid content, as ConfigMaps do.
+	last *update
+}
+
+// hub keeps the subscribers by flag set and publishes to them. Publishing
+// happens in one goroutine (run), from views taken in order, so that a
+// subscriber can never be offered an older state after a newer one.
+type hub struct {
+	topo Snapshotter
+
+	mu      sync.Mutex
+	subs    map[topology.Key]map[*subscriber]struct{}
+	states  map[topology.Key]*flagSetState
+	pending map[topology.Key]struct{} // changed flag sets with subscribers
+	joined  []*subscriber             // subscribers waiting for their first state
+	kick    chan struct{}             // capacity 1
+
+	version     atomic.Uint64
+	subscribers atomic.Int64
+	sent        atomic.Uint64
+	publishes   atomic.Uint64
+}
+
+func newHub(topo Snapshotter) *hub {
+	return &hub{
+		topo:    topo,
+		subs:    map[topology.Key]map[*subscriber]struct{}{},
+		states:  map[topology.Key]*flagSetState{},
+		pending: map[topology.Key]struct{}{},
+		kick:    make(chan struct{}, 1),
+	}
+}
+
+func (h *hub) signal() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// changed records that the served content of flag sets, or who may read
+// them, may have changed. It never blocks on subscribers: it is called from
+// the informers' event handlers.
+func (h *hub) changed(keys []topology.Key) {
+	n := 0
+	h.mu.Lock()
+	for _, k := range keys {
+		if _, ok := h.subs[k]; ok {
+			h.pending[k] = struct{}{}
+			n++
+		}
+	}
+	h.mu.Unlock()
+	if n > 0 {
+		h.signal()
+	}
+}
+
+func (h *hub) join(flagSet topology.Key, namespace string) *subscriber {
+	sub := &subscriber{flagSet: flagSet, namespace: namespace, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	m := h.subs[flagSet]
+	if m == nil {
+		m = map[*subscriber]struct{}{}
+		h.subs[flagSet] = m
+	}
+	m[sub] = struct{}{}
+	h.joined = append(h.joined, sub)
+	h.mu.Unlock()
+	h.subscribers.Add(1)
+	h.signal()
+	return sub
+}
+
+func (h *hub) leave(sub *subscriber) {
+	h.mu.Lock()
+	if m := h.subs[sub.flagSet]; m != nil {
+		delete(m, sub)
+		if len(m) == 0 {
+			delete(h.subs, sub.flagSet)
+			delete(h.states, sub.flagSet)
+			delete(h.pending, sub.flagSet)
+		}
+	}
+	h.mu.Unlock()
+	h.subscribers.Add(-1)
+}
+
+// run publishes until ctx ends: each round takes the flag sets changed and
+// the subscribers joined since the last one, and one view taken after that.
+func (h *hub) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		}
+		h.round()
+	}
+}
+
+func (h *hub) round() {
+	h.mu.Lock()
+	changed := h.pending
+	if len(changed) > 0 {
+		h.pending = map[topology.Key]struct{}{}
+	}
+	joined := h.joined
+	h.joined = nil
+	h.mu.Unlock()
+	if len(changed) == 0 && len(joined) == 0 {
+		return
+	}
+
+	v := h.topo.Snapshot()
+	for k := range changed {
+		h.publish(v, k, nil)
+	}
+	// Newcomers of flag sets published above got their state there.
+	byFlagSet := map[topology.Key][]*subscriber{}
+	for _, s := range joined {
+		if _, done := changed[s.flagSet]; !done {
+			byFlagSet[s.flagSet] = append(byFlagSet[s.flagSet], s)
+		}
+	}
+	for k, subs := range byFlagSet {
+		h.publish(v, k, subs)
+	}
+}
+
+// publish offers a flag set's state in v to the given subscribers, or to all
+// of its subscribers when subs is nil. Content and entitlement are computed
+// once for all of them.
+func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber) {
+	content, exists, valid := served(v, flagSet)
+	var allowed map[string]struct{}
+	if exists {
+		allowed = entitledNamespaces(v, flagSet)
+	}
+	h.publishes.Add(1)
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := h.subs[flagSet]
+	if len(all) == 0 {
+		return // everyone left meanwhile
+	}
+	st := h.states[flagSet]
+	if st == nil {
+		st = &flagSetState{}
+		h.states[flagSet] = st
+	}
+	if valid && (st.last == nil || st.last.content != content) {
+		encoded, err := encodeResponse(content)
+		if err == nil {
+			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded}
+		}
+	}
+	offer := func(s *subscriber) {
+		// Entitlement is re-decided only while the flag set exists: a missing
+		// one serves EmptyFlagSet, which tells nobody anything.
+		if exists && s.namespace != flagSet.Namespace {
+			if _, ok := allowed[s.namespace]; !ok {
+				s.offer(denied)
+				return
+			}
+		}
+		if st.last != nil {
+			s.offer(st.last)
+		}
+	}
+	if subs == nil {
+		for s := range all {
+			offer(s)
+		}
+		return
+	}
+	for _, s := range subs {
+		if _, still := all[s]; still {
+			offer(s)
+		}
+	}
+}
+
+// lastValid is the newest valid content served for a flag set, if any
+// subscriber made the hub keep it.
+func (h *hub) lastValid(flagSet topology.Key) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.states[flagSet]; st != nil && st.last != nil {
+		return st.last.content, true
+	}
+	return "", false
+}
+
+// Stats are counters of the sync server, for metrics.
+type Stats struct {
+	// Subscribers is the number of open SyncFlags streams.
+	Subscribers int
+	// FlagSets is the number of flag sets with at least one subscriber.
+	FlagSets int
+	// Sent is the number of flag set states sent on streams since start.
+	Sent uint64
+	// Publishes is the number of times a flag set's state was computed and
+	// offered to its subscribers.
+	Publishes uint64
+}
+
+func (h *hub) stats() Stats {
+	h.mu.Lock()
+	flagSets := len(h.subs)
+	h.mu.Unlock()
+	return Stats{
+		Subscribers: int(h.subscribers.Load()),
+		FlagSets:    flagSets,
+		Sent:        h.sent.Load(),
+		Publishes:   h.publishes.Load(),
+	}
+}
