@@ -266,7 +266,9 @@ func rebuild(t testing.TB, w *world, shuffle func([]func() (Delta, error))) *Top
 		shuffle(ops)
 	}
 	for _, op := range ops {
-		must(t)(op())
+		if _, err := op(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return top
 }
