@@ -20,6 +20,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/controllers"
 	"github.com/flagplane/flagplane/metrics"
+	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -42,6 +43,9 @@ type Manager struct {
 	// Metrics records flagplane's metrics; the sync server reports its
 	// subscribers to it.
 	Metrics *metrics.Recorder
+	// Sync is the built-in flagd sync server; nil when it is off. The
+	// admission webhook issues sidecar credentials with Sync.NamespaceTokens().
+	Sync *syncserver.Server
 	// Options are the options the manager was built with.
 	Options Options
 
@@ -106,7 +110,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		m.unregister()
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	m.Controller, err = controllers.New(ctx, m.Manager, controllers.Options{Workers: o.Workers, Metrics: m.Metrics})
+	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
+	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Topology: topology.New()}
+	if o.Sync.Enabled() {
+		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
+		if m.Sync, err = syncserver.AddToManager(m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
+			m.unregister()
+			return nil, fmt.Errorf("setting up the sync server: %w", err)
+		}
+		ctrlOpts.FlagSetListener = m.Sync
+	}
+	// --- end sync server ---
+	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
 	if err != nil {
 		m.unregister()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -52,6 +53,11 @@ type Options struct {
 	// admission webhook reads.
 	Sidecar workflows.SidecarOptions
 
+	// Sync configures the built-in flagd sync server (--sync-* flags). It is
+	// off unless --sync-bind-address is set: serving it takes a Service, and
+	// with namespace tokens a key Secret, that the install manifests provide.
+	Sync syncserver.Config
+
 	// Registry receives flagplane's metrics; controller-runtime's
 	// metrics.Registry, which the metrics endpoint serves, when nil. Tests
 	// that run a second manager in one process give it a registry of its own.
@@ -68,7 +74,15 @@ func DefaultOptions() Options {
 		Workers:                2,
 		WebhookPort:            9443,
 		Sidecar:                workflows.DefaultSidecarOptions(),
+		Sync:                   syncDefaults(),
 	}
+}
+
+// syncDefaults are the sync server's defaults, switched off.
+func syncDefaults() syncserver.Config {
+	c := syncserver.DefaultConfig()
+	c.BindAddress = "0"
+	return c
 }
 
 // BindFlags ties the options to command-line flags, with the current values
@@ -92,6 +106,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindQuantity(fs, "sidecar-ram-request", corev1.ResourceMemory, false, "memory request of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-cpu-limit", corev1.ResourceCPU, true, "CPU limit of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-ram-limit", corev1.ResourceMemory, true, "memory limit of the sidecar where a source sets none")
+	o.Sync.BindFlags(fs)
 }
 
 func (o *Options) bindQuantity(fs *flag.FlagSet, name string, res corev1.ResourceName, limit bool, usage string) {
@@ -117,6 +132,9 @@ func (o Options) Validate() error {
 	}
 	if err := o.Sidecar.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sidecar flags: %w", err))
+	}
+	if err := o.Sync.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sync server flags: %w", err))
 	}
 	return errors.Join(errs...)
 }
