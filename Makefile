@@ -17,11 +17,19 @@ CONTROLLER_GEN_VERSION := v0.23.0
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kube/go.mod)
 ETCD_VERSION := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/tools/etcd/go.mod)
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+# The real clients of test/realclients: flagd, and the OpenFeature SDK with
+# flagd's provider (a module of its own, so that its pins never touch ours).
+FLAGD_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/open-feature/flagd/flagd" {print $$3}' hack/tools/flagd/go.mod)
+SDKCLIENT_DIR := test/realclients/sdkclient
+OPENFEATURE_SDK_VERSION := $(shell awk '$$1=="github.com/open-feature/go-sdk" {print $$2}' $(SDKCLIENT_DIR)/go.mod)
+FLAGD_PROVIDER_VERSION := $(shell awk '$$1=="github.com/open-feature/go-sdk-contrib/providers/flagd" {print $$2}' $(SDKCLIENT_DIR)/go.mod)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
 KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
+FLAGD_STAMP := $(BIN)/.flagd-$(FLAGD_VERSION)
+SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER_VERSION)
 
 # Tests find the control plane through envtest's variable.
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -82,7 +90,7 @@ test-unit: ## Unit, golden and property tests of the pure packages.
 	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: controlplane ## Ginkgo suites on the real local control plane.
+test-integration: controlplane realclients ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients).
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/... -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: bench
@@ -92,6 +100,25 @@ bench: ## Benchmarks (topology per-event cost against graph size and against a f
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).
 	go test ./topology -run '^$$' -fuzz FuzzIncrementalEqualsRebuild -fuzztime $${FUZZTIME:-60s}
+
+##@ Real clients (built from Go modules into bin/)
+
+.PHONY: realclients
+realclients: $(FLAGD_STAMP) $(SDKCLIENT_STAMP) ## Build flagd and the OpenFeature SDK client that test/realclients runs.
+
+# flagd's own modules are not in the checksum database; go.sum pins them.
+$(FLAGD_STAMP): hack/tools/flagd/go.mod hack/tools/flagd/tools.go
+	@mkdir -p $(BIN)
+	@echo ">> building flagd $(FLAGD_VERSION) (about 2 minutes cold)"
+	cd hack/tools/flagd && GONOSUMDB=github.com/open-feature/flagd go build -trimpath \
+	  -ldflags "-s -w -X main.version=$(FLAGD_VERSION)" -o $(BIN)/flagd github.com/open-feature/flagd/flagd
+	@rm -f $(BIN)/.flagd-* && touch $@
+
+$(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
+	@mkdir -p $(BIN)
+	@echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))"
+	cd $(SDKCLIENT_DIR) && GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
+	@rm -f $(BIN)/.sdkclient-* && touch $@
 
 ##@ Control plane (built from Go modules into bin/)
 

@@ -1,0 +1,142 @@
+package realclients
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// process is a client binary run by a spec: its output is kept (and shown
+// when the spec fails) and it is killed when the spec ends.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+
+	mu    sync.Mutex
+	out   bytes.Buffer
+	lines []string
+}
+
+// binary returns the path of a client that `make realclients` built.
+func binary(name string) string {
+	p := filepath.Join(binDir, name)
+	if _, err := os.Stat(p); err != nil {
+		Fail(fmt.Sprintf("%s missing: run `make realclients` (%v)", p, err))
+	}
+	return p
+}
+
+// startProcess runs a client until the spec ends.
+func startProcess(name string, args ...string) *process {
+	p := &process{name: filepath.Base(name), cmd: exec.Command(name, args...), exited: make(chan struct{})}
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	p.cmd.SysProcAttr = childSysProcAttr()
+	go func() {
+		s := bufio.NewScanner(pr)
+		s.Buffer(make([]byte, 64<<10), 4<<20)
+		for s.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(s.Text() + "\n")
+			p.lines = append(p.lines, s.Text())
+			p.mu.Unlock()
+		}
+	}()
+	// The parent-death signal fires when the thread that forked the child
+	// exits: keep that thread for the child's whole life.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			close(p.exited)
+			return
+		}
+		started <- nil
+		p.err = p.cmd.Wait()
+		_ = pw.Close()
+		close(p.exited)
+	}()
+	Expect(<-started).To(Succeed(), "starting %s", name)
+	DeferCleanup(p.stop)
+	return p
+}
+
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	if CurrentSpecReport().Failed() {
+		AddReportEntry(p.name+" output", p.output())
+	}
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// outputLines returns the lines written so far.
+func (p *process) outputLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// freePorts returns n loopback ports that were free a moment ago.
+func freePorts(n int) []int {
+	var ports []int
+	var listeners []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+	return ports
+}
+
+func contains(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
