@@ -117,6 +117,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SecretName, "webhook-secret", o.SecretName, "name of the self-managed certificate Secret")
 	fs.StringVar(&o.Injection.SyncServer, "sync-server-address", o.Injection.SyncServer, "host:port of flagplane's sync server, which sidecars of flagd-proxy sources sync from")
 	fs.BoolVar(&o.Injection.SyncServerTLS, "sync-server-tls", o.Injection.SyncServerTLS, "sidecars connect to the sync server with TLS")
+	fs.StringVar(&o.Injection.SyncServerCertPath, "sync-server-ca-path", o.Injection.SyncServerCertPath, "CA bundle in the sidecar that signs the sync server's certificate (system roots when empty)")
 	fs.BoolVar(&o.Injection.PassSyncProviderArgs, "sidecar-sync-provider-args", o.Injection.PassSyncProviderArgs, "pass spec.syncProviderArgs as --sync-provider-args (flagd v0.16 has no such flag)")
 	fs.BoolVar(&o.Heal, "heal-uninjected-pods", o.Heal, "roll workloads whose pods were admitted without their flagd injection")
 }

@@ -67,8 +67,17 @@ type InjectionOptions struct {
 	// sync server, which sidecars of flagd-proxy sources sync from. Empty
 	// leaves such sources out, with a warning.
 	SyncServer string
-	// SyncServerTLS makes sidecars connect to SyncServer with TLS.
-	SyncServerTLS bool
+	// SyncServerTLS makes sidecars connect to SyncServer with TLS, trusting
+	// the CA bundle at SyncServerCertPath in the sidecar (the system roots
+	// when empty).
+	SyncServerTLS      bool
+	SyncServerCertPath string
+	// SyncServerHeaders returns the gRPC headers by which the sidecar of a
+	// pod of a namespace proves that namespace to the sync server (the sync
+	// server's namespace token: flagd v0.16 sends only fixed headers written
+	// into its arguments). It must be deterministic, as the rollout
+	// fingerprint hashes its result. nil sends no headers.
+	SyncServerHeaders func(namespace string) (map[string]string, error)
 	// PassSyncProviderArgs passes spec.syncProviderArgs to the sidecar as
 	// --sync-provider-args, as the OpenFeature Operator did. flagd v0.16.0
 	// (the default image) has no such flag and exits on it, so by default
@@ -135,6 +144,30 @@ func (c SettingConflict) String() string {
 	return fmt.Sprintf("%s: %s %s sets %s but %s %s overrides it with %s", c.Setting,
 		c.Loser.Kind, c.Loser.Namespace+"/"+c.Loser.Name, c.LoserValue,
 		c.Winner.Kind, c.Winner.Namespace+"/"+c.Winner.Name, c.WinnerValue)
+}
+
+// InjectionConflictsOfSource lists the settings of a source that another
+// source (or in-process configuration) overrides on some workload it
+// applies to, in workload order, at most limit of them (0: all). The status
+// of a source reports them, so that the losing side of a merge is never
+// silent.
+func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int) []SettingConflict {
+	var out []SettingConflict
+	opts := CurrentInjectionOptions()
+	for _, w := range v.WorkloadsOfSource(source) {
+		if len(v.SourcesOfWorkload(w)) < 2 && len(v.InProcessConfigsOfWorkload(w)) == 0 {
+			continue // nothing to lose against
+		}
+		for _, c := range DesiredInjection(v, w, opts).Conflicts {
+			if c.Loser == source && !slices.ContainsFunc(out, func(o SettingConflict) bool { return o == c }) {
+				out = append(out, c)
+				if limit > 0 && len(out) == limit {
+					return out
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Empty tells whether the injection adds nothing to a pod.

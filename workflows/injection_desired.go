@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -55,6 +56,8 @@ type FlagdSourceConfig struct {
 	ProviderID string `json:"providerID,omitempty"`
 	Selector   string `json:"selector,omitempty"`
 	Interval   uint32 `json:"interval,omitempty"`
+	// Headers are sent with every gRPC request of a grpc source.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // DesiredInjection computes what a pod of workload gets, from the graph and
@@ -262,11 +265,23 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 			}
 			cfg = FlagdSourceConfig{URI: opts.SyncServer, Provider: string(v1beta1.SyncProviderGRPC),
 				Selector: FlagdProxySelectorPrefix + f.Namespace + "/" + f.Name, TLS: opts.SyncServerTLS}
+			if opts.SyncServerTLS {
+				cfg.CertPath = opts.SyncServerCertPath
+			}
+			if opts.SyncServerHeaders != nil {
+				h, err := opts.SyncServerHeaders(m.inj.Workload.Namespace)
+				if err != nil {
+					m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: no sync server credential for namespace %s: %v",
+						keyString(sk), i, e.Source, m.inj.Workload.Namespace, err))
+					return
+				}
+				cfg.Headers = h
+			}
 		}
 	} else {
 		cfg = remoteSourceConfig(provider, e)
 	}
-	if !slices.Contains(m.entries, cfg) {
+	if !slices.ContainsFunc(m.entries, func(x FlagdSourceConfig) bool { return reflect.DeepEqual(x, cfg) }) {
 		m.entries = append(m.entries, cfg)
 	}
 }

@@ -28,6 +28,9 @@ import (
 func goldenInjectionOptions() InjectionOptions {
 	o := DefaultInjectionOptions()
 	o.SyncServer = "flagplane-sync.flagplane-system.svc:8015"
+	o.SyncServerHeaders = func(namespace string) (map[string]string, error) {
+		return map[string]string{"authorization": "Bearer token-of-" + namespace}, nil
+	}
 	return o
 }
 
@@ -261,4 +264,20 @@ func loadView(t *testing.T, name string) *topology.View {
 		t.Fatal(err)
 	}
 	return topo.Snapshot()
+}
+
+func TestInjectionConflictsOfSource(t *testing.T) {
+	g := NewWithT(t)
+	v := loadView(t, "several-sources")
+	lost := func(name string) []string {
+		var out []string
+		for _, c := range InjectionConflictsOfSource(v, topology.SourceKey("shop", name), 0) {
+			out = append(out, c.Setting)
+		}
+		return out
+	}
+	g.Expect(lost("z-annotated")).To(ConsistOf("port", "envVars[LOG_LEVEL]", "contextValues[region]", "resources.requests[memory]"))
+	g.Expect(lost("a-flags")).To(BeEmpty())
+	g.Expect(lost("b-flags")).To(BeEmpty())
+	g.Expect(InjectionConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2)).To(HaveLen(2))
 }
