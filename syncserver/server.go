@@ -102,6 +102,8 @@ type Server struct {
 	log  logr.Logger
 	tls  *certReloader
 	addr atomic.Pointer[net.Addr]
+	// stopping is closed when Serve begins to stop: streams end at once.
+	stopping chan struct{}
 }
 
 var _ syncv1grpc.FlagSyncServiceServer = (*Server)(nil)
@@ -122,7 +124,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.KeepaliveTime = orDefault(opts.KeepaliveTime, DefaultKeepaliveTime)
 	opts.KeepaliveTimeout = orDefault(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	opts.MaxStreamsPerConnection = orDefault(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
-	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
+	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver"), stopping: make(chan struct{})}
 	if opts.TLSCertFile != "" {
 		s.tls = &certReloader{certFile: opts.TLSCertFile, keyFile: opts.TLSKeyFile}
 		if _, err := s.tls.load(); err != nil {
@@ -190,8 +192,10 @@ func (s *Server) Start(ctx context.Context) error {
 	return s.Serve(ctx, lis)
 }
 
-// Serve serves on lis until ctx ends, then stops gracefully (open streams
-// are ended; clients reconnect, to another replica if there is one).
+// Serve serves on lis until ctx ends, then stops: open streams end at once
+// with Unavailable, so that their clients reconnect (to another replica, if
+// there is one), and unary calls in flight get a moment to finish. A server
+// serves once.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	srv := grpc.NewServer(s.serverOptions()...)
 	syncv1grpc.RegisterFlagSyncServiceServer(srv, s)
@@ -212,7 +216,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	case <-ctx.Done():
 	}
 	// Streams never end by themselves: GracefulStop alone would wait for
-	// every subscriber to leave. Give unary calls a moment, then cut.
+	// every subscriber to leave. End them, give unary calls a moment, then cut.
+	close(s.stopping)
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
@@ -352,6 +357,8 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 		case <-ctx.Done():
 			log.V(1).Info("subscriber left")
 			return nil
+		case <-s.stopping:
+			return status.Error(codes.Unavailable, "flagplane is shutting down; reconnect")
 		case <-sub.wake:
 		}
 		u := sub.latest.Load()

@@ -3,6 +3,7 @@ package syncserver
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -258,4 +259,30 @@ func TestMaxMessageSize(t *testing.T) {
 	c := h.client(t, "shop-token")
 	g.Expect(subscribe(t, c, "core.openfeature.dev/shop/small").next(t)).To(ContainSubstring("new-checkout"))
 	g.Expect(subscribe(t, c, checkoutSelector).ended(t)).To(Equal(codes.ResourceExhausted))
+}
+
+// Stopping ends open streams at once with Unavailable, so that clients
+// reconnect elsewhere, instead of waiting for them to leave.
+func TestStopEndsStreams(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	srv, err := New(w.topo, Options{Authenticator: staticAuth{"shop-token": {Namespace: "shop"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	w.listener = srv.FlagSetsChanged
+	ff := w.flagSet("shop", "checkout", "off")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	h := &harness{world: w, srv: srv, addr: lis.Addr().String()}
+
+	sub := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
+	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	stopped := time.Now()
+	cancel()
+	g.Expect(sub.ended(t)).To(Equal(codes.Unavailable))
+	g.Eventually(done, 5*time.Second).Should(Receive(BeNil()))
+	g.Expect(time.Since(stopped)).To(BeNumerically("<", 2*time.Second))
+	g.Expect(srv.Subscribers()).To(BeZero())
 }
