@@ -37,6 +37,8 @@ export KUBEBUILDER_ASSETS := $(BIN)
 GINKGO_FLAGS ?=
 TEST_TIMEOUT ?= 30m
 BENCH_TIME ?= 1x
+# Each fan-out run makes 10 edits one at a time and a burst of 10 per size.
+FANOUT_BENCH_TIME ?= 1x
 
 ##@ General
 
@@ -94,8 +96,9 @@ test-integration: controlplane realclients ## Ginkgo suites on the real local co
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/... -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: bench
-bench: ## Benchmarks (topology per-event cost against graph size and against a full rebuild).
+bench: ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers).
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
+	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).

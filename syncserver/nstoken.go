@@ -70,6 +70,20 @@ func (n *NamespaceTokens) Issue(namespace string) (string, error) {
 	return namespaceTokenPrefix + enc.EncodeToString([]byte(namespace)) + "." + enc.EncodeToString(mac(n.Keys[0], namespace)), nil
 }
 
+// HeadersFor returns the gRPC headers by which an injected sidecar of a pod
+// of namespace proves it: its namespace token, as SidecarHeaders sends it.
+// The result is deterministic (the webhook's rollout fingerprint hashes it),
+// so changing the signing key rolls out every workload that syncs from the
+// server; add a new key second (verifying only), then move it first, and
+// drop the old one once the rollouts are done.
+func (n *NamespaceTokens) HeadersFor(namespace string) (map[string]string, error) {
+	token, err := n.Issue(namespace)
+	if err != nil {
+		return nil, err
+	}
+	return SidecarHeaders(token), nil
+}
+
 // Authenticate implements Authenticator. Tokens without the namespace-token
 // prefix are declined with Unauthenticated, for the next authenticator.
 func (n *NamespaceTokens) Authenticate(_ context.Context, token string) (Identity, error) {

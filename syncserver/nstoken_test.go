@@ -84,3 +84,16 @@ func FuzzNamespaceTokensAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+func TestHeadersFor(t *testing.T) {
+	g := NewWithT(t)
+	n := &NamespaceTokens{Keys: [][]byte{key(4)}}
+	h, err := n.HeadersFor("shop")
+	g.Expect(err).NotTo(HaveOccurred())
+	tok, _ := n.Issue("shop")
+	g.Expect(h).To(Equal(map[string]string{"authorization": "Bearer " + tok}))
+	again, _ := n.HeadersFor("shop")
+	g.Expect(again).To(Equal(h), "deterministic")
+	_, err = n.HeadersFor("Not A Namespace")
+	g.Expect(err).To(HaveOccurred())
+}
