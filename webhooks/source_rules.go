@@ -141,8 +141,13 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource) (field.ErrorList, []stri
 		}
 	}
 	for i, r := range spec.TargetRefs {
+		p := specPath.Child("targetRefs").Index(i).Child("name")
+		if strings.Contains(r.Name, "/") {
+			errs = append(errs, field.Invalid(p, r.Name, "a source targets workloads of its own namespace: a name, without a namespace"))
+			continue
+		}
 		for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
-			errs = append(errs, field.Invalid(specPath.Child("targetRefs").Index(i).Child("name"), r.Name, msg))
+			errs = append(errs, field.Invalid(p, r.Name, msg))
 		}
 	}
 	if sc, ok := src.Annotations[workflows.AnnotationSidecarSecurityContext]; ok {

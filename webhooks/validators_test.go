@@ -138,6 +138,9 @@ func TestValidateSourceSpec(t *testing.T) {
 		{"targetRef to an invalid name", sourceWith(func(s *v1beta1.FeatureFlagSource) {
 			s.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "Web"}}
 		}), `spec.targetRefs[0].name: Invalid value: "Web"`, nil},
+		{"targetRef to a workload of another namespace", sourceWith(func(s *v1beta1.FeatureFlagSource) {
+			s.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "other/web"}}
+		}), `spec.targetRefs[0].name: Invalid value: "other/web": a source targets workloads of its own namespace: a name, without a namespace`, nil},
 		{"securityContext annotation that is not one", sourceWith(func(s *v1beta1.FeatureFlagSource) {
 			s.Annotations = map[string]string{workflows.AnnotationSidecarSecurityContext: `{"runAsRoot": true}`}
 		}), `metadata.annotations[flagplane.core.openfeature.dev/sidecar-security-context]: Invalid value: "{\"runAsRoot\": true}": annotation flagplane.core.openfeature.dev/sidecar-security-context must be a JSON securityContext: json: unknown field "runAsRoot"`, nil},

@@ -45,6 +45,8 @@ var _ = Describe("Validation", func() {
 			`spec.managementPort: Invalid value: 9000: the same port as spec.port`),
 		Entry("a reference with three parts", "featureflagsource-reference.yaml",
 			`spec.sources[0].source: Invalid value: "shop/flags/checkout": provider kubernetes takes a FeatureFlag as name or namespace/name`),
+		Entry("a target in another namespace", "featureflagsource-targetref-namespace.yaml",
+			`spec.targetRefs[0].name: Invalid value: "other/web": a source targets workloads of its own namespace: a name, without a namespace`),
 		Entry("a securityContext annotation that is not one", "featureflagsource-security-context.yaml",
 			`annotation flagplane.core.openfeature.dev/sidecar-security-context must be a JSON securityContext: json: unknown field "runAsRoot"`),
 	)
