@@ -39,6 +39,13 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 // way `kubectl rollout restart` does, with a Warning Event on it, so that
 // no pod silently runs without flags.
 //
+// This includes the pods a workload had before a source came to target it:
+// a new standing order takes effect on running pods, the way editing the
+// pod template's annotations rolls them, rather than leave them without
+// flags until their next restart. A workload whose pods have an older
+// injection (the fingerprint differs) is not the Healer's: that is
+// rolloutOnChange's (workflows.RolloutReconciler).
+//
 // A pod counts when it is not terminating, was created after the
 // workload's last restart (older pods are being replaced already), and
 // lacks AnnotationInjection (or has AnnotationIncomplete while the
