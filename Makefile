@@ -55,9 +55,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=flagplane-manager paths=./controllers/... paths=./workflows/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=flagplane-manager paths=./... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated code or manifests differ from what is committed.

@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/metrics"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/webhooks"
 )
 
 // The manager's own namespace: the leader election Lease, and the Events
@@ -43,6 +44,8 @@ type Manager struct {
 	// Metrics records flagplane's metrics; the sync server reports its
 	// subscribers to it.
 	Metrics *metrics.Recorder
+	// Admission is what the admission webhooks added; nil when they are off.
+	Admission *webhooks.Admission
 	// Sync is the built-in flagd sync server; nil when it is off. The
 	// admission webhook issues sidecar credentials with Sync.NamespaceTokens().
 	Sync *syncserver.Server
@@ -128,9 +131,23 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	}
 	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
 
-	// Admission webhooks register here, on m.GetWebhookServer(), reading
-	// o.Sidecar: the manager binary, the demo and the install suite all get
-	// them from this one place.
+	// Admission (the Pod injector and the validators) on every replica: a
+	// standby serves it too, from its own graph.
+	if o.Webhooks {
+		wo := o.Admission
+		wo.Injection.Sidecar = o.Sidecar
+		// Sidecars of flagd-proxy sources prove their namespace to the sync
+		// server with a token the webhook writes into their arguments.
+		if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {
+			if tokens := m.Sync.NamespaceTokens(); tokens != nil {
+				wo.Injection.SyncServerHeaders = tokens.HeadersFor
+			}
+		}
+		if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
+			m.unregister()
+			return nil, fmt.Errorf("setting up admission: %w", err)
+		}
+	}
 
 	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		m.unregister()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flagplane/flagplane/syncserver"
+	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -53,6 +54,12 @@ type Options struct {
 	// admission webhook reads.
 	Sidecar workflows.SidecarOptions
 
+	// Webhooks serves admission: the Pod injector and the FeatureFlag and
+	// FeatureFlagSource validators, configured by Admission (whose sidecar
+	// is Sidecar).
+	Webhooks  bool
+	Admission webhooks.Options
+
 	// Sync configures the built-in flagd sync server (--sync-* flags). It is
 	// off unless --sync-bind-address is set: serving it takes a Service, and
 	// with namespace tokens a key Secret, that the install manifests provide.
@@ -74,6 +81,8 @@ func DefaultOptions() Options {
 		Workers:                2,
 		WebhookPort:            9443,
 		Sidecar:                workflows.DefaultSidecarOptions(),
+		Webhooks:               true,
+		Admission:              webhooks.DefaultOptions(),
 		Sync:                   syncDefaults(),
 	}
 }
@@ -106,6 +115,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindQuantity(fs, "sidecar-ram-request", corev1.ResourceMemory, false, "memory request of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-cpu-limit", corev1.ResourceCPU, true, "CPU limit of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-ram-limit", corev1.ResourceMemory, true, "memory limit of the sidecar where a source sets none")
+	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "serve the admission webhooks (Pod injection, FeatureFlag and FeatureFlagSource validation)")
+	o.Admission.BindFlags(fs)
 	o.Sync.BindFlags(fs)
 }
 
@@ -132,6 +143,13 @@ func (o Options) Validate() error {
 	}
 	if err := o.Sidecar.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sidecar flags: %w", err))
+	}
+	if o.Webhooks {
+		wo := o.Admission
+		wo.Injection.Sidecar = workflows.DefaultSidecarOptions() // o.Sidecar is checked above
+		if err := wo.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("webhook flags: %w", err))
+		}
 	}
 	if err := o.Sync.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sync server flags: %w", err))
