@@ -3,7 +3,6 @@ package install
 import (
 	"path/filepath"
 	"strings"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,26 +11,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var installDefaultOnce sync.Once
+// The suite is one ordered sequence, as a platform team would go: install
+// config/default and look at it (this file), run the manager with that RBAC
+// (manager_test.go), then install config/namespaced for a team
+// (namespaced_test.go). ContinueOnFailure: a failed row of the RBAC matrix
+// does not hide the others.
+var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
+	Describe("config/default", Ordered, describeDefault)
+	Describe("the manager with the RBAC of config/default", Ordered, describeManager)
+	Describe("config/namespaced", Ordered, describeNamespaced)
+})
 
-// installDefault applies config/default, once per suite, as a platform team
-// would. --force-conflicts: envtest created the CRDs already, with another
-// field manager.
-func installDefault() {
-	GinkgoHelper()
-	installDefaultOnce.Do(func() {
-		kubectl("apply", "--server-side", "--force-conflicts", "-k", filepath.Join(rootDir, "config", "default"))
-	})
-}
-
-// config/default is applied once, as a platform team would, and its specs
-// look at the result. Specs that run the manager live in manager_test.go.
-var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
+// describeDefault applies config/default, as a platform team would, and
+// looks at the result. --force-conflicts: envtest created the CRDs already,
+// with another field manager.
+func describeDefault() {
 	manager := serviceAccount(systemNS, managerSA)
 
-	BeforeAll(installDefault)
+	BeforeAll(func() {
+		kubectl("apply", "--server-side", "--force-conflicts", "-k", filepath.Join(rootDir, "config", "default"))
+	})
 
-	It("creates the namespace, CRDs, ServiceAccount, RBAC, manager Deployment, metrics Service and disruption budget", func() {
+	It("creates the namespace, CRDs, ServiceAccount, RBAC, manager Deployment, Services, webhook configurations and disruption budget", func() {
 		for _, obj := range []string{
 			"namespace/flagplane-system",
 			"customresourcedefinition.apiextensions.k8s.io/featureflags.core.openfeature.dev",
@@ -41,6 +42,8 @@ var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-viewer",
+			"mutatingwebhookconfiguration.admissionregistration.k8s.io/flagplane-injector",
+			"validatingwebhookconfiguration.admissionregistration.k8s.io/flagplane-validator",
 		} {
 			Expect(kubectl("get", obj, "-o", "name")).To(Equal(obj+"\n"), obj)
 		}
@@ -50,6 +53,7 @@ var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
 			"rolebinding.rbac.authorization.k8s.io/flagplane-manager-own-namespace",
 			"deployment.apps/flagplane-manager",
 			"service/flagplane-metrics",
+			"service/flagplane-webhook",
 			"poddisruptionbudget.policy/flagplane-manager",
 		} {
 			Expect(kubectl("get", obj, "-n", systemNS, "-o", "name")).To(Equal(obj+"\n"), obj)
@@ -117,7 +121,23 @@ var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
 		Entry("may not list Secrets in kube-system", false, "list", "secrets", "-n", "kube-system"),
 		Entry("may not list Secrets cluster-wide", false, "list", "secrets", "-A"),
 		Entry("may not watch Secrets cluster-wide", false, "watch", "secrets", "-A"),
-		// Pods: admission receives the Pod in the request; nothing more is needed
+		// ... and in its own, only its webhook certificate
+		Entry("may get its webhook certificate Secret", true, "get", "secrets/flagplane-webhook-cert", "-n", systemNS),
+		Entry("may update its webhook certificate Secret", true, "update", "secrets/flagplane-webhook-cert", "-n", systemNS),
+		Entry("may create Secrets in its namespace (the first certificate)", true, "create", "secrets", "-n", systemNS),
+		Entry("may not get other Secrets of its namespace", false, "get", "secrets/something-else", "-n", systemNS),
+		Entry("may not list the Secrets of its namespace", false, "list", "secrets", "-n", systemNS),
+		Entry("may not create Secrets elsewhere", false, "create", "secrets", "-n", "default"),
+		// webhook configurations: the caBundle of its own two
+		Entry("may patch its MutatingWebhookConfiguration", true, "patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/flagplane-injector"),
+		Entry("may patch its ValidatingWebhookConfiguration", true, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/flagplane-validator"),
+		Entry("may not patch other MutatingWebhookConfigurations", false, "patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/someone-else"),
+		Entry("may not create webhook configurations", false, "create", "validatingwebhookconfigurations.admissionregistration.k8s.io"),
+		Entry("may not delete its webhook configurations", false, "delete", "mutatingwebhookconfigurations.admissionregistration.k8s.io/flagplane-injector"),
+		// Pods: admission receives the Pod in the request; the healer watches
+		// Pods to notice one admitted without its sidecar, and rolls its
+		// workload (patch above) rather than touching the Pod
+		Entry("may watch Pods (healer)", true, "watch", "pods", "-A"),
 		Entry("may not create Pods", false, "create", "pods", "-n", "default"),
 		Entry("may not update Pods", false, "update", "pods", "-n", "default"),
 		Entry("may not patch Pods", false, "patch", "pods", "-n", "default"),
@@ -134,6 +154,8 @@ var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
 		Entry("may not bind ClusterRoles", false, "bind", "clusterroles.rbac.authorization.k8s.io"),
 		Entry("may not mint ServiceAccount tokens", false, "create", "serviceaccounts", "--subresource=token", "-n", "default"),
 		Entry("may not impersonate users", false, "impersonate", "users"),
+		Entry("may create TokenReviews (the sync server authenticates sidecars)", true, "create", "tokenreviews.authentication.k8s.io"),
+		Entry("may not create SubjectAccessReviews", false, "create", "subjectaccessreviews.authorization.k8s.io"),
 		// Events
 		Entry("may create Events (events.k8s.io) on what it reconciles", true, "create", "events.events.k8s.io", "-n", "default"),
 		Entry("may create core Events in its namespace (leader election)", true, "create", "events", "-n", systemNS),
@@ -166,4 +188,4 @@ var _ = Describe("config/default", Ordered, ContinueOnFailure, func() {
 		Expect(canI("alice", "update", "featureflags.core.openfeature.dev", "--subresource=status", "-n", ns)).To(BeFalse(),
 			"status is flagplane's to write")
 	})
-})
+}

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,11 +31,12 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
-// The manager, run in the test process but with exactly the RBAC that
-// config/default gives its ServiceAccount (it impersonates it), does its whole
-// job: a missing permission shows up here as a manager that never gets ready,
-// a ConfigMap that never appears or a status that is never written.
-var _ = Describe("the manager with the RBAC of config/default", Ordered, func() {
+// describeManager runs the manager in the test process but with exactly
+// the RBAC that config/default gives its ServiceAccount (it impersonates it),
+// admission included: a missing permission shows up here as a manager that
+// never gets ready, a ConfigMap that never appears, a status never written or
+// a Pod without its sidecar.
+func describeManager() {
 	var (
 		mgr       *runningManager
 		metricsIP string
@@ -42,14 +45,32 @@ var _ = Describe("the manager with the RBAC of config/default", Ordered, func() 
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		installDefault()
 		metricsIP, ipErr = externalIP()
 		if ipErr != nil {
 			metricsIP = "127.0.0.1"
 		}
+		// The Pods of the manager Deployment never run here (no kubelet), and
+		// the API server reaches a webhook Service through its ClusterIP,
+		// which nothing routes: the installed webhook configurations are
+		// pointed at this process by URL instead. Everything else about
+		// them, the caBundle the manager injects included, is as installed.
+		webhookAddr := freeAddress("127.0.0.1")
+		repointWebhooks(ctx, "https://"+webhookAddr)
+		DeferCleanup(func() {
+			// A later section installs no webhook: these must not outlive this one.
+			kubectl("delete", "mutatingwebhookconfiguration", "flagplane-injector")
+			kubectl("delete", "validatingwebhookconfiguration", "flagplane-validator")
+		})
+		host, port, err := net.SplitHostPort(webhookAddr)
+		Expect(err).NotTo(HaveOccurred())
 		opts := app.DefaultOptions()
 		opts.LeaderElection = true
 		opts.LeaderElectionNamespace = systemNS
+		opts.WebhookHost = host
+		opts.WebhookPort, err = strconv.Atoi(port)
+		Expect(err).NotTo(HaveOccurred())
+		opts.Admission.Namespace = systemNS
+		opts.Admission.ExtraDNSNames = []string{host}
 		mgr = startManager(impersonating(systemNS, managerSA), metricsIP, opts)
 		shop = newNamespace(ctx, "shop")
 	})
@@ -63,8 +84,38 @@ var _ = Describe("the manager with the RBAC of config/default", Ordered, func() 
 		Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(BeEmpty())
 	})
 
-	It("reconciles the samples: the ConfigMap, and status on the flag set and the source", func(ctx SpecContext) {
-		kubectl("apply", "-k", filepath.Join(rootDir, "config", "samples"), "-n", shop)
+	It("keeps its webhook certificate and injects the caBundle, so that the API server calls its validators", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-webhook-cert"}, secret)).To(Succeed())
+			g.Expect(secret.Data).To(HaveKey("tls.crt"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-validator"}, v)).To(Succeed())
+			for _, w := range v.Webhooks {
+				g.Expect(w.ClientConfig.CABundle).NotTo(BeEmpty(), w.Name)
+			}
+		}).Should(Succeed())
+		// An invalid flag set is refused by the validator, with its reason.
+		bad := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "bad"}}
+		bad.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
+			"f": {State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "maybe"},
+		}
+		Eventually(func() error { return k8s.Create(ctx, bad, client.DryRunAll) }).Should(
+			MatchError(And(ContainSubstring("admission webhook"), ContainSubstring("maybe"))))
+	})
+
+	It("reconciles the samples: the ConfigMap, status on the flag set and the source, and flagd injected into the Pods", func(ctx SpecContext) {
+		samples := filepath.Join(rootDir, "config", "samples")
+		// The source first, so that the first Pod is admitted with it in the graph.
+		kubectl("apply", "-n", shop, "-f", filepath.Join(samples, "featureflag.yaml"), "-f", filepath.Join(samples, "featureflagsource.yaml"))
+		Eventually(func() bool {
+			_, ok := mgr.Controller.Topology().Snapshot().Source(topology.SourceKey(shop, "shop"))
+			return ok
+		}).Should(BeTrue())
+		kubectl("apply", "-n", shop, "-f", filepath.Join(samples, "deployment.yaml"))
+
 		flags := topology.FlagSetKey(shop, "shop-flags")
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
@@ -80,6 +131,19 @@ var _ = Describe("the manager with the RBAC of config/default", Ordered, func() 
 			ff := &v1beta1.FeatureFlag{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "shop-flags"}, ff)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(ff.Status.Conditions, v1beta1.ConditionAccepted)).To(BeTrue(), "%+v", ff.Status.Conditions)
+		}).Should(Succeed())
+		// The ReplicaSet controller's Pod went through the installed
+		// MutatingWebhookConfiguration: flagd as a native sidecar, with the
+		// manager's default sidecar image.
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels{"app": "shop-web"})).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+			g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(And(
+				HaveField("Name", workflows.SidecarName),
+				HaveField("Image", app.DefaultOptions().Sidecar.ImageReference()),
+				HaveField("RestartPolicy", HaveValue(Equal(corev1.ContainerRestartPolicyAlways))),
+			)))
 		}).Should(Succeed())
 	})
 
@@ -206,13 +270,38 @@ var _ = Describe("the manager with the RBAC of config/default", Ordered, func() 
 		opts.LeaderElection = true
 		opts.LeaderElectionNamespace = systemNS
 		opts.Registry = prometheus.NewRegistry() // the leader's metrics own the process-wide registry
+		opts.WebhookHost, opts.Admission.ExtraDNSNames = "127.0.0.1", []string{"127.0.0.1"}
+		opts.WebhookPort = freePort()
 		standby := startManager(impersonating(systemNS, managerSA), "127.0.0.1", opts)
 		Eventually(httpStatus("http://" + standby.probeAddr + "/readyz")).Should(Equal(http.StatusOK))
 		Expect(standby.Controller.Ready()).To(BeFalse(), "only the leader runs the first reconciliation pass")
 		Consistently(standby.Elected(), "2s").ShouldNot(BeClosed())
 		Expect(standby.Controller.Topology().Snapshot().Counts()[topology.KindFlagSet]).To(BeNumerically(">", 0))
 	})
-})
+}
+
+// repointWebhooks points every webhook of the installed configurations at
+// base (https://host:port) by URL, keeping each one's path.
+func repointWebhooks(ctx context.Context, base string) {
+	GinkgoHelper()
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-injector"}, m)).To(Succeed())
+	for i := range m.Webhooks {
+		m.Webhooks[i].ClientConfig = urlOf(base, m.Webhooks[i].ClientConfig)
+	}
+	Expect(k8s.Update(ctx, m)).To(Succeed())
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-validator"}, v)).To(Succeed())
+	for i := range v.Webhooks {
+		v.Webhooks[i].ClientConfig = urlOf(base, v.Webhooks[i].ClientConfig)
+	}
+	Expect(k8s.Update(ctx, v)).To(Succeed())
+}
+
+func urlOf(base string, c admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
+	Expect(c.Service).NotTo(BeNil(), "config/webhook reaches the manager through its Service")
+	return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + ptr.Deref(c.Service.Path, "/"))}
+}
 
 // httpStatus GETs url and returns the status code (0 when it cannot connect).
 func httpStatus(url string) func() int {

@@ -21,7 +21,7 @@ import (
 // config/namespaced: the standalone model, one manager per team with
 // namespaced Roles only. The team's namespace exists before; the CRDs were
 // installed by a cluster administrator (envtest did it here).
-var _ = Describe("config/namespaced", Ordered, func() {
+func describeNamespaced() {
 	manager := serviceAccount(teamNS, managerSA)
 
 	BeforeAll(func(ctx SpecContext) {
@@ -49,7 +49,7 @@ var _ = Describe("config/namespaced", Ordered, func() {
 	It("runs the manager scoped to its own namespace", func(ctx SpecContext) {
 		d := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "flagplane-manager"}, d)).To(Succeed())
-		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--namespaces=$(POD_NAMESPACE)"))
+		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--namespaces=$(POD_NAMESPACE)", "--webhooks=false"))
 		Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(
 			HaveField("Name", "POD_NAMESPACE"), HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))
 	})
@@ -81,6 +81,7 @@ var _ = Describe("config/namespaced", Ordered, func() {
 		opts.LeaderElectionNamespace = teamNS
 		opts.LeaderElectionID = "flagplane-" + teamNS
 		opts.Registry = newRegistry()
+		opts.Webhooks = false // as the overlay runs it
 		m := startManager(impersonating(teamNS, managerSA), "127.0.0.1", opts)
 		Eventually(httpStatus("http://" + m.probeAddr + "/readyz")).Should(Equal(http.StatusOK))
 		Eventually(m.Elected()).Should(BeClosed())
@@ -105,4 +106,4 @@ var _ = Describe("config/namespaced", Ordered, func() {
 		Expect(s.Status.Conditions).To(BeEmpty(), "nor is its status")
 		Expect(m.Controller.Topology().Snapshot().Sources()).To(ConsistOf(topology.SourceKey(teamNS, "shop")))
 	})
-})
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,6 @@ func startManager(cfg *rest.Config, metricsHost string, opts app.Options) *runni
 	GinkgoHelper()
 	opts.MetricsBindAddress = freeAddress(metricsHost)
 	opts.HealthProbeBindAddress = freeAddress("127.0.0.1")
-	opts.WebhookPort = 9443
 	ctx, cancel := context.WithCancel(context.Background())
 	m, err := app.New(ctx, cfg, opts)
 	if err != nil {
@@ -166,6 +166,16 @@ func freeAddress(host string) string {
 	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// freePort returns a loopback port free at the time of the call.
+func freePort() int {
+	GinkgoHelper()
+	_, port, err := net.SplitHostPort(freeAddress("127.0.0.1"))
+	Expect(err).NotTo(HaveOccurred())
+	n, err := strconv.Atoi(port)
+	Expect(err).NotTo(HaveOccurred())
+	return n
 }
 
 // externalIP is an IPv4 address of this machine that is not loopback: the
