@@ -105,10 +105,10 @@ func TestObserverAndNamespaceTokens(t *testing.T) {
 
 	c := h.client(t, tok)
 	sub := subscribe(t, c, checkoutSelector)
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
 	g.Expect(obs.count(checkoutSelector)()).To(Equal(1))
 	other := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
-	g.Expect(other.next(t)).To(Equal(render(t, ff)))
+	g.Expect(other.next(t)).To(Equal(rendered(t, ff)))
 	g.Expect(obs.count(checkoutSelector)()).To(Equal(2))
 	sub.cancel()
 	g.Eventually(obs.count(checkoutSelector)).Should(Equal(1))

@@ -1,6 +1,7 @@
 package syncserver
 
 import (
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -20,12 +21,28 @@ func served(v *topology.View, flagSet topology.Key) (content string, exists, ok 
 	if !found {
 		return EmptyFlagSet, false, true
 	}
+	content, ok = render(ff)
+	return content, true, ok
+}
+
+// render renders and validates a FeatureFlag.
+func render(ff *v1beta1.FeatureFlag) (string, bool) {
 	if err := workflows.ValidateFlagSet(ff); err != nil {
-		return "", true, false
+		return "", false
 	}
 	content, err := workflows.RenderFlagSet(ff)
 	if err != nil {
-		return "", true, false
+		return "", false
 	}
-	return content, true, true
+	return content, true
+}
+
+// rendering remembers the rendering of one FeatureFlag object. Objects from
+// the informer cache are never modified, so the same object renders the
+// same: rounds that only serve newcomers (thousands of subscribers
+// reconnecting after a restart) validate a flag set once, not once each.
+type rendering struct {
+	ff      *v1beta1.FeatureFlag
+	content string
+	valid   bool
 }

@@ -75,7 +75,7 @@ func (w *world) grant(ns, name string, from, to []string) {
 
 func (w *world) deleteGrant(ns, name string) { w.apply(w.topo.DeleteGrant(ns, name), nil) }
 
-func render(t testing.TB, ff *v1beta1.FeatureFlag) string {
+func rendered(t testing.TB, ff *v1beta1.FeatureFlag) string {
 	t.Helper()
 	s, err := workflows.RenderFlagSet(ff)
 	if err != nil {

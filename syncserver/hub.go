@@ -71,7 +71,11 @@ type hub struct {
 	joined  []*subscriber             // subscribers waiting for their first state
 	kick    chan struct{}             // capacity 1
 
+	// renderings is used by the publishing goroutine only.
+	renderings map[topology.Key]rendering
+
 	version     atomic.Uint64
+	renders     atomic.Uint64
 	subscribers atomic.Int64
 	sent        atomic.Uint64
 	publishes   atomic.Uint64
@@ -84,6 +88,8 @@ func newHub(topo Snapshotter) *hub {
 		states:  map[topology.Key]*flagSetState{},
 		pending: map[topology.Key]struct{}{},
 		kick:    make(chan struct{}, 1),
+
+		renderings: map[topology.Key]rendering{},
 	}
 }
 
@@ -188,7 +194,7 @@ func (h *hub) round() {
 // of its subscribers when subs is nil. Content and entitlement are computed
 // once for all of them.
 func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber) {
-	content, exists, valid := served(v, flagSet)
+	content, exists, valid := h.served(v, flagSet)
 	var allowed map[string]struct{}
 	if exists {
 		allowed = entitledNamespaces(v, flagSet)
@@ -199,6 +205,7 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	defer h.mu.Unlock()
 	all := h.subs[flagSet]
 	if len(all) == 0 {
+		delete(h.renderings, flagSet)
 		return // everyone left meanwhile
 	}
 	st := h.states[flagSet]
@@ -238,6 +245,23 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	}
 }
 
+// served is the package's served, remembering the rendering of each
+// FeatureFlag object.
+func (h *hub) served(v *topology.View, flagSet topology.Key) (content string, exists, valid bool) {
+	ff, found := v.FlagSet(flagSet)
+	if !found {
+		delete(h.renderings, flagSet)
+		return EmptyFlagSet, false, true
+	}
+	if r, ok := h.renderings[flagSet]; ok && r.ff == ff {
+		return r.content, true, r.valid
+	}
+	h.renders.Add(1)
+	content, valid = render(ff)
+	h.renderings[flagSet] = rendering{ff: ff, content: content, valid: valid}
+	return content, true, valid
+}
+
 // lastValid is the newest valid content served for a flag set, if any
 // subscriber made the hub keep it.
 func (h *hub) lastValid(flagSet topology.Key) (string, bool) {
@@ -260,6 +284,10 @@ type Stats struct {
 	// Publishes is the number of times a flag set's state was computed and
 	// offered to its subscribers.
 	Publishes uint64
+	// Renders is the number of times a flag set was rendered and validated
+	// for its subscribers: once per FeatureFlag object, however many
+	// subscribers and rounds.
+	Renders uint64
 }
 
 func (h *hub) stats() Stats {
@@ -271,5 +299,6 @@ func (h *hub) stats() Stats {
 		FlagSets:    flagSets,
 		Sent:        h.sent.Load(),
 		Publishes:   h.publishes.Load(),
+		Renders:     h.renders.Load(),
 	}
 }

@@ -47,3 +47,24 @@ func TestHubBookkeeping(t *testing.T) {
 	g.Expect(h.pending).To(BeEmpty())
 	h.round() // nothing left to do, and nothing to crash on
 }
+
+// Newcomers joining round after round get the rendering of the same object;
+// only a new object (an edit) is rendered again.
+func TestHubRendersEachObjectOnce(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	h := newHub(w.topo)
+	checkout := topology.FlagSetKey("shop", "checkout")
+	ff := w.flagSet("shop", "checkout", "off")
+	for range 50 {
+		h.join(checkout, "shop")
+		h.round()
+	}
+	g.Expect(h.stats().Renders).To(BeEquivalentTo(1))
+	g.Expect(h.stats().Publishes).To(BeEquivalentTo(50))
+
+	w.setFlagSet(withDefault(ff, "on"))
+	h.changed([]topology.Key{checkout})
+	h.round()
+	g.Expect(h.stats().Renders).To(BeEquivalentTo(2))
+}

@@ -27,11 +27,11 @@ func TestSyncFlagsServesThenPushesEdits(t *testing.T) {
 	h.flagSet("shop", "pricing", "off")
 	sub := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
 
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)), "the first message is the ConfigMap content")
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)), "the first message is the ConfigMap content")
 
 	edited := withDefault(ff, "on")
 	h.setFlagSet(edited)
-	g.Expect(sub.next(t)).To(Equal(render(t, edited)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, edited)))
 
 	// An edit of another flag set, and one that changes nothing served,
 	// send nothing.
@@ -49,11 +49,11 @@ func TestSyncFlagsSelectorFromHeaderOrBody(t *testing.T) {
 	c := h.client(t, "shop-token")
 
 	body := subscribeWith(t, c, context.Background(), &syncv1.SyncFlagsRequest{Selector: checkoutSelector}, true)
-	g.Expect(body.next(t)).To(Equal(render(t, checkout)))
+	g.Expect(body.next(t)).To(Equal(rendered(t, checkout)))
 
 	header := subscribeWith(t, c, withHeader(context.Background(), "core.openfeature.dev/shop/pricing"),
 		&syncv1.SyncFlagsRequest{Selector: checkoutSelector}, true)
-	g.Expect(header.next(t)).To(Equal(render(t, pricing)), "the header wins over the body")
+	g.Expect(header.next(t)).To(Equal(rendered(t, pricing)), "the header wins over the body")
 }
 
 func TestRefusals(t *testing.T) {
@@ -99,7 +99,7 @@ func TestSubscribersOfOtherNamespacesNeedAGrantedReference(t *testing.T) {
 
 	h.grant("shop", "to-team-a", []string{"team-a"}, nil)
 	sub := subscribe(t, c, checkoutSelector)
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
 
 	h.deleteGrant("shop", "to-team-a")
 	g.Expect(sub.ended(t)).To(Equal(codes.PermissionDenied), "losing the grant ends the stream")
@@ -111,21 +111,21 @@ func TestInvalidEditsKeepTheLastValidContent(t *testing.T) {
 	ff := h.flagSet("shop", "checkout", "off")
 	c := h.client(t, "shop-token")
 	first := subscribe(t, c, checkoutSelector)
-	g.Expect(first.next(t)).To(Equal(render(t, ff)))
+	g.Expect(first.next(t)).To(Equal(rendered(t, ff)))
 
 	h.setFlagSet(withDefault(ff, "purple"))
 	first.quiet(t, 300*time.Millisecond)
 
 	late := subscribe(t, c, checkoutSelector)
-	g.Expect(late.next(t)).To(Equal(render(t, ff)), "a newcomer gets the last valid content")
+	g.Expect(late.next(t)).To(Equal(rendered(t, ff)), "a newcomer gets the last valid content")
 	resp, err := c.FetchAllFlags(context.Background(), &syncv1.FetchAllFlagsRequest{Selector: checkoutSelector})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resp.GetFlagConfiguration()).To(Equal(render(t, ff)))
+	g.Expect(resp.GetFlagConfiguration()).To(Equal(rendered(t, ff)))
 
 	fixed := withDefault(ff, "on")
 	h.setFlagSet(fixed)
-	g.Expect(first.next(t)).To(Equal(render(t, fixed)))
-	g.Expect(late.next(t)).To(Equal(render(t, fixed)))
+	g.Expect(first.next(t)).To(Equal(rendered(t, fixed)))
+	g.Expect(late.next(t)).To(Equal(rendered(t, fixed)))
 }
 
 func TestAFlagSetInvalidFromTheStartIsNotServed(t *testing.T) {
@@ -140,7 +140,7 @@ func TestAFlagSetInvalidFromTheStartIsNotServed(t *testing.T) {
 
 	good := withDefault(bad, "on")
 	h.setFlagSet(good)
-	g.Expect(sub.next(t)).To(Equal(render(t, good)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, good)))
 }
 
 func TestMissingFlagSetsServeAnEmptyFlagSet(t *testing.T) {
@@ -151,7 +151,7 @@ func TestMissingFlagSetsServeAnEmptyFlagSet(t *testing.T) {
 	g.Expect(sub.next(t)).To(Equal(EmptyFlagSet), "not created yet")
 
 	ff := h.flagSet("shop", "checkout", "off")
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
 
 	h.deleteFlagSet(topology.FlagSetKey("shop", "checkout"))
 	g.Expect(sub.next(t)).To(Equal(EmptyFlagSet), "deleted")
@@ -161,13 +161,13 @@ func TestMissingFlagSetsServeAnEmptyFlagSet(t *testing.T) {
 	h.source("team-a", "flags", "shop/checkout")
 	h.grant("shop", "to-team-a", []string{"team-a"}, nil)
 	h.flagSet("shop", "checkout", "off")
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
 	other := subscribe(t, h.client(t, "team-a-token"), checkoutSelector)
-	g.Expect(other.next(t)).To(Equal(render(t, ff)))
+	g.Expect(other.next(t)).To(Equal(rendered(t, ff)))
 	h.deleteFlagSet(topology.FlagSetKey("shop", "checkout"))
 	g.Expect(other.next(t)).To(Equal(EmptyFlagSet))
 	h.flagSet("shop", "checkout", "on")
-	g.Expect(other.next(t)).To(Equal(render(t, withDefault(ff, "on"))))
+	g.Expect(other.next(t)).To(Equal(rendered(t, withDefault(ff, "on"))))
 }
 
 func TestNothingIsServedBeforeTheGraphIsBuilt(t *testing.T) {
@@ -180,7 +180,7 @@ func TestNothingIsServedBeforeTheGraphIsBuilt(t *testing.T) {
 	_, err := c.GetMetadata(context.Background(), &syncv1.GetMetadataRequest{})
 	g.Expect(status.Code(err)).To(Equal(codes.Unavailable))
 	ready = true
-	g.Expect(subscribe(t, c, checkoutSelector).next(t)).To(Equal(render(t, ff)))
+	g.Expect(subscribe(t, c, checkoutSelector).next(t)).To(Equal(rendered(t, ff)))
 }
 
 func TestFetchAllFlagsAndGetMetadata(t *testing.T) {
@@ -190,7 +190,7 @@ func TestFetchAllFlagsAndGetMetadata(t *testing.T) {
 	c := h.client(t, "shop-token")
 	resp, err := c.FetchAllFlags(withHeader(context.Background(), checkoutSelector), &syncv1.FetchAllFlagsRequest{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resp.GetFlagConfiguration()).To(Equal(render(t, ff)))
+	g.Expect(resp.GetFlagConfiguration()).To(Equal(rendered(t, ff)))
 
 	md, err := c.GetMetadata(context.Background(), &syncv1.GetMetadataRequest{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -227,7 +227,7 @@ func TestASlowSubscriberNeverHoldsOthersBack(t *testing.T) {
 	slow := subscribeWith(t, h.client(t, "shop-token", small, grpc.WithInitialConnWindowSize(64<<10)),
 		context.Background(), &syncv1.SyncFlagsRequest{Selector: checkoutSelector}, false)
 	fast := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
-	g.Expect(fast.next(t)).To(Equal(render(t, ff)))
+	g.Expect(fast.next(t)).To(Equal(rendered(t, ff)))
 
 	const edits = 20
 	var last *v1beta1.FeatureFlag
@@ -235,7 +235,7 @@ func TestASlowSubscriberNeverHoldsOthersBack(t *testing.T) {
 		last = bigFlagSet("shop", "checkout", 200, "v"+itoa(i))
 		h.setFlagSet(last)
 		// The fast subscriber keeps up with every single edit.
-		g.Expect(fast.next(t)).To(Equal(render(t, last)))
+		g.Expect(fast.next(t)).To(Equal(rendered(t, last)))
 	}
 
 	go slow.read()
@@ -243,7 +243,7 @@ func TestASlowSubscriberNeverHoldsOthersBack(t *testing.T) {
 	for {
 		m := slow.next(t)
 		received++
-		if m == render(t, last) {
+		if m == rendered(t, last) {
 			break
 		}
 	}
@@ -278,7 +278,7 @@ func TestStopEndsStreams(t *testing.T) {
 	h := &harness{world: w, srv: srv, addr: lis.Addr().String()}
 
 	sub := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
-	g.Expect(sub.next(t)).To(Equal(render(t, ff)))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
 	stopped := time.Now()
 	cancel()
 	g.Expect(sub.ended(t)).To(Equal(codes.Unavailable))

@@ -155,7 +155,7 @@ func TestTLSWithCertificateRotation(t *testing.T) {
 	ff := h.flagSet("shop", "checkout", "off")
 
 	c := h.client(t, "shop-token", grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
-	g.Expect(subscribe(t, c, checkoutSelector).next(t)).To(Equal(render(t, ff)))
+	g.Expect(subscribe(t, c, checkoutSelector).next(t)).To(Equal(rendered(t, ff)))
 
 	// A plaintext client gets nowhere.
 	_, err := h.client(t, "shop-token").FetchAllFlags(context.Background(), nil)
