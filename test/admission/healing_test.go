@@ -54,4 +54,17 @@ var _ = Describe("Healing", Serial, func() {
 			return d.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
 		}, "5s").Should(Equal(restartedAt))
 	})
+
+	It("rolls a Deployment that a new source targets, so that its running Pods get their flags", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		web := deployment(ns, "web", nil, nil)
+		create(ctx, flagSet(ns, "checkout"), web)
+		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
+		Expect(pods(ctx, ns, "web")()[0]).NotTo(HaveSidecar())
+
+		create(ctx, source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web")))
+		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
+		Expect(web.Spec.Template.Annotations).To(HaveKey(workflows.RestartedAtAnnotation))
+	})
 })
