@@ -36,6 +36,8 @@ var (
 	syncSrv *syncserver.Server
 	// namespaceTokens issues the credentials of injected sidecars.
 	namespaceTokens *syncserver.NamespaceTokens
+	// operator is the running manager.
+	operator *app.Manager
 )
 
 // startOperator runs flagplane's manager in the test process, built as the
@@ -69,7 +71,7 @@ func startOperator() {
 	})
 	Eventually(m.Controller.Ready, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "operator never became ready")
 	Eventually(m.Sync.Addr).ShouldNot(BeNil(), "the sync server never listened")
-	syncSrv, syncAddr, namespaceTokens = m.Sync, m.Sync.Addr().String(), m.Sync.NamespaceTokens()
+	operator, syncSrv, syncAddr, namespaceTokens = m, m.Sync, m.Sync.Addr().String(), m.Sync.NamespaceTokens()
 	Expect(namespaceTokens).NotTo(BeNil())
 }
 
