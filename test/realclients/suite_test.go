@@ -51,6 +51,9 @@ func startOperator() {
 
 	opts := app.DefaultOptions()
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	// Admission is test/admission's: its server would take a fixed port on
+	// every interface, which the suites running beside this one use too.
+	opts.Webhooks = false
 	opts.Sync.BindAddress = "127.0.0.1:0"
 	opts.Sync.NamespaceTokenKeyFile = keyFile
 	ctx, cancel := context.WithCancel(context.Background())
