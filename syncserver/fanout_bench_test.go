@@ -67,6 +67,11 @@ const (
 	fleetMuxEnv  = "FLAGPLANE_FANOUT_FLEET_STREAMS_PER_CONN"
 	// fanOutSizesEnv overrides the sizes, e.g. "100,1000".
 	fanOutSizesEnv = "FLAGPLANE_FANOUT_SIZES"
+	// fleetFixedWindowEnv, set to 1, gives the subscribers fixed HTTP/2
+	// windows, which turns off gRPC's bandwidth estimation: its ping after
+	// every isolated message costs the server a read and a write per
+	// message. flagd and its providers keep it on; this measures what it costs.
+	fleetFixedWindowEnv = "FLAGPLANE_FANOUT_FIXED_WINDOW"
 	// editsPerRun edits, one at a time, per b.N; then a burst as long.
 	editsPerRun = 10
 	fleetToken  = "fleet-token"
@@ -386,10 +391,15 @@ func connectFleet(addr string, n, perConn int) ([]*fleetSubscriber, error) {
 	sem := make(chan struct{}, 64) // subscribe in parallel, but not all at once
 	for i := range subs {
 		if i%perConn == 0 {
-			conn, err := grpc.NewClient(addr,
+			opts := []grpc.DialOption{
 				grpc.WithTransportCredentials(insecure.NewCredentials()),
 				grpc.WithPerRPCCredentials(tokenCreds(fleetToken)),
-				grpc.WithReadBufferSize(8<<10), grpc.WithWriteBufferSize(8<<10))
+				grpc.WithReadBufferSize(8 << 10), grpc.WithWriteBufferSize(8 << 10),
+			}
+			if os.Getenv(fleetFixedWindowEnv) == "1" {
+				opts = append(opts, grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20))
+			}
+			conn, err := grpc.NewClient(addr, opts...)
 			if err != nil {
 				return nil, err
 			}
