@@ -48,7 +48,7 @@ func (r rel) String() string {
 var ErrCycle = errors.New("edge would close a cycle")
 
 // gnode is a node of the graph. Like trie nodes, a gnode is owned by the
-// edit that made it and is copied, never changed, by later edits.
+// token it was made under and is copied, not changed, by other tokens.
 type gnode[P any] struct {
 	owner edit
 	// ord is the node's position in a topological order of the graph that
@@ -80,7 +80,7 @@ func (g *graph[P]) node(k Key) (*gnode[P], bool) { return g.nodes.get(k) }
 
 func (g *graph[P]) has(k Key) bool { return g.nodes.has(k) }
 
-// mut returns k's node for writing by edit o, copying it if another edit owns it.
+// mut returns k's node for writing under token o, copying it if o does not own it.
 func (g *graph[P]) mut(o edit, k Key) *gnode[P] {
 	n, ok := g.nodes.get(k)
 	if !ok {

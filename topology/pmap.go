@@ -9,19 +9,20 @@ import (
 // pmap is a persistent hash map: a CHAMP trie (compressed hash-array mapped
 // prefix tree, Steindorfer and Vinju 2015) with 32-way branching.
 //
-// Why not a Go map: a View must stay consistent while writers go on, and an
-// edit that fails must leave no trace. With a Go map both would mean copying
-// the whole map. A trie shares everything it does not touch, so every edit
-// copies only the O(log32 n) nodes on the paths it changes, and a snapshot is
-// just the root pointer.
+// Why not a Go map: a View must stay consistent while writers go on, and
+// with a Go map that would mean copying the whole map. A trie shares
+// everything it does not touch, so a write copies only the O(log32 n) nodes
+// on its path, and a snapshot is just the root pointer.
 //
-// Each trie node records the edit that created it. An edit mutates nodes it
-// created in place and copies any other node it touches (transient updates,
-// as in Clojure). Nodes of a finished edit are therefore never written again,
-// which is what makes published states immutable without locks.
+// Each trie node records the ownership token it was made under. A writer
+// changes nodes of its own token in place and copies any other node it
+// touches (transient updates, as in Clojure). The Topology takes a new token
+// whenever a Snapshot shares the state, so no node a View can reach is ever
+// written again: Views need no locks, and between Snapshots writers pay no
+// copies.
 //
-// A pmap is a small value (root and size). Within one edit, never mutate two
-// copies of the same pmap value: they share the nodes the edit owns.
+// A pmap is a small value (root and size). Under one token, never mutate two
+// copies of the same pmap value: they share the nodes the token owns.
 type pmap[K hashable, V any] struct {
 	root *hnode[K, V]
 	size int
@@ -37,8 +38,8 @@ type hashable interface {
 	hash() uint64
 }
 
-// edit identifies one edit of the topology; trie and graph nodes created by
-// an edit are owned by it.
+// edit is an ownership token: trie and graph nodes made under it may be
+// written in place by whoever holds it (see pmap).
 type edit uint64
 
 type hnode[K hashable, V any] struct {
