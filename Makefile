@@ -79,8 +79,26 @@ install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
 	$(or $(shell command -v kubectl),$(BIN)/kubectl) apply --server-side -f config/crd/bases
 
 .PHONY: build
-build: ## Build the flagplane binaries into bin/.
+build: ## Build the flagplane binaries into bin/: manager (the operator) and flagplane (the CLI: topology dumps).
 	go build -o $(BIN)/ ./cmd/...
+
+##@ Try it
+
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: ## Start a local control plane, run flagplane on config/samples and show what it does (builds what is missing; Ctrl-C stops; DEMO_FLAGS=-hold=10m).
+	@mkdir -p $(BIN)
+	@echo ">> compiling the demo into bin/flagplane-demo (a first build compiles client-go, controller-runtime and envtest: a few minutes on 2 cores)"
+	@go build -o $(BIN)/flagplane-demo ./hack/demo & pid=$$!; s=0; \
+	  while kill -0 $$pid 2>/dev/null; do sleep 1; s=$$((s+1)); \
+	    if [ $$((s % 30)) -eq 0 ]; then echo "   ... still compiling the demo ($${s}s)"; fi; done; \
+	  wait $$pid
+	@$(BIN)/flagplane-demo $(DEMO_FLAGS)
+
+.PHONY: docs-topology
+docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README's picture) from the demo.
+	go run ./hack/demo -hold=0 -out docs
 
 ##@ Tests
 
