@@ -86,6 +86,14 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 		programmed.Message = "source targets no workload"
 	default:
 		programmed.Message = fmt.Sprintf("%d workload(s) programmed", len(workloads))
+		// Where several sources configure one sidecar, a later one wins a
+		// setting; the source that lost it is told which and to whom.
+		if cs := InjectionConflictsOfSource(v, key, 5); len(cs) > 0 {
+			programmed.Reason = v1beta1.ReasonSettingsConflict
+			for _, c := range cs {
+				programmed.Message += "; overridden: " + c.String()
+			}
+		}
 	}
 	meta.SetStatusCondition(&st.Conditions, programmed)
 	return st
