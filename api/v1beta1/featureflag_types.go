@@ -124,6 +124,3 @@ type FeatureFlagList struct {
 	Items           []FeatureFlag `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&FeatureFlag{}, &FeatureFlagList{})
-}

@@ -268,6 +268,3 @@ type FeatureFlagSourceList struct {
 	Items           []FeatureFlagSource `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&FeatureFlagSource{}, &FeatureFlagSourceList{})
-}

@@ -110,6 +110,3 @@ type InProcessConfigurationList struct {
 	Items           []InProcessConfiguration `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&InProcessConfiguration{}, &InProcessConfigurationList{})
-}
