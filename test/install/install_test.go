@@ -1,6 +1,7 @@
 package install
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // The suite is one ordered sequence, as a platform team would go: install
@@ -173,6 +175,38 @@ func describeDefault() {
 		Entry("may not create CRDs", false, "create", "customresourcedefinitions.apiextensions.k8s.io"),
 		Entry("is not cluster-admin", false, "*", "*"),
 	)
+
+	It("has a component that turns the sync server on: its Service, flags and key Secret", func() {
+		// An overlay of config/default with the component, as the README shows it.
+		dir := GinkgoT().TempDir()
+		rel := func(path string) string {
+			r, err := filepath.Rel(dir, filepath.Join(rootDir, path))
+			Expect(err).NotTo(HaveOccurred())
+			return r
+		}
+		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(
+			"resources: ["+rel("config/default")+"]\ncomponents: ["+rel("config/components/sync")+"]\n"), 0o644)).To(Succeed())
+		out := kubectl("kustomize", dir)
+		var svc corev1.Service
+		var dep appsv1.Deployment
+		for _, doc := range strings.Split(out, "\n---\n") {
+			switch {
+			case strings.Contains(doc, "kind: Service\n") && strings.Contains(doc, "name: flagplane-sync\n"):
+				Expect(yaml.Unmarshal([]byte(doc), &svc)).To(Succeed())
+			case strings.Contains(doc, "kind: Deployment\n"):
+				Expect(yaml.Unmarshal([]byte(doc), &dep)).To(Succeed())
+			}
+		}
+		Expect(svc.Namespace).To(Equal(systemNS))
+		Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Port", int32(8015))))
+		c := dep.Spec.Template.Spec.Containers[0]
+		Expect(c.Args).To(ContainElements("--sync-bind-address=:8015",
+			"--sync-namespace-token-key-file=/etc/flagplane/sync-keys/keys",
+			"--sync-server-address=flagplane-sync.$(POD_NAMESPACE).svc:8015"))
+		Expect(c.Ports).To(ContainElement(HaveField("Name", "sync")))
+		Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "flagplane-sync-keys")))
+		Expect(c.Args).To(ContainElement("--leader-elect"), "the rest of config/default is kept")
+	})
 
 	It("lets namespace editors manage flags and viewers read them, through the aggregated roles", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "team")
