@@ -67,3 +67,14 @@ func FuzzParseSelector(f *testing.F) {
 		}
 	})
 }
+
+func TestSidecarSource(t *testing.T) {
+	g := NewWithT(t)
+	checkout := topology.FlagSetKey("shop", "checkout")
+	uri, sel := SidecarSource(checkout, SidecarOptions{Host: "flagplane-sync.flagplane-system.svc"})
+	g.Expect(uri).To(Equal("flagplane-sync.flagplane-system.svc:8015"), "flagd's --sources takes host:port, no scheme")
+	g.Expect(sel).To(Equal("core.openfeature.dev/shop/checkout"))
+	uri, _ = SidecarSource(checkout, SidecarOptions{Host: "::1", Port: 9000})
+	g.Expect(uri).To(Equal("[::1]:9000"))
+	g.Expect(SidecarHeaders("t")).To(Equal(map[string]string{"authorization": "Bearer t"}))
+}

@@ -14,12 +14,6 @@ type SidecarOptions struct {
 	Host string
 	// Port is the Service's port (DefaultPort when 0).
 	Port int32
-	// TLS and CertPath are not part of the URI: they go into the source
-	// entry's "tls" and "certPath" fields (CertPath is the CA bundle in the
-	// sidecar's file system that signs the server's certificate; the system
-	// roots when empty).
-	TLS      bool
-	CertPath string
 }
 
 // DefaultPort is the sync server's port, flagd's and flagd-proxy's sync port.
@@ -31,8 +25,11 @@ const DefaultPort = 8015
 // provider "grpc":
 //
 //	{"uri": uri, "provider": "grpc", "selector": selector,
-//	 "tls": opts.TLS, "certPath": opts.CertPath,
 //	 "headers": SidecarHeaders(token)}
+//
+// plus "tls": true and "certPath" (the CA bundle in the sidecar that signs
+// the server's certificate; the system roots when empty) when the server
+// runs with TLS.
 //
 // The URI is "host:port": in `--sources` flagd takes no scheme for grpc
 // (TLS is the entry's "tls" field); "grpc://" and "grpcs://" are only for
