@@ -19,6 +19,10 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// MaxMessageSize is the largest flag set sent, in bytes.
 	MaxMessageSize int
+	// ServiceAccountTokens accepts service-account tokens, checked with
+	// TokenReview; that takes create on tokenreviews, which is cluster-wide
+	// (a namespace-scoped install may go without, with namespace tokens only).
+	ServiceAccountTokens bool
 	// TokenAudience is the audience of the service-account tokens accepted.
 	TokenAudience string
 	// NamespaceTokenKeyFile holds the keys of namespace tokens, one per
@@ -28,7 +32,7 @@ type Config struct {
 
 // DefaultConfig is the configuration of a manager started without flags.
 func DefaultConfig() Config {
-	return Config{BindAddress: DefaultAddr, MaxMessageSize: DefaultMaxMessageSize, TokenAudience: DefaultAudience}
+	return Config{BindAddress: DefaultAddr, MaxMessageSize: DefaultMaxMessageSize, ServiceAccountTokens: true, TokenAudience: DefaultAudience}
 }
 
 // BindFlags ties the configuration to "sync-*" flags, with the current
@@ -38,6 +42,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSCertFile, "sync-tls-cert-file", c.TLSCertFile, "TLS certificate of the sync server, reloaded when it changes (with --sync-tls-key-file; plaintext when unset)")
 	fs.StringVar(&c.TLSKeyFile, "sync-tls-key-file", c.TLSKeyFile, "TLS key of the sync server")
 	fs.IntVar(&c.MaxMessageSize, "sync-max-message-size", c.MaxMessageSize, "largest flag set the sync server sends, in bytes; clients must accept messages this large")
+	fs.BoolVar(&c.ServiceAccountTokens, "sync-service-account-tokens", c.ServiceAccountTokens,
+		"accept subscribers' service-account tokens, checked with TokenReview (needs create on tokenreviews, cluster-wide)")
 	fs.StringVar(&c.TokenAudience, "sync-token-audience", c.TokenAudience, "audience that subscribers' service-account tokens must be issued for")
 	fs.StringVar(&c.NamespaceTokenKeyFile, "sync-namespace-token-key-file", c.NamespaceTokenKeyFile,
 		"file of keys (one per line, at least 32 characters, the first signs) for the namespace tokens of injected flagd sidecars; empty disables them")
@@ -62,6 +68,8 @@ func (c Config) Validate() error {
 		if _, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile); err != nil {
 			errs = append(errs, err)
 		}
+	} else if !c.ServiceAccountTokens {
+		errs = append(errs, errors.New("with --sync-service-account-tokens=false, --sync-namespace-token-key-file is needed: nobody could subscribe"))
 	}
 	return errors.Join(errs...)
 }
@@ -100,14 +108,17 @@ func AddToManager(mgr manager.Manager, topo Snapshotter, c Config, ready func() 
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	chain := Chain{&TokenReviews{Reviewer: mgr.GetClient(), Audience: c.TokenAudience}}
+	var chain Chain
 	if c.NamespaceTokenKeyFile != "" {
 		keys, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile)
 		if err != nil {
 			return nil, err
 		}
 		// First: it recognises its own tokens without asking the API server.
-		chain = append(Chain{keys}, chain...)
+		chain = append(chain, keys)
+	}
+	if c.ServiceAccountTokens {
+		chain = append(chain, &TokenReviews{Reviewer: mgr.GetClient(), Audience: c.TokenAudience})
 	}
 	srv, err := New(topo, Options{
 		Addr:           c.BindAddress,

@@ -16,7 +16,7 @@ func TestConfigFlags(t *testing.T) {
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	c.BindFlags(fs)
-	g.Expect(c).To(Equal(Config{BindAddress: ":8015", MaxMessageSize: 4 << 20, TokenAudience: "flagplane"}))
+	g.Expect(c).To(Equal(Config{BindAddress: ":8015", MaxMessageSize: 4 << 20, ServiceAccountTokens: true, TokenAudience: "flagplane"}))
 	g.Expect(c.Enabled()).To(BeTrue())
 	g.Expect(fs.Parse([]string{"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x"})).To(Succeed())
 	g.Expect(c.Enabled()).To(BeFalse())
@@ -41,11 +41,13 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "defaults", c: DefaultConfig()},
 		{name: "disabled ignores the rest", c: Config{BindAddress: "0", TLSCertFile: "x"}},
-		{name: "cert without key", c: Config{BindAddress: ":1", TLSCertFile: "x"}, err: "go together"},
-		{name: "negative size", c: Config{BindAddress: ":1", MaxMessageSize: -1}, err: "negative"},
+		{name: "cert without key", c: Config{BindAddress: ":1", TLSCertFile: "x", ServiceAccountTokens: true}, err: "go together"},
+		{name: "negative size", c: Config{BindAddress: ":1", MaxMessageSize: -1, ServiceAccountTokens: true}, err: "negative"},
 		{name: "keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: good}},
+		{name: "namespace tokens only", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: good, ServiceAccountTokens: false}},
+		{name: "no credential at all", c: Config{BindAddress: ":1"}, err: "nobody could subscribe"},
 		{name: "weak keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: weak}, err: "32 bytes"},
-		{name: "missing keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: filepath.Join(dir, "none")}, err: "reading"},
+		{name: "missing keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: filepath.Join(dir, "none"), ServiceAccountTokens: true}, err: "reading"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
