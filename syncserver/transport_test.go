@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func pingWithoutStreams(t *testing.T, addr string, pings int, interval time.Dura
 		t.Fatal(err)
 	}
 	fr := http2.NewFramer(conn, conn)
+	var writing sync.Mutex // the framer's writes are not safe for concurrent use
 	if err := fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +50,18 @@ func pingWithoutStreams(t *testing.T, addr string, pings int, interval time.Dura
 				return
 			}
 			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+				writing.Lock()
 				_ = fr.WriteSettingsAck()
+				writing.Unlock()
 			}
 			frames <- f
 		}
 	}()
 	for i := range pings {
-		if err := fr.WritePing(false, [8]byte{byte(i + 1)}); err != nil {
+		writing.Lock()
+		err := fr.WritePing(false, [8]byte{byte(i + 1)})
+		writing.Unlock()
+		if err != nil {
 			break // the server closed the connection
 		}
 		time.Sleep(interval)
