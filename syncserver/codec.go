@@ -10,23 +10,29 @@ import (
 )
 
 // encodedResponse is a SyncFlagsResponse encoded once for all the
-// subscribers of a flag set: fan-out then costs no encoding per subscriber.
-type encodedResponse []byte
+// subscribers of a flag set, as the buffers gRPC writes: fan-out then costs
+// no encoding and no allocation per subscriber. gRPC only reads the
+// buffers, and freeing a SliceBuffer does nothing, so every stream may send
+// the same one.
+type encodedResponse struct{ data mem.BufferSlice }
 
-func encodeResponse(content string) (encodedResponse, error) {
-	return protobuf.Marshal(&syncv1.SyncFlagsResponse{FlagConfiguration: content})
+func encodeResponse(content string) (*encodedResponse, error) {
+	b, err := protobuf.Marshal(&syncv1.SyncFlagsResponse{FlagConfiguration: content})
+	if err != nil {
+		return nil, err
+	}
+	return &encodedResponse{data: mem.BufferSlice{mem.SliceBuffer(b)}}, nil
 }
 
 // sharedCodec is gRPC's proto codec, except that it sends an
-// encodedResponse as it is. The bytes are shared and never written to, so
-// they are handed to gRPC as a buffer without a pool to return to.
+// encodedResponse as it is.
 type sharedCodec struct{ encoding.CodecV2 }
 
 func newSharedCodec() sharedCodec { return sharedCodec{encoding.GetCodecV2(proto.Name)} }
 
 func (c sharedCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if b, ok := v.(encodedResponse); ok {
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	if r, ok := v.(*encodedResponse); ok {
+		return r.data, nil
 	}
 	return c.CodecV2.Marshal(v)
 }

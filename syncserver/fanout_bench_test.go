@@ -172,6 +172,8 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 
 	var latencies []time.Duration
 	serverCPU, fleetCPU := cpuTime(0), cpuTime(fleet.cmd.Process.Pid)
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	for range b.N {
 		for range editsPerRun {
@@ -182,6 +184,8 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	b.StopTimer()
 	messages := float64(len(latencies))
 	serverCPU, fleetCPU = cpuTime(0)-serverCPU, cpuTime(fleet.cmd.Process.Pid)-fleetCPU
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 
 	// A burst: every subscriber must end on the last edit.
 	for range editsPerRun {
@@ -196,6 +200,8 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	b.ReportMetric(perSubscriber, "B/subscriber")
 	b.ReportMetric(float64(serverCPU.Microseconds())/messages, "server-µs/msg")
 	b.ReportMetric(float64(fleetCPU.Microseconds())/messages, "fleet-µs/msg")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/messages, "server-allocs/msg")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "server-GCs")
 	b.ReportMetric(float64(missed), "missed-final")
 	if missed > 0 {
 		b.Errorf("%d of %d subscribers did not end on the final state", missed, n)

@@ -24,7 +24,7 @@ type update struct {
 	version uint64
 	content string
 	// encoded is the SyncFlagsResponse of content, encoded once.
-	encoded encodedResponse
+	encoded *encodedResponse
 	denied  bool
 }
 
