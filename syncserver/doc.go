@@ -27,9 +27,11 @@
 //     mode use: they read the projected token file for every call.
 //   - NamespaceTokens: flagplane's own HMAC token of a namespace, for the
 //     injected flagd sidecar, which can only send a fixed header written at
-//     admission (see SidecarSource and SidecarHeaders).
+//     admission (see SidecarSource, and NamespaceTokens.HeadersFor, which
+//     the webhook's InjectionOptions.SyncServerHeaders is).
 //
-// A call without a valid credential fails with Unauthenticated.
+// A call without a valid credential fails with Unauthenticated. Identity is
+// checked when a stream opens; entitlement for as long as it lives.
 //
 // # Entitlement
 //
