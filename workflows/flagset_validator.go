@@ -37,10 +37,13 @@ var flagChecks = []flagCheck{
 // CRD schema cannot express. It returns nil or an error whose message lists
 // every problem, each naming the flag and the rule.
 func ValidateFlagSet(ff *v1beta1.FeatureFlag) error {
-	if errs := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec")); len(errs) > 0 {
-		return errs.ToAggregate()
-	}
-	return nil
+	spec := &ff.Spec.FlagSpec
+	return verdicts.validate(spec, func() error {
+		if errs := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec")); len(errs) > 0 {
+			return errs.ToAggregate()
+		}
+		return nil
+	})
 }
 
 // ValidateFlagSpec returns the problems of a flag set: flag-set level ones
