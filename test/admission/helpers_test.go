@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
@@ -62,72 +62,6 @@ func create(ctx context.Context, objs ...client.Object) {
 	GinkgoHelper()
 	for _, o := range objs {
 		Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
-	}
-}
-
-func flagSet(ns, name string) *v1beta1.FeatureFlag {
-	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
-		"new-checkout": {State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "off"},
-	}
-	return ff
-}
-
-func source(ns, name string, entries []v1beta1.Source, mutate ...func(*v1beta1.FeatureFlagSource)) *v1beta1.FeatureFlagSource {
-	s := &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	s.Spec.Sources = entries
-	for _, m := range mutate {
-		m(s)
-	}
-	return s
-}
-
-func file(ref string) v1beta1.Source {
-	return v1beta1.Source{Source: ref, Provider: v1beta1.SyncProviderFile}
-}
-
-func targeting(kind, name string) func(*v1beta1.FeatureFlagSource) {
-	return func(s *v1beta1.FeatureFlagSource) {
-		s.Spec.TargetRefs = append(s.Spec.TargetRefs, v1beta1.TargetRef{Group: "apps", Kind: kind, Name: name})
-	}
-}
-
-func podTemplate(app string, annotations map[string]string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}, Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-	}
-}
-
-func deployment(ns, name string, labels, podAnnotations map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, podAnnotations),
-		},
-	}
-}
-
-func statefulSet(ns, name string) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, nil),
-		},
-	}
-}
-
-func daemonSet(ns, name string) *appsv1.DaemonSet {
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, nil),
-		},
 	}
 }
 
@@ -202,3 +136,16 @@ func configMap(ctx context.Context, ns, fsNS, fsName string) func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(fsNS, fsName))}, &corev1.ConfigMap{})
 	}
 }
+
+// The objects of the specs, from the shared fixtures.
+var (
+	source      = fixtures.Source
+	file        = fixtures.FileRef
+	targeting   = fixtures.Targeting
+	podTemplate = fixtures.PodTemplate
+	deployment  = fixtures.Deployment
+	statefulSet = fixtures.StatefulSet
+	daemonSet   = fixtures.DaemonSet
+)
+
+func flagSet(ns, name string) *v1beta1.FeatureFlag { return fixtures.FlagSet(ns, name, "off") }

@@ -12,11 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -32,74 +31,6 @@ func newNamespace(ctx context.Context) string {
 	ns, err := cp.NewNamespace(ctx, "fp")
 	Expect(err).NotTo(HaveOccurred())
 	return ns
-}
-
-// flagSet is a FeatureFlag with one boolean flag "new-checkout" whose default
-// variant is given.
-func flagSet(ns, name, defaultVariant string) *v1beta1.FeatureFlag {
-	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
-		"new-checkout": {State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: defaultVariant},
-	}
-	return ff
-}
-
-func source(ns, name string, refs []v1beta1.Source, mutate ...func(*v1beta1.FeatureFlagSource)) *v1beta1.FeatureFlagSource {
-	s := &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	s.Spec.Sources = refs
-	for _, m := range mutate {
-		m(s)
-	}
-	return s
-}
-
-func fileRef(ref string) v1beta1.Source {
-	return v1beta1.Source{Source: ref, Provider: v1beta1.SyncProviderFile}
-}
-
-func targeting(kind, name string) func(*v1beta1.FeatureFlagSource) {
-	return func(s *v1beta1.FeatureFlagSource) {
-		s.Spec.TargetRefs = append(s.Spec.TargetRefs, v1beta1.TargetRef{Group: "apps", Kind: kind, Name: name})
-	}
-}
-
-func podTemplate(app string, annotations map[string]string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}, Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}},
-	}
-}
-
-func deployment(ns, name string, labels, podAnnotations map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, podAnnotations),
-		},
-	}
-}
-
-func statefulSet(ns, name string) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, nil),
-		},
-	}
-}
-
-func daemonSet(ns, name string) *appsv1.DaemonSet {
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name, nil),
-		},
-	}
 }
 
 func create(ctx context.Context, objs ...client.Object) {
@@ -224,23 +155,6 @@ func restartedAt(ctx context.Context, obj client.Object) func() string {
 	}
 }
 
-func referenceGrant(ns, name, fromNS string, toName string) *unstructured.Unstructured {
-	to := map[string]any{"group": v1beta1.GroupVersion.Group, "kind": v1beta1.FeatureFlagKind}
-	if toName != "" {
-		to["name"] = toName
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1beta1",
-		"kind":       "ReferenceGrant",
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec": map[string]any{
-			"from": []any{map[string]any{"group": v1beta1.GroupVersion.Group, "kind": v1beta1.FeatureFlagSourceKind, "namespace": fromNS}},
-			"to":   []any{to},
-		},
-	}}
-	return u
-}
-
 const (
 	statusTrue = "True/"
 )
@@ -252,12 +166,6 @@ func objectMeta(ns, name string) metav1.ObjectMeta {
 }
 
 func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
-
-func withSelector(key, value string) func(*v1beta1.FeatureFlagSource) {
-	return func(s *v1beta1.FeatureFlagSource) {
-		s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
-	}
-}
 
 // warningReasons lists the reasons of the Warning events about an object.
 func warningReasons(ctx context.Context, ns, name string) func() []string {
@@ -273,3 +181,16 @@ func warningReasons(ctx context.Context, ns, name string) func() []string {
 		return reasons
 	}
 }
+
+// The objects of the specs, from the shared fixtures.
+var (
+	flagSet        = fixtures.FlagSet
+	source         = fixtures.Source
+	fileRef        = fixtures.FileRef
+	targeting      = fixtures.Targeting
+	withSelector   = fixtures.Selecting
+	deployment     = fixtures.Deployment
+	statefulSet    = fixtures.StatefulSet
+	daemonSet      = fixtures.DaemonSet
+	referenceGrant = fixtures.ReferenceGrant
+)
