@@ -196,49 +196,55 @@ func (m *Manager) injectCABundle(ctx context.Context, bundle []byte) error {
 	var errs []error
 	for _, name := range m.opts.MutatingWebhooks {
 		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := m.reader.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err))
+		cfg.Name = name
+		errs = append(errs, m.injectCABundleInto(ctx, cfg, "MutatingWebhookConfiguration", bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-			continue
-		}
-		orig := cfg.DeepCopy()
-		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
-				changed = true
-			}
-		}
-		if changed {
-			if err := m.writer.Patch(ctx, cfg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-				errs = append(errs, fmt.Errorf("injecting the CA bundle into MutatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
+			return out
+		}))
 	}
 	for _, name := range m.opts.ValidatingWebhooks {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := m.reader.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err))
+		cfg.Name = name
+		errs = append(errs, m.injectCABundleInto(ctx, cfg, "ValidatingWebhookConfiguration", bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-			continue
-		}
-		orig := cfg.DeepCopy()
-		changed := false
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
-				changed = true
-			}
-		}
-		if changed {
-			if err := m.writer.Patch(ctx, cfg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-				errs = append(errs, fmt.Errorf("injecting the CA bundle into ValidatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
+			return out
+		}))
 	}
 	return errors.Join(errs...)
+}
+
+// injectCABundleInto sets the bundle on the webhooks of one configuration,
+// read into cfg; clientConfigs points into cfg's webhooks once it is read.
+// A configuration that does not exist is skipped.
+func (m *Manager) injectCABundleInto(ctx context.Context, cfg client.Object, kind string, bundle []byte,
+	clientConfigs func() []*admissionregistrationv1.WebhookClientConfig) error {
+	if err := m.reader.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading %s %s: %w", kind, cfg.GetName(), err)
+	}
+	orig := cfg.DeepCopyObject().(client.Object)
+	changed := false
+	for _, cc := range clientConfigs() {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle = bundle
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := m.writer.Patch(ctx, cfg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("injecting the CA bundle into %s %s: %w", kind, cfg.GetName(), err)
+	}
+	return nil
 }
 
 func (m *Manager) serve(b *Bundle) error {
