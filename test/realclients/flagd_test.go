@@ -19,10 +19,7 @@ var _ = Describe("flagd reading the ConfigMap flagplane generated", func() {
 	It("evaluates the generated content, and the edited content once the kubelet swaps the projection", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		ff := checkoutFlags(ns, "checkout", "off")
-		src := &v1beta1.FeatureFlagSource{}
-		src.Namespace, src.Name = ns, "web-flags"
-		src.Spec.Sources = []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderFile}}
-		src.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
+		src := webSource(ns, v1beta1.SyncProviderFile)
 		create(ctx, ff, src, deployment(ns, "web"))
 
 		volume := kubelet(ctx, k8s, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(key(ff))})
@@ -50,10 +47,7 @@ var _ = Describe("flagd syncing from flagplane's sync server", func() {
 	It("evaluates the flag set served over gRPC, and an edit arrives by push", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		ff := checkoutFlags(ns, "checkout", "off")
-		src := &v1beta1.FeatureFlagSource{}
-		src.Namespace, src.Name = ns, "web-flags"
-		src.Spec.Sources = []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderFlagdProxy}}
-		src.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
+		src := webSource(ns, v1beta1.SyncProviderFlagdProxy)
 		create(ctx, ff, src, deployment(ns, "web"))
 
 		By("configuring flagd the way the injected sidecar is configured")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
+	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -59,19 +60,13 @@ func setDefault(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 	}).Should(Succeed())
 }
 
-func deployment(ns, name string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
+func deployment(ns, name string) *appsv1.Deployment { return fixtures.Deployment(ns, name, nil, nil) }
+
+// webSource is the source of the scenarios: flag set "checkout" through the
+// given provider, for Deployment "web".
+func webSource(ns string, provider v1beta1.SyncProviderType) *v1beta1.FeatureFlagSource {
+	return fixtures.Source(ns, "web-flags", []v1beta1.Source{{Source: "checkout", Provider: provider}},
+		fixtures.Targeting("Deployment", "web"))
 }
 
 func create(ctx context.Context, objs ...client.Object) {

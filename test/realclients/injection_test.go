@@ -21,10 +21,7 @@ var _ = Describe("the sidecar injected for a flagd-proxy source", func() {
 	It("syncs its flag set from the sync server, and follows an edit", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		ff := checkoutFlags(ns, "checkout", "off")
-		src := &v1beta1.FeatureFlagSource{}
-		src.Namespace, src.Name = ns, "web-flags"
-		src.Spec.Sources = []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderFlagdProxy}}
-		src.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
+		src := webSource(ns, v1beta1.SyncProviderFlagdProxy)
 		create(ctx, ff, src, deployment(ns, "web"))
 
 		opts := workflows.DefaultInjectionOptions()
