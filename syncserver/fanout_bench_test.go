@@ -72,6 +72,9 @@ const (
 	// every isolated message costs the server a read and a write per
 	// message. flagd and its providers keep it on; this measures what it costs.
 	fleetFixedWindowEnv = "FLAGPLANE_FANOUT_FIXED_WINDOW"
+	// fleetCPUProfileEnv names a file for a CPU profile of the subscribers'
+	// process.
+	fleetCPUProfileEnv = "FLAGPLANE_FANOUT_FLEET_CPUPROFILE"
 	// editsPerRun edits, one at a time, per b.N; then a burst as long.
 	editsPerRun = 10
 	fleetToken  = "fleet-token"
@@ -194,6 +197,7 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	missed := fleet.missed(b, rev)
 
 	slices.Sort(latencies)
+	b.ReportMetric(ms(latencies[0]), "first-ms")
 	b.ReportMetric(ms(percentile(latencies, 0.50)), "p50-ms")
 	b.ReportMetric(ms(percentile(latencies, 0.99)), "p99-ms")
 	b.ReportMetric(ms(latencies[len(latencies)-1]), "max-ms")
@@ -237,8 +241,12 @@ type fleet struct {
 
 func startFleet(b *testing.B, addr string, n, streamsPerConn int) *fleet {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutFleet$", "-test.v=false")
-	cmd.Env = append(os.Environ(), fleetAddrEnv+"="+addr, fleetSizeEnv+"="+strconv.Itoa(n),
+	args := []string{"-test.run=^TestFanOutFleet$", "-test.v=false"}
+	if p := os.Getenv(fleetCPUProfileEnv); p != "" {
+		args = append(args, "-test.cpuprofile="+p)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "GOGC=off", "GOMEMLIMIT=4GiB", fleetAddrEnv+"="+addr, fleetSizeEnv+"="+strconv.Itoa(n),
 		fleetMuxEnv+"="+strconv.Itoa(streamsPerConn))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

@@ -3,6 +3,7 @@ package syncserver
 import (
 	"context"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -18,6 +19,11 @@ type Identity struct {
 	ServiceAccount string
 	// Pod that the credential is bound to, when it is bound to one.
 	Pod string
+	// Expires is when the credential stops being valid; zero when it does
+	// not expire. A stream opened with it ends then with Unauthenticated,
+	// and the subscriber reconnects with its fresh credential (the kubelet
+	// rotates projected service-account tokens well before they expire).
+	Expires time.Time
 }
 
 // String is for logs.

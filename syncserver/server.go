@@ -34,6 +34,7 @@ const (
 	maxRequestSize               = 64 << 10
 	connectionBufferSize         = 8 << 10
 	unavailableWhileGraphBuilds  = "flagplane is still building its graph from the cluster; retry"
+	credentialExpiredExplanation = "the credential that opened this stream expired at %s; reconnect with a fresh one"
 	selectorRequiredExplanation  = "a selector " + SelectorPrefix + "<namespace>/<name> is required"
 	permissionDeniedExplanation  = "namespace %q may not read %s: it is neither the flag set's namespace nor referencing it from a FeatureFlagSource with a resolved (granted) reference"
 	flagSetNeverValidExplanation = "flag set %s is invalid and no valid content of it is known yet"
@@ -351,14 +352,27 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 	}
 	log.V(1).Info("subscriber joined", "providerID", req.GetProviderId())
 
+	// Done is taken once: a stream's context is a chain of values, and
+	// walking it on every wake-up is a cache miss per link per message.
+	done := ctx.Done()
+	// The stream lives no longer than the credential that opened it.
+	var expired <-chan time.Time
+	if !id.Expires.IsZero() {
+		t := time.NewTimer(time.Until(id.Expires))
+		defer t.Stop()
+		expired = t.C
+	}
 	var sent uint64
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
 			log.V(1).Info("subscriber left")
 			return nil
 		case <-s.stopping:
 			return status.Error(codes.Unavailable, "flagplane is shutting down; reconnect")
+		case <-expired:
+			log.V(1).Info("ending a stream: its credential expired", "expired", id.Expires)
+			return status.Errorf(codes.Unauthenticated, credentialExpiredExplanation, id.Expires.UTC().Format(time.RFC3339))
 		case <-sub.wake:
 		}
 		u := sub.latest.Load()

@@ -286,3 +286,36 @@ func TestStopEndsStreams(t *testing.T) {
 	g.Expect(time.Since(stopped)).To(BeNumerically("<", 2*time.Second))
 	g.Expect(srv.Subscribers()).To(BeZero())
 }
+
+func TestAStreamEndsWhenItsCredentialExpires(t *testing.T) {
+	g := NewWithT(t)
+	expires := time.Now().Add(700 * time.Millisecond)
+	h := newHarness(t, func(o *Options) {
+		o.Authenticator = staticAuth{
+			"expiring": {Namespace: "shop", ServiceAccount: "web", Expires: expires},
+			"lasting":  {Namespace: "shop", ServiceAccount: "web"},
+		}
+	})
+	ff := h.flagSet("shop", "checkout", "off")
+	expiring := subscribe(t, h.client(t, "expiring"), checkoutSelector)
+	lasting := subscribe(t, h.client(t, "lasting"), checkoutSelector)
+	g.Expect(expiring.next(t)).To(Equal(rendered(t, ff)))
+	g.Expect(lasting.next(t)).To(Equal(rendered(t, ff)))
+
+	select {
+	case err := <-expiring.err:
+		g.Expect(time.Now()).To(BeTemporally(">=", expires), "not before its credential expired")
+		g.Expect(status.Code(err)).To(Equal(codes.Unauthenticated))
+		g.Expect(status.Convert(err).Message()).To(Equal(
+			"the credential that opened this stream expired at " + expires.UTC().Format(time.RFC3339) + "; reconnect with a fresh one"))
+	case m := <-expiring.msgs:
+		t.Fatalf("unexpected message: %s", m)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived its credential")
+	}
+	g.Eventually(h.srv.Subscribers).Should(Equal(1))
+
+	edited := withDefault(ff, "on")
+	h.setFlagSet(edited)
+	g.Expect(lasting.next(t)).To(Equal(rendered(t, edited)), "a credential without expiry keeps its stream")
+}

@@ -3,7 +3,10 @@ package syncserver
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,8 +45,10 @@ type TokenReviews struct {
 	// Audience the tokens must be issued for; DefaultAudience when empty.
 	Audience string
 	// SuccessTTL (default 1m) and FailureTTL (default 10s) bound how long a
-	// result is reused. A revoked token keeps working for at most SuccessTTL
-	// when it opens a new stream; streams already open are not re-checked.
+	// result is reused, and a success is never reused past the token's own
+	// expiry. A revoked token keeps working for at most SuccessTTL when it
+	// opens a new stream; a stream already open ends when its token expires
+	// (Identity.Expires, the token's "exp" claim).
 	SuccessTTL, FailureTTL time.Duration
 	// MaxEntries bounds the cache (default 4096).
 	MaxEntries int
@@ -124,11 +129,42 @@ func (t *TokenReviews) review(ctx context.Context, token string) (reviewResult, 
 	if !strings.HasPrefix(st.User.Username, serviceAccountPrefix) || !ok || ns == "" || sa == "" {
 		return refuse(codes.PermissionDenied, "user %q is not a service account: only workloads may subscribe", st.User.Username)
 	}
-	id := Identity{Namespace: ns, ServiceAccount: sa}
+	id := Identity{Namespace: ns, ServiceAccount: sa, Expires: tokenExpiry(token)}
 	if pods := st.User.Extra[podNameExtra]; len(pods) == 1 {
 		id.Pod = pods[0]
 	}
-	return reviewResult{id: id, expires: now.Add(ttl(t.SuccessTTL, time.Minute))}, nil
+	expires := now.Add(ttl(t.SuccessTTL, time.Minute))
+	if !id.Expires.IsZero() && id.Expires.Before(expires) {
+		expires = id.Expires
+	}
+	return reviewResult{id: id, expires: expires}, nil
+}
+
+// tokenExpiry reads the "exp" claim of a JWT, zero when the token is not a
+// JWT or has none. The signature is not checked here: it is only called on
+// a token the API server has just accepted, and only to learn when that
+// acceptance ends.
+func tokenExpiry(token string) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp json.Number `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == "" {
+		return time.Time{}
+	}
+	exp, err := claims.Exp.Float64()
+	if err != nil || exp <= 0 {
+		return time.Time{}
+	}
+	sec, frac := math.Modf(exp)
+	return time.Unix(int64(sec), int64(frac*1e9))
 }
 
 func (t *TokenReviews) cached(key [sha256.Size]byte) (reviewResult, bool) {

@@ -2,6 +2,7 @@ package syncserver
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -108,6 +109,58 @@ func TestTokenReviewsCache(t *testing.T) {
 	now = now.Add(time.Minute)
 	_, _ = a.Authenticate(ctx, "good")
 	g.Expect(reviewer.calls.Load()).To(BeEquivalentTo(4))
+}
+
+// jwt is an unsigned JWT with the given claims; the fake reviewer stands for
+// the API server's signature check.
+func jwt(claims string) string {
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"RS256"}`)) + "." + enc.EncodeToString([]byte(claims)) + ".c2ln"
+}
+
+func TestTokenReviewsReadTheTokensExpiry(t *testing.T) {
+	g := NewWithT(t)
+	soon, later := jwt(`{"exp":1030,"sub":"system:serviceaccount:shop:web"}`), jwt(`{"exp":5000}`)
+	fractional := jwt(`{"exp":1000.5}`)
+	reviewer := &fakeReviewer{answers: map[string]authnv1.TokenReviewStatus{
+		soon: saStatus("shop", "web", "flagplane"), later: saStatus("shop", "web", "flagplane"),
+		fractional: saStatus("shop", "web", "flagplane"), "opaque": saStatus("shop", "web", "flagplane"),
+	}}
+	now := time.Unix(1000, 0)
+	a := &TokenReviews{Reviewer: reviewer, SuccessTTL: time.Minute, now: func() time.Time { return now }}
+	ctx := context.Background()
+
+	id, err := a.Authenticate(ctx, later)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(id.Expires).To(BeTemporally("==", time.Unix(5000, 0)))
+	id, err = a.Authenticate(ctx, fractional)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(id.Expires).To(BeTemporally("==", time.Unix(1000, 5e8)))
+	id, err = a.Authenticate(ctx, "opaque")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(id.Expires.IsZero()).To(BeTrue(), "a token that is not a JWT has no known expiry")
+
+	id, err = a.Authenticate(ctx, soon)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(id.Expires).To(BeTemporally("==", time.Unix(1030, 0)))
+	calls := reviewer.calls.Load()
+	now = now.Add(29 * time.Second)
+	_, _ = a.Authenticate(ctx, soon)
+	g.Expect(reviewer.calls.Load()).To(Equal(calls), "cached until the token expires")
+	now = now.Add(time.Second)
+	_, _ = a.Authenticate(ctx, soon)
+	g.Expect(reviewer.calls.Load()).To(Equal(calls+1), "the success is not reused past the token's expiry, though SuccessTTL is longer")
+}
+
+func TestTokenExpiryOfMalformedTokens(t *testing.T) {
+	for _, token := range []string{
+		"", "a.b", "a.b.c.d", "x." + base64.RawURLEncoding.EncodeToString([]byte(`not json`)) + ".s",
+		jwt(`{}`), jwt(`{"exp":"soon"}`), jwt(`{"exp":-5}`), jwt(`{"exp":0}`), "x.!!!.s",
+	} {
+		if got := tokenExpiry(token); !got.IsZero() {
+			t.Errorf("tokenExpiry(%q) = %v, want zero", token, got)
+		}
+	}
 }
 
 func TestTokenReviewsDoNotCacheAPIErrors(t *testing.T) {
