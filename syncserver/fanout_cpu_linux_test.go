@@ -32,3 +32,28 @@ func cpuTime(pid int) time.Duration {
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
+
+// machineTicks is the machine's CPU time in clock ticks since boot: busy
+// (everything but idle and iowait) and in all.
+func machineTicks() (busy, total int64) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, 0
+	}
+	for i, f := range fields[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		if i >= 8 { // guest time is counted in user time already
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}

@@ -6,3 +6,6 @@ import "time"
 
 // cpuTime is not measured outside Linux.
 func cpuTime(int) time.Duration { return 0 }
+
+// machineTicks is not measured outside Linux.
+func machineTicks() (busy, total int64) { return 0, 0 }

@@ -35,15 +35,44 @@ var denied = &update{denied: true}
 // replacing latest (latest-value coalescing: a slow subscriber skips the
 // states it had no time to send, never the newest) and waking it; its stream
 // goroutine sends. The hub never waits for a subscriber.
+//
+// Everything that concerns a stream wakes it through the same channel: a
+// new state, and the end of the stream (ended), so that a wake-up is one
+// channel receive, not a select over several.
 type subscriber struct {
 	flagSet   topology.Key
 	namespace string
-	latest    atomic.Pointer[update]
-	wake      chan struct{} // capacity 1: a pending wake-up covers every offer after it
+	// conn names the connection the stream runs on (the peer's address).
+	conn   string
+	latest atomic.Pointer[update]
+	ended  atomic.Int32  // why the stream must end; 0 while it lives
+	wake   chan struct{} // capacity 1: a pending wake-up covers every offer after it
 }
+
+// Why a stream ends.
+const (
+	streamLives int32 = iota
+	// streamLeft: the subscriber went away (the stream's context ended).
+	streamLeft
+	// streamStopping: the server is stopping.
+	streamStopping
+	// streamExpired: the credential that opened it expired.
+	streamExpired
+)
 
 func (s *subscriber) offer(u *update) {
 	s.latest.Store(u)
+	s.signal()
+}
+
+// end asks the stream to end for a reason; the first reason given stays.
+func (s *subscriber) end(reason int32) {
+	if s.ended.CompareAndSwap(streamLives, reason) {
+		s.signal()
+	}
+}
+
+func (s *subscriber) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -65,7 +94,7 @@ type hub struct {
 	topo Snapshotter
 
 	mu      sync.Mutex
-	subs    map[topology.Key]map[*subscriber]struct{}
+	subs    map[topology.Key]*subscriberSet
 	states  map[topology.Key]*flagSetState
 	pending map[topology.Key]struct{} // changed flag sets with subscribers
 	joined  []*subscriber             // subscribers waiting for their first state
@@ -84,7 +113,7 @@ type hub struct {
 func newHub(topo Snapshotter) *hub {
 	return &hub{
 		topo:    topo,
-		subs:    map[topology.Key]map[*subscriber]struct{}{},
+		subs:    map[topology.Key]*subscriberSet{},
 		states:  map[topology.Key]*flagSetState{},
 		pending: map[topology.Key]struct{}{},
 		kick:    make(chan struct{}, 1),
@@ -118,15 +147,15 @@ func (h *hub) changed(keys []topology.Key) {
 	}
 }
 
-func (h *hub) join(flagSet topology.Key, namespace string) *subscriber {
-	sub := &subscriber{flagSet: flagSet, namespace: namespace, wake: make(chan struct{}, 1)}
+func (h *hub) join(flagSet topology.Key, namespace, conn string) *subscriber {
+	sub := &subscriber{flagSet: flagSet, namespace: namespace, conn: conn, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
-	m := h.subs[flagSet]
-	if m == nil {
-		m = map[*subscriber]struct{}{}
-		h.subs[flagSet] = m
+	set := h.subs[flagSet]
+	if set == nil {
+		set = &subscriberSet{byConn: map[string]map[*subscriber]struct{}{}}
+		h.subs[flagSet] = set
 	}
-	m[sub] = struct{}{}
+	set.add(sub)
 	h.joined = append(h.joined, sub)
 	h.mu.Unlock()
 	h.subscribers.Add(1)
@@ -136,9 +165,9 @@ func (h *hub) join(flagSet topology.Key, namespace string) *subscriber {
 
 func (h *hub) leave(sub *subscriber) {
 	h.mu.Lock()
-	if m := h.subs[sub.flagSet]; m != nil {
-		delete(m, sub)
-		if len(m) == 0 {
+	if set := h.subs[sub.flagSet]; set != nil {
+		set.remove(sub)
+		if set.n == 0 {
 			delete(h.subs, sub.flagSet)
 			delete(h.states, sub.flagSet)
 			delete(h.pending, sub.flagSet)
@@ -204,7 +233,7 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	all := h.subs[flagSet]
-	if len(all) == 0 {
+	if all == nil {
 		delete(h.renderings, flagSet)
 		return // everyone left meanwhile
 	}
@@ -233,14 +262,60 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 		}
 	}
 	if subs == nil {
-		for s := range all {
-			offer(s)
-		}
+		all.each(offer)
 		return
 	}
 	for _, s := range subs {
-		if _, still := all[s]; still {
+		if all.has(s) {
 			offer(s)
+		}
+	}
+}
+
+// subscriberSet is the subscribers of a flag set, grouped by the connection
+// their stream runs on. Offering a state connection by connection wakes the
+// streams of one connection one after the other, so that its writer finds
+// their messages together and sends them in one write; offered in random
+// order, each connection's writer would wake, and write, once per message.
+type subscriberSet struct {
+	n      int
+	byConn map[string]map[*subscriber]struct{}
+}
+
+func (s *subscriberSet) add(sub *subscriber) {
+	c := s.byConn[sub.conn]
+	if c == nil {
+		c = map[*subscriber]struct{}{}
+		s.byConn[sub.conn] = c
+	}
+	if _, ok := c[sub]; !ok {
+		c[sub] = struct{}{}
+		s.n++
+	}
+}
+
+func (s *subscriberSet) remove(sub *subscriber) {
+	c := s.byConn[sub.conn]
+	if _, ok := c[sub]; !ok {
+		return
+	}
+	delete(c, sub)
+	s.n--
+	if len(c) == 0 {
+		delete(s.byConn, sub.conn)
+	}
+}
+
+func (s *subscriberSet) has(sub *subscriber) bool {
+	_, ok := s.byConn[sub.conn][sub]
+	return ok
+}
+
+// each calls f for every subscriber, connection by connection.
+func (s *subscriberSet) each(f func(*subscriber)) {
+	for _, c := range s.byConn {
+		for sub := range c {
+			f(sub)
 		}
 	}
 }

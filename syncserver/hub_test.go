@@ -1,6 +1,7 @@
 package syncserver
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -32,7 +33,7 @@ func TestHubBookkeeping(t *testing.T) {
 	h.changed([]topology.Key{checkout})
 	g.Expect(h.pending).To(BeEmpty())
 
-	a, b := h.join(checkout, "shop"), h.join(checkout, "shop")
+	a, b := h.join(checkout, "shop", ""), h.join(checkout, "shop", "")
 	h.round()
 	g.Expect(a.latest.Load()).NotTo(BeNil())
 	g.Expect(a.latest.Load()).To(BeIdenticalTo(b.latest.Load()), "one rendering shared by all subscribers")
@@ -57,7 +58,7 @@ func TestHubRendersEachObjectOnce(t *testing.T) {
 	checkout := topology.FlagSetKey("shop", "checkout")
 	ff := w.flagSet("shop", "checkout", "off")
 	for range 50 {
-		h.join(checkout, "shop")
+		h.join(checkout, "shop", "")
 		h.round()
 	}
 	g.Expect(h.stats().Renders).To(BeEquivalentTo(1))
@@ -67,4 +68,43 @@ func TestHubRendersEachObjectOnce(t *testing.T) {
 	h.changed([]topology.Key{checkout})
 	h.round()
 	g.Expect(h.stats().Renders).To(BeEquivalentTo(2))
+}
+
+// Subscribers are offered a state connection by connection, however they
+// joined, so that each connection's writer finds its messages together.
+func TestSubscriberSetGroupsByConnection(t *testing.T) {
+	g := NewWithT(t)
+	set := &subscriberSet{byConn: map[string]map[*subscriber]struct{}{}}
+	var subs []*subscriber
+	for i := range 30 {
+		s := &subscriber{conn: fmt.Sprintf("10.0.0.%d:4000", i%3)}
+		subs = append(subs, s)
+		set.add(s)
+		set.add(s) // twice changes nothing
+	}
+	g.Expect(set.n).To(Equal(30))
+
+	var order []string
+	set.each(func(s *subscriber) { order = append(order, s.conn) })
+	g.Expect(order).To(HaveLen(30))
+	switches := 0
+	for i := 1; i < len(order); i++ {
+		if order[i] != order[i-1] {
+			switches++
+		}
+	}
+	g.Expect(switches).To(Equal(2), "three connections, each one's subscribers together: %v", order)
+
+	for _, s := range subs[:15] {
+		set.remove(s)
+		set.remove(s)
+	}
+	g.Expect(set.n).To(Equal(15))
+	g.Expect(set.has(subs[0])).To(BeFalse())
+	g.Expect(set.has(subs[29])).To(BeTrue())
+	for _, s := range subs[15:] {
+		set.remove(s)
+	}
+	g.Expect(set.n).To(BeZero())
+	g.Expect(set.byConn).To(BeEmpty())
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -103,8 +104,9 @@ type Server struct {
 	log  logr.Logger
 	tls  *certReloader
 	addr atomic.Pointer[net.Addr]
-	// stopping is closed when Serve begins to stop: streams end at once.
-	stopping chan struct{}
+	// stopping ends when Serve begins to stop: streams end at once.
+	stopping    context.Context
+	stopStreams context.CancelFunc
 }
 
 var _ syncv1grpc.FlagSyncServiceServer = (*Server)(nil)
@@ -125,7 +127,8 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.KeepaliveTime = orDefault(opts.KeepaliveTime, DefaultKeepaliveTime)
 	opts.KeepaliveTimeout = orDefault(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	opts.MaxStreamsPerConnection = orDefault(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
-	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver"), stopping: make(chan struct{})}
+	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
+	s.stopping, s.stopStreams = context.WithCancel(context.Background())
 	if opts.TLSCertFile != "" {
 		s.tls = &certReloader{certFile: opts.TLSCertFile, keyFile: opts.TLSKeyFile}
 		if _, err := s.tls.load(); err != nil {
@@ -218,7 +221,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	// Streams never end by themselves: GracefulStop alone would wait for
 	// every subscriber to leave. End them, give unary calls a moment, then cut.
-	close(s.stopping)
+	s.stopStreams()
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
@@ -251,7 +254,7 @@ func (s *Server) serverOptions() []grpc.ServerOption {
 		// per-connection buffers, and a write buffer that is released
 		// between writes, keep memory per subscriber low.
 		grpc.ReadBufferSize(connectionBufferSize),
-		grpc.WriteBufferSize(connectionBufferSize),
+		grpc.WriteBufferSize(64 << 10),
 		grpc.SharedWriteBuffer(true),
 		// Responses are encoded once per flag set state, not per subscriber.
 		grpc.ForceServerCodecV2(newSharedCodec()),
@@ -343,7 +346,11 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 		return err
 	}
 	log := s.log.WithValues("flagSet", flagSet.Namespace+"/"+flagSet.Name, "identity", id.String())
-	sub := s.hub.join(flagSet, id.Namespace)
+	conn := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		conn = p.Addr.String()
+	}
+	sub := s.hub.join(flagSet, id.Namespace, conn)
 	defer s.hub.leave(sub)
 	if o := s.opts.Observer; o != nil {
 		sel := Selector(flagSet)
@@ -352,28 +359,25 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 	}
 	log.V(1).Info("subscriber joined", "providerID", req.GetProviderId())
 
-	// Done is taken once: a stream's context is a chain of values, and
-	// walking it on every wake-up is a cache miss per link per message.
-	done := ctx.Done()
-	// The stream lives no longer than the credential that opened it.
-	var expired <-chan time.Time
+	// The stream ends when its subscriber leaves, when the server stops,
+	// and when the credential that opened it expires.
+	defer context.AfterFunc(ctx, func() { sub.end(streamLeft) })()
+	defer context.AfterFunc(s.stopping, func() { sub.end(streamStopping) })()
 	if !id.Expires.IsZero() {
-		t := time.NewTimer(time.Until(id.Expires))
-		defer t.Stop()
-		expired = t.C
+		defer time.AfterFunc(time.Until(id.Expires), func() { sub.end(streamExpired) }).Stop()
 	}
 	var sent uint64
 	for {
-		select {
-		case <-done:
+		<-sub.wake
+		switch sub.ended.Load() {
+		case streamLeft:
 			log.V(1).Info("subscriber left")
 			return nil
-		case <-s.stopping:
+		case streamStopping:
 			return status.Error(codes.Unavailable, "flagplane is shutting down; reconnect")
-		case <-expired:
+		case streamExpired:
 			log.V(1).Info("ending a stream: its credential expired", "expired", id.Expires)
 			return status.Errorf(codes.Unauthenticated, credentialExpiredExplanation, id.Expires.UTC().Format(time.RFC3339))
-		case <-sub.wake:
 		}
 		u := sub.latest.Load()
 		if u == denied {
