@@ -28,6 +28,8 @@ type Recorder struct {
 	nodes          *prometheus.GaugeVec
 	subscribers    *prometheus.GaugeVec
 	subscriptions  *prometheus.CounterVec
+	streamEnds     *prometheus.CounterVec
+	refusals       *prometheus.CounterVec
 	topologyMu     sync.Mutex
 	topologyCounts func() map[topology.Kind]int
 }
@@ -73,6 +75,14 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Namespace: namespace, Name: "sync_subscriptions_total",
 			Help: "flagd sync streams opened on the built-in sync server, by flag set selector.",
 		}, []string{"selector"}),
+		streamEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sync_stream_ends_total",
+			Help: "flagd sync streams ended on the built-in sync server, by reason (left, shutdown, credential_expired, permission_denied, send_failed).",
+		}, []string{"reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sync_refusals_total",
+			Help: "Calls the built-in sync server refused before serving them, by gRPC status code (Unauthenticated, PermissionDenied, InvalidArgument, Unavailable).",
+		}, []string{"code"}),
 	}
 	var errs []error
 	for _, c := range r.collectors() {
@@ -156,12 +166,23 @@ func (r *Recorder) SyncSubscribed(selector string) {
 	r.subscriptions.WithLabelValues(selector).Inc()
 }
 
-// SyncUnsubscribed records that a sync stream opened with SyncSubscribed closed.
-func (r *Recorder) SyncUnsubscribed(selector string) {
+// SyncUnsubscribed records that a sync stream opened with SyncSubscribed
+// ended, and why.
+func (r *Recorder) SyncUnsubscribed(selector, reason string) {
 	if r == nil {
 		return
 	}
 	r.subscribers.WithLabelValues(selector).Dec()
+	r.streamEnds.WithLabelValues(reason).Inc()
+}
+
+// SyncRefused records a sync call refused before it was served, by its gRPC
+// status code.
+func (r *Recorder) SyncRefused(code string) {
+	if r == nil {
+		return
+	}
+	r.refusals.WithLabelValues(code).Inc()
 }
 
 // topologyCollector reports the topology's node counts when scraped.
@@ -196,6 +217,6 @@ func (r *Recorder) Unregister(reg prometheus.Registerer) {
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
-		topologyCollector{r}, r.subscribers, r.subscriptions,
+		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals,
 	}
 }

@@ -128,10 +128,16 @@ func TestSyncSubscribers(t *testing.T) {
 	r.SyncSubscribed("shop/flags")
 	r.SyncSubscribed("shop/flags")
 	r.SyncSubscribed("team/other")
-	r.SyncUnsubscribed("shop/flags")
+	r.SyncUnsubscribed("shop/flags", "credential_expired")
+	r.SyncRefused("Unauthenticated")
+	r.SyncRefused("Unauthenticated")
+	r.SyncRefused("PermissionDenied")
 	g.Expect(testutil.ToFloat64(r.subscribers.WithLabelValues("shop/flags"))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(r.subscriptions.WithLabelValues("shop/flags"))).To(Equal(2.0))
 	g.Expect(testutil.ToFloat64(r.subscribers.WithLabelValues("team/other"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(r.streamEnds.WithLabelValues("credential_expired"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(r.refusals.WithLabelValues("Unauthenticated"))).To(Equal(2.0))
+	g.Expect(testutil.ToFloat64(r.refusals.WithLabelValues("PermissionDenied"))).To(Equal(1.0))
 }
 
 func TestNilRecorderRecordsNothing(t *testing.T) {
@@ -142,7 +148,8 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	r.Write("k", "v")
 	r.WatchTopology(nil)
 	r.SyncSubscribed("s")
-	r.SyncUnsubscribed("s")
+	r.SyncUnsubscribed("s", "left")
+	r.SyncRefused("Unauthenticated")
 }
 
 func TestMetricsFollowPrometheusConventions(t *testing.T) {
@@ -154,6 +161,8 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	r.Write("status", "status")
 	r.WatchTopology(func() map[topology.Kind]int { return map[topology.Kind]int{topology.KindSource: 1} })
 	r.SyncSubscribed("a/b")
+	r.SyncUnsubscribed("a/b", "left")
+	r.SyncRefused("PermissionDenied")
 	problems, err := testutil.GatherAndLint(reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(problems).To(BeEmpty())

@@ -93,12 +93,32 @@ func ReadNamespaceTokenKeys(path string) (*NamespaceTokens, error) {
 	return n, nil
 }
 
-// Observer hears of streams opening and closing, by selector; the
-// manager's metrics recorder is one.
+// Observer hears of streams opening and closing, by selector, and of
+// refused calls; the manager's metrics recorder is one.
 type Observer interface {
 	SyncSubscribed(selector string)
-	SyncUnsubscribed(selector string)
+	// SyncUnsubscribed is called once for every SyncSubscribed, with why
+	// the stream ended: one of the End* reasons.
+	SyncUnsubscribed(selector, reason string)
+	// SyncRefused is called for every call refused before it was served,
+	// with its gRPC status code ("Unauthenticated", "PermissionDenied",
+	// "InvalidArgument", "Unavailable").
+	SyncRefused(code string)
 }
+
+// Why a stream ended, as Observer.SyncUnsubscribed reports it.
+const (
+	// EndLeft: the subscriber closed the stream or went away.
+	EndLeft = "left"
+	// EndShutdown: the server stopped (the subscriber reconnects elsewhere).
+	EndShutdown = "shutdown"
+	// EndCredentialExpired: the credential that opened the stream expired.
+	EndCredentialExpired = "credential_expired"
+	// EndPermissionDenied: the subscriber's namespace lost the flag set.
+	EndPermissionDenied = "permission_denied"
+	// EndSendFailed: a message could not be sent (too large, connection broken).
+	EndSendFailed = "send_failed"
+)
 
 // AddToManager builds the server of c over topo and adds it to mgr, where it
 // runs on every replica (leader or not). ready gates it (see

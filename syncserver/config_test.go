@@ -2,13 +2,16 @@ package syncserver
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
 )
 
 func TestConfigFlags(t *testing.T) {
@@ -66,10 +69,29 @@ func TestConfigValidate(t *testing.T) {
 	g.Expect(string(keys.Keys[1])).To(Equal(strings.Repeat("b", 40)))
 }
 
-// recordingObserver counts open streams by selector.
+// recordingObserver counts open streams by selector, ended ones by reason,
+// and refusals by code.
 type recordingObserver struct {
-	mu   sync.Mutex
-	open map[string]int
+	mu      sync.Mutex
+	open    map[string]int
+	ended   map[string]int
+	refused map[string]int
+}
+
+func newRecordingObserver() *recordingObserver {
+	return &recordingObserver{open: map[string]int{}, ended: map[string]int{}, refused: map[string]int{}}
+}
+
+func (r *recordingObserver) SyncRefused(code string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused[code]++
+}
+
+func (r *recordingObserver) counts() (ended, refused map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.ended), maps.Clone(r.refused)
 }
 
 func (r *recordingObserver) SyncSubscribed(s string) {
@@ -78,10 +100,11 @@ func (r *recordingObserver) SyncSubscribed(s string) {
 	r.open[s]++
 }
 
-func (r *recordingObserver) SyncUnsubscribed(s string) {
+func (r *recordingObserver) SyncUnsubscribed(s, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open[s]--
+	r.ended[reason]++
 }
 
 func (r *recordingObserver) count(s string) func() int {
@@ -94,7 +117,7 @@ func (r *recordingObserver) count(s string) func() int {
 
 func TestObserverAndNamespaceTokens(t *testing.T) {
 	g := NewWithT(t)
-	obs := &recordingObserver{open: map[string]int{}}
+	obs := newRecordingObserver()
 	tokens := &NamespaceTokens{Keys: [][]byte{key(9)}}
 	h := newHarness(t, func(o *Options) {
 		o.Observer = obs
@@ -118,4 +141,36 @@ func TestObserverAndNamespaceTokens(t *testing.T) {
 
 	withoutTokens := newHarness(t)
 	g.Expect(withoutTokens.srv.NamespaceTokens()).To(BeNil())
+}
+
+// The observer hears why each stream ended and which calls were refused.
+func TestObserverHearsWhyStreamsEndAndCallsAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	obs := newRecordingObserver()
+	h := newHarness(t, func(o *Options) {
+		o.Observer = obs
+		o.Authenticator = staticAuth{
+			"shop-token":   {Namespace: "shop", ServiceAccount: "web"},
+			"team-a-token": {Namespace: "team-a", ServiceAccount: "app"},
+			"expiring":     {Namespace: "shop", Expires: time.Now().Add(300 * time.Millisecond)},
+		}
+	})
+	h.flagSet("shop", "checkout", "off")
+
+	left := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
+	left.next(t)
+	left.cancel()
+	expiring := subscribe(t, h.client(t, "expiring"), checkoutSelector)
+	expiring.next(t)
+	g.Expect(expiring.ended(t)).To(Equal(codes.Unauthenticated))
+
+	g.Expect(subscribe(t, h.client(t, "nobody"), checkoutSelector).ended(t)).To(Equal(codes.Unauthenticated))
+	g.Expect(subscribe(t, h.client(t, "team-a-token"), checkoutSelector).ended(t)).To(Equal(codes.PermissionDenied))
+	g.Expect(subscribe(t, h.client(t, "shop-token"), "not-a-selector").ended(t)).To(Equal(codes.InvalidArgument))
+
+	g.Eventually(func() map[string]int { e, _ := obs.counts(); return e }).Should(Equal(map[string]int{
+		EndLeft: 1, EndCredentialExpired: 1,
+	}))
+	_, refused := obs.counts()
+	g.Expect(refused).To(Equal(map[string]int{"Unauthenticated": 1, "PermissionDenied": 1, "InvalidArgument": 1}))
 }

@@ -293,6 +293,7 @@ func (s *Server) gate(ctx context.Context) (context.Context, error) {
 func (s *Server) unaryGate(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	ctx, err := s.gate(ctx)
 	if err != nil {
+		s.refused(err)
 		return nil, err
 	}
 	return handler(ctx, req)
@@ -301,9 +302,17 @@ func (s *Server) unaryGate(ctx context.Context, req any, _ *grpc.UnaryServerInfo
 func (s *Server) streamGate(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, err := s.gate(ss.Context())
 	if err != nil {
+		s.refused(err)
 		return err
 	}
 	return handler(srv, &identifiedStream{ServerStream: ss, ctx: ctx})
+}
+
+// refused tells the observer of a call refused before it was served.
+func (s *Server) refused(err error) {
+	if o := s.opts.Observer; o != nil {
+		o.SyncRefused(status.Code(err).String())
+	}
 }
 
 type identifiedStream struct {
@@ -315,7 +324,12 @@ func (s *identifiedStream) Context() context.Context { return s.ctx }
 
 // authorize resolves the selector of a request and checks that the caller
 // may read the flag set it names.
-func (s *Server) authorize(ctx context.Context, bodySelector string) (topology.Key, Identity, *topology.View, error) {
+func (s *Server) authorize(ctx context.Context, bodySelector string) (_ topology.Key, _ Identity, _ *topology.View, err error) {
+	defer func() {
+		if err != nil {
+			s.refused(err)
+		}
+	}()
 	id, ok := IdentityFrom(ctx)
 	if !ok {
 		return topology.Key{}, id, nil, status.Error(codes.Unauthenticated, "no identity")
@@ -352,10 +366,11 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 	}
 	sub := s.hub.join(flagSet, id.Namespace, conn)
 	defer s.hub.leave(sub)
+	reason := EndLeft
 	if o := s.opts.Observer; o != nil {
 		sel := Selector(flagSet)
 		o.SyncSubscribed(sel)
-		defer o.SyncUnsubscribed(sel)
+		defer func() { o.SyncUnsubscribed(sel, reason) }()
 	}
 	log.V(1).Info("subscriber joined", "providerID", req.GetProviderId())
 
@@ -374,13 +389,16 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 			log.V(1).Info("subscriber left")
 			return nil
 		case streamStopping:
+			reason = EndShutdown
 			return status.Error(codes.Unavailable, "flagplane is shutting down; reconnect")
 		case streamExpired:
+			reason = EndCredentialExpired
 			log.V(1).Info("ending a stream: its credential expired", "expired", id.Expires)
 			return status.Errorf(codes.Unauthenticated, credentialExpiredExplanation, id.Expires.UTC().Format(time.RFC3339))
 		}
 		u := sub.latest.Load()
 		if u == denied {
+			reason = EndPermissionDenied
 			log.Info("ending a stream: the subscriber's namespace may no longer read the flag set")
 			return status.Errorf(codes.PermissionDenied, permissionDeniedExplanation, id.Namespace, Selector(flagSet))
 		}
@@ -388,6 +406,10 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 			continue
 		}
 		if err := stream.SendMsg(u.encoded); err != nil {
+			if ctx.Err() != nil {
+				return nil // the subscriber went away while we sent
+			}
+			reason = EndSendFailed
 			if status.Code(err) == codes.ResourceExhausted {
 				log.Error(err, "flag set is larger than the maximum message size", "bytes", len(u.content), "max", s.opts.MaxMessageSize)
 			}
