@@ -90,8 +90,11 @@ var _ = Describe("flagd syncing from flagplane's sync server", func() {
 		sources, _ := json.Marshal([]map[string]any{{
 			"uri": uri, "provider": "grpc", "selector": selector, "headers": syncserver.SidecarHeaders(token),
 		}})
+		refusedBefore := syncRefusals("PermissionDenied")
 		f := startFlagd("--sources", string(sources))
 		Eventually(f.outputLines).Should(ContainElement(ContainSubstring("PermissionDenied")))
 		Consistently(f.resolve("Boolean", "new-checkout", nil), time.Second).Should(HaveField("Code", "not_found"))
+		Expect(syncRefusals("PermissionDenied")).To(BeNumerically(">", refusedBefore),
+			"flagplane_sync_refusals_total{code=PermissionDenied} counts flagd's refused calls")
 	})
 })

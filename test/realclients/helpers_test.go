@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
@@ -172,4 +173,24 @@ func splitHostPort(addr string) (string, int32) {
 	p, err := strconv.Atoi(port)
 	Expect(err).NotTo(HaveOccurred())
 	return host, int32(p)
+}
+
+// syncRefusals reads flagplane_sync_refusals_total for a gRPC code from the
+// registry the operator's metrics endpoint serves.
+func syncRefusals(code string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "flagplane_sync_refusals_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" && l.GetValue() == code {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
