@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -28,6 +29,9 @@ type Config struct {
 	// NamespaceTokenKeyFile holds the keys of namespace tokens, one per
 	// line, the first signing; empty disables namespace tokens.
 	NamespaceTokenKeyFile string
+	// MaxConnectionAge makes subscribers reconnect after about this long;
+	// zero never does (see Options.MaxConnectionAge).
+	MaxConnectionAge time.Duration
 }
 
 // DefaultConfig is the configuration of a manager started without flags.
@@ -47,6 +51,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TokenAudience, "sync-token-audience", c.TokenAudience, "audience that subscribers' service-account tokens must be issued for")
 	fs.StringVar(&c.NamespaceTokenKeyFile, "sync-namespace-token-key-file", c.NamespaceTokenKeyFile,
 		"file of keys (one per line, at least 32 characters, the first signs) for the namespace tokens of injected flagd sidecars; empty disables them")
+	fs.DurationVar(&c.MaxConnectionAge, "sync-max-connection-age", c.MaxConnectionAge,
+		"make subscribers reconnect after about this long (they resume with the current state), spreading them over the replicas again after a scale-up or rollout; 0 never does")
 }
 
 // Enabled tells whether the server is to run.
@@ -63,6 +69,11 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageSize < 0 {
 		errs = append(errs, fmt.Errorf("--sync-max-message-size %d is negative", c.MaxMessageSize))
+	}
+	if c.MaxConnectionAge < 0 {
+		errs = append(errs, fmt.Errorf("--sync-max-connection-age %s is negative", c.MaxConnectionAge))
+	} else if c.MaxConnectionAge > 0 && c.MaxConnectionAge < time.Minute {
+		errs = append(errs, fmt.Errorf("--sync-max-connection-age %s is under a minute: every subscriber would reconnect, and be sent its flag set again, that often", c.MaxConnectionAge))
 	}
 	if c.NamespaceTokenKeyFile != "" {
 		if _, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile); err != nil {
@@ -141,14 +152,15 @@ func AddToManager(mgr manager.Manager, topo Snapshotter, c Config, ready func() 
 		chain = append(chain, &TokenReviews{Reviewer: mgr.GetClient(), Audience: c.TokenAudience})
 	}
 	srv, err := New(topo, Options{
-		Addr:           c.BindAddress,
-		TLSCertFile:    c.TLSCertFile,
-		TLSKeyFile:     c.TLSKeyFile,
-		MaxMessageSize: c.MaxMessageSize,
-		Authenticator:  chain,
-		Ready:          ready,
-		Observer:       observer,
-		Log:            mgr.GetLogger(),
+		Addr:             c.BindAddress,
+		TLSCertFile:      c.TLSCertFile,
+		TLSKeyFile:       c.TLSKeyFile,
+		MaxMessageSize:   c.MaxMessageSize,
+		MaxConnectionAge: c.MaxConnectionAge,
+		Authenticator:    chain,
+		Ready:            ready,
+		Observer:         observer,
+		Log:              mgr.GetLogger(),
 	})
 	if err != nil {
 		return nil, err

@@ -21,9 +21,10 @@ func TestConfigFlags(t *testing.T) {
 	c.BindFlags(fs)
 	g.Expect(c).To(Equal(Config{BindAddress: ":8015", MaxMessageSize: 4 << 20, ServiceAccountTokens: true, TokenAudience: "flagplane"}))
 	g.Expect(c.Enabled()).To(BeTrue())
-	g.Expect(fs.Parse([]string{"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x"})).To(Succeed())
+	g.Expect(fs.Parse([]string{"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x", "--sync-max-connection-age=30m"})).To(Succeed())
 	g.Expect(c.Enabled()).To(BeFalse())
 	g.Expect(c.MaxMessageSize).To(Equal(1024))
+	g.Expect(c.MaxConnectionAge).To(Equal(30 * time.Minute))
 	g.Expect(c.TokenAudience).To(Equal("x"))
 }
 
@@ -49,6 +50,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: good}},
 		{name: "namespace tokens only", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: good, ServiceAccountTokens: false}},
 		{name: "no credential at all", c: Config{BindAddress: ":1"}, err: "nobody could subscribe"},
+		{name: "connection age", c: Config{BindAddress: ":1", ServiceAccountTokens: true, MaxConnectionAge: time.Hour}},
+		{name: "negative connection age", c: Config{BindAddress: ":1", ServiceAccountTokens: true, MaxConnectionAge: -time.Hour}, err: "negative"},
+		{name: "connection age under a minute", c: Config{BindAddress: ":1", ServiceAccountTokens: true, MaxConnectionAge: 5 * time.Second}, err: "under a minute"},
 		{name: "weak keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: weak}, err: "32 bytes"},
 		{name: "missing keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: filepath.Join(dir, "none"), ServiceAccountTokens: true}, err: "reading"},
 	} {

@@ -32,6 +32,7 @@ const (
 	DefaultKeepaliveTimeout      = 20 * time.Second
 	DefaultMaxStreamsPerConn     = 100
 	DefaultGracefulStopTimeout   = 10 * time.Second
+	DefaultMaxConnectionAgeGrace = 30 * time.Second
 	maxRequestSize               = 64 << 10
 	connectionBufferSize         = 8 << 10
 	unavailableWhileGraphBuilds  = "flagplane is still building its graph from the cluster; retry"
@@ -73,6 +74,10 @@ type Options struct {
 	// long (they resume with the current state), which spreads subscribers
 	// over the replicas behind a Service again after a rollout.
 	MaxConnectionAge time.Duration
+	// MaxConnectionAgeGrace is how long a connection past MaxConnectionAge
+	// is left for its streams to see their last message before it is cut
+	// (DefaultMaxConnectionAgeGrace).
+	MaxConnectionAgeGrace time.Duration
 
 	// MaxStreamsPerConnection bounds the concurrent streams of one
 	// connection (DefaultMaxStreamsPerConn).
@@ -126,6 +131,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.KeepaliveMinTime = orDefault(opts.KeepaliveMinTime, DefaultKeepaliveMinTime)
 	opts.KeepaliveTime = orDefault(opts.KeepaliveTime, DefaultKeepaliveTime)
 	opts.KeepaliveTimeout = orDefault(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
+	opts.MaxConnectionAgeGrace = orDefault(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	opts.MaxStreamsPerConnection = orDefault(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
 	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
 	s.stopping, s.stopStreams = context.WithCancel(context.Background())
@@ -243,12 +249,10 @@ func (s *Server) serverOptions() []grpc.ServerOption {
 			PermitWithoutStream: true,
 		}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
-			Time:             s.opts.KeepaliveTime,
-			Timeout:          s.opts.KeepaliveTimeout,
-			MaxConnectionAge: s.opts.MaxConnectionAge,
-			// Give a stream time to see its last message before the
-			// connection goes, when MaxConnectionAge is set.
-			MaxConnectionAgeGrace: 30 * time.Second,
+			Time:                  s.opts.KeepaliveTime,
+			Timeout:               s.opts.KeepaliveTimeout,
+			MaxConnectionAge:      s.opts.MaxConnectionAge,
+			MaxConnectionAgeGrace: s.opts.MaxConnectionAgeGrace,
 		}),
 		// A subscriber sends one small request and then only reads: small
 		// per-connection buffers, and a write buffer that is released

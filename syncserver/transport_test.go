@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -182,4 +183,28 @@ func TestNewRefusesHalfATLSConfiguration(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("Authenticator")))
 	_, err = New(newWorld(t).topo, Options{Authenticator: staticAuth{}, TLSCertFile: "/nonexistent", TLSKeyFile: "/nonexistent"})
 	g.Expect(err).To(HaveOccurred())
+}
+
+// MaxConnectionAge ends even a connection whose stream never ends, once its
+// grace has passed, and the client's next stream gets the current state: this
+// is what spreads subscribers over replicas again.
+func TestMaxConnectionAgeRecyclesLongLivedStreams(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	h := newHarness(t, func(o *Options) {
+		o.MaxConnectionAge = 300 * time.Millisecond
+		o.MaxConnectionAgeGrace = 300 * time.Millisecond
+	})
+	ff := h.flagSet("shop", "checkout", "off")
+	c := h.client(t, "shop-token")
+	opened := time.Now()
+	sub := subscribe(t, c, checkoutSelector)
+	g.Expect(sub.next(t)).To(Equal(rendered(t, ff)))
+	g.Expect(sub.ended(t)).To(Equal(codes.Unavailable))
+	// gRPC jitters the age by up to 10 %.
+	g.Expect(time.Since(opened)).To(BeNumerically(">=", 270*time.Millisecond+300*time.Millisecond))
+	g.Eventually(h.srv.Subscribers).Should(BeZero())
+
+	again := subscribe(t, c, checkoutSelector)
+	g.Expect(again.next(t)).To(Equal(rendered(t, ff)), "the client resumes with the current state")
 }
