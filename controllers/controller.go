@@ -85,6 +85,7 @@ type Controller struct {
 	statusWF    *workflows.StatusUpdater
 	rbacWF      *workflows.RBACReconciler
 	rolloutWF   *workflows.RolloutReconciler
+	annotWF     *workflows.AnnotationReporter
 
 	handlers []toolscache.ResourceEventHandlerRegistration
 	ready    atomic.Bool
@@ -132,6 +133,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events}
 	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events}
 	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events}
+	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
@@ -362,6 +364,7 @@ func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) erro
 
 func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {
 	v := c.topo.Snapshot()
+	c.annotWF.Report(ctx, v, key)
 	rbacErr := c.rbacWF.Reconcile(ctx, v, key)
 	// A workload's RBAC decides whether its sources are Programmed.
 	for _, s := range v.SourcesOfWorkload(key) {

@@ -5,13 +5,11 @@ import (
 )
 
 // Entitled tells whether the workloads of namespace may read flagSet from the
-// sync server. They may read
-//
-//   - every flag set of their own namespace, and
-//   - a flag set of another namespace that a FeatureFlagSource of their
-//     namespace references and that reference is Resolved: which, across
-//     namespaces, takes a ReferenceGrant in the flag set's namespace, exactly
-//     as for the ConfigMaps flagplane copies into consuming namespaces.
+// sync server: exactly when flagplane would deliver that flag set into their
+// namespace by any path (topology.View.MayRead): it is their namespace's, or
+// a source of their namespace resolves it, or a source of another namespace
+// that their workloads' annotations name — with a ReferenceGrant for every
+// hop that crosses a namespace — resolves it.
 //
 // So the sync server never serves a namespace anything that flagplane would
 // not also have rendered into that namespace. A reference resolves only to a
@@ -21,23 +19,15 @@ import (
 // it was deleted keep their streams and are served an empty flag set; see
 // the package documentation.)
 func Entitled(v *topology.View, namespace string, flagSet topology.Key) bool {
-	if flagSet.Namespace == namespace {
-		return true
-	}
-	for _, s := range v.SourcesOfFlagSet(flagSet) {
-		if s.Namespace == namespace {
-			return true
-		}
-	}
-	return false
+	return v.MayRead(namespace, flagSet)
 }
 
 // entitledNamespaces lists the namespaces other than its own that may read a
 // flag set, for checking many subscribers at once.
 func entitledNamespaces(v *topology.View, flagSet topology.Key) map[string]struct{} {
 	out := map[string]struct{}{}
-	for _, s := range v.SourcesOfFlagSet(flagSet) {
-		out[s.Namespace] = struct{}{}
+	for _, ns := range v.ReaderNamespaces(flagSet) {
+		out[ns] = struct{}{}
 	}
 	return out
 }

@@ -69,8 +69,20 @@ func (w *world) source(ns, name string, refs ...string) {
 	w.apply(w.topo.UpsertSource(s))
 }
 
+// grant lets the sources of the namespaces from refer to the FeatureFlags
+// of ns named in to (all of them when to is empty).
 func (w *world) grant(ns, name string, from, to []string) {
-	w.apply(w.topo.UpsertGrant(topology.Grant{Namespace: ns, Name: name, FromNamespaces: from, ToNames: to}))
+	g := topology.Grant{Namespace: ns, Name: name}
+	for _, f := range from {
+		g.From = append(g.From, topology.GrantFrom{Group: topology.GroupOpenFeature, Kind: "FeatureFlagSource", Namespace: f})
+	}
+	if len(to) == 0 {
+		to = []string{""}
+	}
+	for _, n := range to {
+		g.To = append(g.To, topology.GrantTo{Group: topology.GroupOpenFeature, Kind: "FeatureFlag", Name: n})
+	}
+	w.apply(w.topo.UpsertGrant(g))
 }
 
 func (w *world) deleteGrant(ns, name string) { w.apply(w.topo.DeleteGrant(ns, name), nil) }

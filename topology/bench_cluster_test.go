@@ -136,11 +136,11 @@ func benchWorkload(nsi, i, j int, o benchWorkloadOpts) Workload {
 // benchGrant is the grant in namespace nsi+1 that lets source i of
 // namespace nsi read flag set i there (when permit is true).
 func benchGrant(nsi, i int, permit bool) Grant {
-	g := Grant{Namespace: benchNs(nsi + 1), Name: fmt.Sprintf("flags-%d-from-prev", i), ToNames: []string{fmt.Sprintf("flags-%d", i)}}
+	var from []string
 	if permit {
-		g.FromNamespaces = []string{benchNs(nsi)}
+		from = []string{benchNs(nsi)}
 	}
-	return g
+	return flagSetGrant(benchNs(nsi+1), fmt.Sprintf("flags-%d-from-prev", i), from, fmt.Sprintf("flags-%d", i))
 }
 
 // benchCluster is the objects of one size and the topology built from them.

@@ -74,7 +74,7 @@ func rebuildMachinery(w *world, dagCheck bool) (*machinery.Topology, error) {
 			return true
 		}
 		for _, g := range grantsByNs[f.Namespace] {
-			if slices.Contains(g.FromNamespaces, from) && (len(g.ToNames) == 0 || slices.Contains(g.ToNames, f.Name)) {
+			if g.lets(GroupOpenFeature, "FeatureFlagSource", from, f, false) {
 				return true
 			}
 		}

@@ -317,7 +317,7 @@ func TestSourceDeltas(t *testing.T) {
 		},
 		{
 			name:  "cross-namespace reference with a grant renders into the source's workloads' namespace",
-			setup: []step{upsert(newFlagSet("team", "flags", "on")), upsert(web), upsert(Grant{Namespace: "team", Name: "g", FromNamespaces: []string{"shop"}})},
+			setup: []step{upsert(newFlagSet("team", "flags", "on")), upsert(web), upsert(flagSetGrant("team", "g", []string{"shop"}))},
 			event: upsert(newSource("shop", "src", ref("team/flags", ""), selector(matchLabels("app", "web")))),
 			want:  expect(s, w, fsK("team", "flags"), cmK(fsK("team", "flags"), "shop")),
 		},
@@ -362,10 +362,22 @@ func TestWorkloadDeltas(t *testing.T) {
 			want:  expect(k, depK("shop", "api")),
 		},
 		{
-			name:  "create opted in to a source that does not exist yet",
+			name:  "create opted in to a source that does not exist yet: the workload, to say so",
 			setup: world,
 			event: upsert(deployment("shop", "api", nil, optIn("later"))),
-			want:  expect(),
+			want:  expect(depK("shop", "api")),
+		},
+		{
+			name:  "create opted in to a source of another namespace without a grant: the workload and the source that denies it",
+			setup: append(world, upsert(newSource("team", "shared", ref("flags", "")))),
+			event: upsert(deployment("shop", "api", nil, optIn("team/shared"))),
+			want:  expect(depK("shop", "api"), srcK("team", "shared")),
+		},
+		{
+			name:  "create opted in to a source of another namespace with a grant for its pods",
+			setup: append(world, upsert(newSource("team", "shared", ref("flags", ""))), upsert(podGrant("team", "pods", []string{"shop"}, KindSource, "shared"))),
+			event: upsert(deployment("shop", "api", nil, optIn("team/shared"))),
+			want:  expect(depK("shop", "api"), srcK("team", "shared")),
 		},
 		{
 			name:  "labels no longer selected: the last consumer of the ConfigMap",
@@ -480,19 +492,19 @@ func TestGrantDeltas(t *testing.T) {
 	shared := newFlagSet("team", "flags", "on")
 	src := newSource("shop", "src", ref("team/flags", ""), targetRef(KindDeployment, "web"))
 	web := deployment("shop", "web", nil, nil)
-	grant := Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop", "billing"}}
+	grant := flagSetGrant("team", "shop", []string{"shop", "billing"})
 	world := []step{upsert(shared), upsert(src), upsert(web)}
 	s, f, w, cm := srcK("shop", "src"), fsK("team", "flags"), depK("shop", "web"), cmK(fsK("team", "flags"), "shop")
 
 	runDeltaCases(t, []deltaCase{
 		{name: "grant permits the reference", setup: world, event: upsert(grant), want: expect(s, f, w, cm)},
-		{name: "grant of other names", setup: world, event: upsert(Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop"}, ToNames: []string{"other"}}), want: expect()},
-		{name: "grant of this name", setup: world, event: upsert(Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop"}, ToNames: []string{"flags"}}), want: expect(s, f, w, cm)},
-		{name: "grant to other namespaces", setup: world, event: upsert(Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"billing"}}), want: expect()},
+		{name: "grant of other names", setup: world, event: upsert(flagSetGrant("team", "shop", []string{"shop"}, "other")), want: expect()},
+		{name: "grant of this name", setup: world, event: upsert(flagSetGrant("team", "shop", []string{"shop"}, "flags")), want: expect(s, f, w, cm)},
+		{name: "grant to other namespaces", setup: world, event: upsert(flagSetGrant("team", "shop", []string{"billing"})), want: expect()},
 		{name: "same grant, namespaces in another order", setup: append(world, upsert(grant)),
-			event: upsert(Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"billing", "shop", "shop"}}), want: expect()},
+			event: upsert(flagSetGrant("team", "shop", []string{"billing", "shop", "shop"})), want: expect()},
 		{name: "a second grant permitting the same", setup: append(world, upsert(grant)),
-			event: upsert(Grant{Namespace: "team", Name: "again", FromNamespaces: []string{"shop"}}), want: expect()},
+			event: upsert(flagSetGrant("team", "again", []string{"shop"})), want: expect()},
 		{name: "delete takes the permission back", setup: append(world, upsert(grant)), event: remove(grant.Key()), want: expect(s, f, w, cm)},
 		{name: "grant for a flag set that does not exist: NotPermitted becomes NotFound", setup: []step{upsert(src), upsert(web)}, event: upsert(grant), want: expect(s)},
 	})

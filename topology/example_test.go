@@ -93,7 +93,9 @@ func ExampleView_UnresolvedRefs() {
 	src := topology.SourceKey("shop", "sidecar")
 	fmt.Println(t.Snapshot().UnresolvedRefs(src))
 
-	d, _ := t.UpsertGrant(topology.Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop"}})
+	d, _ := t.UpsertGrant(topology.Grant{Namespace: "team", Name: "shop",
+		From: []topology.GrantFrom{{Group: "core.openfeature.dev", Kind: "FeatureFlagSource", Namespace: "shop"}},
+		To:   []topology.GrantTo{{Group: "core.openfeature.dev", Kind: "FeatureFlag"}}})
 	fmt.Println(d, t.Snapshot().UnresolvedRefs(src))
 	// Output:
 	// [{featureflag:team/shared file 0 NotPermitted}]
@@ -120,7 +122,9 @@ func ExampleConfigMapName() {
 // The DOT rendering depends only on the graph.
 func ExampleView_DOT() {
 	t := topology.New()
-	_, _ = t.UpsertGrant(topology.Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop"}})
+	_, _ = t.UpsertGrant(topology.Grant{Namespace: "team", Name: "shop",
+		From: []topology.GrantFrom{{Group: "core.openfeature.dev", Kind: "FeatureFlagSource", Namespace: "shop"}},
+		To:   []topology.GrantTo{{Group: "core.openfeature.dev", Kind: "FeatureFlag"}}})
 	fmt.Print(string(t.DOT()))
 	// Output:
 	// digraph topology {

@@ -142,3 +142,29 @@ func must(t testing.TB) func(Delta, error) Delta {
 }
 
 func corev1EnvVar(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
+
+// flagSetGrant lets the sources of the namespaces from refer to the flag
+// sets of namespace (those named, or all).
+func flagSetGrant(namespace, name string, from []string, names ...string) Grant {
+	return grantOf(namespace, name, GroupOpenFeature, "FeatureFlagSource", from, KindFlagSet, names...)
+}
+
+// podGrant lets the pods of the namespaces from refer to objects of kind in
+// namespace (those named, or all).
+func podGrant(namespace, name string, from []string, kind Kind, names ...string) Grant {
+	return grantOf(namespace, name, GroupCore, KindPod, from, kind, names...)
+}
+
+func grantOf(namespace, name, fromGroup, fromKind string, from []string, kind Kind, names ...string) Grant {
+	g := Grant{Namespace: namespace, Name: name}
+	for _, ns := range from {
+		g.From = append(g.From, GrantFrom{Group: fromGroup, Kind: fromKind, Namespace: ns})
+	}
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	for _, n := range names {
+		g.To = append(g.To, GrantTo{Group: GroupOpenFeature, Kind: string(kind), Name: n})
+	}
+	return g
+}

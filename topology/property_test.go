@@ -161,10 +161,28 @@ func genGrant(c chooser, ns, name string) Grant {
 	g := Grant{Namespace: ns, Name: name}
 	for _, from := range propNamespaces {
 		if c.intn(2) == 0 {
-			g.FromNamespaces = append(g.FromNamespaces, from)
+			k := pick(c,
+				GrantFrom{Group: GroupOpenFeature, Kind: "FeatureFlagSource"},
+				GrantFrom{Group: GroupOpenFeature, Kind: "FeatureFlagSource"},
+				GrantFrom{Group: GroupCore, Kind: KindPod},
+				GrantFrom{Group: GroupApps, Kind: string(KindDeployment)},
+				GrantFrom{Group: GroupApps, Kind: "ReplicaSet"},
+			)
+			k.Namespace = from
+			g.From = append(g.From, k)
 		}
 	}
-	g.ToNames = pick(c, nil, []string{"f1"}, []string{"f2", "f1"})
+	for range 1 + c.intn(2) {
+		g.To = append(g.To, pick(c,
+			GrantTo{Group: GroupOpenFeature, Kind: "FeatureFlag"},
+			GrantTo{Group: GroupOpenFeature, Kind: "FeatureFlag", Name: "f1"},
+			GrantTo{Group: GroupOpenFeature, Kind: "FeatureFlag", Name: "f2"},
+			GrantTo{Group: GroupOpenFeature, Kind: "FeatureFlagSource"},
+			GrantTo{Group: GroupOpenFeature, Kind: "FeatureFlagSource", Name: "s1"},
+			GrantTo{Group: GroupOpenFeature, Kind: "InProcessConfiguration", Name: "c2"},
+			GrantTo{Group: "gateway.networking.k8s.io", Kind: "FeatureFlag"},
+		))
+	}
 	return g
 }
 
@@ -227,7 +245,7 @@ func genEvent(c chooser) event {
 				apply:  func(t *Topology) (Delta, error) { return t.DeleteGrant(ns, "g1"), nil },
 				record: func(w *world) { delete(w.grants, g.Key()) }}
 		}
-		return event{desc: fmt.Sprintf("upsert %s %v %v", g.Key(), g.FromNamespaces, g.ToNames),
+		return event{desc: fmt.Sprintf("upsert %s %v %v", g.Key(), g.From, g.To),
 			apply:  func(t *Topology) (Delta, error) { return t.UpsertGrant(g) },
 			record: func(w *world) { w.grants[g.Key()] = g }}
 	}
@@ -324,12 +342,15 @@ func answers(v *View) map[string]any {
 		case k.Kind == KindFlagSet:
 			out[s+" SourcesOfFlagSet"] = v.SourcesOfFlagSet(k)
 			out[s+" ConsumerNamespaces"] = v.ConsumerNamespaces(k)
+			out[s+" ReaderNamespaces"] = v.ReaderNamespaces(k)
 		case k.Kind == KindSource:
 			out[s+" WorkloadsOfSource"] = v.WorkloadsOfSource(k)
 			out[s+" FlagSetRefs"] = v.FlagSetRefs(k)
 			out[s+" UnresolvedRefs"] = v.UnresolvedRefs(k)
+			out[s+" DeniedReferrers"] = v.DeniedReferrers(k)
 		case k.Kind == KindInProcessConfig:
 			out[s+" WorkloadsOfInProcessConfig"] = v.WorkloadsOfInProcessConfig(k)
+			out[s+" DeniedReferrers"] = v.DeniedReferrers(k)
 		case k.Kind == KindConfigMap:
 			out[s+" ConfigMapNeeded"] = v.ConfigMapNeeded(k)
 			out[s+" WorkloadsOfConfigMap"] = v.WorkloadsOfConfigMap(k)
@@ -339,6 +360,21 @@ func answers(v *View) map[string]any {
 			out[s+" SourcesOfWorkload"] = v.SourcesOfWorkload(k)
 			out[s+" InProcessConfigsOfWorkload"] = v.InProcessConfigsOfWorkload(k)
 			out[s+" ConfigMapsOfWorkload"] = v.ConfigMapsOfWorkload(k)
+			out[s+" AnnotationRefs"] = v.AnnotationRefs(k)
+			for _, ns := range propNamespaces {
+				for _, n := range propFlagSets {
+					f := FlagSetKey(ns, n)
+					out[s+" MayReadDirectly "+f.String()] = v.MayReadDirectly(k, f)
+				}
+			}
+		}
+	}
+	for _, ns := range propNamespaces {
+		for _, fns := range propNamespaces {
+			for _, n := range propFlagSets {
+				f := FlagSetKey(fns, n)
+				out[ns+" MayRead "+f.String()] = v.MayRead(ns, f)
+			}
 		}
 	}
 	return out
@@ -386,7 +422,7 @@ func (c specs) fingerprint(v *View, k Key) string {
 		if !ok {
 			return ""
 		}
-		return fmt.Sprint(c.of(ff, false), v.SourcesOfFlagSet(k), v.ConsumerNamespaces(k))
+		return fmt.Sprint(c.of(ff, false), v.SourcesOfFlagSet(k), v.ConsumerNamespaces(k), v.ReaderNamespaces(k))
 	case k.Kind == KindConfigMap:
 		if !v.ConfigMapNeeded(k) {
 			return ""
@@ -398,28 +434,40 @@ func (c specs) fingerprint(v *View, k Key) string {
 		if !ok {
 			return ""
 		}
-		return fmt.Sprint(c.of(s, false), v.FlagSetRefs(k), v.WorkloadsOfSource(k))
+		return fmt.Sprint(c.of(s, false), v.FlagSetRefs(k), v.WorkloadsOfSource(k), v.DeniedReferrers(k))
 	case k.Kind == KindInProcessConfig:
 		ipc, ok := v.InProcessConfig(k)
 		if !ok {
 			return ""
 		}
-		return fmt.Sprint(c.of(ipc, false), v.WorkloadsOfInProcessConfig(k))
+		return fmt.Sprint(c.of(ipc, false), v.WorkloadsOfInProcessConfig(k), v.DeniedReferrers(k))
 	case k.Kind.IsWorkload():
 		// A workload's injection: its sources in order with their sidecar
-		// settings and resolved flag sets, its in-process configurations,
-		// its ConfigMaps, and its service account when it has a sidecar.
+		// settings and resolved flag sets (and, for the kubernetes
+		// provider, whether its pods may read them), its in-process
+		// configurations, its ConfigMaps, its service account when it has a
+		// sidecar; and the annotation references that do not resolve.
 		sources, ipcs := v.SourcesOfWorkload(k), v.InProcessConfigsOfWorkload(k)
-		if len(sources)+len(ipcs) == 0 {
+		var denied []AnnotationRef
+		for _, r := range v.AnnotationRefs(k) {
+			if r.State != RefResolved {
+				denied = append(denied, r)
+			}
+		}
+		if len(sources)+len(ipcs)+len(denied) == 0 {
 			return ""
 		}
 		var b strings.Builder
+		fmt.Fprint(&b, denied, ";")
 		for _, sk := range sources {
 			s, _ := v.Source(sk)
 			fmt.Fprint(&b, sk, c.of(s, true))
 			for _, r := range v.FlagSetRefs(sk) {
 				if r.State == RefResolved {
 					fmt.Fprint(&b, r.FlagSet, r.Provider)
+					if r.Provider == "kubernetes" {
+						fmt.Fprint(&b, v.MayReadDirectly(k, r.FlagSet))
+					}
 				}
 			}
 			b.WriteString(";")

@@ -117,26 +117,13 @@ func crossNamespacePairs(namespace string, refs []FlagSetRef) []nsPair {
 // NotPermitted whether or not the flag set exists, so that status does not
 // tell other namespaces what exists.
 func (st *state) refState(from string, f Key) RefState {
-	if f.Namespace != from && !st.granted(from, f) {
+	if !st.sourceMayRef(from, f) {
 		return RefNotPermitted
 	}
 	if n, ok := st.g.node(f); !ok || n.payload.flagSet == nil {
 		return RefNotFound
 	}
 	return RefResolved
-}
-
-// granted tells whether a grant in f's namespace lets sources of namespace from refer to f.
-func (st *state) granted(from string, f Key) bool {
-	grants, _ := st.grantsByNs.get(nsKey(f.Namespace))
-	for k := range grants.all() {
-		n, _ := st.g.node(k)
-		if g := n.payload.grant; slices.Contains(g.FromNamespaces, from) &&
-			(len(g.ToNames) == 0 || slices.Contains(g.ToNames, f.Name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // evalRefs returns refs with their states as of the current state.
@@ -198,6 +185,7 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 		rec.refs = x.st.evalRefs(k.Namespace, parseRefs(obj))
 		indexUpdate(x.o, &x.st.refsTo, refFlagSets(old.refs), refFlagSets(rec.refs), k)
 		indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, old.refs), crossNamespacePairs(k.Namespace, rec.refs), k)
+		indexUpdate(x.o, &x.st.kubeRefsInto, kubernetesRefNamespaces(old.refs), kubernetesRefNamespaces(rec.refs), k)
 	}
 	if !targetingSame {
 		rec.targetRefs, rec.selector = parseTargeting(obj)
@@ -275,6 +263,7 @@ func (x *tx) deleteSource(k Key) error {
 	rec := n.payload.source
 	indexUpdate(x.o, &x.st.refsTo, refFlagSets(rec.refs), nil, k)
 	indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, rec.refs), nil, k)
+	indexUpdate(x.o, &x.st.kubeRefsInto, kubernetesRefNamespaces(rec.refs), nil, k)
 	indexUpdate(x.o, &x.st.targetRefsTo, rec.targetRefs, nil, k)
 	indexUpdate(x.o, &x.st.selByLabel, rec.selector.index, nil, k)
 	indexUpdate(x.o, &x.st.selScan, rec.selector.scan(), nil, k)
@@ -346,13 +335,14 @@ func (x *tx) retarget(from Key, p payload, w Key) error {
 	var want bool
 	switch {
 	case p.source != nil:
-		want = p.source.targets(from, wn.payload.workload)
+		want = x.st.targets(from, p.source, wn.payload.workload)
 	case p.ipc != nil:
-		want = containsKey(wn.payload.workload.annotIPCs, from)
+		want = containsKey(wn.payload.workload.annotIPCs, from) && x.st.workloadMayRef(w, from)
 	}
 	if _, have := wn.in.get(from); want == have {
 		return nil
 	}
+	readers := x.observeReaders(from, w)
 	if want {
 		if _, err := x.st.g.addEdge(x.o, from, w, relTargets); err != nil {
 			return err
@@ -360,6 +350,7 @@ func (x *tx) retarget(from Key, p payload, w Key) error {
 	} else {
 		x.st.g.removeEdge(x.o, from, w)
 	}
+	x.markReaders(readers)
 	x.mark(from)
 	x.mark(w)
 	if from.Kind == KindSource {
@@ -379,12 +370,42 @@ func (x *tx) retargetKey(from, w Key) error {
 
 // targets tells whether the source (whose key is k) applies to the workload:
 // by targetRefs or selector in its own namespace, or because the workload's
-// annotation names it.
-func (s *sourceRec) targets(k Key, w *workloadRec) bool {
+// annotation names it and the tenancy rule permits that.
+func (st *state) targets(k Key, s *sourceRec, w *workloadRec) bool {
 	if k.Namespace == w.w.Namespace {
 		if containsKey(s.targetRefs, w.w.Key()) || s.selector.matches(w.w.Labels) {
 			return true
 		}
 	}
-	return containsKey(w.annotSources, k)
+	return containsKey(w.annotSources, k) && st.workloadMayRef(w.w.Key(), k)
+}
+
+// observeReaders takes, before the edge from a source to a workload of
+// another namespace comes or goes, the reader namespaces of the flag sets
+// the source resolves: such an edge is how a namespace becomes entitled to
+// another's flag sets (View.MayRead), and the sync server re-checks the
+// subscribers of a flag set in the Delta.
+func (x *tx) observeReaders(from, w Key) map[Key][]string {
+	if from.Kind != KindSource || from.Namespace == w.Namespace {
+		return nil
+	}
+	n, ok := x.st.g.node(from)
+	if !ok || n.payload.source == nil {
+		return nil
+	}
+	out := map[Key][]string{}
+	for _, f := range resolvedFlagSets(n.payload.source.refs, "") {
+		out[f] = x.st.readerNamespaces(f)
+	}
+	return out
+}
+
+// markReaders marks the flag sets whose reader namespaces differ from what
+// observeReaders saw.
+func (x *tx) markReaders(before map[Key][]string) {
+	for f, namespaces := range before {
+		if !slices.Equal(namespaces, x.st.readerNamespaces(f)) {
+			x.mark(f)
+		}
+	}
 }

@@ -90,6 +90,13 @@ type state struct {
 	annotIPCs    pmap[Key, pset[Key]]
 	// grantsByNs: namespace → grants in it.
 	grantsByNs pmap[nsKey, pset[Key]]
+	// crossAnnot: (target namespace, workload namespace) → workloads whose
+	// annotation names a source or in-process configuration of another
+	// namespace, the workloads a grant can affect.
+	crossAnnot pmap[nsPair, pset[Key]]
+	// kubeRefsInto: namespace → sources with a kubernetes-provider reference
+	// to a flag set of that namespace, whose workloads a grant can let read it.
+	kubeRefsInto pmap[nsKey, pset[Key]]
 }
 
 // tx is one edit in progress.

@@ -172,22 +172,6 @@ type Workload struct {
 // Key returns the workload's key.
 func (w Workload) Key() Key { return WorkloadKey(w.Kind, w.Namespace, w.Name) }
 
-// Grant permits FeatureFlagSources of some namespaces to reference
-// FeatureFlags of the grant's own namespace, like Gateway API's
-// ReferenceGrant (from FeatureFlagSource in namespace X, to FeatureFlag).
-type Grant struct {
-	Namespace string
-	Name      string
-	// FromNamespaces are the namespaces whose sources may reference.
-	FromNamespaces []string
-	// ToNames limits the FeatureFlags that may be referenced; empty means all
-	// of the grant's namespace.
-	ToNames []string
-}
-
-// Key returns the grant's key.
-func (g Grant) Key() Key { return Key{Kind: KindGrant, Namespace: g.Namespace, Name: g.Name} }
-
 // RefState says whether a source's reference to a flag set resolves.
 type RefState string
 

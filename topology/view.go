@@ -149,3 +149,32 @@ func (v *View) Counts() map[Kind]int {
 // (paths, topological sorts, ...). Nodes are GraphNodes numbered in key
 // order, edges GraphEdges. Numbering the nodes costs O(n log n) per call.
 func (v *View) Graph() gonum.Directed { return newGonumGraph(&v.st.g) }
+
+// AnnotationRefs lists the sources, then the in-process configurations,
+// that a workload's pod-template annotations name (when
+// openfeature.dev/enabled is "true"), in annotation order, each with
+// whether the reference resolves under the tenancy rule.
+func (v *View) AnnotationRefs(w Key) []AnnotationRef { return v.st.annotationRefs(w) }
+
+// DeniedReferrers lists the workloads of other namespaces whose annotation
+// names a source or in-process configuration without a grant permitting it.
+func (v *View) DeniedReferrers(target Key) []Key { return v.st.deniedReferrers(target) }
+
+// MayReadDirectly tells whether a workload's pods may read a flag set
+// themselves, with their service account (the kubernetes provider): always
+// within its namespace, across namespaces only when a grant there permits
+// its pods every FeatureFlag.
+func (v *View) MayReadDirectly(w, flagSet Key) bool { return v.st.workloadMayRead(w, flagSet) }
+
+// MayRead tells whether the workloads of namespace are entitled to a flag
+// set: it is theirs, or flagplane delivers it into their namespace through
+// references that the tenancy rule resolves.
+func (v *View) MayRead(namespace string, flagSet Key) bool {
+	return flagSet.Namespace == namespace || slices.Contains(v.st.readerNamespaces(flagSet), namespace)
+}
+
+// ReaderNamespaces lists the namespaces other than its own that are
+// entitled to a flag set (see MayRead), sorted.
+func (v *View) ReaderNamespaces(flagSet Key) []string {
+	return slices.DeleteFunc(v.st.readerNamespaces(flagSet), func(ns string) bool { return ns == flagSet.Namespace })
+}

@@ -23,8 +23,8 @@ import (
 //     app=web in shop;
 //   - shop/extra reads shop/flags with flagd-proxy and targets web by name;
 //   - team/billing reads team/shared (file) and is named by the annotation
-//     of shop/api, which also names shop/sidecar and a source that does not
-//     exist;
+//     of shop/api (a grant lets shop's pods name it), which also names
+//     shop/sidecar and a source that does not exist;
 //   - shop/inproc is named by the annotation of shop/api.
 func shopWorld(t *testing.T) *Topology {
 	top := New()
@@ -32,7 +32,8 @@ func shopWorld(t *testing.T) *Topology {
 		upsert(newFlagSet("shop", "flags", "on")),
 		upsert(newFlagSet("team", "shared", "on")),
 		upsert(newFlagSet("team", "secret", "on")),
-		upsert(Grant{Namespace: "team", Name: "shop", FromNamespaces: []string{"shop"}, ToNames: []string{"shared"}}),
+		upsert(flagSetGrant("team", "shop", []string{"shop"}, "shared")),
+		upsert(podGrant("team", "shop-pods", []string{"shop"}, KindSource, "billing")),
 		upsert(newSource("shop", "sidecar",
 			ref("flags", ""), ref("team/shared", v1beta1.SyncProviderKubernetes), ref("team/secret", ""),
 			ref("missing", ""), ref("https://flags.example/x", v1beta1.SyncProviderHTTP),
@@ -105,8 +106,23 @@ func TestQueries(t *testing.T) {
 	g.Expect(v.Workloads()).To(Equal([]Key{api, web}))
 	g.Expect(v.Counts()).To(Equal(map[Kind]int{
 		KindFlagSet: 3, KindSource: 3, KindInProcessConfig: 1, KindDeployment: 2,
-		KindStatefulSet: 0, KindDaemonSet: 0, KindConfigMap: 2, KindGrant: 1,
+		KindStatefulSet: 0, KindDaemonSet: 0, KindConfigMap: 2, KindGrant: 2,
 	}))
+
+	// The tenancy rule: what each namespace's workloads may reach.
+	g.Expect(v.AnnotationRefs(api)).To(Equal([]AnnotationRef{
+		{Target: billing, State: RefResolved},
+		{Target: srcK("shop", "nope"), State: RefNotFound},
+		{Target: sidecar, State: RefResolved},
+		{Target: ipcK("shop", "inproc"), State: RefResolved},
+	}))
+	g.Expect(v.DeniedReferrers(billing)).To(BeEmpty(), "shop's pods are granted")
+	g.Expect(v.MayReadDirectly(web, shared)).To(BeFalse(), "a grant of one FeatureFlag to shop's sources lets no pod of shop list team's FeatureFlags")
+	g.Expect(v.MayReadDirectly(web, flags)).To(BeTrue(), "its own namespace")
+	g.Expect(v.MayRead("shop", shared)).To(BeTrue(), "shop's sources resolve it")
+	g.Expect(v.MayRead("shop", fsK("team", "secret"))).To(BeFalse())
+	g.Expect(v.MayRead("team", flags)).To(BeFalse())
+	g.Expect(v.ReaderNamespaces(shared)).To(Equal([]string{"shop"}))
 
 	w, ok := v.Workload(api)
 	g.Expect(ok).To(BeTrue())

@@ -101,10 +101,13 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	}
 
 	// The order of the same sources can change only with the annotations;
-	// it is compared after the edges are settled.
+	// it is compared after the edges are settled, as are the annotation
+	// references that do not resolve.
 	var sourcesBefore, ipcsBefore []Key
+	var annotBefore []AnnotationRef
 	if annotChanged {
 		sourcesBefore, ipcsBefore = x.st.sourcesOfWorkload(k), x.st.ipcsOfWorkload(k)
+		annotBefore = x.st.annotationRefs(k)
 	}
 	before := &workloadRec{}
 	if old != nil {
@@ -117,6 +120,7 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	if old == nil || annotChanged {
 		indexUpdate(x.o, &x.st.annotSources, before.annotSources, rec.annotSources, k)
 		indexUpdate(x.o, &x.st.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
+		indexUpdate(x.o, &x.st.crossAnnot, crossAnnotationPairs(k, before), crossAnnotationPairs(k, rec), k)
 	}
 	if old == nil {
 		indexAdd(x.o, &x.st.wlByNs, nsKey(ns), k)
@@ -146,9 +150,13 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 
 	// Edge changes marked the workload already; what is left is a new order
 	// of the same sources, and the service account.
-	if annotChanged && (!slices.Equal(sourcesBefore, x.st.sourcesOfWorkload(k)) ||
-		!slices.Equal(ipcsBefore, x.st.ipcsOfWorkload(k))) {
-		x.mark(k)
+	if old == nil || annotChanged {
+		annotAfter := x.st.annotationRefs(k)
+		if !slices.Equal(unresolved(annotBefore), unresolved(annotAfter)) ||
+			!slices.Equal(sourcesBefore, x.st.sourcesOfWorkload(k)) || !slices.Equal(ipcsBefore, x.st.ipcsOfWorkload(k)) {
+			x.mark(k)
+		}
+		x.markDenied(annotBefore, annotAfter)
 	}
 	if accountChanged && len(x.st.sourcesOfWorkload(k)) > 0 {
 		x.mark(k)
@@ -170,11 +178,19 @@ func (x *tx) deleteWorkload(k Key) error {
 
 	appliers := x.st.g.parents(k, relTargets)
 	mounts := x.st.g.parents(k, relMounts)
+	annot := x.st.annotationRefs(k)
+	indexUpdate(x.o, &x.st.crossAnnot, crossAnnotationPairs(k, rec), nil, k)
+	readers := map[Key][]string{}
+	for _, s := range appliers {
+		maps.Copy(readers, x.observeReaders(s, k))
+	}
 	x.st.g.removeNode(x.o, k)
+	x.markReaders(readers)
 	x.markAll(appliers)
-	if len(appliers) > 0 {
+	if len(appliers) > 0 || len(unresolved(annot)) > 0 {
 		x.mark(k)
 	}
+	x.markDenied(annot, nil)
 	for _, cm := range mounts {
 		if x.st.g.countChildren(cm, relMounts) == 0 {
 			x.removeConfigMap(cm)
@@ -231,4 +247,36 @@ func annotationOrder(annotated, all []Key) []Key {
 		}
 	}
 	return append(out, sortedKeys(rest)...)
+}
+
+// unresolved keeps the annotation references that do not resolve.
+func unresolved(refs []AnnotationRef) []AnnotationRef {
+	var out []AnnotationRef
+	for _, r := range refs {
+		if r.State != RefResolved {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// markDenied marks the existing sources and in-process configurations that
+// a workload's annotation references, before and after an edit, deny or no
+// longer deny: their status lists the referrers they deny.
+func (x *tx) markDenied(before, after []AnnotationRef) {
+	denied := func(refs []AnnotationRef) []Key {
+		var out []Key
+		for _, r := range refs {
+			if r.State == RefNotPermitted {
+				out = append(out, r.Target)
+			}
+		}
+		return out
+	}
+	added, removed := diff(denied(before), denied(after))
+	for _, t := range slices.Concat(added, removed) {
+		if x.st.g.has(t) {
+			x.mark(t)
+		}
+	}
 }

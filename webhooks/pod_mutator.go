@@ -79,7 +79,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	v := p.view(ctx, res.Workload, pod)
 	inj := workflows.DesiredInjection(v, res.Workload, p.Options)
-	warnings := inj.Warnings
+	warnings := append(workflows.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
 		if optedIn && len(warnings) == 0 {
 			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",

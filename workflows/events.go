@@ -14,6 +14,12 @@ const (
 	EventUnresolvedRefs = "UnresolvedRefs"
 	EventApplyFailed    = "ApplyFailed"
 	EventRestarted      = "Restarted"
+	// EventReferrersDenied: workloads of another namespace name a source or
+	// an in-process configuration without a ReferenceGrant.
+	EventReferrersDenied = "ReferrersDenied"
+	// EventUnresolvedAnnotation: a workload's annotation names a source or an
+	// in-process configuration that does not exist or may not be used.
+	EventUnresolvedAnnotation = "UnresolvedAnnotation"
 )
 
 // Actions of the events (events.k8s.io/v1 requires one).

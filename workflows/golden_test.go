@@ -29,6 +29,7 @@ type goldenOutput struct {
 	SourceStatus     map[string]v1beta1.FeatureFlagSourceStatus      `json:"sourceStatus,omitempty"`
 	InProcessStatus  map[string]v1beta1.InProcessConfigurationStatus `json:"inProcessStatus,omitempty"`
 	RolloutTriggered map[string]bool                                 `json:"rolloutOnChange,omitempty"`
+	WorkloadWarnings map[string][]string                             `json:"workloadWarnings,omitempty"`
 }
 
 // appliedObserved is a cluster in which every desired ConfigMap and RBAC
@@ -107,6 +108,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		SourceStatus:     map[string]v1beta1.FeatureFlagSourceStatus{},
 		InProcessStatus:  map[string]v1beta1.InProcessConfigurationStatus{},
 		RolloutTriggered: map[string]bool{},
+		WorkloadWarnings: map[string][]string{},
 	}
 	for _, k := range v.ConfigMaps() {
 		cm, err := DesiredConfigMap(v, k)
@@ -122,6 +124,9 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		out.RoleBindings = append(out.RoleBindings, bindings...)
 		if fp, rollout := InjectionFingerprint(v, w); fp != "" {
 			out.RolloutTriggered[w.String()] = rollout
+		}
+		if warnings := AnnotationWarnings(v, w); len(warnings) > 0 {
+			out.WorkloadWarnings[w.String()] = warnings
 		}
 	}
 	for _, k := range v.FlagSets() {

@@ -69,6 +69,7 @@ func DesiredInjection(v *topology.View, workload topology.Key, opts InjectionOpt
 		return inj
 	}
 	m := newSidecarMerge(inj)
+	m.mayReadDirectly = func(f topology.Key) bool { return v.MayReadDirectly(workload, f) }
 	for _, sk := range v.SourcesOfWorkload(workload) {
 		src, ok := v.Source(sk)
 		if !ok {
@@ -141,6 +142,8 @@ type keyedValue struct {
 // sidecarMerge accumulates the settings of a workload's sources.
 type sidecarMerge struct {
 	inj *Injection
+	// mayReadDirectly is the tenancy rule for the kubernetes provider.
+	mayReadDirectly func(topology.Key) bool
 
 	managementPort, port, ofrepPort                               setting[int32]
 	socketPath, evaluator, logFormat, envVarPrefix, otelCollector setting[string]
@@ -257,6 +260,12 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 			m.mount(f, topology.ConfigMapKey(f, m.inj.Workload.Namespace))
 			cfg = FlagdSourceConfig{URI: FlagFilePath(f), Provider: string(v1beta1.SyncProviderFile)}
 		case v1beta1.SyncProviderKubernetes:
+			if !m.mayReadDirectly(f) {
+				m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: the kubernetes provider reads every FeatureFlag of namespace %s, "+
+					"which needs a ReferenceGrant there for the pods of namespace %s to all FeatureFlags; use the file or flagd-proxy provider for one flag set",
+					keyString(sk), i, e.Source, f.Namespace, m.inj.Workload.Namespace))
+				return
+			}
 			cfg = FlagdSourceConfig{URI: f.Namespace + "/" + f.Name, Provider: string(v1beta1.SyncProviderKubernetes)}
 		case v1beta1.SyncProviderFlagdProxy:
 			if opts.SyncServer == "" {

@@ -87,39 +87,29 @@ func loadObject(t *topology.Topology, raw []byte) error {
 	return err
 }
 
-// GrantFromReferenceGrant keeps the part of a ReferenceGrant that concerns
-// flagplane: from FeatureFlagSources (by namespace) to FeatureFlags (all of
-// the namespace, or by name). A grant with no such entries grants nothing.
+// GrantFromReferenceGrant reads a Gateway API ReferenceGrant (any served
+// version: v1beta1 and v1 share the schema) as a topology.Grant: its from
+// and to entries as they are. The topology decides which hops they permit
+// (topology/tenancy.go); entries of kinds flagplane does not use permit
+// nothing.
 func GrantFromReferenceGrant(u *unstructured.Unstructured) topology.Grant {
 	g := topology.Grant{Namespace: u.GetNamespace(), Name: u.GetName()}
 	from, _, _ := unstructured.NestedSlice(u.Object, "spec", "from")
 	for _, f := range from {
-		m, ok := f.(map[string]any)
-		if ok && m["group"] == v1beta1.GroupVersion.Group && m["kind"] == v1beta1.FeatureFlagSourceKind {
-			if ns, ok := m["namespace"].(string); ok && ns != "" {
-				g.FromNamespaces = append(g.FromNamespaces, ns)
-			}
+		if m, ok := f.(map[string]any); ok {
+			g.From = append(g.From, topology.GrantFrom{Group: str(m["group"]), Kind: str(m["kind"]), Namespace: str(m["namespace"])})
 		}
 	}
 	to, _, _ := unstructured.NestedSlice(u.Object, "spec", "to")
-	all, some := false, false
 	for _, t := range to {
-		m, ok := t.(map[string]any)
-		if !ok || m["group"] != v1beta1.GroupVersion.Group || m["kind"] != v1beta1.FeatureFlagKind {
-			continue
+		if m, ok := t.(map[string]any); ok {
+			g.To = append(g.To, topology.GrantTo{Group: str(m["group"]), Kind: str(m["kind"]), Name: str(m["name"])})
 		}
-		some = true
-		if name, _ := m["name"].(string); name != "" {
-			g.ToNames = append(g.ToNames, name)
-		} else {
-			all = true
-		}
-	}
-	switch {
-	case !some:
-		g.FromNamespaces = nil // grants nothing to FeatureFlags
-	case all:
-		g.ToNames = nil
 	}
 	return g
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
 }

@@ -11,8 +11,17 @@ import (
 	"github.com/flagplane/flagplane/topology"
 )
 
-// flagd's kubernetes sync reads FeatureFlags with get, list and watch.
-var flagReaderVerbs = []string{"get", "list", "watch"}
+// flagd's kubernetes sync (v0.16) lists and watches every FeatureFlag of the
+// flag set's namespace (an informer without a field selector), then reads the
+// one it serves, and falls back to a get of that one name. RBAC cannot narrow
+// a list or a watch to one name, so the Role allows get on the names it
+// serves and list and watch on the namespace's FeatureFlags: the least that
+// flagd can work with. Across namespaces the tenancy rule therefore asks a
+// grant of every FeatureFlag (topology.View.MayReadDirectly).
+var (
+	flagGetVerbs   = []string{"get"}
+	flagWatchVerbs = []string{"list", "watch"}
+)
 
 // RBACName is the name of the Role and RoleBinding that let a workload's
 // service account read the FeatureFlags it syncs with the kubernetes
@@ -46,10 +55,11 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 
 // DesiredRBAC returns, for a workload, one Role and RoleBinding in each
 // namespace holding a flag set that the workload reads through the
-// kubernetes provider: the Role allows get/list/watch on exactly those
-// FeatureFlags (resourceNames), the binding grants it to the workload's
-// service account. It returns nothing for a workload that is gone or uses no
-// kubernetes provider; never a ClusterRole.
+// kubernetes provider and may read (topology.View.MayReadDirectly): the Role
+// allows get on exactly those FeatureFlags and list and watch on the
+// namespace's FeatureFlags (see flagWatchVerbs), the binding grants it to
+// the workload's service account. It returns nothing for a workload that is
+// gone or uses no kubernetes provider; never a ClusterRole.
 func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
 	w, ok := v.Workload(workload)
 	if !ok {
@@ -58,7 +68,8 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 	names := map[string]map[string]struct{}{} // flag-set namespace → FeatureFlag names
 	for _, src := range v.SourcesOfWorkload(workload) {
 		for _, ref := range v.FlagSetRefs(src) {
-			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderKubernetes) {
+			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderKubernetes) ||
+				!v.MayReadDirectly(workload, ref.FlagSet) {
 				continue
 			}
 			if names[ref.FlagSet.Namespace] == nil {
@@ -82,8 +93,12 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 			Rules: []rbacv1.PolicyRule{{
 				APIGroups:     []string{v1beta1.GroupVersion.Group},
 				Resources:     []string{"featureflags"},
-				Verbs:         flagReaderVerbs,
+				Verbs:         flagGetVerbs,
 				ResourceNames: sortedKeys(names[ns]),
+			}, {
+				APIGroups: []string{v1beta1.GroupVersion.Group},
+				Resources: []string{"featureflags"},
+				Verbs:     flagWatchVerbs,
 			}},
 		})
 		bindings = append(bindings, &rbacv1.RoleBinding{

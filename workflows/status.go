@@ -73,6 +73,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, strings.Join(msgs, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, resolved)
+	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, key, gen))
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
@@ -108,7 +109,61 @@ func DesiredInProcessConfigStatus(v *topology.View, c *v1beta1.InProcessConfigur
 	st.Targets = workloadRefs(c.Namespace, workloads)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "configuration is valid", ObservedGeneration: c.Generation})
+	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
 	return st
+}
+
+// maxDeniedReferrers caps the workloads a ReferrersPermitted condition
+// names: another namespace must not be able to grow this object's status.
+const maxDeniedReferrers = 10
+
+// referrersCondition tells the owner of a source or an in-process
+// configuration which workloads of other namespaces name it without a
+// ReferenceGrant permitting them: nothing is applied to those.
+func referrersCondition(v *topology.View, target topology.Key, gen int64) metav1.Condition {
+	c := metav1.Condition{Type: v1beta1.ConditionReferrersPermitted, Status: metav1.ConditionTrue,
+		Reason: v1beta1.ReasonReferrersPermitted, ObservedGeneration: gen,
+		Message: "no workload of another namespace names it without a ReferenceGrant"}
+	denied := v.DeniedReferrers(target)
+	if len(denied) == 0 {
+		return c
+	}
+	names := make([]string, 0, min(len(denied), maxDeniedReferrers))
+	for _, w := range denied[:min(len(denied), maxDeniedReferrers)] {
+		names = append(names, fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name))
+	}
+	more := ""
+	if len(denied) > maxDeniedReferrers {
+		more = fmt.Sprintf(" and %d more", len(denied)-maxDeniedReferrers)
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, v1beta1.ReasonRefNotPermitted
+	c.Message = fmt.Sprintf("workloads of other namespaces name this %s in a pod-template annotation, and no ReferenceGrant in namespace %s "+
+		"permits the pods of their namespace to use it, so nothing is applied to them: %s%s",
+		target.Kind, target.Namespace, strings.Join(names, ", "), more)
+	return c
+}
+
+// AnnotationWarnings says, for a workload, each source or in-process
+// configuration its pod-template annotation names that does not resolve,
+// and why. Across namespaces the message is the same whether or not the
+// object exists, so that it tells nothing about another namespace.
+func AnnotationWarnings(v *topology.View, w topology.Key) []string {
+	var out []string
+	for _, r := range v.AnnotationRefs(w) {
+		annotation := v1beta1.AnnotationFeatureFlagSource
+		if r.Target.Kind == topology.KindInProcessConfig {
+			annotation = v1beta1.AnnotationInProcessConfiguration
+		}
+		switch r.State {
+		case topology.RefNotPermitted:
+			out = append(out, fmt.Sprintf("%s names %s %s/%s, which is in another namespace, and no ReferenceGrant in namespace %s permits the pods of namespace %s to use it: it is not applied",
+				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name, r.Target.Namespace, w.Namespace))
+		case topology.RefNotFound:
+			out = append(out, fmt.Sprintf("%s names %s %s/%s, which does not exist: it is applied once it does",
+				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name))
+		}
+	}
+	return out
 }
 
 // ValidateSource checks what the CRD schema cannot: the syntax of flag-set

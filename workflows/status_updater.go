@@ -60,6 +60,9 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
 		recorder{u.Events}.warn(src, EventUnresolvedRefs, actionResolve, "%s", c.Message)
 	}
+	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
+		recorder{u.Events}.warn(src, EventReferrersDenied, actionResolve, "%s", c.Message)
+	}
 	src.Status = desired
 	return u.write(ctx, src)
 }
@@ -73,6 +76,9 @@ func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.V
 	desired := DesiredInProcessConfigStatus(v, c)
 	if equality.Semantic.DeepEqual(c.Status, desired) {
 		return nil
+	}
+	if cond := turnedFalse(c.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); cond != nil {
+		recorder{u.Events}.warn(c, EventReferrersDenied, actionResolve, "%s", cond.Message)
 	}
 	c.Status = desired
 	return u.write(ctx, c)

@@ -29,18 +29,24 @@ const (
 	ConditionResolvedRefs = "ResolvedRefs"
 	// ConditionProgrammed: everything the object asks for is in place.
 	ConditionProgrammed = "Programmed"
+	// ConditionReferrersPermitted, on a FeatureFlagSource or an
+	// InProcessConfiguration: every workload of another namespace whose
+	// pod-template annotation names it is permitted to by a ReferenceGrant.
+	// False lists the workloads that are not (nothing is applied to them).
+	ConditionReferrersPermitted = "ReferrersPermitted"
 )
 
 // Condition reasons.
 const (
-	ReasonAccepted         = "Accepted"
-	ReasonInvalid          = "Invalid"
-	ReasonResolvedRefs     = "ResolvedRefs"
-	ReasonFlagSetNotFound  = "FlagSetNotFound"
-	ReasonRefNotPermitted  = "RefNotPermitted"
-	ReasonProgrammed       = "Programmed"
-	ReasonPending          = "Pending"
-	ReasonApplyFailed      = "ApplyFailed"
-	ReasonNoTargets        = "NoTargets"
-	ReasonSettingsConflict = "SettingsConflict"
+	ReasonAccepted           = "Accepted"
+	ReasonInvalid            = "Invalid"
+	ReasonResolvedRefs       = "ResolvedRefs"
+	ReasonFlagSetNotFound    = "FlagSetNotFound"
+	ReasonRefNotPermitted    = "RefNotPermitted"
+	ReasonProgrammed         = "Programmed"
+	ReasonPending            = "Pending"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonNoTargets          = "NoTargets"
+	ReasonSettingsConflict   = "SettingsConflict"
+	ReasonReferrersPermitted = "ReferrersPermitted"
 )
