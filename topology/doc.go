@@ -21,17 +21,20 @@
 //   - refs: a spec.sources entry whose provider in force (its own, else the
 //     source's defaultSyncProvider, else file) reads a FeatureFlag (file,
 //     kubernetes, flagd-proxy) and whose reference is Resolved. A reference
-//     to another namespace needs a Grant in the flag set's namespace (as
-//     with Gateway API's ReferenceGrant, it is NotPermitted until then,
-//     whether or not the flag set exists); a permitted reference to a flag
-//     set that does not exist is NotFound. Unresolved references are kept
-//     (see View.UnresolvedRefs) and resolve when what they wait for appears.
+//     to another namespace needs a grant there (see tenancy.go; as with
+//     Gateway API's ReferenceGrant, it is NotPermitted until then, whether
+//     or not the flag set exists); a permitted reference to a flag set that
+//     does not exist is NotFound. Unresolved references are kept (see
+//     View.UnresolvedRefs) and resolve when what they wait for appears.
 //   - targets: a source targets a workload of its own namespace named in
 //     spec.targetRefs or matching spec.selector, and any workload whose pod
 //     template has openfeature.dev/enabled "true" and names it in
 //     openfeature.dev/featureflagsource (a name alone is in the workload's
-//     namespace). In-process configurations are named the same way in
-//     openfeature.dev/inprocessconfiguration.
+//     namespace) — across namespaces only when a grant in the source's
+//     namespace permits the workload's pods. In-process configurations are
+//     named the same way in openfeature.dev/inprocessconfiguration, under the
+//     same rule. Annotation references that do not resolve have no edge;
+//     View.AnnotationRefs and View.DeniedReferrers tell them.
 //   - renders and mounted by: a workload mounts one ConfigMap per flag set
 //     that one of its sources resolves with the file provider; the
 //     ConfigMap is in the workload's namespace (ConfigMapName names it) and
@@ -40,14 +43,25 @@
 // # Deltas
 //
 // A Delta names what an event changed for its readers: a flag set's status
-// (its resolved sources and consumer namespaces) or served content; a
-// source's status (its refs and targets) or settings; a workload's
-// injection (its sources in order, their settings and resolved flag sets,
-// its in-process configurations, ConfigMaps and, when it has a sidecar, its
-// service account); a ConfigMap's existence or content. Events that change
-// none of these, such as status, resourceVersion or unrelated labels, give
-// an empty Delta. A property test checks that every Delta is exact against
-// these definitions.
+// (its resolved sources and consumer namespaces), served content or reader
+// namespaces (View.ReaderNamespaces, which the sync server's entitlement
+// reads); a source's or in-process configuration's status (its refs,
+// targets and denied referrers) or settings; a workload's injection (its
+// sources in order, their settings and resolved flag sets and, for the
+// kubernetes provider, whether it may read them, its in-process
+// configurations, ConfigMaps and, when it has a sidecar, its service
+// account) and its annotation references that do not resolve; a
+// ConfigMap's existence or content. Events that change none of these, such
+// as status, resourceVersion or unrelated labels, give an empty Delta. A
+// property test checks that every Delta is exact against these definitions.
+//
+// # Tenancy
+//
+// Every hop that crosses a namespace is decided by one rule, in tenancy.go:
+// it resolves only when a grant (a Gateway API ReferenceGrant) in the
+// namespace referred to permits the referring kind from the referring
+// namespace. Consumers read the outcome from the graph and never decide it
+// again.
 //
 // # Objects
 //
