@@ -24,6 +24,14 @@ SDKCLIENT_DIR := test/realclients/sdkclient
 OPENFEATURE_SDK_VERSION := $(shell awk '$$1=="github.com/open-feature/go-sdk" {print $$2}' $(SDKCLIENT_DIR)/go.mod)
 FLAGD_PROVIDER_VERSION := $(shell awk '$$1=="github.com/open-feature/go-sdk-contrib/providers/flagd" {print $$2}' $(SDKCLIENT_DIR)/go.mod)
 
+# Gateway API's own CRD files (ReferenceGrant, HTTPRoute, ...), which the
+# suites install as a cluster with Gateway API has them. v1.7.0 declares go
+# 1.27.0, so the go command downloads that toolchain from the module proxy to
+# download the module; nothing else uses it.
+GATEWAY_API_VERSION := v1.7.0
+GATEWAY_API_GO := go1.27.0
+GATEWAY_API_STAMP := $(BIN)/.gateway-api-$(GATEWAY_API_VERSION)
+
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
@@ -144,7 +152,20 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 ##@ Control plane (built from Go modules into bin/)
 
 .PHONY: controlplane
-controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (once per machine and version).
+controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) $(GATEWAY_API_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (once per machine and version); fetch Gateway API's CRDs.
+
+.PHONY: gateway-api-crds
+gateway-api-crds: $(GATEWAY_API_STAMP) ## Copy Gateway API's standard CRDs (ReferenceGrant, HTTPRoute, ...) from its Go module into bin/gateway-api-crds.
+
+$(GATEWAY_API_STAMP):
+	@mkdir -p $(BIN)/gateway-api-crds
+	@echo ">> fetching Gateway API $(GATEWAY_API_VERSION)'s CRDs from its Go module"
+	dir=$$(cd $(BIN) && GOTOOLCHAIN=$(GATEWAY_API_GO) go mod download -json sigs.k8s.io/gateway-api@$(GATEWAY_API_VERSION) | \
+	  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  test -n "$$dir" && rm -f $(BIN)/gateway-api-crds/*.yaml && \
+	  for f in $$dir/config/crd/standard/gateway.networking.k8s.io_*.yaml; do \
+	    case $$f in *_vap_*) continue;; esac; install -m 0644 $$f $(BIN)/gateway-api-crds/; done
+	@rm -f $(BIN)/.gateway-api-* && touch $@
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)

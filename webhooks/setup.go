@@ -120,6 +120,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Injection.SyncServerCertPath, "sync-server-ca-path", o.Injection.SyncServerCertPath, "CA bundle in the sidecar that signs the sync server's certificate (system roots when empty)")
 	fs.BoolVar(&o.Injection.PassSyncProviderArgs, "sidecar-sync-provider-args", o.Injection.PassSyncProviderArgs, "pass spec.syncProviderArgs as --sync-provider-args (flagd v0.16 has no such flag)")
 	fs.BoolVar(&o.Heal, "heal-uninjected-pods", o.Heal, "roll workloads whose pods were admitted without their flagd injection")
+	fs.BoolVar(&o.Injection.AllowSecurityContextOverride, "allow-sidecar-security-context-override", o.Injection.AllowSecurityContextOverride,
+		"honour the "+workflows.AnnotationSidecarSecurityContext+" annotation of FeatureFlagSources (for workloads of their own namespace); off, the hardened securityContext always applies")
 }
 
 // Validate reports options that cannot work.

@@ -53,8 +53,12 @@ const (
 	FlagdProxySelectorPrefix = "core.openfeature.dev/"
 	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
 	// sidecar's hardened securityContext: a JSON corev1.SecurityContext whose
-	// set fields replace the hardened ones. It takes effect for pods created
-	// after it is set (it is metadata, not spec: it starts no rollout).
+	// set fields replace the hardened ones. It is honoured only when the
+	// operator allows it (InjectionOptions.AllowSecurityContextOverride, off
+	// by default: whoever may edit a source could otherwise run a privileged
+	// container in every pod it targets) and only for workloads of the
+	// source's own namespace. It takes effect for pods created after it is
+	// set (it is metadata, not spec: it starts no rollout).
 	AnnotationSidecarSecurityContext = "flagplane.core.openfeature.dev/sidecar-security-context"
 )
 
@@ -83,6 +87,10 @@ type InjectionOptions struct {
 	// (the default image) has no such flag and exits on it, so by default
 	// the args are left out, with a warning.
 	PassSyncProviderArgs bool
+	// AllowSecurityContextOverride honours AnnotationSidecarSecurityContext
+	// on sources, for workloads of their own namespace. Off, the annotation
+	// is ignored with a warning and the hardened securityContext applies.
+	AllowSecurityContextOverride bool
 }
 
 // DefaultInjectionOptions are the options of an operator started without flags.

@@ -190,7 +190,16 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 	m.probes.merge(inj, "probesEnabled", ptr.Deref(s.ProbesEnabled, true), s.ProbesEnabled != nil, sk)
 	m.debug.merge(inj, "debugLogging", ptr.Deref(s.DebugLogging, false), s.DebugLogging != nil, sk)
 	if sc := src.Annotations[AnnotationSidecarSecurityContext]; sc != "" {
-		m.securityContext.merge(inj, "sidecar securityContext", sc, true, sk)
+		switch {
+		case !opts.AllowSecurityContextOverride:
+			inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: annotation %s ignored: the operator does not allow sources to relax the sidecar's securityContext",
+				keyString(sk), AnnotationSidecarSecurityContext))
+		case sk.Namespace != inj.Workload.Namespace:
+			inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: annotation %s ignored: a source relaxes the sidecar's securityContext only for workloads of its own namespace",
+				keyString(sk), AnnotationSidecarSecurityContext))
+		default:
+			m.securityContext.merge(inj, "sidecar securityContext", sc, true, sk)
+		}
 	}
 
 	for _, e := range s.EnvVars {

@@ -57,6 +57,11 @@ type Options struct {
 	// flagplane's own in <RootDir>/config/crd/bases.
 	CRDDirectoryPaths []string
 
+	// GatewayAPI installs Gateway API's standard CRDs (ReferenceGrant,
+	// HTTPRoute, ...) from the files of its Go module, which `make
+	// controlplane` puts into <BinDir>/gateway-api-crds.
+	GatewayAPI bool
+
 	// WebhookInstallOptions are handed to envtest, for suites that serve
 	// admission webhooks from the test process.
 	WebhookInstallOptions envtest.WebhookInstallOptions
@@ -138,6 +143,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, name)); err != nil {
 			return nil, fmt.Errorf("control-plane binary %s missing (run `make controlplane`): %w", name, err)
 		}
+	}
+
+	if opts.GatewayAPI {
+		crds := GatewayAPICRDDir(opts.BinDir)
+		if matches, _ := filepath.Glob(filepath.Join(crds, "*referencegrants.yaml")); len(matches) == 0 {
+			return nil, fmt.Errorf("Gateway API CRDs missing in %s (run `make controlplane`)", crds)
+		}
+		opts.CRDDirectoryPaths = append(opts.CRDDirectoryPaths, crds)
 	}
 
 	dir, err := os.MkdirTemp("", "flagplane-controlplane-")
@@ -563,3 +576,6 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// GatewayAPICRDDir is where `make controlplane` puts Gateway API's CRD files.
+func GatewayAPICRDDir(binDir string) string { return filepath.Join(binDir, "gateway-api-crds") }

@@ -54,8 +54,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// from flagplane's aggregated ClusterRoles.
 		Controllers: append(append([]string{}, controlplane.DefaultControllers...), "clusterrole-aggregation"),
 		// Gateway API's ReferenceGrant, which the manager watches when installed.
-		CRDDirectoryPaths: []string{filepath.Join(rootDir, "test", "install", "testdata")},
-		Log:               GinkgoWriter,
+		GatewayAPI: true,
+		Log:        GinkgoWriter,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })

@@ -13,7 +13,7 @@ import (
 )
 
 var _ = Describe("kubernetes provider RBAC", func() {
-	It("grants exactly the named FeatureFlags to the workload's service account, and takes it back", func(ctx SpecContext) {
+	It("grants the workload's service account what flagd's kubernetes sync does (get the named FeatureFlags, list and watch the namespace's), and takes it back", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		d := deployment(ns, "web", nil, nil)
 		d.Spec.Template.Spec.ServiceAccountName = "web"
@@ -26,8 +26,10 @@ var _ = Describe("kubernetes provider RBAC", func() {
 			r := &rbacv1.Role{}
 			_ = k8s.Get(ctx, key, r)
 			return r.Rules
-		}).Should(Equal([]rbacv1.PolicyRule{{APIGroups: []string{"core.openfeature.dev"}, Resources: []string{"featureflags"},
-			Verbs: []string{"get", "list", "watch"}, ResourceNames: []string{"checkout"}}}))
+		}).Should(Equal([]rbacv1.PolicyRule{
+			{APIGroups: []string{"core.openfeature.dev"}, Resources: []string{"featureflags"}, Verbs: []string{"get"}, ResourceNames: []string{"checkout"}},
+			{APIGroups: []string{"core.openfeature.dev"}, Resources: []string{"featureflags"}, Verbs: []string{"list", "watch"}},
+		}))
 		subjects := func() []rbacv1.Subject {
 			b := &rbacv1.RoleBinding{}
 			_ = k8s.Get(ctx, key, b)
@@ -38,14 +40,17 @@ var _ = Describe("kubernetes provider RBAC", func() {
 		Eventually(sourceCondition(ctx, ns, "flags", "Programmed")).Should(HavePrefix(statusTrue))
 
 		By("what the service account may do, asked of the API server")
-		canI := func(verb, name string) string {
-			out, _ := cp.Kubectl("auth", "can-i", verb, "featureflags.core.openfeature.dev/"+name, "-n", ns,
+		canI := func(verb, resource string, namespace string) string {
+			out, _ := cp.Kubectl("auth", "can-i", verb, resource, "-n", namespace,
 				"--as", "system:serviceaccount:"+ns+":web")
 			return out
 		}
-		Expect(canI("get", "checkout")).To(HavePrefix("yes"))
-		Expect(canI("get", "unrelated")).To(HavePrefix("no"))
-		Expect(canI("delete", "checkout")).To(HavePrefix("no"))
+		Expect(canI("get", "featureflags.core.openfeature.dev/checkout", ns)).To(HavePrefix("yes"))
+		Expect(canI("list", "featureflags.core.openfeature.dev", ns)).To(HavePrefix("yes"), "flagd's informer lists the namespace's FeatureFlags")
+		Expect(canI("watch", "featureflags.core.openfeature.dev", ns)).To(HavePrefix("yes"), "and watches them")
+		Expect(canI("get", "featureflags.core.openfeature.dev/unrelated", ns)).To(HavePrefix("no"))
+		Expect(canI("delete", "featureflags.core.openfeature.dev/checkout", ns)).To(HavePrefix("no"))
+		Expect(canI("list", "featureflags.core.openfeature.dev", "default")).To(HavePrefix("no"), "never another namespace")
 
 		By("service account changed: the binding follows")
 		update(ctx, d, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "web-v2" })

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -68,8 +67,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	cp, err = controlplane.Start(ctx, controlplane.Options{
-		CRDDirectoryPaths: []string{must(filepath.Abs("testdata"))},
-		Log:               GinkgoWriter,
+		GatewayAPI: true,
+		Log:        GinkgoWriter,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
