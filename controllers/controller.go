@@ -89,6 +89,8 @@ type Controller struct {
 
 	handlers []toolscache.ResourceEventHandlerRegistration
 	ready    atomic.Bool
+	// failures are the generated objects whose last write failed, for status.
+	failures workflows.WriteFailures
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
@@ -129,9 +131,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	events := mgr.GetEventRecorder("flagplane")
-	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap"), Events: events}
-	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events}
-	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events}
+	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap"), Events: events,
+		Live: mgr.GetAPIReader(), Failures: &c.failures}
+	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events, Failures: &c.failures}
+	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events,
+		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events}
 	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
 
@@ -341,7 +345,19 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 }
 
 func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKey) error {
-	return c.configMapWF.Reconcile(ctx, c.topo.Snapshot(), key.Namespace, key.Name)
+	v := c.topo.Snapshot()
+	ref := workflows.ObjectRef{Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
+	failedBefore := c.failures.Of(ref)
+	err := c.configMapWF.Reconcile(ctx, v, key.Namespace, key.Name)
+	// The sources of the flag set say in status whether its ConfigMaps could be written.
+	if failedAfter := c.failures.Of(ref); failedAfter != failedBefore {
+		if cm, ok := v.ConfigMapByName(key.Namespace, key.Name); ok {
+			for _, s := range v.SourcesOfFlagSet(cm.FlagSet()) {
+				c.statuses.Add(s)
+			}
+		}
+	}
+	return err
 }
 
 func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {

@@ -128,7 +128,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 	f.mutator = &PodMutator{
 		Graph:        g,
 		Resolver:     &WorkloadResolver{Reader: cache},
-		ConfigMaps:   NewConfigMapEnsurer(cache, api),
+		ConfigMaps:   NewConfigMapEnsurer(cache, api, api),
 		Options:      workflows.DefaultInjectionOptions(),
 		WorkloadWait: time.Second,
 	}

@@ -28,15 +28,18 @@ import (
 type ConfigMapEnsurer struct {
 	cache  client.Reader
 	client client.Client
+	live   client.Reader
 
 	group singleflight.Group
 	mu    sync.Mutex
 	done  map[client.ObjectKey]time.Time
 }
 
-// NewConfigMapEnsurer reads from cache and writes with c.
-func NewConfigMapEnsurer(cache client.Reader, c client.Client) *ConfigMapEnsurer {
-	return &ConfigMapEnsurer{cache: cache, client: c, done: map[client.ObjectKey]time.Time{}}
+// NewConfigMapEnsurer reads from cache and writes with c; live reads from the
+// API server whether a ConfigMap of a generated name that the cache does not
+// hold is flagplane's (it is never taken over otherwise).
+func NewConfigMapEnsurer(cache client.Reader, c client.Client, live client.Reader) *ConfigMapEnsurer {
+	return &ConfigMapEnsurer{cache: cache, client: c, live: live, done: map[client.ObjectKey]time.Time{}}
 }
 
 // errNoValidContent: the flag set was never valid, so there is nothing to write.
@@ -63,8 +66,8 @@ func (e *ConfigMapEnsurer) Ensure(ctx context.Context, v *topology.View, key top
 	}
 	_, err, _ := e.group.Do(ok.String(), func() (any, error) {
 		applied := false
-		r := &workflows.ConfigMapReconciler{Client: e.client, Writes: func(verb string) {
-			if verb == "apply" {
+		r := &workflows.ConfigMapReconciler{Client: e.client, Live: e.live, Writes: func(verb string) {
+			if verb == "apply" || verb == "create" {
 				applied = true
 			}
 		}}

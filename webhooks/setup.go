@@ -209,7 +209,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	a.PodMutator = &PodMutator{
 		Graph:        g,
 		Resolver:     resolver,
-		ConfigMaps:   NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient()),
+		ConfigMaps:   NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient(), mgr.GetAPIReader()),
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
 	}

@@ -29,6 +29,11 @@ type ConfigMapReconciler struct {
 	Writes func(verb string)
 	// Events receives a Warning on the FeatureFlag when its ConfigMap cannot be written.
 	Events events.EventRecorder
+	// Live reads from the API server, when a ConfigMap to create exists
+	// already (the cache holds managed ConfigMaps only).
+	Live client.Reader
+	// Failures remembers failed writes for status; nil remembers nothing.
+	Failures *WriteFailures
 }
 
 // Reconcile brings the ConfigMap namespace/name in line with the graph. It
@@ -79,18 +84,31 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		return err
 	}
 	if desired == nil || configMapUpToDate(current, desired) {
+		r.Failures.Record(ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}, nil)
 		return nil
 	}
-	if err := r.apply(ctx, desired); err != nil {
+	if current == nil {
+		err = createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
+		if err == nil {
+			r.count("create")
+		}
+	} else {
+		err = r.apply(ctx, desired)
+	}
+	ref := ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}
+	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace is going away, and its workloads with it.
 			return nil
 		}
-		if ff, ok := v.FlagSet(key.FlagSet()); ok {
-			recorder{r.Events}.warn(ff, EventApplyFailed, actionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+		if r.Failures.Record(ref, err) {
+			if ff, ok := v.FlagSet(key.FlagSet()); ok {
+				recorder{r.Events}.warn(ff, EventApplyFailed, actionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+			}
 		}
 		return err
 	}
+	r.Failures.Record(ref, nil)
 	if current != nil {
 		if err := r.removeForeignKeys(ctx, current, desired); err != nil {
 			return err

@@ -48,6 +48,8 @@ func (o appliedObserved) ConfigMapData(namespace, name string) (map[string]strin
 	return cm.Data, true
 }
 
+func (appliedObserved) WriteFailure(string, string, string) string { return "" }
+
 func (o appliedObserved) Role(namespace, name string) *rbacv1.Role {
 	if w, ok := WorkloadOfRBACName(name); ok {
 		roles, _ := DesiredRBAC(o.v, w)

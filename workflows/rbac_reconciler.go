@@ -2,8 +2,10 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +34,11 @@ type RBACReconciler struct {
 	Writes func(verb string)
 	// Events receives a Warning on the workload when its grants cannot be written.
 	Events events.EventRecorder
+	// Live reads from the API server, when a Role or RoleBinding to create
+	// exists already (the cache holds managed ones only).
+	Live client.Reader
+	// Failures remembers failed writes for status; nil remembers nothing.
+	Failures *WriteFailures
 }
 
 // Reconcile brings the RBAC of a workload in line with the graph.
@@ -40,45 +47,58 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 	roles, bindings := DesiredRBAC(v, workload)
 	name := RBACName(workload)
 	wantNS := map[string]bool{}
+	// A namespace that refuses a write (terminating, a name taken by
+	// somebody else) holds up neither the other namespaces' grants nor the
+	// removal of grants no longer needed below.
+	var errs []error
 	for i := range roles {
 		wantNS[roles[i].Namespace] = true
+		ref := ObjectRef{Kind: "Role", Namespace: roles[i].Namespace, Name: roles[i].Name}
 		err := r.applyRole(ctx, roles[i])
 		if err == nil {
+			ref.Kind = "RoleBinding"
 			err = r.applyRoleBinding(ctx, bindings[i])
 		}
-		if err != nil {
+		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			continue
+		}
+		if r.Failures.Record(ObjectRef{Kind: "RBAC", Namespace: roles[i].Namespace, Name: roles[i].Name}, err) && err != nil {
 			recorder{r.Events}.warn(workloadEventTarget(ctx, r.Client, workload), EventApplyFailed, actionApply,
 				"granting read access to FeatureFlags in namespace %s: %v", roles[i].Namespace, err)
-			return err
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err))
 		}
 	}
 
 	// Grants in namespaces the workload no longer reads from.
-	var haveRoles rbacv1.RoleList
-	if err := r.Client.List(ctx, &haveRoles, client.MatchingFields{NameIndex: name}); err != nil {
-		return fmt.Errorf("listing Roles named %s: %w", name, err)
-	}
-	for i := range haveRoles.Items {
-		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && hasManagedLabel(role.Labels) {
-			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
-			if err := r.delete(ctx, role); err != nil {
-				return err
-			}
-		}
-	}
+	// Bindings go first: a binding without its Role grants nothing.
 	var haveBindings rbacv1.RoleBindingList
 	if err := r.Client.List(ctx, &haveBindings, client.MatchingFields{NameIndex: name}); err != nil {
-		return fmt.Errorf("listing RoleBindings named %s: %w", name, err)
+		return errors.Join(append(errs, fmt.Errorf("listing RoleBindings named %s: %w", name, err))...)
 	}
 	for i := range haveBindings.Items {
 		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && hasManagedLabel(b.Labels) {
 			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
 			if err := r.delete(ctx, b); err != nil {
-				return err
+				errs = append(errs, err)
+			}
+			r.Failures.Record(ObjectRef{Kind: "RBAC", Namespace: b.Namespace, Name: b.Name}, nil)
+		}
+	}
+	var haveRoles rbacv1.RoleList
+	if err := r.Client.List(ctx, &haveRoles, client.MatchingFields{NameIndex: name}); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("listing Roles named %s: %w", name, err))...)
+	}
+	for i := range haveRoles.Items {
+		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && hasManagedLabel(role.Labels) {
+			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
+			if err := r.delete(ctx, role); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) error {
@@ -86,7 +106,10 @@ func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) er
 	if err := r.get(ctx, desired, current); err != nil {
 		return err
 	}
-	if current.UID != "" && roleUpToDate(current, desired) {
+	if current.UID == "" {
+		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
+	}
+	if roleUpToDate(current, desired) {
 		return nil
 	}
 	return r.apply(ctx, desired)
@@ -97,15 +120,16 @@ func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.R
 	if err := r.get(ctx, desired, current); err != nil {
 		return err
 	}
-	if current.UID != "" {
-		if roleBindingUpToDate(current, desired) {
-			return nil
-		}
-		if current.RoleRef != desired.RoleRef {
-			// roleRef is immutable: replace the binding.
-			if err := r.delete(ctx, current); err != nil {
-				return err
-			}
+	if current.UID == "" {
+		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
+	}
+	if roleBindingUpToDate(current, desired) {
+		return nil
+	}
+	if current.RoleRef != desired.RoleRef {
+		// roleRef is immutable: replace the binding.
+		if err := r.delete(ctx, current); err != nil {
+			return err
 		}
 	}
 	return r.apply(ctx, desired)

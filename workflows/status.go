@@ -27,6 +27,9 @@ type Observed interface {
 	Role(namespace, name string) *rbacv1.Role
 	// RoleBinding returns a RoleBinding, or nil.
 	RoleBinding(namespace, name string) *rbacv1.RoleBinding
+	// WriteFailure says why the last write of a generated object failed
+	// (kind ConfigMap, or RBAC for a Role and its RoleBinding), or "".
+	WriteFailure(kind, namespace, name string) string
 }
 
 // DesiredFlagSetStatus is the status a FeatureFlag should have.
@@ -82,7 +85,14 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
 	case len(pending) > 0:
 		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
-		programmed.Message = summarize(pending, 5)
+		msgs := make([]string, len(pending))
+		for i, p := range pending {
+			msgs[i] = p.message
+			if p.failed {
+				programmed.Reason = v1beta1.ReasonApplyFailed
+			}
+		}
+		programmed.Message = summarize(msgs, 5)
 	case len(workloads) == 0:
 		programmed.Message = "source targets no workload"
 	default:
@@ -195,10 +205,17 @@ func ValidateSource(src *v1beta1.FeatureFlagSource) field.ErrorList {
 	return errs
 }
 
+// pending is something a source's workloads still lack, and whether its
+// write failed (rather than not having happened yet).
+type pending struct {
+	message string
+	failed  bool
+}
+
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
 // the current flag set content, and the RBAC of the kubernetes provider.
-func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed) []string {
-	var pending []string
+func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed) []pending {
+	var out []pending
 	refs := v.FlagSetRefs(source)
 	seen := map[topology.Key]bool{}
 	for _, w := range workloads {
@@ -211,44 +228,53 @@ func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.
 				continue
 			}
 			seen[cm] = true
-			if msg := configMapPending(v, cm, obs); msg != "" {
-				pending = append(pending, msg)
+			if p, ok := configMapPending(v, cm, obs); ok {
+				out = append(out, p)
 			}
 		}
 		roles, bindings := DesiredRBAC(v, w)
 		for i := range roles {
-			if !roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) ||
-				!roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
-				pending = append(pending, fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace))
+			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
+				roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
+				continue
+			}
+			what := fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace)
+			if f := obs.WriteFailure("RBAC", roles[i].Namespace, roles[i].Name); f != "" {
+				out = append(out, pending{message: what + ": " + f, failed: true})
+			} else {
+				out = append(out, pending{message: what})
 			}
 		}
 	}
-	return pending
+	return out
 }
 
-func configMapPending(v *topology.View, cm topology.Key, obs Observed) string {
+func configMapPending(v *topology.View, cm topology.Key, obs Observed) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
 	desired, err := DesiredConfigMap(v, cm)
 	var invalid *InvalidFlagSetError
 	switch {
 	case errors.As(err, &invalid):
-		return fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
-			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name)
+		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
+			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name)}, true
 	case err != nil:
-		return fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, name, err)
+		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, name, err)}, true
 	case desired == nil:
-		return ""
+		return pending{}, false
+	}
+	if f := obs.WriteFailure("ConfigMap", cm.Namespace, name); f != "" {
+		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %s", cm.Namespace, name, f), failed: true}, true
 	}
 	data, ok := obs.ConfigMapData(cm.Namespace, name)
 	if !ok {
-		return fmt.Sprintf("ConfigMap %s/%s not created yet", cm.Namespace, name)
+		return pending{message: fmt.Sprintf("ConfigMap %s/%s not created yet", cm.Namespace, name)}, true
 	}
 	for k, want := range desired.Data {
 		if data[k] != want {
-			return fmt.Sprintf("ConfigMap %s/%s not up to date yet", cm.Namespace, name)
+			return pending{message: fmt.Sprintf("ConfigMap %s/%s not up to date yet", cm.Namespace, name)}, true
 		}
 	}
-	return ""
+	return pending{}, false
 }
 
 func workloadRefs(namespace string, keys []topology.Key) []v1beta1.WorkloadReference {

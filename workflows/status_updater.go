@@ -25,6 +25,8 @@ type StatusUpdater struct {
 	Writes func(verb string)
 	// Events receives a Warning when a resource turns invalid or unresolved.
 	Events events.EventRecorder
+	// Failures are the generated objects whose last write failed.
+	Failures *WriteFailures
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
@@ -50,7 +52,7 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
 		return err
 	}
-	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client})
+	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}
@@ -125,6 +127,13 @@ func (u *StatusUpdater) write(ctx context.Context, obj client.Object) error {
 type CacheObserved struct {
 	Ctx    context.Context
 	Reader client.Reader
+	// Failures are the writes that failed; nil knows of none.
+	Failures *WriteFailures
+}
+
+// WriteFailure implements Observed.
+func (o CacheObserved) WriteFailure(kind, namespace, name string) string {
+	return o.Failures.Of(ObjectRef{Kind: kind, Namespace: namespace, Name: name})
 }
 
 var _ Observed = CacheObserved{}
