@@ -239,6 +239,9 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = metricsAddr, probeAddr
+	// Plain HTTP on loopback, so that the demo's links open in a browser;
+	// an installed manager serves them over HTTPS to authorized callers only.
+	opts.MetricsSecure = false
 	w := d.cp.Env.WebhookInstallOptions
 	opts.WebhookHost, opts.WebhookPort = w.LocalServingHost, w.LocalServingPort
 	// The API server calls the webhooks by URL at envtest's address; the
