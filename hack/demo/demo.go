@@ -469,7 +469,7 @@ func (d *demo) showSourceStatus(ctx context.Context) error {
 
 func (d *demo) writeTopology(ctx context.Context) error {
 	d.step("The topology, from the operator's %s", app.TopologyPath)
-	dot, err := topodump.FromURL(ctx, d.metricsURL)
+	dot, err := topodump.FromURL(ctx, d.metricsURL, topodump.URLOptions{})
 	if err != nil {
 		return err
 	}
