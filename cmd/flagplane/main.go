@@ -6,10 +6,14 @@
 // workloads, and how they are connected — as Graphviz DOT, or as SVG or PNG
 // rendered by Graphviz. The source is one of:
 //
-//	--url http://HOST:PORT        a manager's metrics address (its /debug/topology)
-//	--kubeconfig FILE             a manager in a cluster, through the API server's
-//	                              service proxy (--service, default flagplane-system/flagplane-metrics:metrics)
-//	--from-dir DIR                no cluster: built offline from the manifests under DIR
+//	--kubeconfig FILE     a cluster: the graph is built from its objects with your
+//	                      own permissions (--namespaces to read only some), exactly
+//	                      as the manager builds it
+//	--url https://HOST:PORT --token T
+//	                      a manager's metrics address (its /debug/topology), e.g.
+//	                      through kubectl port-forward; the token's identity needs
+//	                      the ClusterRole flagplane-metrics-reader
+//	--from-dir DIR        no cluster: built offline from the manifests under DIR
 //
 // With none of them it uses the current kubeconfig context, as kubectl does.
 package main
@@ -22,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -81,28 +86,40 @@ func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("flagplane topology", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		url, kubeconfig, kubeContext, fromDir, namespace, service, format, output string
-		timeout                                                                   time.Duration
+		url, kubeconfig, kubeContext, fromDir, namespace, format, output string
+		tokenFile                                                        string
+		namespaces                                                       stringList
+		urlOpts                                                          topodump.URLOptions
+		timeout                                                          time.Duration
 	)
-	fs.StringVar(&url, "url", "", "a manager's metrics address, e.g. http://127.0.0.1:8080 (its /debug/topology)")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster that runs flagplane; read through the API server's service proxy")
+	fs.StringVar(&url, "url", "", "a manager's metrics address, e.g. https://127.0.0.1:8443 (its /debug/topology)")
+	fs.StringVar(&urlOpts.Token, "token", "", "with --url: bearer token of an identity that may get /debug/topology (ClusterRole flagplane-metrics-reader)")
+	fs.StringVar(&tokenFile, "token-file", "", "with --url: read the bearer token from this file")
+	fs.StringVar(&urlOpts.CAFile, "certificate-authority", "", "with --url: PEM file of the CA of the manager's serving certificate")
+	fs.BoolVar(&urlOpts.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "with --url: accept any serving certificate (a manager without --metrics-cert-dir serves a self-signed one)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster: the topology is built from its objects with your own permissions")
 	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
-	fs.StringVar(&service, "service", topodump.DefaultService.String(), "the manager's metrics Service, as namespace/name:port")
+	fs.Var(&namespaces, "namespaces", "with a cluster: comma-separated namespaces to read (default: all, which takes list permissions cluster-wide)")
 	fs.StringVar(&fromDir, "from-dir", "", "build the topology offline from the manifests under this folder (no cluster)")
 	fs.StringVar(&namespace, "namespace", "default", "with --from-dir: the namespace of manifests that name none")
 	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (svg and png need Graphviz)")
 	fs.StringVar(&output, "o", "", "write to this file instead of standard output")
 	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the topology after this long")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: flagplane topology [--url URL | --kubeconfig FILE | --from-dir DIR] [--format dot|svg|png] [-o FILE]
+		fmt.Fprint(fs.Output(), `Usage: flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
 
 Dumps flagplane's topology: sources, flag sets, generated ConfigMaps and
-workloads, and their edges. With no source flag, reads the running manager of
-the current kubeconfig context.
+workloads, and their edges. With no source flag, builds it from the cluster
+of the current kubeconfig context, with your own permissions, exactly as the
+manager builds it: you need list on FeatureFlags, FeatureFlagSources,
+InProcessConfigurations, Deployments, StatefulSets, DaemonSets (and
+ReferenceGrants) in the namespaces you read, not access to the manager.
 
 Examples:
-  flagplane topology --url http://127.0.0.1:8080 --format svg -o topology.svg
   flagplane topology --kubeconfig ~/.kube/config > topology.dot
+  flagplane topology --namespaces shop,platform --format svg -o topology.svg
+  flagplane topology --url https://127.0.0.1:8443 --token "$(kubectl create token prometheus -n monitoring)" \
+      --insecure-skip-tls-verify > topology.dot     # a manager's own graph, through kubectl port-forward
   flagplane topology --from-dir config/samples --namespace shop --format png -o samples.png
 
 Flags:
@@ -124,6 +141,15 @@ Flags:
 	if sources > 1 {
 		return fmt.Errorf("%w: give one of --url, --kubeconfig and --from-dir", errUsage)
 	}
+	if url == "" && (urlOpts.Token != "" || tokenFile != "" || urlOpts.CAFile != "" || urlOpts.InsecureSkipTLSVerify) {
+		return fmt.Errorf("%w: --token, --token-file, --certificate-authority and --insecure-skip-tls-verify go with --url", errUsage)
+	}
+	if urlOpts.Token != "" && tokenFile != "" {
+		return fmt.Errorf("%w: give one of --token and --token-file", errUsage)
+	}
+	if len(namespaces) > 0 && (url != "" || fromDir != "") {
+		return fmt.Errorf("%w: --namespaces goes with a cluster (--kubeconfig or the current context)", errUsage)
+	}
 	if !validFormat(format) {
 		return fmt.Errorf("%w: unknown --format %q: use one of %s", errUsage, format, strings.Join(topodump.Formats, ", "))
 	}
@@ -136,14 +162,17 @@ Flags:
 	)
 	switch {
 	case url != "":
-		dot, err = topodump.FromURL(ctx, url)
+		if tokenFile != "" {
+			b, rerr := os.ReadFile(tokenFile)
+			if rerr != nil {
+				return fmt.Errorf("reading --token-file: %w", rerr)
+			}
+			urlOpts.Token = strings.TrimSpace(string(b))
+		}
+		dot, err = topodump.FromURL(ctx, url, urlOpts)
 	case fromDir != "":
 		dot, err = topodump.FromDir(fromDir, namespace)
 	default:
-		svc, perr := parseService(service)
-		if perr != nil {
-			return perr
-		}
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = kubeconfig
 		cfg, cerr := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -151,7 +180,7 @@ Flags:
 		if cerr != nil {
 			return fmt.Errorf("loading kubeconfig: %w", cerr)
 		}
-		dot, err = topodump.FromService(ctx, cfg, svc)
+		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr})
 	}
 	if err != nil {
 		return err
@@ -179,12 +208,16 @@ func validFormat(f string) bool {
 	return false
 }
 
-// parseService parses namespace/name:port.
-func parseService(s string) (topodump.Service, error) {
-	ns, rest, ok := strings.Cut(s, "/")
-	name, port, ok2 := strings.Cut(rest, ":")
-	if !ok || !ok2 || ns == "" || name == "" || port == "" {
-		return topodump.Service{}, fmt.Errorf("%w: --service %q is not namespace/name:port", errUsage, s)
+// stringList is a comma-separated flag; repeating the flag appends.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(*l, s) {
+			*l = append(*l, s)
+		}
 	}
-	return topodump.Service{Namespace: ns, Name: name, Port: port}, nil
+	return nil
 }

@@ -239,6 +239,9 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = metricsAddr, probeAddr
+	// Plain HTTP on loopback, so that the demo's links open in a browser;
+	// an installed manager serves them over HTTPS to authorized callers only.
+	opts.MetricsSecure = false
 	w := d.cp.Env.WebhookInstallOptions
 	opts.WebhookHost, opts.WebhookPort = w.LocalServingHost, w.LocalServingPort
 	// The API server calls the webhooks by URL at envtest's address; the
@@ -466,7 +469,7 @@ func (d *demo) showSourceStatus(ctx context.Context) error {
 
 func (d *demo) writeTopology(ctx context.Context) error {
 	d.step("The topology, from the operator's %s", app.TopologyPath)
-	dot, err := topodump.FromURL(ctx, d.metricsURL)
+	dot, err := topodump.FromURL(ctx, d.metricsURL, topodump.URLOptions{})
 	if err != nil {
 		return err
 	}

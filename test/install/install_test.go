@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -16,11 +17,13 @@ import (
 // The suite is one ordered sequence, as a platform team would go: install
 // config/default and look at it (this file), run the manager with that RBAC
 // (manager_test.go), then install config/namespaced for a team
-// (namespaced_test.go). ContinueOnFailure: a failed row of the RBAC matrix
-// does not hide the others.
+// (manager_test.go), try what its admission policy refuses (policy_test.go),
+// then install config/namespaced for a team (namespaced_test.go).
+// ContinueOnFailure: a failed row of the RBAC matrix does not hide the others.
 var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
 	Describe("config/default", Ordered, describeDefault)
-	Describe("the manager with the RBAC of config/default", Ordered, describeManager)
+	Describe("the manager with the RBAC and the admission policy of config/default", Ordered, describeManager)
+	Describe("the manager's misuse, refused by config/default's admission policy", Ordered, describePolicy)
 	Describe("config/namespaced", Ordered, describeNamespaced)
 })
 
@@ -30,11 +33,13 @@ var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
 func describeDefault() {
 	manager := serviceAccount(systemNS, managerSA)
 
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		kubectl("apply", "--server-side", "--force-conflicts", "-k", filepath.Join(rootDir, "config", "default"))
+		// What follows runs with the policy in force.
+		waitForPolicy(ctx)
 	})
 
-	It("creates the namespace, CRDs, ServiceAccount, RBAC, manager Deployment, Services, webhook configurations and disruption budget", func() {
+	It("creates the namespace, CRDs, ServiceAccount, RBAC, admission policy, manager Deployment, Services, webhook configurations and disruption budget", func() {
 		for _, obj := range []string{
 			"namespace/flagplane-system",
 			"customresourcedefinition.apiextensions.k8s.io/featureflags.core.openfeature.dev",
@@ -44,6 +49,9 @@ func describeDefault() {
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-viewer",
+			"clusterrole.rbac.authorization.k8s.io/flagplane-metrics-reader",
+			"validatingadmissionpolicy.admissionregistration.k8s.io/flagplane-manager",
+			"validatingadmissionpolicybinding.admissionregistration.k8s.io/flagplane-manager",
 			"mutatingwebhookconfiguration.admissionregistration.k8s.io/flagplane-injector",
 			"validatingwebhookconfiguration.admissionregistration.k8s.io/flagplane-validator",
 		} {
@@ -68,11 +76,25 @@ func describeDefault() {
 		pod := d.Spec.Template.Spec
 		Expect(pod.ServiceAccountName).To(Equal(managerSA))
 		c := pod.Containers[0]
-		Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+		Expect(c.Args).To(ContainElements("--leader-elect", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"))
+		Expect(c.Ports).To(ContainElement(And(HaveField("Name", "https"), HaveField("ContainerPort", int32(8443)))))
 		Expect(c.Args).NotTo(ContainElement(HavePrefix("--namespaces")), "cluster-wide")
 		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(*d.Spec.Replicas).To(BeNumerically(">=", 2), "a standby replica keeps admission available")
+	})
+
+	It("serves metrics on the https port of flagplane-metrics, readable with the ClusterRole flagplane-metrics-reader", func(ctx SpecContext) {
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-metrics"}, svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Name", "https"), HaveField("Port", int32(8443)),
+			HaveField("TargetPort.StrVal", "https"))))
+		reader := &rbacv1.ClusterRole{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-metrics-reader"}, reader)).To(Succeed())
+		Expect(reader.Rules).To(ConsistOf(And(
+			HaveField("NonResourceURLs", ConsistOf("/metrics", "/debug/topology")),
+			HaveField("Verbs", ConsistOf("get")),
+		)))
 	})
 
 	It("has Pods that the restricted Pod Security level admits", func(ctx SpecContext) {
@@ -157,7 +179,7 @@ func describeDefault() {
 		Entry("may not mint ServiceAccount tokens", false, "create", "serviceaccounts", "--subresource=token", "-n", "default"),
 		Entry("may not impersonate users", false, "impersonate", "users"),
 		Entry("may create TokenReviews (the sync server authenticates sidecars)", true, "create", "tokenreviews.authentication.k8s.io"),
-		Entry("may not create SubjectAccessReviews", false, "create", "subjectaccessreviews.authorization.k8s.io"),
+		Entry("may create SubjectAccessReviews (secure metrics authorize their callers)", true, "create", "subjectaccessreviews.authorization.k8s.io"),
 		// Events
 		Entry("may create Events (events.k8s.io) on what it reconciles", true, "create", "events.events.k8s.io", "-n", "default"),
 		Entry("may create core Events in its namespace (leader election)", true, "create", "events", "-n", systemNS),

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,13 +22,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -42,7 +47,13 @@ func describeManager() {
 		metricsIP string
 		ipErr     error
 		shop      string
+		// scrapers holds two ServiceAccounts: prometheus, bound to the
+		// ClusterRole flagplane-metrics-reader, and nobody, bound to nothing.
+		scrapers                 string
+		readerToken, nobodyToken string
 	)
+	// metricsURL is the URL of path on the manager's secure metrics server.
+	metricsURL := func(path string) string { return "https://" + mgr.metricsAddr + path }
 
 	BeforeAll(func(ctx SpecContext) {
 		metricsIP, ipErr = externalIP()
@@ -73,6 +84,17 @@ func describeManager() {
 		opts.Admission.ExtraDNSNames = []string{host}
 		mgr = startManager(impersonating(systemNS, managerSA), metricsIP, opts)
 		shop = newNamespace(ctx, "shop")
+
+		scrapers = newNamespace(ctx, "scrapers")
+		readerToken = newServiceAccount(ctx, scrapers, "prometheus")
+		nobodyToken = newServiceAccount(ctx, scrapers, "nobody")
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "flagplane-metrics-reader-" + scrapers},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "flagplane-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: scrapers}},
+		}
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, binding))).To(Succeed()) })
 	})
 
 	It("becomes ready once its topology is built, and is elected leader", func(ctx SpecContext) {
@@ -183,8 +205,90 @@ func describeManager() {
 		Expect(canI(serviceAccount(shop, "reader"), "get", "featureflags.core.openfeature.dev/shop-flags", "-n", shop)).To(BeFalse())
 	})
 
+	It("does under the admission policy all its workflows write: ConfigMap updates and deletions, RBAC grants and their removal, rollout restarts", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "confined")
+		checkout, watched := fixtures.FlagSet(ns, "checkout", "on"), fixtures.FlagSet(ns, "watched", "on")
+		web, db, agent := fixtures.Deployment(ns, "web", nil, nil), fixtures.StatefulSet(ns, "db"), fixtures.DaemonSet(ns, "agent")
+		src := fixtures.Source(ns, "flags",
+			[]v1beta1.Source{fixtures.FileRef("checkout"), {Source: "watched", Provider: v1beta1.SyncProviderKubernetes}},
+			fixtures.Targeting("Deployment", "web"), fixtures.Targeting("StatefulSet", "db"), fixtures.Targeting("DaemonSet", "agent"),
+			func(s *v1beta1.FeatureFlagSource) { s.Spec.RolloutOnChange = ptr.To(true) })
+		for _, o := range []client.Object{checkout, watched, src, web, db, agent} {
+			Expect(k8s.Create(ctx, o)).To(Succeed())
+		}
+		cmKey := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(ns, "checkout"))}
+		dataKey := workflows.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
+		grants := []string{
+			workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web")),
+			workflows.RBACName(topology.WorkloadKey(topology.KindStatefulSet, ns, "db")),
+			workflows.RBACName(topology.WorkloadKey(topology.KindDaemonSet, ns, "agent")),
+		}
+		grantsExist := func(g Gomega) []bool {
+			var have []bool
+			for _, name := range grants {
+				key := client.ObjectKey{Namespace: ns, Name: name}
+				role, rb := k8s.Get(ctx, key, &rbacv1.Role{}), k8s.Get(ctx, key, &rbacv1.RoleBinding{})
+				g.Expect(client.IgnoreNotFound(role)).To(Succeed())
+				g.Expect(client.IgnoreNotFound(rb)).To(Succeed())
+				have = append(have, role == nil, rb == nil)
+			}
+			return have
+		}
+
+		By("creating the ConfigMap, and a Role and RoleBinding per workload")
+		Eventually(func() error { return k8s.Get(ctx, cmKey, &corev1.ConfigMap{}) }).Should(Succeed())
+		Eventually(grantsExist).Should(HaveEach(BeTrue()))
+
+		By("updating the ConfigMap when a flag changes")
+		update := func(obj client.Object, change func()) {
+			GinkgoHelper()
+			Eventually(func() error {
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+					return err
+				}
+				change()
+				return k8s.Update(ctx, obj)
+			}).Should(Succeed())
+		}
+		update(checkout, func() {
+			f := checkout.Spec.FlagSpec.Flags[fixtures.FlagKey]
+			f.DefaultVariant = "off"
+			checkout.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+		})
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, cmKey, cm)).To(Succeed())
+			g.Expect(cm.Data[dataKey]).To(ContainSubstring(`"defaultVariant":"off"`))
+		}).Should(Succeed())
+
+		By("restarting every kind of workload when its injected configuration changes (rolloutOnChange)")
+		update(src, func() { src.Spec.DebugLogging = ptr.To(true) })
+		for _, w := range []client.Object{web, db, agent} {
+			Eventually(func(g Gomega) map[string]string {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+				switch w := w.(type) {
+				case *appsv1.Deployment:
+					return w.Spec.Template.Annotations
+				case *appsv1.StatefulSet:
+					return w.Spec.Template.Annotations
+				case *appsv1.DaemonSet:
+					return w.Spec.Template.Annotations
+				}
+				return nil
+			}).Should(HaveKey(workflows.RestartedAtAnnotation), "%T %s", w, w.GetName())
+		}
+
+		By("deleting the Roles and RoleBindings no workload needs any more")
+		update(src, func() { src.Spec.Sources = src.Spec.Sources[:1] })
+		Eventually(grantsExist).Should(HaveEach(BeFalse()))
+
+		By("deleting the ConfigMap no workload uses any more")
+		Expect(k8s.Delete(ctx, src)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, cmKey, &corev1.ConfigMap{}) }).Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+	})
+
 	It("serves Prometheus metrics: events, deltas, reconcile latency, writes, graph nodes, queue depth", func() {
-		Eventually(httpBody("http://" + mgr.metricsAddr + "/metrics")).Should(And(
+		Eventually(func() (string, error) { return securedGet(metricsURL("/metrics"), readerToken) }).Should(And(
 			ContainSubstring(`flagplane_events_total{event="created",kind="FeatureFlag"}`),
 			ContainSubstring(`flagplane_delta_size_count`),
 			ContainSubstring(`flagplane_reconcile_duration_seconds_bucket{result="success",workflow="configmaps"`),
@@ -197,7 +301,10 @@ func describeManager() {
 	})
 
 	It("serves its topology as Graphviz DOT at /debug/topology", func() {
-		resp, err := http.Get("http://" + mgr.metricsAddr + app.TopologyPath)
+		req, err := http.NewRequest(http.MethodGet, metricsURL(app.TopologyPath), nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+readerToken)
+		resp, err := metricsClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
@@ -209,7 +316,33 @@ func describeManager() {
 		Expect(string(body)).To(ContainSubstring(fmt.Sprintf(`"featureflagsource:%s/shop" -> "deployment:%s/shop-web"`, shop, shop)))
 	})
 
-	It("has its topology dumped by `flagplane topology --kubeconfig`, through the API server's service proxy", func(ctx SpecContext) {
+	DescribeTable("answers /metrics and /debug/topology only to callers the API server authenticates and authorizes",
+		func(path string) {
+			url := metricsURL(path)
+			By("plain HTTP: not served")
+			if status, _, err := bearerGet(strings.Replace(url, "https://", "http://", 1), readerToken); err == nil {
+				Expect(status).To(Equal(http.StatusBadRequest), "an HTTPS server answers plain HTTP with 400 at most")
+			}
+			By("no token: 401")
+			Expect(answerTo(url, "")).To(And(HaveField("Status", http.StatusUnauthorized), HaveField("Body", ContainSubstring("Unauthorized"))))
+			By("a token the API server does not know: refused")
+			// controller-runtime's filter answers 500 "Authentication failed"
+			// when the TokenReview says "not authenticated" with an error
+			// (e.g. "invalid bearer token"), 401 when it says so without one.
+			Expect(answerTo(url, "forged."+readerToken)).To(Or(
+				HaveField("Status", http.StatusUnauthorized),
+				And(HaveField("Status", http.StatusInternalServerError), HaveField("Body", ContainSubstring("Authentication failed")))))
+			By("a valid ServiceAccount token without get on the path: 403")
+			Expect(answerTo(url, nobodyToken)).To(And(HaveField("Status", http.StatusForbidden),
+				HaveField("Body", ContainSubstring("Authorization denied for user "+serviceAccount(scrapers, "nobody")))))
+			By("a ServiceAccount token bound to flagplane-metrics-reader: 200")
+			Expect(answerTo(url, readerToken)).To(And(HaveField("Status", http.StatusOK), HaveField("Body", Not(BeEmpty()))))
+		},
+		Entry("/metrics", "/metrics"),
+		Entry("/debug/topology", app.TopologyPath),
+	)
+
+	It("cannot be read through the API server's service proxy, which does not pass the caller's credentials on", func(ctx SpecContext) {
 		if ipErr != nil {
 			Skip("the service proxy forwards only to non-loopback addresses and this machine has none: " + ipErr.Error())
 		}
@@ -238,31 +371,86 @@ func describeManager() {
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
 				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: systemNS, Name: pod.Name, UID: pod.UID},
 			}},
-			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(int32(port))}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port))}},
 		}
 		Expect(k8s.Create(ctx, slice)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, slice))).To(Succeed()) })
 
-		out := filepath.Join(GinkgoT().TempDir(), "topology.dot")
-		Eventually(func() error {
-			// The default --service is config/default's flagplane-metrics.
-			cmd := exec.CommandContext(ctx, cliPath, "topology", "--kubeconfig", cp.KubeconfigPath, "-o", out)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("%w: %s", err, b)
-			}
-			return nil
-		}).Should(Succeed())
-		dot, err := os.ReadFile(out)
+		// Even an administrator, who may get services/proxy: the API server
+		// authenticates the caller, drops the Authorization header and
+		// forwards the request with no credentials of its own, so the
+		// manager answers 401, which the API server hands back.
+		cs, err := kubernetes.NewForConfig(cp.Config)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(dot)).To(ContainSubstring(fmt.Sprintf(`"featureflagsource:%s/shop" -> "deployment:%s/shop-web"`, shop, shop)))
+		var body []byte
+		Eventually(func() error {
+			body, err = cs.CoreV1().Services(systemNS).ProxyGet("https", "flagplane-metrics", "https", app.TopologyPath, nil).DoRaw(ctx)
+			return err
+		}).Should(WithTransform(apierrors.IsUnauthorized, BeTrue()))
+		Expect(string(body)).To(Equal("Unauthorized\n"), "the manager's answer, relayed")
+	})
+
+	It("has its topology built by `flagplane topology --kubeconfig` from the API, as the manager built it", func(ctx SpecContext) {
+		// The same objects give the same graph, byte for byte: the CLI
+		// builds it with the code the manager uses, from what the user may list.
+		out := filepath.Join(GinkgoT().TempDir(), "topology.dot")
+		Eventually(func(g Gomega) {
+			b, err := exec.CommandContext(ctx, cliPath, "topology", "--kubeconfig", cp.KubeconfigPath, "-o", out).CombinedOutput()
+			g.Expect(err).NotTo(HaveOccurred(), "%s", b)
+			fromCLI, err := os.ReadFile(out)
+			g.Expect(err).NotTo(HaveOccurred())
+			served, err := securedGet(metricsURL(app.TopologyPath), readerToken)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(fromCLI)).To(Equal(served))
+		}).Should(Succeed())
+		Expect(os.ReadFile(out)).To(ContainSubstring(fmt.Sprintf(`"featureflagsource:%s/shop" -> "deployment:%s/shop-web"`, shop, shop)))
 
 		if _, err := exec.LookPath("dot"); err == nil {
 			svg := filepath.Join(GinkgoT().TempDir(), "topology.svg")
 			b, err := exec.CommandContext(ctx, cliPath, "topology", "--kubeconfig", cp.KubeconfigPath,
-				"--service", systemNS+"/flagplane-metrics:8080", "--format", "svg", "-o", svg).CombinedOutput()
+				"--namespaces", shop, "--format", "svg", "-o", svg).CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), "%s", b)
 			Expect(os.ReadFile(svg)).To(ContainSubstring("<svg"))
 		}
+	})
+
+	It("has `flagplane topology` read only what its user may read", func(ctx SpecContext) {
+		// bob may view the shop namespace (the built-in view role, which
+		// flagplane's viewer role is aggregated into), nothing else.
+		bob := userKubeconfig("bob")
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", shop)
+		Eventually(func() bool { return canI("bob", "list", "featureflagsources.core.openfeature.dev", "-n", shop) }).Should(BeTrue())
+
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, cliPath, "topology", "--kubeconfig", bob)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		Expect(cmd.Run()).NotTo(Succeed(), "bob may not list cluster-wide")
+		Expect(stderr.String()).To(And(ContainSubstring("forbidden"), ContainSubstring("--namespaces")))
+
+		stdout.Reset()
+		stderr.Reset()
+		cmd = exec.CommandContext(ctx, cliPath, "topology", "--kubeconfig", bob, "--namespaces", shop)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		Expect(cmd.Run()).To(Succeed(), stderr.String())
+		Expect(stdout.String()).To(ContainSubstring(fmt.Sprintf(`"featureflagsource:%s/shop" -> "deployment:%s/shop-web"`, shop, shop)))
+		Expect(stderr.String()).To(ContainSubstring("warning: not reading referencegrants.gateway.networking.k8s.io in namespace "+shop),
+			"view does not cover ReferenceGrants: the CLI says what the graph lacks")
+	})
+
+	It("has its topology read by `flagplane topology --url` with a token, and says why without one", func(ctx SpecContext) {
+		b, err := exec.CommandContext(ctx, cliPath, "topology", "--url", metricsURL(""), "--token", readerToken,
+			"--insecure-skip-tls-verify").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		Expect(string(b)).To(HavePrefix("digraph topology {"))
+
+		b, err = exec.CommandContext(ctx, cliPath, "topology", "--url", metricsURL(""), "--insecure-skip-tls-verify").CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("401 Unauthorized: the manager answers only to a bearer token"))
+
+		b, err = exec.CommandContext(ctx, cliPath, "topology", "--url", metricsURL(""), "--token", nobodyToken,
+			"--insecure-skip-tls-verify").CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("bind it to the ClusterRole flagplane-metrics-reader"))
 	})
 
 	It("has a standby replica that is ready, with its graph built, while not the leader", func() {
@@ -316,21 +504,28 @@ func httpStatus(url string) func() int {
 	}
 }
 
-// httpBody GETs url and returns the body of a 200 answer.
-func httpBody(url string) func() (string, error) {
-	return func() (string, error) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return "", err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("%s: %s", url, resp.Status)
-		}
-		return string(b), nil
+// answer is a status code and body.
+type answer struct {
+	Status int
+	Body   string
+}
+
+// answerTo GETs url with a bearer token (none when empty).
+func answerTo(url, token string) answer {
+	GinkgoHelper()
+	status, body, err := bearerGet(url, token)
+	Expect(err).NotTo(HaveOccurred())
+	return answer{Status: status, Body: body}
+}
+
+// securedGet GETs url with a bearer token and returns the body of a 200 answer.
+func securedGet(url, token string) (string, error) {
+	status, body, err := bearerGet(url, token)
+	if err != nil {
+		return "", err
 	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("%s: %d: %s", url, status, body)
+	}
+	return body, nil
 }

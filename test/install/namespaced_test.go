@@ -105,5 +105,22 @@ func describeNamespaced() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: other, Name: "shop"}, s)).To(Succeed())
 		Expect(s.Status.Conditions).To(BeEmpty(), "nor is its status")
 		Expect(m.Controller.Topology().Snapshot().Sources()).To(ConsistOf(topology.SourceKey(teamNS, "shop")))
+
+		By("serving metrics only once a cluster administrator lets it ask the API server about its callers")
+		// A scraper that config/default's ClusterRole lets read metrics.
+		token := newServiceAccount(ctx, other, "prometheus")
+		kubectl("create", "clusterrolebinding", "flagplane-metrics-reader-"+other,
+			"--clusterrole=flagplane-metrics-reader", "--serviceaccount="+other+":prometheus")
+		DeferCleanup(func() { kubectl("delete", "clusterrolebinding", "flagplane-metrics-reader-"+other) })
+		url := "https://" + m.metricsAddr + "/metrics"
+		// Its Roles cannot grant TokenReviews: the filter cannot authenticate anyone.
+		Expect(answerTo(url, token)).To(And(HaveField("Status", http.StatusInternalServerError),
+			HaveField("Body", ContainSubstring("Authentication failed"))))
+		kubectl("create", "clusterrolebinding", "flagplane-manager-auth-delegator-"+teamNS,
+			"--clusterrole=system:auth-delegator", "--serviceaccount="+teamNS+":"+managerSA)
+		DeferCleanup(func() { kubectl("delete", "clusterrolebinding", "flagplane-manager-auth-delegator-"+teamNS) })
+		// The filter does not cache a TokenReview that failed.
+		Eventually(func() int { return answerTo(url, token).Status }).Should(Equal(http.StatusOK))
+		Expect(answerTo(url, "")).To(HaveField("Status", http.StatusUnauthorized))
 	})
 }

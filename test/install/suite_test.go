@@ -2,9 +2,13 @@ package install
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,10 +19,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/flagplane/flagplane/cmd/manager/app"
@@ -122,6 +131,67 @@ func impersonating(ns, sa string) *rest.Config {
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 	}
 	return cfg
+}
+
+// clientAs is a client with the given rest.Config (e.g. impersonating).
+func clientAs(cfg *rest.Config) client.Client {
+	GinkgoHelper()
+	c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// newServiceAccount creates a ServiceAccount and returns a token of it,
+// valid for the API server's own audience, as `kubectl create token` gives.
+func newServiceAccount(ctx context.Context, ns, name string) string {
+	GinkgoHelper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Expect(k8s.Create(ctx, sa)).To(Succeed())
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// userKubeconfig writes a kubeconfig for a user (client certificate) of the
+// control plane, in no group but system:authenticated.
+func userKubeconfig(name string) string {
+	GinkgoHelper()
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: name}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	b, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), name+".kubeconfig")
+	Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
+	return path
+}
+
+// metricsClient reads the manager's secure metrics server, whose certificate
+// is self-signed (no --metrics-cert-dir), as a scraper configured with
+// insecure_skip_verify would.
+var metricsClient = &http.Client{Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's self-signed certificate
+}}
+
+// bearerGet GETs url with a bearer token (none when empty) and returns the
+// status code and body.
+func bearerGet(url, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 // runningManager is flagplane's manager run in the test process.

@@ -2,14 +2,14 @@ package topodump
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // TopologyPath is where the manager serves its topology.
@@ -19,68 +19,87 @@ const TopologyPath = "/debug/topology"
 // well below it.
 const maxDOT = 512 << 20
 
+// URLOptions are how FromURL reaches a manager's metrics address.
+type URLOptions struct {
+	// Token is sent as a bearer token. A manager with secure metrics (the
+	// default) answers only to a token the API server authenticates, of an
+	// identity that may get /debug/topology (ClusterRole
+	// flagplane-metrics-reader).
+	Token string
+	// CAFile verifies the manager's serving certificate; empty uses the
+	// system's roots.
+	CAFile string
+	// InsecureSkipTLSVerify accepts any serving certificate, such as the
+	// self-signed one a manager serves without --metrics-cert-dir.
+	InsecureSkipTLSVerify bool
+}
+
 // FromURL reads the topology from a manager's metrics address. url may be
-// the address alone (http://host:8080), to which TopologyPath is added, or
-// the full URL of the endpoint.
-func FromURL(ctx context.Context, url string) ([]byte, error) {
+// the address alone (https://host:8443), to which TopologyPath is added, or
+// the full URL of the endpoint; without a scheme it is https.
+func FromURL(ctx context.Context, url string, o URLOptions) ([]byte, error) {
 	if !strings.Contains(url, "://") {
-		url = "http://" + url
+		url = "https://" + url
 	}
 	if !strings.HasSuffix(strings.TrimSuffix(url, "/"), TopologyPath) {
 		url = strings.TrimSuffix(url, "/") + TopologyPath
+	}
+	client, err := o.httpClient()
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("requesting %s: %w", url, err)
 	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if o.Token != "" {
+		if strings.HasPrefix(url, "http://") {
+			return nil, fmt.Errorf("not sending a token to %s in clear text: use https", url)
+		}
+		req.Header.Set("Authorization", "Bearer "+o.Token)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reading the topology from %s: %w", url, err)
+		var hint string
+		if strings.Contains(err.Error(), "certificate") {
+			hint = " (a manager without --metrics-cert-dir serves a self-signed certificate: --insecure-skip-tls-verify, or --certificate-authority)"
+		}
+		return nil, fmt.Errorf("reading the topology from %s: %w%s", url, err, hint)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDOT))
 	if err != nil {
 		return nil, fmt.Errorf("reading the topology from %s: %w", url, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return checkDOT(body, url)
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("reading the topology from %s: %s: the manager answers only to a bearer token the API server authenticates (--token or --token-file)", url, resp.Status)
+	case http.StatusForbidden:
+		return nil, fmt.Errorf("reading the topology from %s: %s: %s: the token's identity may not get %s (bind it to the ClusterRole flagplane-metrics-reader)",
+			url, resp.Status, strings.TrimSpace(string(body)), TopologyPath)
+	default:
 		return nil, fmt.Errorf("reading the topology from %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return checkDOT(body, url)
 }
 
-// Service locates a manager's metrics Service.
-type Service struct {
-	Namespace string
-	Name      string
-	// Port is the Service's port, by name or number.
-	Port string
-}
-
-// DefaultService is the metrics Service of config/default.
-var DefaultService = Service{Namespace: "flagplane-system", Name: "flagplane-metrics", Port: "metrics"}
-
-func (s Service) String() string { return s.Namespace + "/" + s.Name + ":" + s.Port }
-
-// FromService reads the topology through the API server's service proxy,
-// which forwards to one ready endpoint of the Service. The caller needs
-// `get services/proxy` on it; nothing is exposed outside the cluster.
-func FromService(ctx context.Context, cfg *rest.Config, svc Service) ([]byte, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating a client: %w", err)
-	}
-	body, err := cs.CoreV1().Services(svc.Namespace).ProxyGet("http", svc.Name, svc.Port, TopologyPath, nil).DoRaw(ctx)
-	if err != nil {
-		msg := strings.TrimSpace(string(body))
-		if len(msg) > 300 {
-			msg = msg[:300] + "..."
+func (o URLOptions) httpClient() (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.InsecureSkipTLSVerify} //nolint:gosec // asked for
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the certificate authority: %w", err)
 		}
-		if msg != "" {
-			return nil, fmt.Errorf("reading the topology through the service proxy of %s: %w (%s)", svc, err, msg)
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in %s", o.CAFile)
 		}
-		return nil, fmt.Errorf("reading the topology through the service proxy of %s: %w", svc, err)
+		tlsConfig.RootCAs = pool
 	}
-	return checkDOT(body, "service "+svc.String())
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsConfig
+	return &http.Client{Timeout: time.Minute, Transport: transport}, nil
 }
 
 // checkDOT refuses an answer that is not a DOT digraph (a login page, a

@@ -2,10 +2,13 @@ package topodump
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,14 +76,12 @@ func TestFromURL(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
 
 	tests := []struct {
 		name, url, wantErr string
 	}{
 		{name: "address", url: srv.URL},
 		{name: "address with slash", url: srv.URL + "/"},
-		{name: "host:port without scheme", url: host},
 		{name: "full endpoint", url: srv.URL + TopologyPath},
 		{name: "not found", url: srv.URL + "/nothing/", wantErr: "404 Not Found: no such page"},
 		{name: "not DOT", url: srv.URL + "/html", wantErr: "did not answer with a Graphviz digraph"},
@@ -88,7 +89,59 @@ func TestFromURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := FromURL(context.Background(), tt.url)
+			got, err := FromURL(context.Background(), tt.url, URLOptions{})
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(got)).To(Equal(dot))
+		})
+	}
+}
+
+// A manager with secure metrics: HTTPS with a self-signed certificate, 401
+// without a bearer token, 403 for a token that may not get the path.
+func TestFromURLSecure(t *testing.T) {
+	const dot = "digraph topology {\n}\n"
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("Authorization") {
+		case "":
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		case "Bearer reader":
+			_, _ = w.Write([]byte(dot))
+		default:
+			http.Error(w, "Authorization denied for user system:serviceaccount:x:nobody", http.StatusForbidden)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+
+	tests := []struct {
+		name, url string
+		opts      URLOptions
+		wantErr   string
+	}{
+		{name: "token, certificate authority", url: srv.URL, opts: URLOptions{Token: "reader", CAFile: ca}},
+		{name: "host:port is https", url: host, opts: URLOptions{Token: "reader", InsecureSkipTLSVerify: true}},
+		{name: "unknown certificate", url: srv.URL, opts: URLOptions{Token: "reader"},
+			wantErr: "--insecure-skip-tls-verify, or --certificate-authority"},
+		{name: "no token", url: srv.URL, opts: URLOptions{InsecureSkipTLSVerify: true},
+			wantErr: "401 Unauthorized: the manager answers only to a bearer token the API server authenticates"},
+		{name: "a token without the permission", url: srv.URL, opts: URLOptions{Token: "nobody", InsecureSkipTLSVerify: true},
+			wantErr: "403 Forbidden: Authorization denied for user system:serviceaccount:x:nobody: the token's identity may not get /debug/topology (bind it to the ClusterRole flagplane-metrics-reader)"},
+		{name: "no token in clear text", url: "http://" + host, opts: URLOptions{Token: "reader"},
+			wantErr: "not sending a token to http://" + host + "/debug/topology in clear text"},
+		{name: "a CA file that is not PEM", url: srv.URL, opts: URLOptions{CAFile: "doc.go"}, wantErr: "no PEM certificate in doc.go"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := FromURL(context.Background(), tt.url, tt.opts)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -99,7 +98,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	m.Manager, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   controllers.CacheOptions(cacheOpts),
-		Metrics: metricsserver.Options{BindAddress: o.MetricsBindAddress, ExtraHandlers: extra},
+		Metrics: metricsOptions(o, extra),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir,
 		}),
@@ -165,7 +164,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer m.unregister()
 	ctrl.LoggerFrom(ctx).Info("starting flagplane",
 		"namespaces", m.Options.Namespaces, "leaderElection", m.Options.LeaderElection,
-		"metrics", m.Options.MetricsBindAddress, "probes", m.Options.HealthProbeBindAddress)
+		"metrics", m.Options.MetricsBindAddress, "metricsSecure", m.Options.MetricsSecure, "probes", m.Options.HealthProbeBindAddress)
 	return m.Manager.Start(ctx)
 }
 

@@ -22,6 +22,15 @@ import (
 type Options struct {
 	// MetricsBindAddress serves /metrics and /debug/topology; "0" disables both.
 	MetricsBindAddress string
+	// MetricsSecure serves them over HTTPS, to callers that present a bearer
+	// token the API server authenticates (TokenReview) and authorizes for
+	// get on the path (SubjectAccessReview): controller-runtime's
+	// filters.WithAuthenticationAndAuthorization. Off, they are plain HTTP
+	// to anyone who reaches the address.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the secure metrics
+	// server; empty, it serves a self-signed certificate.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables them.
 	HealthProbeBindAddress string
 	// TopologyEndpoint serves the topology as Graphviz DOT at /debug/topology
@@ -74,7 +83,8 @@ type Options struct {
 // DefaultOptions are the options of a manager started without flags.
 func DefaultOptions() Options {
 	return Options{
-		MetricsBindAddress:     ":8080",
+		MetricsBindAddress:     ":8443",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		TopologyEndpoint:       true,
 		LeaderElectionID:       "flagplane.core.openfeature.dev",
@@ -99,6 +109,8 @@ func syncDefaults() syncserver.Config {
 // Operator's.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the metrics and /debug/topology endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve /metrics and /debug/topology over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory of the secure metrics server's tls.crt and tls.key (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of the /healthz and /readyz probes; 0 disables them")
 	fs.BoolVar(&o.TopologyEndpoint, "topology-endpoint", o.TopologyEndpoint, "serve the topology as Graphviz DOT at /debug/topology on the metrics address")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader, so that only one replica writes")
@@ -132,6 +144,9 @@ func (o Options) Validate() error {
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
+	}
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure"))
 	}
 	if o.LeaderElection && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id is empty"))

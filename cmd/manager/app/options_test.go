@@ -33,7 +33,8 @@ func TestFlags(t *testing.T) {
 			check: func(g Gomega, o Options) {
 				g.Expect(o.Namespaces).To(BeEmpty())
 				g.Expect(o.LeaderElection).To(BeFalse())
-				g.Expect(o.MetricsBindAddress).To(Equal(":8080"))
+				g.Expect(o.MetricsBindAddress).To(Equal(":8443"))
+				g.Expect(o.MetricsSecure).To(BeTrue(), "metrics and the topology only to authenticated, authorized callers")
 				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
 				g.Expect(o.WebhookPort).To(Equal(9443))
 				g.Expect(o.TopologyEndpoint).To(BeTrue())
@@ -86,6 +87,16 @@ func TestFlags(t *testing.T) {
 		{name: "request above limit", args: []string{"--sidecar-cpu-request=2"}, wantErr: "sidecar flags: sidecar cpu request 2 exceeds its limit 500m"},
 		{name: "webhook port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port 70000 is not a port"},
 		{name: "workers", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},
+		{
+			name: "plain HTTP metrics, e.g. on loopback",
+			args: []string{"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.MetricsSecure).To(BeFalse())
+				g.Expect(o.MetricsBindAddress).To(Equal("127.0.0.1:8080"))
+			},
+		},
+		{name: "a metrics certificate needs secure serving", args: []string{"--metrics-secure=false", "--metrics-cert-dir=/certs"},
+			wantErr: "--metrics-cert-dir needs --metrics-secure"},
 		{
 			name: "metrics, probes and the topology endpoint",
 			args: []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:9000", "--topology-endpoint=false"},

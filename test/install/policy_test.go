@@ -1,0 +1,323 @@
+package install
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apitypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// How the API server words a refusal by config/policy, and the message of
+// each of its validations.
+const (
+	policyRefusal       = "ValidatingAdmissionPolicy 'flagplane-manager' with binding 'flagplane-manager' denied request: "
+	policyOnlyGenerated = "flagplane-manager may create, change and delete only the ConfigMaps, Roles and RoleBindings it generates"
+	policyConfigMapName = "flagplane-manager may write only the ConfigMaps it generates, named flagd."
+	policyRole          = "flagplane-manager may write only Roles named flagplane:featureflag-reader:"
+	policyRoleBinding   = "flagplane-manager may write only RoleBindings named flagplane:featureflag-reader:"
+	policyRestartOnly   = "flagplane-manager may change a Deployment, StatefulSet or DaemonSet only the way `kubectl rollout restart` does"
+)
+
+// refusedByPolicy matches the API server's refusal of a request by
+// config/policy's validation with that message: 403 Forbidden.
+func refusedByPolicy(message string) types.GomegaMatcher {
+	return And(
+		WithTransform(apierrors.IsForbidden, BeTrue()),
+		MatchError(ContainSubstring(policyRefusal+message)),
+	)
+}
+
+// refusedByEscalationCheck matches RBAC's escalation prevention: a Role or
+// RoleBinding that grants more than the requester holds is refused before
+// admission (and so before the policy) is consulted.
+func refusedByEscalationCheck() types.GomegaMatcher {
+	return And(
+		WithTransform(apierrors.IsForbidden, BeTrue()),
+		MatchError(ContainSubstring("is attempting to grant RBAC permissions not currently held")),
+		Not(MatchError(ContainSubstring(policyRefusal))),
+	)
+}
+
+// refusedByRBAC matches an RBAC authorization refusal (before admission).
+func refusedByRBAC() types.GomegaMatcher {
+	return And(
+		WithTransform(apierrors.IsForbidden, BeTrue()),
+		MatchError(MatchRegexp(`User "[^"]+" cannot`)),
+		Not(MatchError(ContainSubstring(policyRefusal))),
+	)
+}
+
+// waitForPolicy waits until the API server enforces config/policy, by
+// observing a refusal: a new policy takes a moment to be loaded.
+func waitForPolicy(ctx context.Context) {
+	GinkgoHelper()
+	asManager := clientAs(impersonating(systemNS, managerSA))
+	Eventually(func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "flagplane-policy-probe"}}
+		return asManager.Create(ctx, cm, client.DryRunAll)
+	}).Should(refusedByPolicy(policyOnlyGenerated))
+}
+
+// misuse is a request flagplane's manager has no business making, done as
+// a dry run (the policy is consulted all the same) on the objects of target.
+type misuse func(ctx context.Context, c client.Client, t *target) error
+
+// target holds what the misuse table reaches for.
+type target struct {
+	ns            string
+	foreignCM     string // a ConfigMap of the namespace's owner, unlabelled
+	managedCM     string // a ConfigMap labelled managed-by=flagplane, named as generated
+	workload      string // a Deployment
+	statefulSet   string
+	daemonSet     string
+	role          string // a managed Role named as generated, on featureflags
+	heldClusterRo string // a ClusterRole granting only what the manager holds (get ConfigMaps)
+}
+
+func managed() map[string]string { return workflows.ManagedLabels() }
+
+func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch string) error {
+	return c.Patch(ctx, obj, client.RawPatch(apitypes.MergePatchType, []byte(patch)), client.DryRunAll)
+}
+
+// describePolicy is the misuse table: what the manager's ServiceAccount
+// could do with the RBAC of config/default alone, and which the API server
+// refuses because of config/policy. Each row runs twice: as the installed
+// manager, and as a look-alike — a ServiceAccount of the same name in
+// another namespace, bound to cluster-admin — to show that the policy by
+// itself refuses what RBAC would allow (some rows are refused to the
+// installed manager by RBAC or its escalation check before the policy is
+// consulted: that row then says so).
+func describePolicy() {
+	var (
+		t         = &target{}
+		asManager client.Client
+		lookAlike client.Client
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		asManager = clientAs(impersonating(systemNS, managerSA))
+		// A ServiceAccount named like the manager, elsewhere, with every
+		// permission: the policy matches it by name and confines it too.
+		rogue := newNamespace(ctx, "look-alike")
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: rogue, Name: managerSA}})).To(Succeed())
+		admin := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "flagplane-look-alike-" + rogue},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerSA, Namespace: rogue}},
+		}
+		Expect(k8s.Create(ctx, admin)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, admin))).To(Succeed()) })
+		lookAlike = clientAs(impersonating(rogue, managerSA))
+		Eventually(func() bool { return canI(serviceAccount(rogue, managerSA), "*", "*") }).Should(BeTrue())
+
+		t.ns = newNamespace(ctx, "target")
+		t.foreignCM, t.managedCM = "app-config", topology.ConfigMapName(topology.FlagSetKey(t.ns, "checkout"))
+		t.workload, t.statefulSet, t.daemonSet = "web", "db", "agent"
+		t.role = workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
+		t.heldClusterRo = "flagplane-test-configmap-reader-" + t.ns
+		held := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: t.heldClusterRo},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
+		for _, o := range []client.Object{
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}, Data: map[string]string{"k": "v"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM, Labels: managed()}, Data: map[string]string{"k": "v"}},
+			fixtures.Deployment(t.ns, t.workload, nil, nil),
+			fixtures.StatefulSet(t.ns, t.statefulSet),
+			fixtures.DaemonSet(t.ns, t.daemonSet),
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.role, Labels: managed()},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"featureflags"}, Verbs: []string{"get", "list", "watch"}}}},
+			held,
+		} {
+			Expect(k8s.Create(ctx, o)).To(Succeed())
+		}
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, held))).To(Succeed()) })
+	})
+
+	// Controls: what the manager does is admitted, to both identities, so
+	// that a refusal below is about the misuse and not about the identity.
+	DescribeTable("admits what the manager does",
+		func(ctx SpecContext, do misuse) {
+			Expect(do(ctx, asManager, t)).To(Succeed(), "as the installed manager")
+			Expect(do(ctx, lookAlike, t)).To(Succeed(), "as a look-alike")
+		},
+		Entry("create a generated ConfigMap", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns,
+				Name: topology.ConfigMapName(topology.FlagSetKey(t.ns, "other")), Labels: managed()}}, client.DryRunAll)
+		})),
+		Entry("change a generated ConfigMap's content", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM}}, `{"data":{"k":"w"}}`)
+		})),
+		Entry("delete a generated ConfigMap", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM}}, client.DryRunAll)
+		})),
+		Entry("bind its Role to a ServiceAccount", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerBinding(t, "Role", t.role, rbacv1.ServiceAccountKind), client.DryRunAll)
+		})),
+		Entry("restart a Deployment as `kubectl rollout restart` does", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return restart(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}})
+		})),
+		Entry("restart a StatefulSet", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return restart(ctx, c, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.statefulSet}})
+		})),
+		Entry("restart a DaemonSet (the API server bumps its template generation annotation)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return restart(ctx, c, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.daemonSet}})
+		})),
+	)
+
+	DescribeTable("refuses the manager's misuse",
+		func(ctx SpecContext, do misuse, byManager, byLookAlike types.GomegaMatcher) {
+			Expect(do(ctx, asManager, t)).To(byManager, "as the installed manager")
+			Expect(do(ctx, lookAlike, t)).To(byLookAlike, "as a look-alike with cluster-admin")
+		},
+		// ConfigMaps
+		Entry("edit kube-system's extension-apiserver-authentication ConfigMap", misuse(func(ctx context.Context, c client.Client, _ *target) error {
+			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "extension-apiserver-authentication"}},
+				`{"data":{"client-ca-file":"forged"}}`)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("create a ConfigMap without the label", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "flagd.unlabelled"}}, client.DryRunAll)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("create a labelled ConfigMap under a name it does not generate (kube-root-ca.crt)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "kube-root-ca.crt", Labels: managed()}}, client.DryRunAll)
+		}), refusedByPolicy(policyConfigMapName), refusedByPolicy(policyConfigMapName)),
+		Entry("change an unlabelled ConfigMap", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}}, `{"data":{"k":"w"}}`)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("delete an unlabelled ConfigMap", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}}, client.DryRunAll)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("strip the label from a managed ConfigMap", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM}},
+				`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("label someone else's ConfigMap to take it over", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}},
+				`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"flagplane"}}}`)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		// RoleBindings
+		Entry("bind cluster-admin (a ClusterRole) with a RoleBinding", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerBinding(t, "ClusterRole", "cluster-admin", rbacv1.ServiceAccountKind), client.DryRunAll)
+		}), refusedByEscalationCheck(), refusedByPolicy(policyRoleBinding)),
+		Entry("bind a ClusterRole that grants only what it holds itself (get ConfigMaps)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerBinding(t, "ClusterRole", t.heldClusterRo, rbacv1.ServiceAccountKind), client.DryRunAll)
+		}), refusedByPolicy(policyRoleBinding), refusedByPolicy(policyRoleBinding)),
+		Entry("bind its Role to a user", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerBinding(t, "Role", t.role, rbacv1.UserKind), client.DryRunAll)
+		}), refusedByPolicy(policyRoleBinding), refusedByPolicy(policyRoleBinding)),
+		Entry("bind its Role to a group", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerBinding(t, "Role", t.role, rbacv1.GroupKind), client.DryRunAll)
+		}), refusedByPolicy(policyRoleBinding), refusedByPolicy(policyRoleBinding)),
+		Entry("create a RoleBinding without the label", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			rb := readerBinding(t, "Role", t.role, rbacv1.ServiceAccountKind)
+			rb.Labels = nil
+			return c.Create(ctx, rb, client.DryRunAll)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		// Roles
+		Entry("create a Role on Secrets", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerRole(t, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}), client.DryRunAll)
+		}), refusedByEscalationCheck(), refusedByPolicy(policyRole)),
+		Entry("create a Role on everything (*)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerRole(t, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}), client.DryRunAll)
+		}), refusedByEscalationCheck(), refusedByPolicy(policyRole)),
+		Entry("create a Role on ConfigMaps, which it holds itself", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, readerRole(t, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}), client.DryRunAll)
+		}), refusedByPolicy(policyRole), refusedByPolicy(policyRole)),
+		Entry("widen its Role to FeatureFlagSources, which it reads itself", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.role}},
+				`{"rules":[{"apiGroups":["core.openfeature.dev"],"resources":["featureflags","featureflagsources"],"verbs":["get","list","watch"]}]}`)
+		}), refusedByPolicy(policyRole), refusedByPolicy(policyRole)),
+		Entry("create a Role under a name it does not generate", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			r := readerRole(t, rbacv1.PolicyRule{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"featureflags"}, Verbs: []string{"get"}})
+			r.Name = "flag-reader"
+			return c.Create(ctx, r, client.DryRunAll)
+		}), refusedByPolicy(policyRole), refusedByPolicy(policyRole)),
+		// Workloads
+		Entry("change a Deployment's image", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}},
+				client.RawPatch(apitypes.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"evil:1"}]}}}}`)), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("scale a Deployment through its spec", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}}, `{"spec":{"replicas":50}}`)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("scale a StatefulSet through its spec", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.statefulSet}}, `{"spec":{"replicas":0}}`)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("change a DaemonSet's containers", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Patch(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.daemonSet}},
+				client.RawPatch(apitypes.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","securityContext":{"privileged":true}}]}}}}`)), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("scale a Deployment through its scale subresource", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}}
+			return c.SubResource("scale").Patch(ctx, d, client.RawPatch(apitypes.MergePatchType, []byte(`{"spec":{"replicas":50}}`)),
+				client.DryRunAll)
+		}), refusedByRBAC(), refusedByPolicy(policyRestartOnly)),
+		Entry("add another annotation to the pod template", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}},
+				`{"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true"}}}}}`)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("label a Deployment (to be selected by a source)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}},
+				`{"metadata":{"labels":{"tier":"web"}}}`)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("delete a Deployment", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}}, client.DryRunAll)
+		}), refusedByRBAC(), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Deployment", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, fixtures.Deployment(t.ns, "miner", nil, nil), client.DryRunAll)
+		}), refusedByRBAC(), refusedByPolicy(policyRestartOnly)),
+	)
+
+	It("leaves what it refused unchanged", func(ctx SpecContext) {
+		// Every row above was a dry run; this checks that none was applied
+		// for real (a matcher that accepts too much would show here too).
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "extension-apiserver-authentication"}, cm)).To(Succeed())
+		Expect(cm.Data).NotTo(HaveKeyWithValue("client-ca-file", "forged"))
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: t.workload}, d)).To(Succeed())
+		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("app:1"))
+	})
+}
+
+// readerRole is a managed Role named as the manager names them, with rule.
+func readerRole(t *target, rule rbacv1.PolicyRule) *rbacv1.Role {
+	return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.role, Labels: managed()}, Rules: []rbacv1.PolicyRule{rule}}
+}
+
+// readerBinding is a managed RoleBinding named as the manager names them,
+// binding roleKind/roleName to one subject of subjectKind.
+func readerBinding(t *target, roleKind, roleName, subjectKind string) *rbacv1.RoleBinding {
+	subject := rbacv1.Subject{Kind: subjectKind, Name: "web"}
+	switch subjectKind {
+	case rbacv1.ServiceAccountKind:
+		subject.Namespace = t.ns
+	default:
+		subject.APIGroup = rbacv1.GroupName
+	}
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.role, Labels: managed()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: roleName},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+}
+
+// restart patches a workload as the manager's rollout workflow and healer do.
+func restart(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, workflows.RestartedAtAnnotation)
+	return c.Patch(ctx, obj, client.RawPatch(apitypes.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
+}
