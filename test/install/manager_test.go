@@ -169,7 +169,7 @@ func describeManager() {
 		}).Should(Succeed())
 	})
 
-	It("grants a workload of the kubernetes provider a Role on its FeatureFlag only, without escalate or bind", func(ctx SpecContext) {
+	It("grants a workload of the kubernetes provider what flagd's kubernetes sync needs in its namespace only, without escalate or bind", func(ctx SpecContext) {
 		ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "watched-flags"}}
 		ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
 			"dark-mode": {State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "off"},
@@ -196,13 +196,19 @@ func describeManager() {
 		Eventually(func(g Gomega) {
 			role := &rbacv1.Role{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: name}, role)).To(Succeed())
-			g.Expect(role.Rules).To(ConsistOf(HaveField("ResourceNames", ConsistOf("watched-flags"))))
+			g.Expect(role.Rules).To(ConsistOf(
+				And(HaveField("Verbs", ConsistOf("get")), HaveField("ResourceNames", ConsistOf("watched-flags"))),
+				And(HaveField("Verbs", ConsistOf("list", "watch")), HaveField("ResourceNames", BeEmpty())),
+			))
 			rb := &rbacv1.RoleBinding{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: name}, rb)).To(Succeed())
 			g.Expect(rb.Subjects).To(ConsistOf(HaveField("Name", "reader")))
 		}).Should(Succeed())
 		Expect(canI(serviceAccount(shop, "reader"), "get", "featureflags.core.openfeature.dev/watched-flags", "-n", shop)).To(BeTrue())
 		Expect(canI(serviceAccount(shop, "reader"), "get", "featureflags.core.openfeature.dev/shop-flags", "-n", shop)).To(BeFalse())
+		Expect(canI(serviceAccount(shop, "reader"), "list", "featureflags.core.openfeature.dev", "-n", shop)).To(BeTrue(), "flagd's informer lists them")
+		Expect(canI(serviceAccount(shop, "reader"), "watch", "featureflags.core.openfeature.dev", "-n", shop)).To(BeTrue())
+		Expect(canI(serviceAccount(shop, "reader"), "list", "featureflags.core.openfeature.dev", "-A")).To(BeFalse(), "never cluster-wide")
 	})
 
 	It("does under the admission policy all its workflows write: ConfigMap updates and deletions, RBAC grants and their removal, rollout restarts", func(ctx SpecContext) {
