@@ -579,3 +579,14 @@ func tail(path string, n int) string {
 
 // GatewayAPICRDDir is where `make controlplane` puts Gateway API's CRD files.
 func GatewayAPICRDDir(binDir string) string { return filepath.Join(binDir, "gateway-api-crds") }
+
+// ServiceAccountSigningKeyPath is the private key with which the API server
+// signs service-account tokens (envtest generates it), for suites that need
+// a token the API server would have issued but cannot be asked for, such as
+// an expired one.
+func (cp *ControlPlane) ServiceAccountSigningKeyPath() string {
+	return filepath.Join(cp.Dir, "apiserver", "sa-signer.key")
+}
+
+// ServiceAccountIssuer is the issuer of the API server's service-account tokens.
+func (cp *ControlPlane) ServiceAccountIssuer() string { return strings.TrimSuffix(cp.Config.Host, "/") + "/" }
