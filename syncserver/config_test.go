@@ -74,13 +74,16 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // recordingObserver counts open streams by selector, ended ones by reason,
-// and refusals by code.
+// refusals by code, and token reviews by result.
 type recordingObserver struct {
+	reviewResults
 	mu      sync.Mutex
 	open    map[string]int
 	ended   map[string]int
 	refused map[string]int
 }
+
+var _ Observer = (*recordingObserver)(nil)
 
 func newRecordingObserver() *recordingObserver {
 	return &recordingObserver{open: map[string]int{}, ended: map[string]int{}, refused: map[string]int{}}
