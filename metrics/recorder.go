@@ -30,6 +30,7 @@ type Recorder struct {
 	subscriptions  *prometheus.CounterVec
 	streamEnds     *prometheus.CounterVec
 	refusals       *prometheus.CounterVec
+	tokenReviews   *prometheus.CounterVec
 	topologyMu     sync.Mutex
 	topologyCounts func() map[topology.Kind]int
 }
@@ -83,6 +84,10 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Namespace: namespace, Name: "sync_refusals_total",
 			Help: "Calls the built-in sync server refused before serving them, by gRPC status code (Unauthenticated, PermissionDenied, InvalidArgument, Unavailable).",
 		}, []string{"code"}),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "sync_token_reviews_total",
+			Help: "Service-account tokens presented to the built-in sync server, by how they were checked: reviewed (a TokenReview was made), cached and cached_refusal (an earlier review's answer), shared (a concurrent review of the same token), limited (refused by the TokenReview rate limit), rejected (refused by its form without a review).",
+		}, []string{"result"}),
 	}
 	var errs []error
 	for _, c := range r.collectors() {
@@ -185,6 +190,15 @@ func (r *Recorder) SyncRefused(code string) {
 	r.refusals.WithLabelValues(code).Inc()
 }
 
+// SyncTokenReview records how the sync server checked a service-account
+// token: one of the syncserver.Review* results.
+func (r *Recorder) SyncTokenReview(result string) {
+	if r == nil {
+		return
+	}
+	r.tokenReviews.WithLabelValues(result).Inc()
+}
+
 // topologyCollector reports the topology's node counts when scraped.
 type topologyCollector struct{ r *Recorder }
 
@@ -217,6 +231,6 @@ func (r *Recorder) Unregister(reg prometheus.Registerer) {
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
-		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals,
+		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals, r.tokenReviews,
 	}
 }

@@ -140,6 +140,21 @@ func TestSyncSubscribers(t *testing.T) {
 	g.Expect(testutil.ToFloat64(r.refusals.WithLabelValues("PermissionDenied"))).To(Equal(1.0))
 }
 
+func TestSyncTokenReviews(t *testing.T) {
+	g := NewWithT(t)
+	r, reg := newRecorder(t)
+	for _, result := range []string{"reviewed", "limited", "limited", "cached"} {
+		r.SyncTokenReview(result)
+	}
+	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP flagplane_sync_token_reviews_total Service-account tokens presented to the built-in sync server, by how they were checked: reviewed (a TokenReview was made), cached and cached_refusal (an earlier review's answer), shared (a concurrent review of the same token), limited (refused by the TokenReview rate limit), rejected (refused by its form without a review).
+# TYPE flagplane_sync_token_reviews_total counter
+flagplane_sync_token_reviews_total{result="cached"} 1
+flagplane_sync_token_reviews_total{result="limited"} 2
+flagplane_sync_token_reviews_total{result="reviewed"} 1
+`), "flagplane_sync_token_reviews_total")).To(Succeed())
+}
+
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
 	r.Event("k", "e")
@@ -150,6 +165,7 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	r.SyncSubscribed("s")
 	r.SyncUnsubscribed("s", "left")
 	r.SyncRefused("Unauthenticated")
+	r.SyncTokenReview("reviewed")
 }
 
 func TestMetricsFollowPrometheusConventions(t *testing.T) {
@@ -163,6 +179,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	r.SyncSubscribed("a/b")
 	r.SyncUnsubscribed("a/b", "left")
 	r.SyncRefused("PermissionDenied")
+	r.SyncTokenReview("limited")
 	problems, err := testutil.GatherAndLint(reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(problems).To(BeEmpty())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -32,11 +33,27 @@ type Config struct {
 	// MaxConnectionAge makes subscribers reconnect after about this long;
 	// zero never does (see Options.MaxConnectionAge).
 	MaxConnectionAge time.Duration
+	// TokenReviewQPS and TokenReviewBurst bound the TokenReviews made for
+	// service-account tokens that have not passed one, over all callers;
+	// TokenReviewPeerQPS and TokenReviewPeerBurst per client address (see
+	// ReviewLimit). A QPS of zero is no limit.
+	TokenReviewQPS, TokenReviewPeerQPS     float64
+	TokenReviewBurst, TokenReviewPeerBurst int
+	// TokenFailureTTL is how long a token that a TokenReview refused is
+	// refused again without one; TokenFailureCacheSize how many such tokens
+	// are remembered. Zero: the defaults of TokenReviews.
+	TokenFailureTTL       time.Duration
+	TokenFailureCacheSize int
 }
 
 // DefaultConfig is the configuration of a manager started without flags.
 func DefaultConfig() Config {
-	return Config{BindAddress: DefaultAddr, MaxMessageSize: DefaultMaxMessageSize, ServiceAccountTokens: true, TokenAudience: DefaultAudience}
+	return Config{
+		BindAddress: DefaultAddr, MaxMessageSize: DefaultMaxMessageSize, ServiceAccountTokens: true, TokenAudience: DefaultAudience,
+		TokenReviewQPS: DefaultTokenReviewQPS, TokenReviewBurst: DefaultTokenReviewBurst,
+		TokenReviewPeerQPS: DefaultTokenReviewPeerQPS, TokenReviewPeerBurst: DefaultTokenReviewPeerBurst,
+		TokenFailureTTL: DefaultFailureTTL, TokenFailureCacheSize: DefaultFailureCacheSize,
+	}
 }
 
 // BindFlags ties the configuration to "sync-*" flags, with the current
@@ -53,6 +70,16 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 		"file of keys (one per line, at least 32 characters, the first signs) for the namespace tokens of injected flagd sidecars; empty disables them")
 	fs.DurationVar(&c.MaxConnectionAge, "sync-max-connection-age", c.MaxConnectionAge,
 		"make subscribers reconnect after about this long (they resume with the current state), spreading them over the replicas again after a scale-up or rollout; 0 never does")
+	fs.Float64Var(&c.TokenReviewQPS, "sync-token-review-qps", c.TokenReviewQPS,
+		"TokenReviews per second for service-account tokens that have not passed one, over all callers (tokens that passed one are never limited); calls past it fail with Unavailable; 0 is no limit")
+	fs.IntVar(&c.TokenReviewBurst, "sync-token-review-burst", c.TokenReviewBurst, "TokenReviews allowed at once above --sync-token-review-qps")
+	fs.Float64Var(&c.TokenReviewPeerQPS, "sync-token-review-peer-qps", c.TokenReviewPeerQPS,
+		"TokenReviews per second that one client IP address may cause, so that one address cannot spend the whole --sync-token-review-qps; 0 is no limit per address")
+	fs.IntVar(&c.TokenReviewPeerBurst, "sync-token-review-peer-burst", c.TokenReviewPeerBurst, "TokenReviews one client IP address may cause at once above --sync-token-review-peer-qps")
+	fs.DurationVar(&c.TokenFailureTTL, "sync-token-failure-ttl", c.TokenFailureTTL,
+		"how long a token that a TokenReview refused is refused again without one")
+	fs.IntVar(&c.TokenFailureCacheSize, "sync-token-failure-cache-size", c.TokenFailureCacheSize,
+		"how many refused tokens (hashes) are remembered for --sync-token-failure-ttl")
 }
 
 // Enabled tells whether the server is to run.
@@ -75,6 +102,7 @@ func (c Config) Validate() error {
 	} else if c.MaxConnectionAge > 0 && c.MaxConnectionAge < time.Minute {
 		errs = append(errs, fmt.Errorf("--sync-max-connection-age %s is under a minute: every subscriber would reconnect, and be sent its flag set again, that often", c.MaxConnectionAge))
 	}
+	errs = append(errs, c.validateTokenReviews()...)
 	if c.NamespaceTokenKeyFile != "" {
 		if _, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile); err != nil {
 			errs = append(errs, err)
@@ -83,6 +111,32 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("with --sync-service-account-tokens=false, --sync-namespace-token-key-file is needed: nobody could subscribe"))
 	}
 	return errors.Join(errs...)
+}
+
+func (c Config) validateTokenReviews() []error {
+	var errs []error
+	for _, qps := range []struct {
+		name, burstName string
+		qps             float64
+		burst           int
+	}{
+		{"--sync-token-review-qps", "--sync-token-review-burst", c.TokenReviewQPS, c.TokenReviewBurst},
+		{"--sync-token-review-peer-qps", "--sync-token-review-peer-burst", c.TokenReviewPeerQPS, c.TokenReviewPeerBurst},
+	} {
+		switch {
+		case qps.qps < 0 || math.IsNaN(qps.qps) || math.IsInf(qps.qps, 0):
+			errs = append(errs, fmt.Errorf("%s %v is not a rate: want 0 (no limit) or more", qps.name, qps.qps))
+		case qps.qps > 0 && qps.burst < 1:
+			errs = append(errs, fmt.Errorf("%s %d must be at least 1 when %s is set", qps.burstName, qps.burst, qps.name))
+		}
+	}
+	if c.TokenFailureTTL < 0 {
+		errs = append(errs, fmt.Errorf("--sync-token-failure-ttl %s is negative", c.TokenFailureTTL))
+	}
+	if c.TokenFailureCacheSize < 0 {
+		errs = append(errs, fmt.Errorf("--sync-token-failure-cache-size %d is negative", c.TokenFailureCacheSize))
+	}
+	return errs
 }
 
 // ReadNamespaceTokenKeys reads the keys of a key file: one per non-empty
@@ -104,9 +158,11 @@ func ReadNamespaceTokenKeys(path string) (*NamespaceTokens, error) {
 	return n, nil
 }
 
-// Observer hears of streams opening and closing, by selector, and of
-// refused calls; the manager's metrics recorder is one.
+// Observer hears of streams opening and closing, by selector, of refused
+// calls, and of how service-account tokens were checked; the manager's
+// metrics recorder is one.
 type Observer interface {
+	ReviewObserver
 	SyncSubscribed(selector string)
 	// SyncUnsubscribed is called once for every SyncSubscribed, with why
 	// the stream ended: one of the End* reasons.
@@ -149,7 +205,17 @@ func AddToManager(mgr manager.Manager, topo Snapshotter, c Config, ready func() 
 		chain = append(chain, keys)
 	}
 	if c.ServiceAccountTokens {
-		chain = append(chain, &TokenReviews{Reviewer: mgr.GetClient(), Audience: c.TokenAudience})
+		chain = append(chain, &TokenReviews{
+			Reviewer:          mgr.GetClient(),
+			Audience:          c.TokenAudience,
+			FailureTTL:        c.TokenFailureTTL,
+			FailureMaxEntries: c.TokenFailureCacheSize,
+			Limit: ReviewLimit{
+				QPS: c.TokenReviewQPS, Burst: c.TokenReviewBurst,
+				PeerQPS: c.TokenReviewPeerQPS, PeerBurst: c.TokenReviewPeerBurst,
+			},
+			Observer: observer,
+		})
 	}
 	srv, err := New(topo, Options{
 		Addr:             c.BindAddress,

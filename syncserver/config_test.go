@@ -19,13 +19,24 @@ func TestConfigFlags(t *testing.T) {
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	c.BindFlags(fs)
-	g.Expect(c).To(Equal(Config{BindAddress: ":8015", MaxMessageSize: 4 << 20, ServiceAccountTokens: true, TokenAudience: "flagplane"}))
+	g.Expect(c).To(Equal(Config{
+		BindAddress: ":8015", MaxMessageSize: 4 << 20, ServiceAccountTokens: true, TokenAudience: "flagplane",
+		TokenReviewQPS: 50, TokenReviewBurst: 100, TokenReviewPeerQPS: 1, TokenReviewPeerBurst: 10,
+		TokenFailureTTL: 10 * time.Second, TokenFailureCacheSize: 4096,
+	}))
 	g.Expect(c.Enabled()).To(BeTrue())
-	g.Expect(fs.Parse([]string{"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x", "--sync-max-connection-age=30m"})).To(Succeed())
+	g.Expect(fs.Parse([]string{
+		"--sync-bind-address=0", "--sync-max-message-size=1024", "--sync-token-audience=x", "--sync-max-connection-age=30m",
+		"--sync-token-review-qps=2.5", "--sync-token-review-burst=7", "--sync-token-review-peer-qps=0", "--sync-token-review-peer-burst=3",
+		"--sync-token-failure-ttl=1m", "--sync-token-failure-cache-size=100",
+	})).To(Succeed())
 	g.Expect(c.Enabled()).To(BeFalse())
 	g.Expect(c.MaxMessageSize).To(Equal(1024))
 	g.Expect(c.MaxConnectionAge).To(Equal(30 * time.Minute))
 	g.Expect(c.TokenAudience).To(Equal("x"))
+	g.Expect([]any{c.TokenReviewQPS, c.TokenReviewBurst, c.TokenReviewPeerQPS, c.TokenReviewPeerBurst}).To(Equal([]any{2.5, 7, 0.0, 3}))
+	g.Expect(c.TokenFailureTTL).To(Equal(time.Minute))
+	g.Expect(c.TokenFailureCacheSize).To(Equal(100))
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -54,6 +65,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative connection age", c: Config{BindAddress: ":1", ServiceAccountTokens: true, MaxConnectionAge: -time.Hour}, err: "negative"},
 		{name: "connection age under a minute", c: Config{BindAddress: ":1", ServiceAccountTokens: true, MaxConnectionAge: 5 * time.Second}, err: "under a minute"},
 		{name: "weak keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: weak}, err: "32 bytes"},
+		{name: "no review limit", c: Config{BindAddress: ":1", ServiceAccountTokens: true}},
+		{name: "negative review rate", c: Config{BindAddress: ":1", ServiceAccountTokens: true, TokenReviewQPS: -1}, err: "--sync-token-review-qps -1 is not a rate"},
+		{name: "review rate without burst", c: Config{BindAddress: ":1", ServiceAccountTokens: true, TokenReviewQPS: 5}, err: "--sync-token-review-burst 0 must be at least 1"},
+		{name: "peer rate without burst", c: Config{BindAddress: ":1", ServiceAccountTokens: true, TokenReviewPeerQPS: 5}, err: "--sync-token-review-peer-burst 0 must be at least 1"},
+		{name: "negative failure TTL", c: Config{BindAddress: ":1", ServiceAccountTokens: true, TokenFailureTTL: -time.Second}, err: "--sync-token-failure-ttl -1s is negative"},
+		{name: "negative failure cache", c: Config{BindAddress: ":1", ServiceAccountTokens: true, TokenFailureCacheSize: -1}, err: "--sync-token-failure-cache-size -1 is negative"},
 		{name: "missing keys", c: Config{BindAddress: ":1", NamespaceTokenKeyFile: filepath.Join(dir, "none"), ServiceAccountTokens: true}, err: "reading"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,13 +91,16 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // recordingObserver counts open streams by selector, ended ones by reason,
-// and refusals by code.
+// refusals by code, and token reviews by result.
 type recordingObserver struct {
+	reviewResults
 	mu      sync.Mutex
 	open    map[string]int
 	ended   map[string]int
 	refused map[string]int
 }
+
+var _ Observer = (*recordingObserver)(nil)
 
 func newRecordingObserver() *recordingObserver {
 	return &recordingObserver{open: map[string]int{}, ended: map[string]int{}, refused: map[string]int{}}

@@ -24,7 +24,13 @@
 //     "flagplane" (a projected token, which the kubelet rotates), checked with
 //     the API server's TokenReview and cached briefly. The subscriber's
 //     namespace is the service account's. This is what SDKs in in-process
-//     mode use: they read the projected token file for every call.
+//     mode use: they read the projected token file for every call. Since
+//     anyone who reaches the port can present tokens, the reviews a caller
+//     can cause are bounded: tokens that cannot be valid are refused by
+//     their form, refusals are cached, and reviews of tokens that never
+//     passed one are rate-limited (ReviewLimit), globally and per client
+//     address, past which calls fail with Unavailable. Tokens that passed a
+//     review are never limited.
 //   - NamespaceTokens: flagplane's own HMAC token of a namespace, for the
 //     injected flagd sidecar, which can only send a fixed header written at
 //     admission (see SidecarSource, and NamespaceTokens.HeadersFor, which

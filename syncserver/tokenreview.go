@@ -3,10 +3,7 @@ package syncserver
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +24,14 @@ import (
 // never hands flagplane a credential that would work anywhere else.
 const DefaultAudience = "flagplane"
 
+// Defaults of TokenReviews.
+const (
+	DefaultSuccessTTL       = time.Minute
+	DefaultFailureTTL       = 10 * time.Second
+	DefaultCacheSize        = 4096
+	DefaultFailureCacheSize = 4096
+)
+
 // TokenReviewer creates TokenReviews; a controller-runtime client is one.
 type TokenReviewer interface {
 	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
@@ -37,9 +42,23 @@ type TokenReviewer interface {
 // server's TokenReview. The identity is the token's service account and its
 // namespace; tokens of other users are refused.
 //
-// Results are cached by a hash of the token: successes for SuccessTTL,
-// refusals for FailureTTL. Concurrent reviews of the same token share one
-// request. Errors reaching the API server are not cached.
+// Anyone who can reach the sync port can present tokens, so what a caller
+// can make it ask the API server is bounded:
+//
+//   - a token that passed a review is reused for SuccessTTL, and until it
+//     expires it is reviewed again without any limit (valid callers never
+//     wait for the others);
+//   - a token that failed one is refused for FailureTTL without a review,
+//     from a cache of its own (FailureMaxEntries), so that refusals never
+//     push successes out;
+//   - a token that no review could accept (longer than MaxTokenBytes, not a
+//     JWT, expired, for another audience: see precheck) is refused at once;
+//   - concurrent reviews of the same token share one request;
+//   - the other reviews are bounded by Limit, past which calls fail with
+//     Unavailable.
+//
+// Caches are keyed by a hash of the token. Errors reaching the API server
+// are not cached. The fields must not change once Authenticate is called.
 type TokenReviews struct {
 	Reviewer TokenReviewer
 	// Audience the tokens must be issued for; DefaultAudience when empty.
@@ -50,20 +69,48 @@ type TokenReviews struct {
 	// opens a new stream; a stream already open ends when its token expires
 	// (Identity.Expires, the token's "exp" claim).
 	SuccessTTL, FailureTTL time.Duration
-	// MaxEntries bounds the cache (default 4096).
-	MaxEntries int
+	// MaxEntries bounds the cache of successes, FailureMaxEntries that of
+	// refusals (default 4096 each).
+	MaxEntries, FailureMaxEntries int
+	// MaxTokenBytes: longer tokens are refused without a review
+	// (DefaultMaxTokenBytes).
+	MaxTokenBytes int
+	// Limit bounds the reviews of tokens that have not passed one; the zero
+	// value does not limit them.
+	Limit ReviewLimit
+	// Observer, when set, hears how each token was answered.
+	Observer ReviewObserver
 
-	now    func() time.Time
-	flight singleflight.Group
-	mu     sync.Mutex
-	cache  map[[sha256.Size]byte]reviewResult
+	now     func() time.Time
+	flight  singleflight.Group
+	init    sync.Once
+	valid   *validTokens
+	refused *refusedTokens
+	limiter *reviewLimiter
 }
 
-type reviewResult struct {
-	id      Identity
-	err     error
-	expires time.Time
+// ReviewObserver hears how TokenReviews answered each token presented to
+// it: one of the Review* results.
+type ReviewObserver interface {
+	SyncTokenReview(result string)
 }
+
+// How TokenReviews answered a token, as ReviewObserver hears it.
+const (
+	// ReviewMade: a TokenReview was sent to the API server.
+	ReviewMade = "reviewed"
+	// ReviewCached: a success of an earlier review was reused.
+	ReviewCached = "cached"
+	// ReviewCachedRefusal: a refusal of an earlier review was reused.
+	ReviewCachedRefusal = "cached_refusal"
+	// ReviewShared: a concurrent review of the same token answered it.
+	ReviewShared = "shared"
+	// ReviewLimited: refused by ReviewLimit, without a review.
+	ReviewLimited = "limited"
+	// ReviewRejected: refused by the checks of the token's form, without a
+	// review.
+	ReviewRejected = "rejected"
+)
 
 var _ Authenticator = (*TokenReviews)(nil)
 
@@ -75,23 +122,73 @@ const podNameExtra = "authentication.kubernetes.io/pod-name"
 
 // Authenticate implements Authenticator.
 func (t *TokenReviews) Authenticate(ctx context.Context, token string) (Identity, error) {
-	key := sha256.Sum256([]byte(token))
-	if r, ok := t.cached(key); ok {
-		return r.id, r.err
+	t.init.Do(t.setUp)
+	now := t.clock()
+	// Before hashing: the header may be megabytes long.
+	if len(token) > t.MaxTokenBytes {
+		t.observe(ReviewRejected)
+		return Identity{}, status.Errorf(codes.Unauthenticated, "the token is longer than %d bytes", t.MaxTokenBytes)
 	}
+	key := sha256.Sum256([]byte(token))
+	if id, fresh, _ := t.valid.lookup(key, now); fresh {
+		t.observe(ReviewCached)
+		return id, nil
+	}
+	if err, ok := t.refused.lookup(key, now); ok {
+		t.observe(ReviewCachedRefusal)
+		return Identity{}, err
+	}
+	if err := precheck(token, t.audience(), t.MaxTokenBytes, now); err != nil {
+		t.observe(ReviewRejected)
+		return Identity{}, status.Error(codes.Unauthenticated, err.Error())
+	}
+	addr := peerAddress(ctx)
+	led := false
 	v, err, _ := t.flight.Do(string(key[:]), func() (any, error) {
-		r, err := t.review(ctx, token)
+		led = true
+		if _, _, known := t.valid.lookup(key, now); !known {
+			if err := t.limiter.allow(addr, now); err != nil {
+				t.observe(ReviewLimited)
+				return nil, err
+			}
+		}
+		t.observe(ReviewMade)
+		id, verdict, err := t.review(ctx, token)
 		if err != nil {
 			return nil, err // not cached: the next request tries again
 		}
-		t.store(key, r)
-		return r, nil
+		t.store(key, id, verdict)
+		return reviewResult{id: id, err: verdict}, nil
 	})
+	if !led {
+		t.observe(ReviewShared)
+	}
 	if err != nil {
 		return Identity{}, err
 	}
 	r := v.(reviewResult)
 	return r.id, r.err
+}
+
+type reviewResult struct {
+	id  Identity
+	err error
+}
+
+// setUp applies the defaults.
+func (t *TokenReviews) setUp() {
+	t.SuccessTTL = ttl(t.SuccessTTL, DefaultSuccessTTL)
+	t.FailureTTL = ttl(t.FailureTTL, DefaultFailureTTL)
+	t.MaxTokenBytes = orDefault(max(t.MaxTokenBytes, 0), DefaultMaxTokenBytes)
+	t.valid = &validTokens{max: orDefault(max(t.MaxEntries, 0), DefaultCacheSize)}
+	t.refused = &refusedTokens{ttl: t.FailureTTL, max: orDefault(max(t.FailureMaxEntries, 0), DefaultFailureCacheSize)}
+	t.limiter = newReviewLimiter(t.Limit)
+}
+
+func (t *TokenReviews) observe(result string) {
+	if t.Observer != nil {
+		t.Observer.SyncTokenReview(result)
+	}
 }
 
 func (t *TokenReviews) audience() string {
@@ -101,16 +198,15 @@ func (t *TokenReviews) audience() string {
 	return t.Audience
 }
 
-// review asks the API server. The error is only for a failed request; the
-// verdict on the token is in the result.
-func (t *TokenReviews) review(ctx context.Context, token string) (reviewResult, error) {
+// review asks the API server. err is only for a failed request; the verdict
+// on the token is id, or the refusal.
+func (t *TokenReviews) review(ctx context.Context, token string) (id Identity, verdict, err error) {
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{t.audience()}}}
-	if err := t.Reviewer.Create(ctx, tr); err != nil {
-		return reviewResult{}, status.Errorf(codes.Unavailable, "checking the token with a TokenReview: %v", err)
+	if err = t.Reviewer.Create(ctx, tr); err != nil {
+		return Identity{}, nil, status.Errorf(codes.Unavailable, "checking the token with a TokenReview: %v", err)
 	}
-	now := t.clock()
-	refuse := func(code codes.Code, format string, args ...any) (reviewResult, error) {
-		return reviewResult{err: status.Errorf(code, format, args...), expires: now.Add(ttl(t.FailureTTL, 10*time.Second))}, nil
+	refuse := func(code codes.Code, format string, args ...any) (Identity, error, error) {
+		return Identity{}, status.Errorf(code, format, args...), nil
 	}
 	st := tr.Status
 	if !st.Authenticated {
@@ -129,81 +225,34 @@ func (t *TokenReviews) review(ctx context.Context, token string) (reviewResult, 
 	if !strings.HasPrefix(st.User.Username, serviceAccountPrefix) || !ok || ns == "" || sa == "" {
 		return refuse(codes.PermissionDenied, "user %q is not a service account: only workloads may subscribe", st.User.Username)
 	}
-	id := Identity{Namespace: ns, ServiceAccount: sa, Expires: tokenExpiry(token)}
+	id = Identity{Namespace: ns, ServiceAccount: sa, Expires: tokenExpiry(token)}
 	if pods := st.User.Extra[podNameExtra]; len(pods) == 1 {
 		id.Pod = pods[0]
 	}
-	expires := now.Add(ttl(t.SuccessTTL, time.Minute))
-	if !id.Expires.IsZero() && id.Expires.Before(expires) {
-		expires = id.Expires
-	}
-	return reviewResult{id: id, expires: expires}, nil
+	return id, nil, nil
 }
 
-// tokenExpiry reads the "exp" claim of a JWT, zero when the token is not a
-// JWT or has none. The signature is not checked here: it is only called on
-// a token the API server has just accepted, and only to learn when that
-// acceptance ends.
-func tokenExpiry(token string) time.Time {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}
+// store caches the verdict of a review: a success until SuccessTTL or the
+// token's expiry, whichever is first, and known until the token's expiry;
+// a refusal for FailureTTL, forgetting any success of the token.
+func (t *TokenReviews) store(key tokenKey, id Identity, verdict error) {
+	now := t.clock()
+	if verdict != nil {
+		t.valid.forget(key)
+		t.refused.add(key, verdict, now)
+		return
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return time.Time{}
+	v := validToken{id: id, fresh: now.Add(t.SuccessTTL)}
+	if !id.Expires.IsZero() && id.Expires.Before(v.fresh) {
+		v.fresh = id.Expires
 	}
-	var claims struct {
-		Exp json.Number `json:"exp"`
+	// Without an expiry, nothing says how long the review holds: known
+	// only while fresh.
+	v.known = v.fresh
+	if id.Expires.After(v.known) {
+		v.known = id.Expires
 	}
-	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == "" {
-		return time.Time{}
-	}
-	exp, err := claims.Exp.Float64()
-	if err != nil || exp <= 0 {
-		return time.Time{}
-	}
-	sec, frac := math.Modf(exp)
-	return time.Unix(int64(sec), int64(frac*1e9))
-}
-
-func (t *TokenReviews) cached(key [sha256.Size]byte) (reviewResult, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, ok := t.cache[key]
-	if !ok || !t.clock().Before(r.expires) {
-		return reviewResult{}, false
-	}
-	return r, true
-}
-
-func (t *TokenReviews) store(key [sha256.Size]byte, r reviewResult) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.cache == nil {
-		t.cache = map[[sha256.Size]byte]reviewResult{}
-	}
-	limit := t.MaxEntries
-	if limit <= 0 {
-		limit = 4096
-	}
-	if len(t.cache) >= limit {
-		now := t.clock()
-		for k, old := range t.cache {
-			if !now.Before(old.expires) {
-				delete(t.cache, k)
-			}
-		}
-		// Still full of live entries: forget an arbitrary half. A forgotten
-		// token costs one more review, never a wrong answer.
-		for k := range t.cache {
-			if len(t.cache) < limit/2 {
-				break
-			}
-			delete(t.cache, k)
-		}
-	}
-	t.cache[key] = r
+	t.valid.add(key, v, now)
 }
 
 func (t *TokenReviews) clock() time.Time {
