@@ -589,4 +589,6 @@ func (cp *ControlPlane) ServiceAccountSigningKeyPath() string {
 }
 
 // ServiceAccountIssuer is the issuer of the API server's service-account tokens.
-func (cp *ControlPlane) ServiceAccountIssuer() string { return strings.TrimSuffix(cp.Config.Host, "/") + "/" }
+func (cp *ControlPlane) ServiceAccountIssuer() string {
+	return strings.TrimSuffix(cp.Config.Host, "/") + "/"
+}

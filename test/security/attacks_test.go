@@ -109,12 +109,16 @@ var _ = Describe("a tenant reaching for another namespace's flags", func() {
 
 			Expect(injected(firstPod(ctx, t.tenant, "web"))).NotTo(ContainElement(ContainSubstring(`"provider":"kubernetes"`)),
 				"the kubernetes entry is left out of the sidecar")
-			Consistently(func() bool { return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform) }).
+			Consistently(func() bool {
+				return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform)
+			}).
 				Should(BeFalse(), "her pods' service account may not list the platform's FeatureFlags")
 
 			By("the platform team grants her pods every FeatureFlag (the control)")
 			create(ctx, k8s, fixtures.PodReferenceGrant(t.platform, "tenant-pods-read", t.tenant, v1beta1.FeatureFlagKind, ""))
-			Eventually(func() bool { return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform) }).Should(BeTrue())
+			Eventually(func() bool {
+				return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform)
+			}).Should(BeTrue())
 			Expect(canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", "")).To(BeFalse(), "never cluster-wide")
 		})
 	})
@@ -146,7 +150,9 @@ var _ = Describe("a tenant reaching for another namespace's flags", func() {
 					fixtures.Targeting("Deployment", "web")))
 			Eventually(condition(ctx, source(t.tenant, "mine"), v1beta1.ConditionResolvedRefs)).Should(HavePrefix("True/"), "the reference itself is granted")
 			Expect(injected(firstPod(ctx, t.tenant, "web"))).NotTo(ContainElement(ContainSubstring(`"provider":"kubernetes"`)))
-			Consistently(func() bool { return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform) }).Should(BeFalse())
+			Consistently(func() bool {
+				return canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", t.platform)
+			}).Should(BeFalse())
 			Expect(canI(ctx, t.tenant, "default", "get", "featureflags.core.openfeature.dev", t.platform)).To(BeFalse())
 		})
 
