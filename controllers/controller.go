@@ -89,6 +89,8 @@ type Controller struct {
 
 	handlers []toolscache.ResourceEventHandlerRegistration
 	ready    atomic.Bool
+	// workloadListeners hear of the workloads of every Delta.
+	workloadListeners []func([]topology.Key)
 	// failures are the generated objects whose last write failed, for status.
 	failures workflows.WriteFailures
 }
@@ -164,6 +166,15 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 
 // Topology is the graph the controller maintains.
 func (c *Controller) Topology() *topology.Topology { return c.topo }
+
+// OnWorkloadsChanged adds fn to what hears, after every edit of the graph,
+// the workloads whose injection it may have changed (topology.Delta.Workloads),
+// such as the healer, which rolls a workload whose running pods lack an
+// injection they now should have. fn is called from informer event handlers
+// and must return at once. Call it before the manager starts.
+func (c *Controller) OnWorkloadsChanged(fn func(workloads []topology.Key)) {
+	c.workloadListeners = append(c.workloadListeners, fn)
+}
 
 // ReadyCheck is a healthz.Checker: ready once the graph was built from the
 // caches and every node reconciled once.
@@ -256,6 +267,12 @@ func (c *Controller) dispatch(d topology.Delta) {
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
 	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
 		c.opts.FlagSetListener.FlagSetsChanged(d.FlagSets.Sorted())
+	}
+	if len(d.Workloads) > 0 {
+		workloads := d.Workloads.Sorted()
+		for _, fn := range c.workloadListeners {
+			fn(workloads)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +23,16 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
-// EventInjectionMissing is the reason of the Event on a workload that the
-// Healer restarts.
-const EventInjectionMissing = "InjectionMissing"
+// Reasons of the Event on a workload that the Healer restarts.
+const (
+	// EventInjectionMissing: a pod was admitted without the injection its
+	// workload had then (the webhook was not reached), or lacks flag sets
+	// whose ConfigMaps exist now.
+	EventInjectionMissing = "InjectionMissing"
+	// EventTargeted: the workload's pods predate the source (or annotation,
+	// or grant) that targets it now.
+	EventTargeted = "Targeted"
+)
 
 // controllerIndex indexes pod and ReplicaSet metadata by their controller,
 // as "<Kind>/<name>".
@@ -70,7 +78,58 @@ type Healer struct {
 
 	mu       sync.Mutex
 	lastHeal map[topology.Key]time.Time
-	queue    workqueue.TypedRateLimitingInterface[topology.Key]
+	// targetedSince is when this process saw each targeted workload become
+	// targeted: a pod older than that predates its targeting.
+	targetedSince map[topology.Key]time.Time
+	// Admissions, when set, tells which workloads' pods the Pod webhook
+	// admitted with nothing to inject, and when: it decides, for a pod created
+	// within the second the workload became targeted, whether the webhook saw it.
+	Admissions *EmptyAdmissions
+	queue      workqueue.TypedRateLimitingInterface[topology.Key]
+}
+
+// WorkloadsChanged hears the workloads of every Delta (see
+// controllers.Controller.OnWorkloadsChanged): a workload that has just become
+// targeted is looked at at once, so that pods it started before are rolled
+// within moments rather than at the next resync. It returns at once.
+func (h *Healer) WorkloadsChanged(workloads []topology.Key) {
+	v := h.Graph.Topology().Snapshot()
+	now := h.now()
+	// While the graph is being built from the caches, workloads are not
+	// becoming targeted: this process is learning that they are.
+	built := h.Graph.GraphBuilt()
+	h.mu.Lock()
+	if h.targetedSince == nil {
+		h.targetedSince = map[topology.Key]time.Time{}
+	}
+	for _, w := range workloads {
+		if !built {
+			continue
+		}
+		targeted := len(v.SourcesOfWorkload(w))+len(v.InProcessConfigsOfWorkload(w)) > 0
+		_, seen := h.targetedSince[w]
+		switch {
+		case targeted && !seen:
+			h.targetedSince[w] = now
+		case !targeted:
+			delete(h.targetedSince, w)
+		}
+	}
+	q := h.queue
+	h.mu.Unlock()
+	if q == nil {
+		return // not the leader (yet): its resync looks at every pod when it starts
+	}
+	for _, w := range workloads {
+		q.Add(w)
+	}
+}
+
+func (h *Healer) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 var (
@@ -108,9 +167,9 @@ func (h *Healer) SetupIndexes(ctx context.Context, indexer client.FieldIndexer) 
 func (h *Healer) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("healer")
 	ctx = log.IntoContext(ctx, logger)
-	h.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[topology.Key](),
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[topology.Key](),
 		workqueue.TypedRateLimitingQueueConfig[topology.Key]{Name: "healer"})
-	defer h.queue.ShutDown()
+	defer queue.ShutDown()
 
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(podGVK)
@@ -129,13 +188,23 @@ func (h *Healer) Start(ctx context.Context) error {
 		}
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { h.enqueuePod(ctx, obj) },
-		UpdateFunc: func(_, obj any) { h.enqueuePod(ctx, obj) },
+		AddFunc:    func(obj any) { h.enqueuePod(ctx, queue, obj) },
+		UpdateFunc: func(_, obj any) { h.enqueuePod(ctx, queue, obj) },
 	})
 	if err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	// Deltas reach the queue from now on; the first resync covers what came before.
+	h.mu.Lock()
+	h.queue = queue
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.queue = nil
+		h.mu.Unlock()
+	}()
+	go h.resync(ctx, queue)
 
 	go func() {
 		t := time.NewTicker(h.Resync)
@@ -145,12 +214,12 @@ func (h *Healer) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				h.resync(ctx)
+				h.resync(ctx, queue)
 			}
 		}
 	}()
 	go func() {
-		for h.processNext(ctx) {
+		for h.processNext(ctx, queue) {
 		}
 	}()
 	<-ctx.Done()
@@ -168,17 +237,17 @@ func needsLook(pod metav1.Object) bool {
 	return !injected || incomplete
 }
 
-func (h *Healer) enqueuePod(ctx context.Context, obj any) {
+func (h *Healer) enqueuePod(ctx context.Context, queue workqueue.TypedInterface[topology.Key], obj any) {
 	pod, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok || !needsLook(pod) {
 		return
 	}
 	if res := h.Resolver.WorkloadOf(ctx, pod.Namespace, pod); res.OK {
-		h.queue.Add(res.Workload)
+		queue.Add(res.Workload)
 	}
 }
 
-func (h *Healer) resync(ctx context.Context) {
+func (h *Healer) resync(ctx context.Context, queue workqueue.TypedInterface[topology.Key]) {
 	var pods metav1.PartialObjectMetadataList
 	pods.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
 	if err := h.Cache.List(ctx, &pods); err != nil {
@@ -186,26 +255,26 @@ func (h *Healer) resync(ctx context.Context) {
 		return
 	}
 	for i := range pods.Items {
-		h.enqueuePod(ctx, &pods.Items[i])
+		h.enqueuePod(ctx, queue, &pods.Items[i])
 	}
 }
 
-func (h *Healer) processNext(ctx context.Context) bool {
-	w, quit := h.queue.Get()
+func (h *Healer) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[topology.Key]) bool {
+	w, quit := queue.Get()
 	if quit {
 		return false
 	}
-	defer h.queue.Done(w)
+	defer queue.Done(w)
 	retryIn, err := h.Heal(ctx, w)
 	switch {
 	case err != nil:
 		log.FromContext(ctx).Error(err, "healing a workload, will retry", "workload", w.String())
-		h.queue.AddRateLimited(w)
+		queue.AddRateLimited(w)
 	case retryIn > 0:
-		h.queue.Forget(w)
-		h.queue.AddAfter(w, retryIn)
+		queue.Forget(w)
+		queue.AddAfter(w, retryIn)
 	default:
-		h.queue.Forget(w)
+		queue.Forget(w)
 	}
 	return true
 }
@@ -213,9 +282,6 @@ func (h *Healer) processNext(ctx context.Context) bool {
 // Heal restarts the workload if one of its pods lacks its injection. It
 // returns when to look again if the backoff holds the restart back.
 func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error) {
-	if h.Now == nil {
-		h.Now = time.Now
-	}
 	h.mu.Lock()
 	if h.lastHeal == nil {
 		h.lastHeal = map[topology.Key]time.Time{}
@@ -250,7 +316,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if culprit == nil {
 		return 0, nil
 	}
-	now := h.Now()
+	now := h.now()
 	h.mu.Lock()
 	last, healed := h.lastHeal[w]
 	h.mu.Unlock()
@@ -265,16 +331,48 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.mu.Lock()
 	h.lastHeal[w] = now
 	h.mu.Unlock()
-	why := "was admitted without its flagd injection (the admission webhook was unavailable)"
-	if _, incomplete := culprit.Annotations[AnnotationIncomplete]; incomplete {
-		why = "lacks flag sets whose ConfigMaps exist now: " + culprit.Annotations[AnnotationIncomplete]
-	}
-	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name)
+	reason, why := h.why(v, w, culprit)
+	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name, "reason", reason)
 	if h.Events != nil {
-		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, EventInjectionMissing, "Heal",
+		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Heal",
 			"pod %s %s: restarted the %s so that its pods get their flags", culprit.Name, why, w.Kind)
 	}
 	return 0, nil
+}
+
+// why says why a pod of w lacks its injection, as far as this process knows.
+func (h *Healer) why(v *topology.View, w topology.Key, pod *metav1.PartialObjectMetadata) (reason, why string) {
+	if _, incomplete := pod.Annotations[AnnotationIncomplete]; incomplete {
+		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[AnnotationIncomplete]
+	}
+	h.mu.Lock()
+	since, known := h.targetedSince[w]
+	h.mu.Unlock()
+	created := pod.CreationTimestamp.Time // whole seconds
+	second := since.Truncate(time.Second)
+	predates := fmt.Sprintf("was created before the %s was targeted by %s", w.Kind, targetedBy(v, w))
+	switch {
+	case !known:
+	case created.Before(second):
+		return EventTargeted, predates
+	case created.Equal(second) && h.Admissions.Admitted(w, second):
+		// Within that second the webhook admitted a pod of the workload with
+		// nothing to inject: this one.
+		return EventTargeted, predates
+	default:
+		return EventInjectionMissing, "was admitted without its flagd injection after the workload was targeted: the admission webhook was not reached (it fails open)"
+	}
+	return EventInjectionMissing, "runs without its flagd injection: it was created before the workload was targeted by " + targetedBy(v, w) +
+		", or while the admission webhook could not be reached"
+}
+
+// targetedBy names the sources and in-process configurations of a workload.
+func targetedBy(v *topology.View, w topology.Key) string {
+	var names []string
+	for _, k := range append(v.SourcesOfWorkload(w), v.InProcessConfigsOfWorkload(w)...) {
+		names = append(names, string(k.Kind)+" "+k.Namespace+"/"+k.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func (h *Healer) reader() client.Reader {
@@ -334,4 +432,66 @@ func (h *Healer) podsOf(ctx context.Context, w topology.Key) ([]metav1.PartialOb
 		out = append(out, pods.Items...)
 	}
 	return out, nil
+}
+
+// EmptyAdmissions remembers, for a short while, when the Pod webhook
+// admitted a pod of a workload with nothing to inject. A pod's creation time
+// has whole seconds only; this tells, for a pod created within the second
+// its workload became targeted, that the webhook saw it before the targeting
+// rather than missed it after. It is safe for concurrent use.
+type EmptyAdmissions struct {
+	mu sync.Mutex
+	m  map[topology.Key][]time.Time
+}
+
+// emptyAdmissionMemory is how long an admission is remembered: long enough
+// for the Delta of the targeting to reach the healer.
+const emptyAdmissionMemory = time.Minute
+
+// Record notes that a pod of w was admitted with nothing to inject at t.
+func (e *EmptyAdmissions) Record(w topology.Key, t time.Time) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[topology.Key][]time.Time{}
+	}
+	e.m[w] = append(recent(e.m[w], t), t)
+	if len(e.m) > 1024 {
+		for k, ts := range e.m {
+			if ts = recent(ts, t); len(ts) == 0 {
+				delete(e.m, k)
+			} else {
+				e.m[k] = ts
+			}
+		}
+	}
+}
+
+// Admitted tells whether a pod of w was admitted with nothing to inject
+// within the second that starts at second.
+func (e *EmptyAdmissions) Admitted(w topology.Key, second time.Time) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.m[w] {
+		if t.Truncate(time.Second).Equal(second) {
+			return true
+		}
+	}
+	return false
+}
+
+func recent(ts []time.Time, now time.Time) []time.Time {
+	out := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < emptyAdmissionMemory {
+			out = append(out, t)
+		}
+	}
+	return out
 }

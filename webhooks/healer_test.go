@@ -87,12 +87,61 @@ func TestHealer(t *testing.T) {
 			pod("web-1-a", "web-1", created, injected), pod("web-1-b", "web-1", created, nil))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
-		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning InjectionMissing"), ContainSubstring("pod web-1-b was admitted without its flagd injection")))
+		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning InjectionMissing"),
+			ContainSubstring("pod web-1-b runs without its flagd injection: it was created before the workload was targeted by FeatureFlagSource shop/flags, or while the admission webhook could not be reached")),
+			"this process did not see the workload become targeted: both causes are possible")
 
 		*now = now.Add(time.Minute)
 		retry, err := h.Heal(ctx, web)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(retry).To(BeZero(), "the pod is older than the restart: it is being replaced")
+	})
+
+	t.Run("the reason, when this process saw the workload become targeted", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, reason, note string
+			podCreated         time.Time
+		}{
+			{"a pod older than the targeting predates it", EventTargeted,
+				"pod web-1-b was created before the Deployment was targeted by FeatureFlagSource shop/flags", created},
+			{"a pod younger than the targeting missed the webhook", EventInjectionMissing,
+				"pod web-1-b was admitted without its flagd injection after the workload was targeted: the admission webhook was not reached", created.Add(time.Hour + time.Second)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				g := NewWithT(t)
+				h, _, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", tc.podCreated, nil))
+				*now = created.Add(time.Hour) // targeted an hour after the first pod
+				h.WorkloadsChanged([]topology.Key{web})
+				*now = created.Add(2 * time.Hour)
+				g.Expect(h.Heal(ctx, web)).To(BeZero())
+				g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+tc.reason), ContainSubstring(tc.note)))
+			})
+		}
+		// Creation times have whole seconds: within the second of the
+		// targeting, the webhook's own record decides.
+		for _, tc := range []struct {
+			name     string
+			admitted bool
+			reason   string
+		}{
+			{"within the same second, admitted by the webhook with nothing to inject", true, EventTargeted},
+			{"within the same second, never seen by the webhook", false, EventInjectionMissing},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				g := NewWithT(t)
+				targeted := created.Add(time.Hour + 700*time.Millisecond)
+				h, _, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", created.Add(time.Hour), nil))
+				h.Admissions = &EmptyAdmissions{}
+				if tc.admitted {
+					h.Admissions.Record(web, created.Add(time.Hour+300*time.Millisecond))
+				}
+				*now = targeted
+				h.WorkloadsChanged([]topology.Key{web})
+				*now = targeted.Add(time.Second)
+				g.Expect(h.Heal(ctx, web)).To(BeZero())
+				g.Expect(<-rec.Events).To(ContainSubstring("Warning " + tc.reason))
+			})
+		}
 	})
 
 	t.Run("pods created before the last restart are being replaced already", func(t *testing.T) {

@@ -46,6 +46,9 @@ type PodMutator struct {
 	Options    workflows.InjectionOptions
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
 	WorkloadWait time.Duration
+	// Admissions, when set, records the pods admitted with nothing to
+	// inject, for the Healer's account of why a pod lacks its injection.
+	Admissions *EmptyAdmissions
 }
 
 var _ admission.Handler = (*PodMutator)(nil)
@@ -81,6 +84,9 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	inj := workflows.DesiredInjection(v, res.Workload, p.Options)
 	warnings := append(workflows.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
+		if req.DryRun == nil || !*req.DryRun {
+			p.Admissions.Record(res.Workload, time.Now())
+		}
 		if optedIn && len(warnings) == 0 {
 			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
 				res.Workload.Kind, res.Workload.Namespace, res.Workload.Name))

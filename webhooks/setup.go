@@ -206,7 +206,9 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	}
 
 	resolver := &WorkloadResolver{Reader: mgr.GetCache()}
+	admissions := &EmptyAdmissions{}
 	a.PodMutator = &PodMutator{
+		Admissions:   admissions,
 		Graph:        g,
 		Resolver:     resolver,
 		ConfigMaps:   NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient(), mgr.GetAPIReader()),
@@ -221,20 +223,24 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 
 	if o.Heal {
 		a.Healer = &Healer{
-			Graph:    g,
-			Resolver: resolver,
-			Cache:    mgr.GetCache(),
-			Client:   mgr.GetClient(),
-			Events:   mgr.GetEventRecorder("flagplane"),
-			Options:  o.Injection,
-			Resync:   o.HealResync,
-			Backoff:  o.HealBackoff,
+			Admissions: admissions,
+			Graph:      g,
+			Resolver:   resolver,
+			Cache:      mgr.GetCache(),
+			Client:     mgr.GetClient(),
+			Events:     mgr.GetEventRecorder("flagplane"),
+			Options:    o.Injection,
+			Resync:     o.HealResync,
+			Backoff:    o.HealBackoff,
 		}
 		if err := a.Healer.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 			return nil, err
 		}
 		if err := mgr.Add(a.Healer); err != nil {
 			return nil, fmt.Errorf("adding the healer: %w", err)
+		}
+		if n, ok := g.(interface{ OnWorkloadsChanged(func([]topology.Key)) }); ok {
+			n.OnWorkloadsChanged(a.Healer.WorkloadsChanged)
 		}
 	}
 	return a, nil

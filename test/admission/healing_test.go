@@ -1,6 +1,9 @@
 package admission
 
 import (
+	"context"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,7 +46,7 @@ var _ = Describe("Healing", Serial, func() {
 			HaveField("Reason", webhooks.EventInjectionMissing),
 			HaveField("Type", corev1.EventTypeWarning),
 			HaveField("Regarding.Name", "web"),
-			HaveField("Note", ContainSubstring("pod "+orphan.Name+" was admitted without its flagd injection")),
+			HaveField("Note", ContainSubstring("pod "+orphan.Name+" runs without its flagd injection")),
 		)))
 
 		By("the old Pod, which the rollout replaces, does not roll the Deployment again")
@@ -66,5 +69,40 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
 		Expect(web.Spec.Template.Annotations).To(HaveKey(workflows.RestartedAtAnnotation))
+		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
+			HaveField("Reason", webhooks.EventTargeted),
+			HaveField("Note", ContainSubstring("was created before the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
+	})
+
+	It("rolls a Deployment opted in by annotation before its source exists (the OpenFeature Operator's order) as soon as the source is created, saying so", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		web := deployment(ns, "web", nil, map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "flags"})
+		create(ctx, flagSet(ns, "checkout"), web)
+		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
+		Expect(pods(ctx, ns, "web")()[0]).NotTo(HaveSidecar())
+
+		create(ctx, source(ns, "flags", []v1beta1.Source{file("checkout")}))
+		// Healing follows the Delta of the new source: the suite's resync
+		// period is an hour, so nothing else would roll the Deployment.
+		Eventually(pods(ctx, ns, "web"), 10*time.Second).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
+		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
+			HaveField("Reason", webhooks.EventTargeted),
+			HaveField("Note", ContainSubstring("was created before the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
+		Expect(healEvents(ctx, ns)()).NotTo(ContainElement(HaveField("Note", ContainSubstring("webhook"))), "the webhook was there all along")
 	})
 })
+
+// healEvents lists the Events the healer recorded in ns.
+func healEvents(ctx context.Context, ns string) func() []eventsv1.Event {
+	return func() []eventsv1.Event {
+		var list eventsv1.EventList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Action == "Heal" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}

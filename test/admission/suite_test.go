@@ -66,7 +66,9 @@ func startOperator() *runningOperator {
 	// The API server reaches the webhook by URL, at envtest's address.
 	opts.ExtraDNSNames = []string{wio.LocalServingHost, "localhost"}
 	opts.Injection.SyncServer = "flagplane-sync.flagplane-system.svc:8015"
-	opts.HealResync = 2 * time.Second
+	// No periodic resync within a run: healing follows Deltas and pod
+	// events (and one resync when the healer starts).
+	opts.HealResync = time.Hour
 	opts.HealBackoff = 10 * time.Second
 	a, err := webhooks.Setup(ctx, mgr, c, opts)
 	Expect(err).NotTo(HaveOccurred())
