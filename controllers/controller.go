@@ -138,7 +138,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events, Failures: &c.failures}
 	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events}
+	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
@@ -150,6 +150,10 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		c.workloads.observe = opts.Metrics.Reconciled
 	}
 
+	// Rollouts (and the healer) compare a workload's pods with what they would get now.
+	if err := workflows.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, workflows.NameIndex, workflows.IndexByName); err != nil {
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)

@@ -7,10 +7,8 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -33,10 +31,6 @@ const (
 	// or grant) that targets it now.
 	EventTargeted = "Targeted"
 )
-
-// controllerIndex indexes pod and ReplicaSet metadata by their controller,
-// as "<Kind>/<name>".
-const controllerIndex = "flagplane.controller"
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
@@ -140,29 +134,6 @@ var (
 // NeedLeaderElection is true: restarting workloads is a write.
 func (h *Healer) NeedLeaderElection() bool { return true }
 
-// SetupIndexes indexes pod and ReplicaSet metadata by controller. Call it
-// before the manager starts.
-func (h *Healer) SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	byController := func(obj client.Object) []string {
-		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-			return []string{ref.Kind + "/" + ref.Name}
-		}
-		return nil
-	}
-	for _, gvk := range []struct{ kind string }{{"Pod"}, {"ReplicaSet"}} {
-		obj := &metav1.PartialObjectMetadata{}
-		if gvk.kind == "Pod" {
-			obj.SetGroupVersionKind(podGVK)
-		} else {
-			obj.SetGroupVersionKind(replicaSetGVK)
-		}
-		if err := indexer.IndexField(ctx, obj, controllerIndex, byController); err != nil {
-			return fmt.Errorf("indexing %s metadata by controller: %w", gvk.kind, err)
-		}
-	}
-	return nil
-}
-
 // Start heals until ctx is done.
 func (h *Healer) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("healer")
@@ -232,8 +203,8 @@ func needsLook(pod metav1.Object) bool {
 		return false
 	}
 	a := pod.GetAnnotations()
-	_, injected := a[AnnotationInjection]
-	_, incomplete := a[AnnotationIncomplete]
+	_, injected := a[workflows.AnnotationInjection]
+	_, incomplete := a[workflows.AnnotationIncomplete]
 	return !injected || incomplete
 }
 
@@ -292,22 +263,17 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if inj.Empty() {
 		return 0, nil
 	}
-	obj, tmpl, err := h.workload(ctx, w)
+	obj, pods, err := workflows.WorkloadPods{Reader: h.reader()}.CurrentPods(ctx, w)
 	if err != nil || obj == nil {
-		return 0, client.IgnoreNotFound(err)
-	}
-	restartedAt, _ := time.Parse(time.RFC3339, tmpl.Annotations[workflows.RestartedAtAnnotation])
-	pods, err := h.podsOf(ctx, w)
-	if err != nil {
 		return 0, err
 	}
 	var culprit *metav1.PartialObjectMetadata
 	for i := range pods {
 		p := &pods[i]
-		if !needsLook(p) || !p.CreationTimestamp.Time.After(restartedAt) {
+		if !needsLook(p) {
 			continue
 		}
-		if _, incomplete := p.Annotations[AnnotationIncomplete]; incomplete && p.Annotations[AnnotationInjection] != "" && !h.configMapsExist(ctx, inj) {
+		if _, incomplete := p.Annotations[workflows.AnnotationIncomplete]; incomplete && p.Annotations[workflows.AnnotationInjection] != "" && !h.configMapsExist(ctx, inj) {
 			continue // still nothing better to give it
 		}
 		culprit = p
@@ -323,10 +289,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if healed && now.Sub(last) < h.Backoff {
 		return h.Backoff - now.Sub(last), nil
 	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
-		workflows.RestartedAtAnnotation, now.UTC().Format(time.RFC3339))
-	if err := h.Client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
-		return 0, client.IgnoreNotFound(fmt.Errorf("restarting %s: %w", w, err))
+	if err := workflows.Restart(ctx, h.Client, obj, now); err != nil {
+		return 0, err
 	}
 	h.mu.Lock()
 	h.lastHeal[w] = now
@@ -342,8 +306,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 
 // why says why a pod of w lacks its injection, as far as this process knows.
 func (h *Healer) why(v *topology.View, w topology.Key, pod *metav1.PartialObjectMetadata) (reason, why string) {
-	if _, incomplete := pod.Annotations[AnnotationIncomplete]; incomplete {
-		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[AnnotationIncomplete]
+	if _, incomplete := pod.Annotations[workflows.AnnotationIncomplete]; incomplete {
+		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[workflows.AnnotationIncomplete]
 	}
 	h.mu.Lock()
 	since, known := h.targetedSince[w]
@@ -389,49 +353,6 @@ func (h *Healer) configMapsExist(ctx context.Context, inj *workflows.Injection) 
 		}
 	}
 	return true
-}
-
-// workload reads the workload and its pod template from the cache.
-func (h *Healer) workload(ctx context.Context, w topology.Key) (client.Object, *corev1.PodTemplateSpec, error) {
-	key := client.ObjectKey{Namespace: w.Namespace, Name: w.Name}
-	switch w.Kind {
-	case topology.KindDeployment:
-		o := &appsv1.Deployment{}
-		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
-	case topology.KindStatefulSet:
-		o := &appsv1.StatefulSet{}
-		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
-	case topology.KindDaemonSet:
-		o := &appsv1.DaemonSet{}
-		return o, &o.Spec.Template, h.reader().Get(ctx, key, o)
-	}
-	return nil, nil, nil
-}
-
-// podsOf lists a workload's pods' metadata from the cache.
-func (h *Healer) podsOf(ctx context.Context, w topology.Key) ([]metav1.PartialObjectMetadata, error) {
-	owners := []string{string(w.Kind) + "/" + w.Name}
-	if w.Kind == topology.KindDeployment {
-		var rss metav1.PartialObjectMetadataList
-		rss.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
-		if err := h.reader().List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingFields{controllerIndex: owners[0]}); err != nil {
-			return nil, fmt.Errorf("listing the ReplicaSets of %s: %w", w, err)
-		}
-		owners = owners[:0]
-		for _, rs := range rss.Items {
-			owners = append(owners, "ReplicaSet/"+rs.Name)
-		}
-	}
-	var out []metav1.PartialObjectMetadata
-	for _, o := range owners {
-		var pods metav1.PartialObjectMetadataList
-		pods.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
-		if err := h.reader().List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{controllerIndex: o}); err != nil {
-			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
-		}
-		out = append(out, pods.Items...)
-	}
-	return out, nil
 }
 
 // EmptyAdmissions remembers, for a short while, when the Pod webhook

@@ -27,8 +27,8 @@ func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client,
 		return nil
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, controllerIndex, byController).
-		WithIndex(&appsv1.ReplicaSet{}, controllerIndex, byController).Build()
+		WithIndex(&corev1.Pod{}, workflows.ControllerIndex, byController).
+		WithIndex(&appsv1.ReplicaSet{}, workflows.ControllerIndex, byController).Build()
 	rec := events.NewFakeRecorder(10)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: &WorkloadResolver{Reader: c}, Reader: c, Client: c,
@@ -71,7 +71,7 @@ func TestHealer(t *testing.T) {
 	ctx := context.Background()
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
-	injected := map[string]string{AnnotationInjection: "abc"}
+	injected := map[string]string{workflows.AnnotationInjection: "abc"}
 
 	t.Run("pods that all have their injection: nothing", func(t *testing.T) {
 		g := NewWithT(t)
@@ -169,7 +169,7 @@ func TestHealer(t *testing.T) {
 
 	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
 		g := NewWithT(t)
-		incomplete := map[string]string{AnnotationInjection: "abc", AnnotationIncomplete: "shop/checkout"}
+		incomplete := map[string]string{workflows.AnnotationInjection: "abc", workflows.AnnotationIncomplete: "shop/checkout"}
 		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")

@@ -19,20 +19,6 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
-// Annotations flagplane sets on the pods it injects into. They record an
-// admission outcome, not a relationship: the graph never reads them.
-const (
-	// AnnotationInjection is the fingerprint of what the pod got
-	// (workflows.Injection.Fingerprint). A pod that has it is never
-	// mutated again; a pod of a targeted workload without it was admitted
-	// while the webhook was unavailable, and the Healer rolls its workload.
-	AnnotationInjection = "flagplane.core.openfeature.dev/injection"
-	// AnnotationIncomplete says what the pod did not get because a
-	// ConfigMap could not be made to exist; the Healer rolls the workload
-	// once the ConfigMaps exist.
-	AnnotationIncomplete = "flagplane.core.openfeature.dev/injection-incomplete"
-)
-
 // ConfigMaps is what the Pod webhook needs of a ConfigMapEnsurer.
 type ConfigMaps interface {
 	Ensure(ctx context.Context, v *topology.View, key topology.Key) error
@@ -64,7 +50,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
-	if _, done := pod.Annotations[AnnotationInjection]; done {
+	if _, done := pod.Annotations[workflows.AnnotationInjection]; done {
 		return admission.Allowed("injected already")
 	}
 	ns := req.Namespace
@@ -117,9 +103,12 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if mutated.Annotations == nil {
 		mutated.Annotations = map[string]string{}
 	}
-	mutated.Annotations[AnnotationInjection] = inj.Fingerprint()
+	mutated.Annotations[workflows.AnnotationInjection] = inj.Fingerprint()
+	if inj.RolloutOnChange(v) {
+		mutated.Annotations[workflows.AnnotationRolloutOnChange] = "true"
+	}
 	if len(incomplete) > 0 {
-		mutated.Annotations[AnnotationIncomplete] = strings.Join(incomplete, ",")
+		mutated.Annotations[workflows.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {

@@ -227,7 +227,7 @@ func TestPodMutator(t *testing.T) {
 		g.Expect(sidecarOf(got).RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		g.Expect(got.Spec.Volumes).To(HaveLen(1))
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}))
-		g.Expect(got.Annotations).To(HaveKeyWithValue(AnnotationInjection, Not(BeEmpty())))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationInjection, Not(BeEmpty())))
 		g.Expect(ens.calls).To(ConsistOf(cmKey))
 
 		By := "the same pod again (reinvocation, or re-created from its own YAML) is left alone"
@@ -280,7 +280,7 @@ func TestPodMutator(t *testing.T) {
 		got := patched(t, pod, resp)
 		g.Expect(got.Spec.Volumes).To(BeEmpty())
 		g.Expect(sidecarOf(got)).To(BeNil(), "its only source is left out")
-		g.Expect(got.Annotations).To(HaveKeyWithValue(AnnotationIncomplete, "shop/checkout"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationIncomplete, "shop/checkout"))
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("flag set shop/checkout left out of this pod")))
 	})
 

@@ -233,9 +233,6 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 			Resync:     o.HealResync,
 			Backoff:    o.HealBackoff,
 		}
-		if err := a.Healer.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-			return nil, err
-		}
 		if err := mgr.Add(a.Healer); err != nil {
 			return nil, fmt.Errorf("adding the healer: %w", err)
 		}

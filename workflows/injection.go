@@ -178,6 +178,17 @@ func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int
 	return out
 }
 
+// RolloutOnChange tells whether one of the sources of the injection asks
+// for rolloutOnChange.
+func (inj *Injection) RolloutOnChange(v *topology.View) bool {
+	for _, sk := range inj.Sources {
+		if src, ok := v.Source(sk); ok && src.Spec.RolloutOnChange != nil && *src.Spec.RolloutOnChange {
+			return true
+		}
+	}
+	return false
+}
+
 // Empty tells whether the injection adds nothing to a pod.
 func (inj *Injection) Empty() bool {
 	return inj == nil || (inj.Sidecar == nil && len(inj.Volumes) == 0 && len(inj.Env) == 0)

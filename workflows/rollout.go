@@ -3,11 +3,9 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,94 +27,56 @@ const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 // same thing; "" means it would inject nothing. A flag edit changes only the
 // content of a mounted ConfigMap, never the fingerprint.
 func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool) {
-	rollout := false
-	for _, sk := range v.SourcesOfWorkload(workload) {
-		if src, ok := v.Source(sk); ok && src.Spec.RolloutOnChange != nil && *src.Spec.RolloutOnChange {
-			rollout = true
-		}
-	}
-	return DesiredInjection(v, workload, CurrentInjectionOptions()).Fingerprint(), rollout
+	inj := DesiredInjection(v, workload, CurrentInjectionOptions())
+	return inj.Fingerprint(), inj.RolloutOnChange(v)
 }
 
 // RolloutReconciler restarts a workload, the way `kubectl rollout restart`
-// does, when what would be injected into its pods changes and one of its
-// sources (before or after the change) has rolloutOnChange set.
+// does, when the injection its running pods got differs from what they
+// would get now and rolloutOnChange asks for it: a source that applies now
+// has it set, or one did when the pod was admitted (the pod says so).
 //
-// The first fingerprint seen of a workload is its baseline: a workload that
-// was just created, or seen at startup, is not restarted.
+// It compares with the pods themselves (AnnotationInjection), not with a
+// fingerprint remembered in memory: a change made while no manager ran, or
+// before this replica led, is acted on when the workload is next
+// reconciled, and nothing grows with deleted workloads. Pods without the
+// annotation are the healer's.
 type RolloutReconciler struct {
 	Client client.Client
-	Now    func() time.Time
+	// Pods reads the workload and its pods from the cache.
+	Pods WorkloadPods
+	Now  func() time.Time
 	// Events receives a Normal event on the workload when it is restarted.
 	Events events.EventRecorder
-
-	mu   sync.Mutex
-	seen map[topology.Key]rolloutState
 }
 
-type rolloutState struct {
-	fingerprint string
-	rollout     bool
-}
-
-// Observe records the baseline of a workload without acting on it.
-func (r *RolloutReconciler) Observe(v *topology.View, workload topology.Key) {
-	fp, rollout := InjectionFingerprint(v, workload)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[topology.Key]rolloutState{}
-	}
-	if _, ok := r.seen[workload]; !ok {
-		r.seen[workload] = rolloutState{fingerprint: fp, rollout: rollout}
-	}
-}
-
-// Reconcile restarts the workload when its fingerprint changed and a rollout was asked for.
+// Reconcile restarts the workload when one of its current pods has another
+// injection than it would get now and a rollout is asked for.
 func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	if _, ok := v.Workload(workload); !ok {
-		r.mu.Lock()
-		delete(r.seen, workload)
-		r.mu.Unlock()
 		return nil
 	}
 	fp, rollout := InjectionFingerprint(v, workload)
-	r.mu.Lock()
-	if r.seen == nil {
-		r.seen = map[topology.Key]rolloutState{}
-	}
-	prev, known := r.seen[workload]
-	r.mu.Unlock()
-	if known && prev.fingerprint == fp {
-		return nil
-	}
-	if known && (rollout || prev.rollout) {
-		if err := r.restart(ctx, workload); err != nil {
-			return err
-		}
-		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String())
-		recorder{r.Events}.normal(workloadEventTarget(ctx, r.Client, workload), EventRestarted, actionRollout,
-			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange)")
-	}
-	r.mu.Lock()
-	r.seen[workload] = rolloutState{fingerprint: fp, rollout: rollout}
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *RolloutReconciler) restart(ctx context.Context, workload topology.Key) error {
-	obj, err := newWorkloadObject(workload)
-	if err != nil {
+	obj, pods, err := r.Pods.CurrentPods(ctx, workload)
+	if err != nil || obj == nil {
 		return err
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
-		RestartedAtAnnotation, now().UTC().Format(time.RFC3339))
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("restarting %s: %w", workload, err))
+	for _, pod := range pods {
+		got, injected := pod.Annotations[AnnotationInjection]
+		if !injected || got == fp || !(rollout || pod.Annotations[AnnotationRolloutOnChange] == "true") {
+			continue
+		}
+		now := time.Now
+		if r.Now != nil {
+			now = r.Now
+		}
+		if err := Restart(ctx, r.Client, obj, now()); err != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String(), "pod", pod.Name)
+		recorder{r.Events}.normal(obj, EventRestarted, actionRollout,
+			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange); pod %s has another than it would get now", pod.Name)
+		return nil
 	}
 	return nil
 }
@@ -139,8 +99,7 @@ func newWorkloadObject(k topology.Key) (client.Object, error) {
 	return obj, nil
 }
 
-// workloadEventTarget is the workload as an event target: the cached object
-// (whose UID lets kubectl describe find the event), else a bare reference.
+// workloadEventTarget is the object an Event about a workload is attached to.
 func workloadEventTarget(ctx context.Context, c client.Reader, k topology.Key) runtime.Object {
 	if obj, err := newWorkloadObject(k); err == nil && c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil {
 		return obj

@@ -29,7 +29,7 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		orphan := pods(ctx, ns, "web")()[0]
 		Expect(orphan).NotTo(HaveSidecar())
-		Expect(orphan.Annotations).NotTo(HaveKey(webhooks.AnnotationInjection))
+		Expect(orphan.Annotations).NotTo(HaveKey(workflows.AnnotationInjection))
 
 		By("the operator is back: the Deployment is restarted and its new Pod has the sidecar")
 		operator = startOperator()

@@ -1,0 +1,149 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+// Annotations flagplane's Pod webhook sets on the pods it injects into. They
+// record an admission outcome, not a relationship: the graph never reads
+// them. The workflows compare them with what a pod would get now.
+const (
+	// AnnotationInjection is the fingerprint of what the pod got
+	// (Injection.Fingerprint). A pod that has it is never mutated again; a
+	// pod of a targeted workload without it was admitted before its
+	// workload was targeted or while the webhook was unreachable, and the
+	// healer rolls its workload; a pod with another fingerprint than its
+	// workload's now is rolled when rolloutOnChange asks for it.
+	AnnotationInjection = "flagplane.core.openfeature.dev/injection"
+	// AnnotationIncomplete says what the pod did not get because a
+	// ConfigMap could not be made to exist; the healer rolls the workload
+	// once the ConfigMaps exist.
+	AnnotationIncomplete = "flagplane.core.openfeature.dev/injection-incomplete"
+	// AnnotationRolloutOnChange is "true" on a pod one of whose sources
+	// asked for rolloutOnChange when it was admitted, so that removing that
+	// source rolls the pod too.
+	AnnotationRolloutOnChange = "flagplane.core.openfeature.dev/rollout-on-change"
+)
+
+// ControllerIndex is the cache field index of pod and ReplicaSet metadata by
+// their controller, "<Kind>/<name>": how a workload's pods are found without
+// listing a namespace's pods.
+const ControllerIndex = "flagplane.controller"
+
+var (
+	podGVK        = corev1.SchemeGroupVersion.WithKind("Pod")
+	replicaSetGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+)
+
+// IndexPodsByController registers ControllerIndex on the metadata caches of
+// pods and ReplicaSets. Call it before the manager starts.
+func IndexPodsByController(ctx context.Context, indexer client.FieldIndexer) error {
+	byController := func(obj client.Object) []string {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			return []string{ref.Kind + "/" + ref.Name}
+		}
+		return nil
+	}
+	for _, gvk := range []schema.GroupVersionKind{podGVK, replicaSetGVK} {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		if err := indexer.IndexField(ctx, obj, ControllerIndex, byController); err != nil {
+			return fmt.Errorf("indexing %s metadata by controller: %w", gvk.Kind, err)
+		}
+	}
+	return nil
+}
+
+// WorkloadPods reads workloads and the metadata of their pods from the
+// manager's cache (with IndexPodsByController).
+type WorkloadPods struct {
+	Reader client.Reader
+}
+
+// CurrentPods returns a workload and the pods that run its current pod
+// template as far as flagplane's annotations go: not terminating, and
+// created after its last restart (older ones are being replaced). obj is
+// nil when the workload is gone.
+func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj client.Object, pods []metav1.PartialObjectMetadata, err error) {
+	obj, tmpl, err := p.workload(ctx, w)
+	if err != nil || obj == nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	restartedAt, _ := time.Parse(time.RFC3339, tmpl.Annotations[RestartedAtAnnotation])
+	all, err := p.podsOf(ctx, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, pod := range all {
+		if pod.DeletionTimestamp == nil && pod.CreationTimestamp.Time.After(restartedAt) {
+			pods = append(pods, pod)
+		}
+	}
+	return obj, pods, nil
+}
+
+// workload reads the workload and its pod template.
+func (p WorkloadPods) workload(ctx context.Context, w topology.Key) (client.Object, *corev1.PodTemplateSpec, error) {
+	key := client.ObjectKey{Namespace: w.Namespace, Name: w.Name}
+	switch w.Kind {
+	case topology.KindDeployment:
+		o := &appsv1.Deployment{}
+		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+	case topology.KindStatefulSet:
+		o := &appsv1.StatefulSet{}
+		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+	case topology.KindDaemonSet:
+		o := &appsv1.DaemonSet{}
+		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+	}
+	return nil, nil, nil
+}
+
+// podsOf lists a workload's pods' metadata: a Deployment's through its ReplicaSets.
+func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]metav1.PartialObjectMetadata, error) {
+	owners := []string{string(w.Kind) + "/" + w.Name}
+	if w.Kind == topology.KindDeployment {
+		var rss metav1.PartialObjectMetadataList
+		rss.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
+		if err := p.Reader.List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: owners[0]}); err != nil {
+			return nil, fmt.Errorf("listing the ReplicaSets of %s: %w", w, err)
+		}
+		owners = owners[:0]
+		for _, rs := range rss.Items {
+			owners = append(owners, "ReplicaSet/"+rs.Name)
+		}
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, o := range owners {
+		var pods metav1.PartialObjectMetadataList
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: o}); err != nil {
+			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
+		}
+		out = append(out, pods.Items...)
+	}
+	return out, nil
+}
+
+// Restart rolls a workload's pods the way `kubectl rollout restart` does:
+// it sets the pod template's RestartedAtAnnotation to at. (The manager's
+// admission policy lets it change nothing else of a workload.)
+func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Time) error {
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
+		RestartedAtAnnotation, at.UTC().Format(time.RFC3339))
+	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
+	}
+	return nil
+}
