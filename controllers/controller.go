@@ -39,6 +39,9 @@ type Options struct {
 	Workers int
 	// Metrics receives counts and timings; nil records nothing.
 	Metrics Metrics
+	// GrantCRDPoll is how often to look for Gateway API's ReferenceGrant
+	// CRD while it is not installed (default 15s).
+	GrantCRDPoll time.Duration
 
 	// --- sync server hook (issue 7) ---
 
@@ -115,9 +118,12 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	if opts.GrantCRDPoll <= 0 {
+		opts.GrantCRDPoll = 15 * time.Second
+	}
 	topo := opts.Topology
 	if topo == nil {
-		topo = topology.New()
+		topo = topology.NewWithOptions(workflows.TopologyOptions())
 	}
 	c := &Controller{
 		topo:   topo,
@@ -385,11 +391,6 @@ func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) erro
 	v := c.topo.Snapshot()
 	switch key.Kind {
 	case topology.KindFlagSet:
-		// A source is Programmed only while its flag sets are valid: an
-		// invalid edit writes no ConfigMap, so nothing else would tell it.
-		for _, s := range v.SourcesOfFlagSet(key) {
-			c.statuses.Add(s)
-		}
 		return c.statusWF.UpdateFlagSet(ctx, v, key)
 	case topology.KindSource:
 		return c.statusWF.UpdateSource(ctx, v, key)
@@ -402,10 +403,15 @@ func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) erro
 func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {
 	v := c.topo.Snapshot()
 	c.annotWF.Report(ctx, v, key)
+	failedBefore := c.failures.Count()
 	rbacErr := c.rbacWF.Reconcile(ctx, v, key)
-	// A workload's RBAC decides whether its sources are Programmed.
-	for _, s := range v.SourcesOfWorkload(key) {
-		c.statuses.Add(s)
+	// Whether a workload's RBAC could be written decides whether its
+	// sources are Programmed. (Its graph changes reach them through the
+	// Delta, and the Roles it writes through their informer events.)
+	if c.failures.Count() != failedBefore || rbacErr != nil {
+		for _, s := range v.SourcesOfWorkload(key) {
+			c.statuses.Add(s)
+		}
 	}
 	return errors.Join(rbacErr, c.rolloutWF.Reconcile(ctx, v, key))
 }

@@ -1,28 +1,22 @@
 package controllers
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 func (c *Controller) flagSetHandler() typedHandler[*v1beta1.FeatureFlag] {
 	return typedHandler[*v1beta1.FeatureFlag]{
 		onAdd: c.onFlagSetCreated,
 		onUpdate: func(old, new *v1beta1.FeatureFlag) {
-			if flagSetChangeIsRelevant(old, new) {
+			if topology.FlagSetChanged(old, new) {
 				c.onFlagSetSpecChanged(new)
 			}
 		},
 		onDelete: c.onFlagSetDeleted,
 	}
-}
-
-// flagSetChangeIsRelevant: only the flag definitions matter; status and
-// metadata writes do not change what is served.
-func flagSetChangeIsRelevant(old, new *v1beta1.FeatureFlag) bool {
-	return !equality.Semantic.DeepEqual(old.Spec, new.Spec) || old.UID != new.UID
 }
 
 func (c *Controller) onFlagSetCreated(ff *v1beta1.FeatureFlag) {

@@ -66,6 +66,10 @@ func rbacHandler[T client.Object](c *Controller) typedHandler[T] {
 		}
 		if w, ok := workflows.WorkloadOfRBACName(obj.GetName()); ok {
 			c.workloads.Add(w)
+			// What the cluster holds of its RBAC decides whether its sources are Programmed.
+			for _, s := range c.topo.Snapshot().SourcesOfWorkload(w) {
+				c.statuses.Add(s)
+			}
 		}
 	}
 	return typedHandler[T]{

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,24 +18,74 @@ import (
 // reads for cross-namespace references from FeatureFlagSources to FeatureFlags.
 var ReferenceGrantGroupKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "ReferenceGrant"}
 
-// registerGrantCallbacks watches ReferenceGrants when their CRD is installed.
-// Without it, cross-namespace references stay unresolved (and say so).
+// registerGrantCallbacks watches ReferenceGrants. When their CRD is not
+// installed yet, it looks for it every Options.GrantCRDPoll and starts
+// watching once Gateway API is installed, without a restart; meanwhile
+// cross-namespace references stay unresolved (and say so).
 func (c *Controller) registerGrantCallbacks(ctx context.Context, mgr manager.Manager) error {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(ReferenceGrantGroupKind)
 	if meta.IsNoMatchError(err) {
-		log.FromContext(ctx).Info("ReferenceGrant CRD not installed: cross-namespace flag set references will not resolve")
-		return nil
+		log.FromContext(ctx).Info("ReferenceGrant CRD not installed: cross-namespace references will not resolve until it is",
+			"checkingEvery", c.opts.GrantCRDPoll.String())
+		return mgr.Add(&grantCRDWatcher{c: c, mapper: mgr.GetRESTMapper()})
 	}
 	if err != nil {
 		return fmt.Errorf("looking up ReferenceGrant: %w", err)
 	}
+	return addHandler(ctx, c, grantObject(mapping), c.grantHandler())
+}
+
+func grantObject(mapping *meta.RESTMapping) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(mapping.GroupVersionKind)
-	return addHandler(ctx, c, u, typedHandler[*unstructured.Unstructured]{
+	return u
+}
+
+func (c *Controller) grantHandler() typedHandler[*unstructured.Unstructured] {
+	return typedHandler[*unstructured.Unstructured]{
 		onAdd:    c.onGrantChanged,
 		onUpdate: func(_, new *unstructured.Unstructured) { c.onGrantChanged(new) },
 		onDelete: c.onGrantDeleted,
-	})
+	}
+}
+
+// grantCRDWatcher waits for the ReferenceGrant CRD, then watches
+// ReferenceGrants. Every replica runs it: every replica keeps the graph.
+type grantCRDWatcher struct {
+	c      *Controller
+	mapper meta.RESTMapper
+}
+
+func (w *grantCRDWatcher) NeedLeaderElection() bool { return false }
+
+func (w *grantCRDWatcher) Start(ctx context.Context) error {
+	t := time.NewTicker(w.c.opts.GrantCRDPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		// The mapper asks discovery again for a group it does not know.
+		mapping, err := w.mapper.RESTMapping(ReferenceGrantGroupKind)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			log.FromContext(ctx).Error(err, "looking up ReferenceGrant")
+			continue
+		}
+		inf, err := w.c.cache.GetInformer(ctx, grantObject(mapping))
+		if err == nil {
+			_, err = inf.AddEventHandler(w.c.grantHandler())
+		}
+		if err != nil {
+			return fmt.Errorf("watching ReferenceGrants, whose CRD was installed: %w", err)
+		}
+		log.FromContext(ctx).Info("ReferenceGrant CRD installed: watching ReferenceGrants", "version", mapping.GroupVersionKind.Version)
+		return nil
+	}
 }
 
 func (c *Controller) onGrantChanged(u *unstructured.Unstructured) {

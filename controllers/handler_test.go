@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -37,26 +36,6 @@ func TestTypedHandler(t *testing.T) {
 	g.Expect(deletes).To(Equal([]string{"a", "b"}), "tombstones are unwrapped")
 }
 
-func TestFlagSetChangeIsRelevant(t *testing.T) {
-	base := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{UID: "u1", Generation: 1}}
-	base.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"}}
-
-	statusOnly := base.DeepCopy()
-	statusOnly.Status.Flags = 1
-	statusOnly.Labels = map[string]string{"team": "x"}
-
-	specChanged := base.DeepCopy()
-	specChanged.Spec.FlagSpec.Flags["g"] = v1beta1.Flag{State: "DISABLED"}
-
-	recreated := base.DeepCopy()
-	recreated.UID = "u2"
-
-	g := NewWithT(t)
-	g.Expect(flagSetChangeIsRelevant(base, statusOnly)).To(BeFalse())
-	g.Expect(flagSetChangeIsRelevant(base, specChanged)).To(BeTrue())
-	g.Expect(flagSetChangeIsRelevant(base, recreated)).To(BeTrue())
-}
-
 func TestSourceTargetsChanged(t *testing.T) {
 	base := &v1beta1.FeatureFlagSource{}
 	base.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
@@ -72,13 +51,4 @@ func TestSourceTargetsChanged(t *testing.T) {
 	g.Expect(sourceTargetsChanged(base, settings)).To(BeFalse())
 	g.Expect(sourceTargetsChanged(base, retargeted)).To(BeTrue())
 	g.Expect(sourceTargetsChanged(base, selector)).To(BeTrue())
-}
-
-func TestOpenFeatureAnnotations(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(openFeatureAnnotations(map[string]string{
-		"openfeature.dev/enabled":           "true",
-		"kubectl.kubernetes.io/restartedAt": "now",
-		"prometheus.io/scrape":              "true",
-	})).To(Equal(map[string]string{"openfeature.dev/enabled": "true"}))
 }

@@ -1,17 +1,17 @@
 package controllers
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 func (c *Controller) inProcessConfigHandler() typedHandler[*v1beta1.InProcessConfiguration] {
 	return typedHandler[*v1beta1.InProcessConfiguration]{
 		onAdd: c.onInProcessConfigCreated,
 		onUpdate: func(old, new *v1beta1.InProcessConfiguration) {
-			if old.UID != new.UID || !equality.Semantic.DeepEqual(old.Spec, new.Spec) {
+			if topology.InProcessConfigChanged(old, new) {
 				c.onInProcessConfigSpecChanged(new)
 			}
 		},

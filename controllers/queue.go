@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -66,7 +68,7 @@ func (q *workQueue[T]) processNext(ctx context.Context) bool {
 func (q *workQueue[T]) process(ctx context.Context, key T) {
 	logger := log.FromContext(ctx).WithValues("workflow", q.name, "key", key)
 	start := time.Now()
-	err := q.reconcile(log.IntoContext(ctx, logger), key)
+	err := q.reconcileSafely(log.IntoContext(ctx, logger), key)
 	if q.observe != nil {
 		q.observe(q.name, time.Since(start), err)
 	}
@@ -80,4 +82,15 @@ func (q *workQueue[T]) process(ctx context.Context, key T) {
 		logger.Error(err, "reconcile failed, will retry")
 		q.queue.AddRateLimited(key)
 	}
+}
+
+// reconcileSafely turns a panic of a reconcile into an error, so that one
+// bad key is retried with backoff instead of ending the process.
+func (q *workQueue[T]) reconcileSafely(ctx context.Context, key T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in the %s workflow: %v\n%s", q.name, r, debug.Stack())
+		}
+	}()
+	return q.reconcile(ctx, key)
 }

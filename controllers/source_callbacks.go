@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 func (c *Controller) sourceHandler() typedHandler[*v1beta1.FeatureFlagSource] {
@@ -12,11 +13,13 @@ func (c *Controller) sourceHandler() typedHandler[*v1beta1.FeatureFlagSource] {
 		onAdd: c.onSourceCreated,
 		onUpdate: func(old, new *v1beta1.FeatureFlagSource) {
 			switch {
+			case !topology.SourceChanged(old, new):
+				// Status, resourceVersion, unrelated metadata: the graph's rule.
 			case old.UID != new.UID:
 				c.onSourceCreated(new)
 			case sourceTargetsChanged(old, new):
 				c.onSourceTargetsChanged(new)
-			case !equality.Semantic.DeepEqual(old.Spec, new.Spec):
+			default:
 				c.onSourceSettingsChanged(new)
 			}
 		},
@@ -40,7 +43,8 @@ func (c *Controller) onSourceTargetsChanged(s *v1beta1.FeatureFlagSource) {
 	c.upsertSource(s)
 }
 
-// onSourceSettingsChanged: sidecar settings or flag sources changed.
+// onSourceSettingsChanged: sidecar settings (spec, or an annotation the
+// injection reads) or flag sources changed.
 func (c *Controller) onSourceSettingsChanged(s *v1beta1.FeatureFlagSource) {
 	c.event(v1beta1.FeatureFlagSourceKind, "settings-changed")
 	c.upsertSource(s)

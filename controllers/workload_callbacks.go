@@ -1,11 +1,10 @@
 package controllers
 
 import (
-	"strings"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,28 +26,18 @@ func workloadHandler[T client.Object](c *Controller, kind topology.Kind, templat
 			switch {
 			case old.GetUID() != new.GetUID():
 				c.onWorkloadCreated(n)
-			case !equality.Semantic.DeepEqual(openFeatureAnnotations(o.PodAnnotations), openFeatureAnnotations(n.PodAnnotations)):
-				c.onWorkloadAnnotationsChanged(n)
-			case !equality.Semantic.DeepEqual(o.Labels, n.Labels):
+			case !topology.WorkloadChanged(o, n):
+				// Status, replicas, a rollout restart: the graph's rule.
+			case !maps.Equal(o.Labels, n.Labels):
 				c.onWorkloadLabelsChanged(n)
 			case o.ServiceAccountName != n.ServiceAccountName:
 				c.onWorkloadServiceAccountChanged(n)
+			default:
+				c.onWorkloadAnnotationsChanged(n)
 			}
 		},
 		onDelete: func(obj T) { c.onWorkloadDeleted(from(obj)) },
 	}
-}
-
-// openFeatureAnnotations keeps the pod-template annotations the graph reads:
-// a rollout restart or any other annotation is not relevant.
-func openFeatureAnnotations(all map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range all {
-		if strings.HasPrefix(k, "openfeature.dev/") {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func (c *Controller) onWorkloadCreated(w topology.Workload) {

@@ -64,7 +64,7 @@ func runDeltaCases(t *testing.T, cases []deltaCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			top := New()
+			top := newPropTopology() // a default variant "broken" does not load
 			for _, s := range tc.setup {
 				must(t)(s(top))
 			}
@@ -398,16 +398,16 @@ func TestWorkloadDeltas(t *testing.T) {
 			want:  expect(),
 		},
 		{
-			name:  "openfeature.dev annotation adds a source",
+			name:  "openfeature.dev annotation adds a source: the workload, and its sources (their status reads its injection)",
 			setup: world,
 			event: upsert(withAnnotations(optIn("k8s"))),
-			want:  expect(w, k),
+			want:  expect(w, k, s),
 		},
 		{
 			name:  "annotation names the selecting source too: same sources, new order",
 			setup: append(world, upsert(withAnnotations(optIn("k8s")))),
 			event: upsert(withAnnotations(optIn("src, k8s"))),
-			want:  expect(w),
+			want:  expect(w, k, s),
 		},
 		{
 			name:  "annotation with spaces and a repeat: same list",
@@ -425,13 +425,13 @@ func TestWorkloadDeltas(t *testing.T) {
 			name:  "opting out removes the annotation's source",
 			setup: append(world, upsert(withAnnotations(optIn("k8s")))),
 			event: upsert(withAnnotations(map[string]string{v1beta1.AnnotationEnabled: "false", v1beta1.AnnotationFeatureFlagSource: "k8s"})),
-			want:  expect(w, k),
+			want:  expect(w, k, s),
 		},
 		{
 			name:  "service account of a targeted workload (its RBAC)",
 			setup: world,
 			event: upsert(func() Workload { c := web; c.ServiceAccountName = "other"; return c }()),
-			want:  expect(w),
+			want:  expect(w, s),
 		},
 		{
 			name:  "service account of a workload nothing targets",
@@ -507,5 +507,36 @@ func TestGrantDeltas(t *testing.T) {
 			event: upsert(flagSetGrant("team", "again", []string{"shop"})), want: expect()},
 		{name: "delete takes the permission back", setup: append(world, upsert(grant)), event: remove(grant.Key()), want: expect(s, f, w, cm)},
 		{name: "grant for a flag set that does not exist: NotPermitted becomes NotFound", setup: []step{upsert(src), upsert(web)}, event: upsert(grant), want: expect(s)},
+	})
+}
+
+// TestInputsOfWorkflowsDeltas: the Delta covers what the workflows read
+// beyond the specs: flag-set validity (a source says whether its flag sets
+// are served) and the source annotations the injection honours.
+func TestInputsOfWorkflowsDeltas(t *testing.T) {
+	flags := newFlagSet("shop", "flags", "on")
+	src := newSource("shop", "src", ref("flags", ""), selector(matchLabels("app", "web")))
+	web := deployment("shop", "web", map[string]string{"app": "web"}, nil)
+	world := []step{upsert(flags), upsert(src), upsert(web)}
+	f, s, w, cm := fsK("shop", "flags"), srcK("shop", "src"), depK("shop", "web"), cmK(fsK("shop", "flags"), "shop")
+	broken := newFlagSet("shop", "flags", "broken")
+	runDeltaCases(t, []deltaCase{
+		{name: "an edit that keeps the flag set valid: its ConfigMaps", setup: world,
+			event: upsert(newFlagSet("shop", "flags", "off")), want: expect(f, cm)},
+		{name: "an edit that makes it invalid: also the sources that resolve it", setup: world,
+			event: upsert(broken), want: expect(f, cm, s)},
+		{name: "an invalid one edited into another invalid one: no source", setup: append(world, upsert(broken)),
+			event: upsert(with(broken, func(ff *v1beta1.FeatureFlag) { ff.Spec.FlagSpec.Metadata = []byte(`{"x":1}`) })), want: expect(f, cm)},
+		{name: "the security-context annotation of a source: its workloads (and it)", setup: world,
+			event: upsert(with(src, func(s *v1beta1.FeatureFlagSource) {
+				s.Annotations = map[string]string{v1beta1.AnnotationSidecarSecurityContext: `{"runAsUser": 1000}`}
+			})), want: expect(s, w)},
+		{name: "another annotation of a source: nothing", setup: world,
+			event: upsert(with(src, func(s *v1beta1.FeatureFlagSource) { s.Annotations = map[string]string{"team": "a"} })), want: expect()},
+		{name: "a co-source's setting: the other sources of the workload too (the settings they lose)",
+			setup: append(world, upsert(newSource("shop", "other", ref("flags", ""), selector(matchLabels("app", "web"))))),
+			event: upsert(newSource("shop", "other", ref("flags", ""), selector(matchLabels("app", "web")), func(s *v1beta1.FeatureFlagSource) {
+				s.Spec.Port = 9000
+			})), want: expect(s, srcK("shop", "other"), w)},
 	})
 }

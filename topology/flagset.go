@@ -10,7 +10,9 @@ import (
 // UpsertFlagSet adds or updates a FeatureFlag.
 //
 // A spec change (or a new UID: the object was recreated) gives the flag set
-// and its ConfigMaps, to render again: nothing else reads the content. Creating one resolves the references
+// and its ConfigMaps, to render again: nothing else reads the content; and,
+// when it makes the flag set valid or invalid (Options.FlagSetValid), the
+// sources that resolve it, whose status says whether it is served. Creating one resolves the references
 // waiting for it; the Delta then also names the sources whose references
 // resolved, their workloads (their sidecars read the resolved flag sets) and
 // the ConfigMaps created. Metadata and status changes give an empty Delta.
@@ -43,17 +45,25 @@ func (t *Topology) DeleteFlagSet(namespace, name string) Delta {
 
 func (x *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 	if n, ok := x.st.g.node(k); ok {
-		old := n.payload.flagSet
-		x.st.g.setPayload(x.o, k, payload{flagSet: ff})
+		old := n.payload
+		specSame := flagSpecEqual(old.flagSet.Spec.FlagSpec, ff.Spec.FlagSpec)
+		valid := old.valid
+		if !specSame {
+			valid = x.flagSetValid(ff)
+		}
+		x.st.g.setPayload(x.o, k, payload{flagSet: ff, valid: valid})
 		// A new UID is a flag set deleted and created again between two
 		// observations: its ConfigMaps' owner references change.
-		if !flagSpecEqual(old.Spec.FlagSpec, ff.Spec.FlagSpec) || old.UID != ff.UID {
+		if FlagSetChanged(old.flagSet, ff) {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relRenders))
 		}
+		if valid != old.valid {
+			x.markAll(x.st.g.parents(k, relRefs))
+		}
 		return nil
 	}
-	if err := x.st.g.addNode(x.o, k, layerFlagSet, payload{flagSet: ff}); err != nil {
+	if err := x.st.g.addNode(x.o, k, layerFlagSet, payload{flagSet: ff, valid: x.flagSetValid(ff)}); err != nil {
 		return err
 	}
 	x.mark(k)
@@ -95,4 +105,8 @@ func flagSpecEqual(a, b v1beta1.FlagSpec) bool {
 		}
 	}
 	return true
+}
+
+func (x *tx) flagSetValid(ff *v1beta1.FeatureFlag) bool {
+	return x.opts.FlagSetValid == nil || x.opts.FlagSetValid(ff)
 }

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -43,7 +42,7 @@ func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
 	if n, ok := x.st.g.node(k); ok {
 		old := n.payload.ipc
 		x.st.g.setPayload(x.o, k, payload{ipc: c})
-		if !reflect.DeepEqual(old.Spec, c.Spec) || old.UID != c.UID {
+		if InProcessConfigChanged(old, c) {
 			x.mark(k)
 			x.markAll(x.st.g.children(k, relTargets))
 		}

@@ -90,8 +90,21 @@ type event struct {
 	record func(*world)
 }
 
+// propValid is the property test's flagd: a default variant "broken" does
+// not load.
+func propValid(ff *v1beta1.FeatureFlag) bool {
+	for _, f := range ff.Spec.FlagSpec.Flags {
+		if f.DefaultVariant == "broken" {
+			return false
+		}
+	}
+	return true
+}
+
+func newPropTopology() *Topology { return NewWithOptions(Options{FlagSetValid: propValid}) }
+
 func genFlagSet(c chooser, ns, name string) *v1beta1.FeatureFlag {
-	ff := newFlagSet(ns, name, pick(c, "on", "off"))
+	ff := newFlagSet(ns, name, pick(c, "on", "off", "broken"))
 	ff.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
 	ff.Status.Flags = int32(c.intn(3))
 	return ff
@@ -124,6 +137,8 @@ func genSource(c chooser, ns, name string) *v1beta1.FeatureFlagSource {
 	s.Spec.DebugLogging = pick(c, nil, ptrTo(true), ptrTo(false))
 	s.Spec.Port = pick[int32](c, 0, 8013, 9000)
 	s.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
+	s.Annotations = pick(c, map[string]string(nil), map[string]string{"example.com/noise": "x"},
+		map[string]string{v1beta1.AnnotationSidecarSecurityContext: `{"runAsUser": 1000}`})
 	s.Status.TargetCount = int32(c.intn(3))
 	return s
 }
@@ -263,7 +278,7 @@ func mustJSON(v any) string {
 // order given by shuffle (nil: workloads first, then the rest, so that every
 // reference starts out pending).
 func rebuild(t testing.TB, w *world, shuffle func([]func() (Delta, error))) *Topology {
-	top := New()
+	top := newPropTopology()
 	var ops []func() (Delta, error)
 	for _, wl := range sortedValues(w.workloads) {
 		ops = append(ops, func() (Delta, error) { return top.UpsertWorkload(wl) })
@@ -404,7 +419,7 @@ func (c specs) of(obj any, sidecar bool) string {
 		if sidecar {
 			spec.TargetRefs, spec.Selector = nil, nil
 		}
-		j = mustJSON(spec)
+		j = mustJSON(spec) + o.Annotations[v1beta1.AnnotationSidecarSecurityContext]
 	case *v1beta1.InProcessConfiguration:
 		j = mustJSON(o.Spec)
 	}
@@ -434,7 +449,21 @@ func (c specs) fingerprint(v *View, k Key) string {
 		if !ok {
 			return ""
 		}
-		return fmt.Sprint(c.of(s, false), v.FlagSetRefs(k), v.WorkloadsOfSource(k), v.DeniedReferrers(k))
+		// A source's status: its refs (and whether the flag sets they
+		// resolve load), targets and denied referrers, and its workloads'
+		// injections (the settings it loses to other sources, whether
+		// everything it asks for is in place).
+		var b strings.Builder
+		fmt.Fprint(&b, c.of(s, false), v.FlagSetRefs(k), v.WorkloadsOfSource(k), v.DeniedReferrers(k))
+		for _, r := range v.FlagSetRefs(k) {
+			if r.State == RefResolved {
+				fmt.Fprint(&b, r.FlagSet, v.FlagSetValid(r.FlagSet))
+			}
+		}
+		for _, w := range v.WorkloadsOfSource(k) {
+			fmt.Fprint(&b, ";", w, "=", c.fingerprint(v, w))
+		}
+		return b.String()
 	case k.Kind == KindInProcessConfig:
 		ipc, ok := v.InProcessConfig(k)
 		if !ok {
@@ -523,7 +552,7 @@ func changedNodes(before, after map[Key]string) []string {
 // each Delta, and returns the incremental topology and the final world.
 func runSequence(t *testing.T, c chooser, n int) (*Topology, *world, []string) {
 	g := NewWithT(t)
-	top, w := New(), newWorld()
+	top, w := newPropTopology(), newWorld()
 	var log []string
 	fp := specs{}
 	before := fp.fingerprints(top.Snapshot())

@@ -138,7 +138,8 @@ func (st *state) evalRefs(namespace string, refs []FlagSetRef) []FlagSetRef {
 // UpsertSource adds or updates a FeatureFlagSource.
 //
 // The Delta, when the spec changed: the source; its workloads when a
-// setting of the sidecar changed (anything but targetRefs and selector);
+// setting of the sidecar changed (anything but targetRefs and selector, or
+// an annotation the injection reads);
 // workloads it gained or lost; ConfigMaps created or no longer needed; flag
 // sets whose resolved sources or consumer namespaces changed. Metadata and
 // status changes give an empty Delta, except a new UID (the source was
@@ -174,7 +175,7 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	if exists {
 		old = n.payload.source
 	}
-	sidecarSame := exists && sidecarSpecEqual(old.obj.Spec, obj.Spec)
+	sidecarSame := exists && sidecarSpecEqual(old.obj.Spec, obj.Spec) && sourceAnnotationsEqual(old.obj, obj)
 	targetingSame := exists && targetingEqual(old.obj.Spec, obj.Spec)
 	refsSame := exists && refsSpecEqual(old.obj.Spec, obj.Spec)
 
@@ -243,6 +244,19 @@ func sidecarSpecEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
 	a.TargetRefs, b.TargetRefs = nil, nil
 	a.Selector, b.Selector = nil, nil
 	return reflect.DeepEqual(a, b)
+}
+
+// sourceAnnotationsRead are the annotations of a source that its workloads'
+// injection reads.
+var sourceAnnotationsRead = []string{v1beta1.AnnotationSidecarSecurityContext}
+
+func sourceAnnotationsEqual(a, b *v1beta1.FeatureFlagSource) bool {
+	for _, k := range sourceAnnotationsRead {
+		if a.Annotations[k] != b.Annotations[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // refsSpecEqual compares what decides the refs of two specs.

@@ -16,8 +16,9 @@ import (
 // paths it touches (see pmap). So an edit costs what a mutable map would
 // when nobody reads, and O(log n) more per touched entry when somebody does.
 type Topology struct {
-	mu sync.Mutex
-	st *state
+	mu   sync.Mutex
+	opts Options
+	st   *state
 	// token owns the state's nodes written since the last Snapshot.
 	token edit
 	// shared says that a View holds st, so the next edit must not write it.
@@ -31,13 +32,27 @@ var lastEdit atomic.Uint64
 
 func newToken() edit { return edit(lastEdit.Add(1)) }
 
+// Options configure a Topology.
+type Options struct {
+	// FlagSetValid tells whether flagd can load a flag set. A source's
+	// status says whether the flag sets it resolves are served, so the
+	// Delta of a flag-set edit that makes it valid or invalid names the
+	// sources that resolve it. nil takes every flag set as valid.
+	FlagSetValid func(*v1beta1.FeatureFlag) bool
+}
+
 // New returns an empty topology.
-func New() *Topology { return &Topology{st: &state{}, token: newToken()} }
+func New() *Topology { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns an empty topology configured by o.
+func NewWithOptions(o Options) *Topology { return &Topology{opts: o, st: &state{}, token: newToken()} }
 
 // payload is what the typed layer keeps on a node; exactly one field is set,
 // except on ConfigMap nodes, which carry nothing.
 type payload struct {
-	flagSet  *v1beta1.FeatureFlag
+	flagSet *v1beta1.FeatureFlag
+	// valid is FlagSetValid of flagSet.
+	valid    bool
 	source   *sourceRec
 	ipc      *v1beta1.InProcessConfiguration
 	workload *workloadRec
@@ -101,9 +116,10 @@ type state struct {
 
 // tx is one edit in progress.
 type tx struct {
-	o  edit
-	st *state
-	d  Delta
+	o    edit
+	st   *state
+	opts Options
+	d    Delta
 	// remount lists the workloads whose ConfigMaps may have changed. They
 	// are recomputed once, when everything else of the edit is done, so that
 	// a ConfigMap is never created and removed again within one edit.
@@ -132,16 +148,17 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	if existed {
 		before = prior.payload
 	}
-	x := &tx{o: t.token, st: t.st}
+	x := &tx{o: t.token, st: t.st, opts: t.opts}
 	err := fn(x)
 	if err == nil {
 		err = x.flushMounts()
 	}
 	if err != nil {
 		t.token = newToken()
-		t.st = t.st.rebuilt(t.token, k, before, existed)
+		t.st = t.st.rebuilt(t.token, t.opts, k, before, existed)
 		return Delta{}, err
 	}
+	x.markSourcesOfWorkloads()
 	return x.d, nil
 }
 
@@ -158,7 +175,7 @@ func (t *Topology) mustApply(k Key, fn func(*tx) error) Delta {
 
 // rebuilt builds a new state from the objects of st, with the object k as
 // the payload before says (absent when existed is false).
-func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
+func (st *state) rebuilt(o edit, opts Options, k Key, before payload, existed bool) *state {
 	var objects []payload
 	for key, n := range st.g.nodes.all() {
 		if key != k && n.payload != (payload{}) {
@@ -168,7 +185,7 @@ func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 	if existed {
 		objects = append(objects, before)
 	}
-	x := &tx{o: o, st: &state{}}
+	x := &tx{o: o, st: &state{}, opts: opts}
 	for _, p := range objects {
 		var err error
 		switch {
@@ -287,5 +304,19 @@ func (x *tx) mark(k Key) {
 func (x *tx) markAll(keys []Key) {
 	for _, k := range keys {
 		x.mark(k)
+	}
+}
+
+// markSourcesOfWorkloads marks, at the end of an edit, the sources of every
+// workload whose injection changed: a source's status reads its workloads'
+// injections (the settings it loses to other sources, whether everything it
+// asks for is in place).
+func (x *tx) markSourcesOfWorkloads() {
+	for w := range x.d.Workloads {
+		for _, s := range x.st.g.parents(w, relTargets) {
+			if s.Kind == KindSource {
+				x.mark(s)
+			}
+		}
 	}
 }

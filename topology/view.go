@@ -23,6 +23,13 @@ func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
 	return n.payload.flagSet, true
 }
 
+// FlagSetValid tells whether a flag set exists and flagd can load it
+// (Options.FlagSetValid).
+func (v *View) FlagSetValid(k Key) bool {
+	n, ok := v.st.g.node(k)
+	return ok && n.payload.flagSet != nil && n.payload.valid
+}
+
 // Source returns a FeatureFlagSource.
 func (v *View) Source(k Key) (*v1beta1.FeatureFlagSource, bool) {
 	n, ok := v.st.g.node(k)

@@ -92,9 +92,9 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	if n, ok := x.st.g.node(k); ok {
 		old = n.payload.workload
 	}
-	labelsChanged := old == nil || !maps.Equal(old.w.Labels, rec.w.Labels)
-	annotChanged := old != nil && (!slices.Equal(old.annotSources, rec.annotSources) || !slices.Equal(old.annotIPCs, rec.annotIPCs))
-	accountChanged := old != nil && old.w.ServiceAccountName != rec.w.ServiceAccountName
+	labelsChanged := old == nil || labelsDiffer(old, rec)
+	annotChanged := old != nil && annotationsDiffer(old, rec)
+	accountChanged := old != nil && accountDiffers(old, rec)
 	if old != nil && !labelsChanged && !annotChanged && !accountChanged {
 		x.st.g.setPayload(x.o, k, payload{workload: rec})
 		return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 // flagCheck is one rule about one flag. Checks run in order and a flag stops
@@ -243,4 +244,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TopologyOptions are the options of every topology flagplane keeps: a flag
+// set is valid when flagd can load it (ValidateFlagSet).
+func TopologyOptions() topology.Options {
+	return topology.Options{FlagSetValid: func(ff *v1beta1.FeatureFlag) bool { return ValidateFlagSet(ff) == nil }}
 }

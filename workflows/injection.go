@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -59,7 +60,7 @@ const (
 	// container in every pod it targets) and only for workloads of the
 	// source's own namespace. It takes effect for pods created after it is
 	// set (it is metadata, not spec: it starts no rollout).
-	AnnotationSidecarSecurityContext = "flagplane.core.openfeature.dev/sidecar-security-context"
+	AnnotationSidecarSecurityContext = v1beta1.AnnotationSidecarSecurityContext
 )
 
 // InjectionOptions are the operator-wide inputs of the injection; the rest

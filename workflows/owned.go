@@ -72,8 +72,9 @@ type ObjectRef struct {
 // instead of "not created yet", and Events go out once per failure rather
 // than on every retry. It is safe for concurrent use.
 type WriteFailures struct {
-	mu sync.Mutex
-	m  map[ObjectRef]string
+	mu      sync.Mutex
+	m       map[ObjectRef]string
+	changes uint64
 }
 
 // Record stores err for ref (nil clears it) and tells whether that changed
@@ -87,13 +88,31 @@ func (f *WriteFailures) Record(ref ObjectRef, err error) bool {
 	before, had := f.m[ref]
 	if err == nil {
 		delete(f.m, ref)
+		if had {
+			f.changes++
+		}
 		return had
 	}
 	if f.m == nil {
 		f.m = map[ObjectRef]string{}
 	}
 	f.m[ref] = err.Error()
-	return !had || before != err.Error()
+	if changed := !had || before != err.Error(); changed {
+		f.changes++
+		return true
+	}
+	return false
+}
+
+// Count is the number of Record calls that changed what is remembered, a
+// cheap way to tell whether a reconcile changed any failure.
+func (f *WriteFailures) Count() uint64 {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes
 }
 
 // Of returns the last write failure of ref, or "".

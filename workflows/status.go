@@ -83,6 +83,9 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 	switch pending := pendingOutputs(v, key, workloads, obs); {
 	case accepted.Status != metav1.ConditionTrue:
 		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
+	case resolved.Status != metav1.ConditionTrue:
+		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonUnresolvedRefs
+		programmed.Message = fmt.Sprintf("%d flag set reference(s) do not resolve (see ResolvedRefs): its workloads do not get them", len(v.UnresolvedRefs(key)))
 	case len(pending) > 0:
 		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
 		msgs := make([]string, len(pending))

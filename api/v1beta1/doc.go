@@ -8,6 +8,40 @@
 // unchanged. flagplane adds workload targeting (targetRefs, selector) and
 // status on every kind.
 //
+// # The status contract
+//
+// Every kind has status.observedGeneration and conditions whose
+// observedGeneration says which spec they judge. A condition is True only
+// when what it claims holds now, as flagplane last observed the cluster.
+//
+// FeatureFlag:
+//   - Accepted: flagd can load the flag set. False (Invalid): workloads keep
+//     its last valid content; the message says what is wrong.
+//
+// FeatureFlagSource:
+//   - Accepted: the spec is valid. False (Invalid).
+//   - ResolvedRefs: every flag set it names exists and may be read. False
+//     (FlagSetNotFound, or RefNotPermitted across namespaces without a
+//     ReferenceGrant; the latter whether or not the flag set exists).
+//   - ReferrersPermitted: every workload of another namespace whose
+//     annotation names it may use it. False (RefNotPermitted) names the
+//     workloads that may not (at most ten); nothing is applied to them.
+//   - Programmed: everything the source asks for is in place for every
+//     workload it targets, and it asks for nothing that cannot be (the READY
+//     column). False: Invalid (not accepted), UnresolvedRefs (a flag set
+//     reference does not resolve), Pending (a ConfigMap or Role not written
+//     or not up to date yet, or a flag set that is invalid), ApplyFailed (a
+//     write failed; the message has the error, e.g. a name taken by an
+//     object flagplane does not manage). True with reason SettingsConflict
+//     when another source wins one of its sidecar settings on a shared
+//     workload (the message says which, and to whom).
+//
+// InProcessConfiguration:
+//   - Accepted: the spec is valid.
+//   - ReferrersPermitted: as for a source.
+//
+// Events are recorded when a condition turns False, not on every retry.
+//
 // +kubebuilder:object:generate=true
 // +groupName=core.openfeature.dev
 package v1beta1

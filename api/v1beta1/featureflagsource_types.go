@@ -212,8 +212,10 @@ type FeatureFlagSourceStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Accepted (the spec is valid), ResolvedRefs (every flag set
-	// it names exists and may be read), Programmed (every targeted workload
-	// has what it needs).
+	// it names exists and may be read), ReferrersPermitted (no workload of
+	// another namespace names it without a ReferenceGrant), Programmed
+	// (every targeted workload has what it needs). See the package
+	// documentation for the whole contract.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

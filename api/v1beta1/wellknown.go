@@ -3,6 +3,10 @@ package v1beta1
 // Pod-template annotations by which a workload opts in the OpenFeature
 // Operator way. They are user input: flagplane reads them and never writes them.
 const (
+	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
+	// injected sidecar's hardened securityContext (flagplane's own; see
+	// workflows.AnnotationSidecarSecurityContext for when it is honoured).
+	AnnotationSidecarSecurityContext = "flagplane.core.openfeature.dev/sidecar-security-context"
 	// AnnotationEnabled must be "true" for the other annotations to count.
 	AnnotationEnabled = "openfeature.dev/enabled"
 	// AnnotationFeatureFlagSource lists sources as `name` or `namespace/name`, comma-separated.
@@ -49,4 +53,5 @@ const (
 	ReasonNoTargets          = "NoTargets"
 	ReasonSettingsConflict   = "SettingsConflict"
 	ReasonReferrersPermitted = "ReferrersPermitted"
+	ReasonUnresolvedRefs     = "UnresolvedRefs"
 )

@@ -51,6 +51,28 @@ var _ = Describe("rolloutOnChange", func() {
 		}
 	})
 
+	It("follows an edit of nothing but the source's securityContext annotation", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		web := deployment(ns, "web", nil, nil)
+		src := source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web"), withRollout)
+		create(ctx, flagSet(ns, "checkout"), src, web)
+		Eventually(pods(ctx, ns, "web")).Should(ContainElement(HaveSidecar()))
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
+		src.Annotations = map[string]string{workflows.AnnotationSidecarSecurityContext: `{"runAsUser": 1000, "runAsGroup": 1000}`}
+		Expect(k8s.Update(ctx, src)).To(Succeed())
+		Eventually(restartedAt(ctx, web)).ShouldNot(BeEmpty(), "metadata, but the injection reads it")
+		Eventually(func() []*int64 {
+			var uids []*int64
+			for _, p := range pods(ctx, ns, "web")() {
+				if c := sidecar(p); c != nil && p.DeletionTimestamp == nil {
+					uids = append(uids, c.SecurityContext.RunAsUser)
+				}
+			}
+			return uids
+		}).Should(ContainElement(HaveValue(Equal(int64(1000)))))
+	})
+
 	It("restarts pods that a rolloutOnChange source no longer applies to", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		web := deployment(ns, "web", nil, nil)

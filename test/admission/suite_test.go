@@ -66,6 +66,9 @@ func startOperator() *runningOperator {
 	// The API server reaches the webhook by URL, at envtest's address.
 	opts.ExtraDNSNames = []string{wio.LocalServingHost, "localhost"}
 	opts.Injection.SyncServer = "flagplane-sync.flagplane-system.svc:8015"
+	// Sources may relax the sidecar's securityContext here (off by default;
+	// test/security shows that).
+	opts.Injection.AllowSecurityContextOverride = true
 	// No periodic resync within a run: healing follows Deltas and pod
 	// events (and one resync when the healer starts).
 	opts.HealResync = time.Hour

@@ -116,11 +116,13 @@ var _ = Describe("FeatureFlag", func() {
 		Eventually(configMapExists(ctx, cm)).Should(BeFalse())
 		Eventually(sourceCondition(ctx, ns, "web-flags", "ResolvedRefs")).Should(Equal(
 			"False/FlagSetNotFound: sources[0]: FeatureFlag " + ns + "/checkout not found"))
-		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(HavePrefix(statusTrue))
+		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(HavePrefix("False/UnresolvedRefs"),
+			"not ready: its workload does not get the flag set")
 
 		By("created again, it is rendered again")
 		create(ctx, flagSet(ns, "checkout", "on"))
 		Eventually(func() string { return defaultVariantIn(flagContent(ctx, cm, ns, "checkout")()) }).Should(Equal("on"))
 		Eventually(sourceCondition(ctx, ns, "web-flags", "ResolvedRefs")).Should(HavePrefix(statusTrue))
+		Eventually(sourceCondition(ctx, ns, "web-flags", "Programmed")).Should(HavePrefix(statusTrue))
 	})
 })

@@ -116,7 +116,7 @@ func LoadCluster(ctx context.Context, cfg *rest.Config, o ClusterOptions) (*topo
 			}
 		}
 	}
-	t := topology.New()
+	t := topology.NewWithOptions(workflows.TopologyOptions())
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from the cluster's objects: %w", err)
 	}

@@ -47,7 +47,7 @@ func LoadDir(dir, defaultNamespace string) (*topology.Topology, error) {
 			return nil, err
 		}
 	}
-	t := topology.New()
+	t := topology.NewWithOptions(workflows.TopologyOptions())
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from %s: %w", dir, err)
 	}

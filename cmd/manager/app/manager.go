@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // The manager's own namespace: the leader election Lease, and the Events
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
-	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Topology: topology.New()}
+	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Topology: topology.NewWithOptions(workflows.TopologyOptions())}
 	if o.Sync.Enabled() {
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
 		if m.Sync, err = syncserver.AddToManager(m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {

@@ -1,0 +1,51 @@
+package topology
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// Relevance: whether an update of an object can change anything the graph
+// or a workflow reads. The topology's edits use these same comparisons, so
+// an informer handler that drops the updates they call irrelevant drops
+// exactly the updates whose Delta would be empty (the controllers do, so as
+// not to take the graph's lock for every status write). Nothing else
+// decides relevance.
+
+// FlagSetChanged tells whether a FeatureFlag update matters: its flag
+// definitions, or a new UID (recreated between two observations).
+func FlagSetChanged(old, new *v1beta1.FeatureFlag) bool {
+	return old.UID != new.UID || !flagSpecEqual(old.Spec.FlagSpec, new.Spec.FlagSpec)
+}
+
+// SourceChanged tells whether a FeatureFlagSource update matters: its spec,
+// the annotations the injection reads, or a new UID.
+func SourceChanged(old, new *v1beta1.FeatureFlagSource) bool {
+	return old.UID != new.UID || !sidecarSpecEqual(old.Spec, new.Spec) || !targetingEqual(old.Spec, new.Spec) ||
+		!sourceAnnotationsEqual(old, new)
+}
+
+// InProcessConfigChanged tells whether an InProcessConfiguration update
+// matters: its spec, or a new UID.
+func InProcessConfigChanged(old, new *v1beta1.InProcessConfiguration) bool {
+	return old.UID != new.UID || !reflect.DeepEqual(old.Spec, new.Spec)
+}
+
+// WorkloadChanged tells whether a workload update matters: its labels, its
+// openfeature.dev pod-template annotations as the graph parses them, or its
+// service account.
+func WorkloadChanged(old, new Workload) bool {
+	o, n := newWorkloadRec(old), newWorkloadRec(new)
+	return labelsDiffer(o, n) || annotationsDiffer(o, n) || accountDiffers(o, n)
+}
+
+func labelsDiffer(o, n *workloadRec) bool { return !maps.Equal(o.w.Labels, n.w.Labels) }
+
+func annotationsDiffer(o, n *workloadRec) bool {
+	return !slices.Equal(o.annotSources, n.annotSources) || !slices.Equal(o.annotIPCs, n.annotIPCs)
+}
+
+func accountDiffers(o, n *workloadRec) bool { return o.w.ServiceAccountName != n.w.ServiceAccountName }
