@@ -10,10 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,9 +133,7 @@ type ControlPlane struct {
 	keepDir  bool
 	logFiles []*os.File
 
-	kcm       *exec.Cmd
-	kcmExited chan struct{} // closed when kube-controller-manager has exited
-	kcmErr    error         // its exit status, set before kcmExited is closed
+	kcm *child.Process
 
 	scheduler *child.Process
 
@@ -182,7 +178,6 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		KubectlPath:              filepath.Join(opts.BinDir, "kubectl"),
 		log:                      opts.Log,
 		keepDir:                  opts.KeepDir || os.Getenv(KeepDirEnv) != "",
-		kcmExited:                make(chan struct{}),
 	}
 	if err := cp.start(ctx, opts, began); err != nil {
 		if stopErr := cp.Stop(); stopErr != nil {
@@ -324,27 +319,9 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = childSysProcAttr()
-
-	// The parent-death signal is delivered when the thread that forked the
-	// child exits, not the process. Lock this goroutine to its thread for the
-	// child's whole life so that the Go runtime cannot retire the thread.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cp.kcmErr = cmd.Wait()
-		close(cp.kcmExited)
-	}()
-	if err := <-started; err != nil {
-		close(cp.kcmExited)
+	if cp.kcm, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
-	cp.kcm = cmd
 	return nil
 }
 
@@ -411,11 +388,9 @@ func (cp *ControlPlane) waitForControllerManager(ctx context.Context) error {
 func (cp *ControlPlane) waitFor(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-cp.kcmExited:
+		if !cp.kcm.Running() {
 			return false, fmt.Errorf("kube-controller-manager exited (%v); last lines of %s:\n%s",
-				cp.kcmErr, cp.ControllerManagerLogPath, tail(cp.ControllerManagerLogPath, 20))
-		default:
+				cp.kcm.Err(), cp.ControllerManagerLogPath, tail(cp.ControllerManagerLogPath, 20))
 		}
 		ok, err := cond(ctx)
 		if err != nil {
@@ -514,22 +489,14 @@ func (cp *ControlPlane) Stop() error {
 }
 
 func (cp *ControlPlane) stopControllerManager() error {
-	select {
-	case <-cp.kcmExited:
-		return nil // it died earlier; the log says why
-	default:
+	killed, err := cp.kcm.Stop(20 * time.Second)
+	if err != nil {
+		return fmt.Errorf("stopping kube-controller-manager: %w", err)
 	}
-	if err := cp.kcm.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("signalling kube-controller-manager: %w", err)
-	}
-	select {
-	case <-cp.kcmExited:
-		return nil
-	case <-time.After(20 * time.Second):
-		_ = cp.kcm.Process.Kill()
-		<-cp.kcmExited
+	if killed {
 		return errors.New("kube-controller-manager did not exit within 20s of SIGTERM; killed it")
 	}
+	return nil
 }
 
 func (cp *ControlPlane) createLog(path string) (*os.File, error) {
