@@ -92,8 +92,10 @@
 //     grace period 0, as a kubelet does. Stop kills every pod's processes
 //     (within Options.StopGrace). Every process gets a parent-death signal,
 //     so none outlives the test process.
-//   - Logs: each container's stdout and stderr go to a file per run
-//     (Logs, LogsOf); they are how a failing spec explains itself.
+//   - Logs: each container's stdout and stderr go to a file per run, kept
+//     until the node stops (Logs for a running pod, LogsOf for every pod of
+//     a namespace, deleted ones included); they are how a failing spec
+//     explains itself.
 //     ReadFile, Readlink and Stat show a container's files as its process
 //     sees them.
 //

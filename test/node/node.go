@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -424,8 +423,8 @@ func (n *Node) PID(pod types.NamespacedName, containerName string) (int, bool) {
 	return 0, false
 }
 
-// Logs returns everything the container wrote to stdout and stderr, every
-// run of it in order, as long as the pod runs (and, with KeepDir, after).
+// Logs returns everything the container of a running pod wrote to stdout
+// and stderr, every run of it in order. LogsOf also covers deleted pods.
 func (n *Node) Logs(pod types.NamespacedName, container string) (string, error) {
 	r := n.runner(pod)
 	if r == nil {
@@ -435,27 +434,23 @@ func (n *Node) Logs(pod types.NamespacedName, container string) (string, error) 
 }
 
 // LogsOf returns the logs of every container of every pod of namespace
-// that runs on the node, headed by pod and container: what a failed spec
-// should show.
+// that ran on the node, deleted pods included, headed by pod and
+// container: what a failed spec should show.
 func (n *Node) LogsOf(namespace string) string {
-	n.mu.Lock()
-	var dirs []string
-	for _, r := range n.runners {
-		if r.key.Namespace == namespace {
-			dirs = append(dirs, r.logDir)
-		}
-	}
-	n.mu.Unlock()
-	sort.Strings(dirs)
+	root := filepath.Join(n.dir, "logs")
+	pods, _ := os.ReadDir(root) // sorted by name
 	var b strings.Builder
-	for _, d := range dirs {
-		entries, _ := os.ReadDir(d)
-		for _, e := range entries {
-			logs, err := readLogs(filepath.Join(d, e.Name()))
+	for _, p := range pods {
+		if !strings.HasPrefix(p.Name(), namespace+"_") {
+			continue
+		}
+		containers, _ := os.ReadDir(filepath.Join(root, p.Name()))
+		for _, c := range containers {
+			logs, err := readLogs(filepath.Join(root, p.Name(), c.Name()))
 			if err != nil {
 				logs = err.Error()
 			}
-			fmt.Fprintf(&b, "==> %s / %s <==\n%s\n", filepath.Base(d), e.Name(), logs)
+			fmt.Fprintf(&b, "==> %s / %s <==\n%s\n", p.Name(), c.Name(), logs)
 		}
 	}
 	return b.String()

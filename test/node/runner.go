@@ -55,6 +55,8 @@ func newPodRunner(n *Node, pod *corev1.Pod) *podRunner {
 	dir := filepath.Join(n.dir, "pods", string(pod.UID))
 	r := &podRunner{
 		n: n, uid: pod.UID, key: key, dir: dir,
+		// Like the kubelet's /var/log/pods/<ns>_<name>_<uid>; kept after
+		// the pod is gone, until the node stops.
 		logDir:    filepath.Join(n.dir, "logs", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
 		pod:       pod,
 		changedCh: make(chan struct{}),
