@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -89,12 +88,11 @@ var _ = Describe("the node's processes", func() {
 		Expect(err).NotTo(HaveOccurred())
 		stdout, err := helper.StdoutPipe()
 		Expect(err).NotTo(HaveOccurred())
-		var stderr bytes.Buffer
-		helper.Stderr = &stderr
+		helper.Stderr = GinkgoWriter // shown when the spec fails
 		Expect(helper.Start()).To(Succeed())
 
 		line, err := bufio.NewReader(stdout).ReadString('\n')
-		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
+		Expect(err).NotTo(HaveOccurred(), "helper output %q", line)
 		fields := strings.Fields(line)
 		Expect(fields).To(HaveLen(4), "helper said %q", line)
 		Expect(fields[0]).To(Equal("PIDS"))
