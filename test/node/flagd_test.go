@@ -16,10 +16,12 @@ var _ = Describe("a Pod running flagd on a ConfigMap volume", func() {
 		ns := newNamespace(ctx)
 		cm, pod := flagdOnConfigMap(ns, "flagd", "off")
 		pod.Spec.Containers[0].ReadinessProbe = httpProbe("/readyz", 8014)
+		created := time.Now()
 		create(ctx, cm, pod)
 
 		By("kube-scheduler binds it to the node, which runs it until it is Ready")
-		Eventually(getPod(ctx, key(pod))).Should(And(beReady(), HaveField("Status.Phase", corev1.PodRunning)))
+		Eventually(getPod(ctx, key(pod))).WithPolling(20 * time.Millisecond).Should(And(beReady(), HaveField("Status.Phase", corev1.PodRunning)))
+		AddReportEntry("Pod created to Ready (scheduled, volume projected, flagd started, readiness probe passed)", time.Since(created).String())
 		got, err := getPod(ctx, key(pod))()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Spec.NodeName).To(Equal(n.Name()))

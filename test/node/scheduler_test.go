@@ -17,13 +17,15 @@ var _ = Describe("a Deployment", func() {
 		deploy := fixtures.Deployment(ns, "web", nil, nil)
 		two := int32(2)
 		deploy.Spec.Replicas = &two
+		created := time.Now()
 		create(ctx, deploy)
 
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
 			g.Expect(deploy.Status.AvailableReplicas).To(Equal(two))
 			g.Expect(deploy.Status.UpdatedReplicas).To(Equal(two))
-		}).Should(Succeed(), "the Deployment never became available")
+		}).WithPolling(20*time.Millisecond).Should(Succeed(), "the Deployment never became available")
+		AddReportEntry("Deployment of 2 replicas created to available", time.Since(created).String())
 
 		var pods corev1.PodList
 		Expect(k8s.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
