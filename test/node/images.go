@@ -1,6 +1,12 @@
 package node
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -68,4 +74,28 @@ func (o *Options) resolveImage(ref string) (runtimeKind, string) {
 		return runBinary, binary
 	}
 	return runPlaceholder, ""
+}
+
+// imageID identifies what runs for an image: the binary and its digest.
+func (n *Node) imageID(kind runtimeKind, binary string) (string, error) {
+	if kind == runPlaceholder {
+		return "flagplane-node://placeholder", nil
+	}
+	n.imageMu.Lock()
+	defer n.imageMu.Unlock()
+	if id, ok := n.imageIDs[binary]; ok {
+		return id, nil
+	}
+	f, err := os.Open(binary)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", binary, err)
+	}
+	id := "flagplane-node://" + filepath.Base(binary) + "@sha256:" + hex.EncodeToString(h.Sum(nil))
+	n.imageIDs[binary] = id
+	return id, nil
 }

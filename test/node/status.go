@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,4 +259,22 @@ func (r *podRunner) writeStatus(ctx context.Context) error {
 // unchanged conditions (desiredStatus keeps those anyway).
 func statusEqual(a, b *corev1.PodStatus) bool {
 	return equalityDeep(a, b)
+}
+
+// statusLoop writes the pod's status whenever the runner's state changed.
+func (r *podRunner) statusLoop(ctx context.Context) {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.statusCh:
+		case <-retry:
+		}
+		retry = nil
+		if err := r.writeStatus(ctx); err != nil && ctx.Err() == nil {
+			r.n.logf("pod %s: %v", r.key, err)
+			retry = time.After(time.Second)
+		}
+	}
 }

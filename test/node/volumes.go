@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -376,4 +377,39 @@ func (pv *podVolumes) close() {
 		c()
 	}
 	pv.tokens.close()
+}
+
+// projectLoop projects the pod's volumes whenever what they read changes,
+// and retries every second while one cannot be projected.
+func (r *podRunner) projectLoop(ctx context.Context) {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.projectCh:
+		case <-retry:
+		}
+		err := r.volumes.project(ctx, r.currentPod(), &r.n.facts)
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		msg, old := "", r.volumeErr
+		if err != nil {
+			msg = err.Error()
+		} else {
+			r.mounted = true
+		}
+		r.volumeErr = msg
+		r.mu.Unlock()
+		r.changed()
+		retry = nil
+		if err != nil {
+			if msg != old {
+				r.n.event(r.podRef(), corev1.EventTypeWarning, "FailedMount", "%s", msg)
+			}
+			retry = time.After(time.Second)
+		}
+	}
 }
