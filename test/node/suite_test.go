@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	k8s = cp.Client
 
 	n, err = node.Start(ctx, cp, node.Options{
-		Log: GinkgoWriter,
+		Log:      GinkgoWriter,
+		Binaries: map[string]string{sdkClientImage: filepath.Join(filepath.Dir(cp.KubectlPath), "flagplane-sdkclient")},
 		// Short back-offs: the liveness spec waits for a restart.
 		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second,
 	})
