@@ -2,9 +2,9 @@ package node_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -41,11 +41,13 @@ func TestNodeCrashHelper(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Log: io.Discard})
+	// The outer spec shows this stderr when it fails: a watchdog the
+	// control plane could not arm says so there.
+	cp, err := controlplane.Start(ctx, controlplane.Options{Log: os.Stderr})
 	if err != nil {
 		fail(err)
 	}
-	n, err := node.Start(ctx, cp, node.Options{Log: io.Discard})
+	n, err := node.Start(ctx, cp, node.Options{Log: os.Stderr})
 	if err != nil {
 		fail(err)
 	}
@@ -74,7 +76,7 @@ func TestNodeCrashHelper(t *testing.T) {
 	if ctx.Err() != nil {
 		fail(fmt.Errorf("the pod's containers never ran: %w", ctx.Err()))
 	}
-	fmt.Println("PIDS", strings.Join(pids, " "), n.Dir())
+	fmt.Println("PIDS", strings.Join(pids, " "), n.Dir(), cp.Dir)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	runtime.KeepAlive(cp)
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -94,9 +96,21 @@ var _ = Describe("the node's processes", func() {
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		Expect(err).NotTo(HaveOccurred(), "helper output %q", line)
 		fields := strings.Fields(line)
-		Expect(fields).To(HaveLen(4), "helper said %q", line)
+		Expect(fields).To(HaveLen(5), "helper said %q", line)
 		Expect(fields[0]).To(Equal("PIDS"))
-		DeferCleanup(os.RemoveAll, fields[3]) // nobody else will
+		nodeDir, cpDir := fields[3], fields[4]
+		DeferCleanup(func() {
+			// Nobody else will: the helper died without Stop. Anything of
+			// its control plane still running would be a failure of the
+			// control plane's watchdog, which the spec reports below; it
+			// must not stay behind on the machine either way.
+			for _, pid := range processesMentioning(cpDir) {
+				GinkgoWriter.Printf("killing leftover process %d of the helper's control plane\n", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			Expect(os.RemoveAll(nodeDir)).To(Succeed())
+			Expect(os.RemoveAll(cpDir)).To(Succeed())
+		})
 		var pids []int
 		for _, f := range fields[1:3] {
 			pid, err := strconv.Atoi(f)
@@ -110,5 +124,25 @@ var _ = Describe("the node's processes", func() {
 		for _, pid := range pids {
 			Eventually(processGone(pid)).WithTimeout(10*time.Second).Should(BeTrue(), "process %d outlived the test process", pid)
 		}
+		Eventually(func() []int { return processesMentioning(cpDir) }).WithTimeout(10*time.Second).Should(BeEmpty(),
+			"the helper's control plane outlived it")
 	}, NodeTimeout(4*time.Minute))
 })
+
+// processesMentioning lists the live processes whose command line
+// contains s (zombies have none).
+func processesMentioning(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
