@@ -1,7 +1,7 @@
 # flagplane — build, generate, test.
 #
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
-# controller-gen, etcd, kube-apiserver, kube-controller-manager, kubectl. Each binary is
+# controller-gen, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl. Each binary is
 # built once per machine and rebuilt when its pinned version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
@@ -36,6 +36,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
 KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
+KUBE_SCHEDULER_STAMP := $(BIN)/.kube-scheduler-$(KUBE_VERSION)
 FLAGD_STAMP := $(BIN)/.flagd-$(FLAGD_VERSION)
 SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER_VERSION)
 
@@ -152,7 +153,7 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 ##@ Control plane (built from Go modules into bin/)
 
 .PHONY: controlplane
-controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) $(GATEWAY_API_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager and kubectl (once per machine and version); fetch Gateway API's CRDs.
+controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP) $(GATEWAY_API_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (once per machine and version); fetch Gateway API's CRDs.
 
 .PHONY: gateway-api-crds
 gateway-api-crds: $(GATEWAY_API_STAMP) ## Copy Gateway API's standard CRDs (ReferenceGrant, HTTPRoute, ...) from its Go module into bin/gateway-api-crds.
@@ -182,22 +183,34 @@ $(ETCD_STAMP): hack/tools/etcd/go.mod hack/tools/etcd/main.go
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR)
 
-$(KUBE_STAMP): hack/tools/kube/go.mod hack/tools/kube/tools.go
+# The Kubernetes binaries depend on the wrapper's go.mod (its pins), not on
+# tools.go: adding a command to tools.go must not rebuild the others. Each
+# binary or pair has a stamp of its own, named after the version, so that a
+# version bump rebuilds them all.
+$(KUBE_STAMP): hack/tools/kube/go.mod
 	@mkdir -p $(BIN)
 	@echo ">> building kube-apiserver and kube-controller-manager $(KUBE_VERSION) (about 6 minutes cold, 3 GB of memory)"
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-	@rm -f $(BIN)/.kube-* && touch $@
+	@rm -f $(BIN)/.kube-v* && touch $@
 
 # kubectl comes from the same wrapper module and version as the API server, so
 # that the suites never depend on whatever kubectl the host has. Order-only on
 # the server binaries so that `make -j` does not run two such builds at once
 # (each takes about 3 GB of memory).
-$(KUBECTL_STAMP): hack/tools/kube/go.mod hack/tools/kube/tools.go | $(KUBE_STAMP)
+$(KUBECTL_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP)
 	@mkdir -p $(BIN)
 	@echo ">> building kubectl $(KUBE_VERSION) (about a minute once the API server is built)"
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@rm -f $(BIN)/.kubectl-* && touch $@
+
+# kube-scheduler, for the suites that run pods on test/node's agent. Order-only
+# on the other builds for the same reason as kubectl.
+$(KUBE_SCHEDULER_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP)
+	@mkdir -p $(BIN)
+	@echo ">> building kube-scheduler $(KUBE_VERSION) (about a minute once the API server is built)"
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	@rm -f $(BIN)/.kube-scheduler-* && touch $@
 
 .PHONY: clean
 clean: ## Remove bin/.

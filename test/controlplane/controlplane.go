@@ -10,10 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,16 +24,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	flagplanev1beta1 "github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/internal/child"
 )
 
 // DefaultControllers are the kube-controller-manager controllers run when
 // Options.Controllers is empty: the ones whose effects flagplane depends on
 // (workloads get Pods, owned objects are garbage-collected, deleted
 // namespaces are finalized, and every namespace gets the default
-// ServiceAccount that Pod admission requires).
+// ServiceAccount that Pod admission requires), and the two a node needs to
+// run pods (test/node): every namespace gets the kube-root-ca.crt
+// ConfigMap that the service-account token volume projects, and a Node that
+// reports Ready loses the not-ready taint that keeps the scheduler away.
+// Without Nodes, the last two do nothing.
 var DefaultControllers = []string{
 	"deployment", "replicaset", "statefulset", "daemonset",
 	"garbagecollector", "namespace", "serviceaccount",
+	"root-ca-cert-publisher", "nodelifecycle",
 }
 
 // KeepDirEnv, when set to a non-empty value, keeps ControlPlane.Dir (logs,
@@ -69,6 +73,11 @@ type Options struct {
 	// Controllers run by kube-controller-manager; DefaultControllers when empty.
 	Controllers []string
 
+	// Scheduler also starts kube-scheduler, for the suites that run pods on
+	// a node (test/node). Without it, Pods stay unbound unless they name
+	// their node.
+	Scheduler bool
+
 	// Log receives progress and timings (os.Stderr when nil). Ginkgo suites
 	// pass GinkgoWriter so that the output shows with -ginkgo.v or on failure.
 	Log io.Writer
@@ -84,11 +93,15 @@ type Timings struct {
 	// ControllerManager is from starting kube-controller-manager until it has
 	// been seen doing its job.
 	ControllerManager time.Duration
+	// Scheduler is from starting kube-scheduler until it has been seen
+	// binding a Pod (zero without Options.Scheduler).
+	Scheduler time.Duration
 	// Total is the whole of Start.
 	Total time.Duration
 }
 
-// ControlPlane is a running etcd, kube-apiserver and kube-controller-manager.
+// ControlPlane is a running etcd, kube-apiserver and kube-controller-manager
+// (and kube-scheduler, with Options.Scheduler).
 // Its exported fields are set by Start and must not be changed.
 type ControlPlane struct {
 	// Dir holds everything the control plane writes: etcd data, certificates,
@@ -98,6 +111,11 @@ type ControlPlane struct {
 	KubeconfigPath string
 	// ControllerManagerLogPath is kube-controller-manager's output.
 	ControllerManagerLogPath string
+	// SchedulerLogPath is kube-scheduler's output, with Options.Scheduler.
+	SchedulerLogPath string
+	// CAPath is the API server's CA certificate (PEM), which
+	// kube-controller-manager publishes as the kube-root-ca.crt ConfigMap.
+	CAPath string
 	// APIServerLogPath and EtcdLogPath are the output of those processes.
 	APIServerLogPath string
 	EtcdLogPath      string
@@ -120,9 +138,9 @@ type ControlPlane struct {
 	keepDir  bool
 	logFiles []*os.File
 
-	kcm       *exec.Cmd
-	kcmExited chan struct{} // closed when kube-controller-manager has exited
-	kcmErr    error         // its exit status, set before kcmExited is closed
+	kcm *child.Process
+
+	scheduler *child.Process
 
 	watchdog *watchdog
 
@@ -131,7 +149,8 @@ type ControlPlane struct {
 }
 
 // Start starts etcd and kube-apiserver through envtest, installs the CRDs,
-// starts kube-controller-manager and waits until it works. ctx bounds the
+// starts kube-controller-manager (and kube-scheduler, with
+// Options.Scheduler) and waits until they work. ctx bounds the
 // start-up only: the processes run until Stop. On error everything started
 // so far is stopped again.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
@@ -139,7 +158,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+	binaries := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"}
+	if opts.Scheduler {
+		binaries = append(binaries, "kube-scheduler")
+	}
+	for _, name := range binaries {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, name)); err != nil {
 			return nil, fmt.Errorf("control-plane binary %s missing (run `make controlplane`): %w", name, err)
 		}
@@ -161,12 +184,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		Dir:                      dir,
 		KubeconfigPath:           filepath.Join(dir, "kubeconfig"),
 		ControllerManagerLogPath: filepath.Join(dir, "kube-controller-manager.log"),
+		SchedulerLogPath:         filepath.Join(dir, "kube-scheduler.log"),
+		CAPath:                   filepath.Join(dir, "ca.crt"),
 		APIServerLogPath:         filepath.Join(dir, "kube-apiserver.log"),
 		EtcdLogPath:              filepath.Join(dir, "etcd.log"),
 		KubectlPath:              filepath.Join(opts.BinDir, "kubectl"),
 		log:                      opts.Log,
 		keepDir:                  opts.KeepDir || os.Getenv(KeepDirEnv) != "",
-		kcmExited:                make(chan struct{}),
 	}
 	if err := cp.start(ctx, opts, began); err != nil {
 		if stopErr := cp.Stop(); stopErr != nil {
@@ -237,6 +261,9 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 	if err := os.WriteFile(cp.KubeconfigPath, cp.Env.KubeConfig, 0o600); err != nil {
 		return fmt.Errorf("writing the admin kubeconfig: %w", err)
 	}
+	if err := os.WriteFile(cp.CAPath, cfg.CAData, 0o644); err != nil {
+		return fmt.Errorf("writing the API server's CA: %w", err)
+	}
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: cp.Scheme}); err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
@@ -250,9 +277,20 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 		return err
 	}
 	cp.Timings.ControllerManager = time.Since(kcmStarted)
+	cp.logf("kube-controller-manager working after %s", cp.Timings.ControllerManager.Round(time.Millisecond))
+	if opts.Scheduler {
+		schedulerStarted := time.Now()
+		if err := cp.startScheduler(opts.BinDir); err != nil {
+			return err
+		}
+		if err := cp.waitForScheduler(ctx); err != nil {
+			return err
+		}
+		cp.Timings.Scheduler = time.Since(schedulerStarted)
+		cp.logf("kube-scheduler binding pods after %s", cp.Timings.Scheduler.Round(time.Millisecond))
+	}
 	cp.Timings.Total = time.Since(began)
-	cp.logf("kube-controller-manager working after %s; control plane ready in %s (kubeconfig %s)",
-		cp.Timings.ControllerManager.Round(time.Millisecond), cp.Timings.Total.Round(time.Millisecond), cp.KubeconfigPath)
+	cp.logf("control plane ready in %s (kubeconfig %s)", cp.Timings.Total.Round(time.Millisecond), cp.KubeconfigPath)
 	return nil
 }
 
@@ -286,32 +324,17 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 		// One credential for all controllers: there are no token signing
 		// keys to mint per-controller service-account tokens with.
 		"--use-service-account-credentials=false",
+		// Published as kube-root-ca.crt in every namespace, for pods to
+		// trust the API server (root-ca-cert-publisher).
+		"--root-ca-file="+cp.CAPath,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = childSysProcAttr()
-
-	// The parent-death signal is delivered when the thread that forked the
-	// child exits, not the process. Lock this goroutine to its thread for the
-	// child's whole life so that the Go runtime cannot retire the thread.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cp.kcmErr = cmd.Wait()
-		close(cp.kcmExited)
-	}()
-	if err := <-started; err != nil {
-		close(cp.kcmExited)
+	if cp.kcm, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
-	cp.kcm = cmd
 	return nil
 }
 
@@ -378,11 +401,9 @@ func (cp *ControlPlane) waitForControllerManager(ctx context.Context) error {
 func (cp *ControlPlane) waitFor(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-cp.kcmExited:
+		if !cp.kcm.Running() {
 			return false, fmt.Errorf("kube-controller-manager exited (%v); last lines of %s:\n%s",
-				cp.kcmErr, cp.ControllerManagerLogPath, tail(cp.ControllerManagerLogPath, 20))
-		default:
+				cp.kcm.Err(), cp.ControllerManagerLogPath, tail(cp.ControllerManagerLogPath, 20))
 		}
 		ok, err := cond(ctx)
 		if err != nil {
@@ -439,13 +460,18 @@ func (cp *ControlPlane) KubectlWithInput(stdin io.Reader, args ...string) (strin
 	return stdout.String(), nil
 }
 
-// Stop stops kube-controller-manager, kube-apiserver and etcd, and removes
+// Stop stops kube-scheduler, kube-controller-manager, kube-apiserver and etcd, and removes
 // Dir. It is safe to call more than once and from a cleanup that runs after
 // a failed spec; later calls return the first call's result.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		began := time.Now()
 		var errs []error
+		if cp.scheduler != nil {
+			if killed, err := cp.scheduler.Stop(20 * time.Second); err != nil || killed {
+				errs = append(errs, fmt.Errorf("stopping kube-scheduler (killed: %t): %w", killed, err))
+			}
+		}
 		if cp.kcm != nil {
 			if err := cp.stopControllerManager(); err != nil {
 				errs = append(errs, err)
@@ -476,22 +502,14 @@ func (cp *ControlPlane) Stop() error {
 }
 
 func (cp *ControlPlane) stopControllerManager() error {
-	select {
-	case <-cp.kcmExited:
-		return nil // it died earlier; the log says why
-	default:
+	killed, err := cp.kcm.Stop(20 * time.Second)
+	if err != nil {
+		return fmt.Errorf("stopping kube-controller-manager: %w", err)
 	}
-	if err := cp.kcm.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("signalling kube-controller-manager: %w", err)
-	}
-	select {
-	case <-cp.kcmExited:
-		return nil
-	case <-time.After(20 * time.Second):
-		_ = cp.kcm.Process.Kill()
-		<-cp.kcmExited
+	if killed {
 		return errors.New("kube-controller-manager did not exit within 20s of SIGTERM; killed it")
 	}
+	return nil
 }
 
 func (cp *ControlPlane) createLog(path string) (*os.File, error) {

@@ -36,7 +36,7 @@ func TestCrashHelper(t *testing.T) {
 	if os.Getenv(crashHelperEnv) == "" {
 		t.Skip("child process of the crash spec only")
 	}
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{Log: io.Discard})
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Scheduler: true, Log: io.Discard})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(2)
@@ -84,12 +84,26 @@ var _ = Describe("ControlPlane", func() {
 		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "DIR ")
 		Expect(ok).To(BeTrue(), "helper said %q", line)
 		DeferCleanup(os.RemoveAll, dir) // nobody else will
-		Expect(processesMentioning(dir)).To(HaveLen(3), "the helper's control plane is running")
+		Expect(processesMentioning(dir)).To(HaveLen(4), "the helper's control plane is running, with kube-scheduler")
 
 		Expect(stdin.Close()).To(Succeed()) // the helper now kills itself
 		Expect(helper.Wait()).To(MatchError(ContainSubstring("killed")))
 		Eventually(func() []string { return processesMentioning(dir) }).
 			WithTimeout(10 * time.Second).Should(BeEmpty())
+	}, NodeTimeout(3*time.Minute))
+
+	It("runs kube-scheduler when asked, which binds pods, and stops it", func(ctx SpecContext) {
+		cp, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, Log: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cp.Stop)
+		dir := cp.Dir
+		Expect(processesMentioning(dir)).To(ContainElement(HaveSuffix(" kube-scheduler")))
+		Expect(cp.Timings.Scheduler).To(BeNumerically(">", 0))
+		Expect(cp.Kubectl("get", "nodes", "-o", "name")).To(BeEmpty(), "the probe Node is gone")
+		Expect(cp.Kubectl("get", "configmap", "kube-root-ca.crt", "-n", "default", "-o", "jsonpath={.data.ca\\.crt}")).
+			To(Equal(string(mustReadFile(cp.CAPath))), "pods can trust the API server")
+		Expect(cp.Stop()).To(Succeed())
+		Expect(processesMentioning(dir)).To(BeEmpty())
 	}, NodeTimeout(3*time.Minute))
 
 	It("says how to build a missing binary", func(ctx SpecContext) {
@@ -114,4 +128,11 @@ func processesMentioning(s string) []string {
 		found = append(found, e.Name()+" "+filepath.Base(string(argv0)))
 	}
 	return found
+}
+
+func mustReadFile(path string) []byte {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	return data
 }

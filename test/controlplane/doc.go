@@ -8,10 +8,13 @@
 // deleted namespace never goes away. flagplane's behaviour depends on all
 // three (it injects sidecars into the Pods of workloads, owns what it
 // generates and cleans up after deleted namespaces), so the suites need the
-// controllers too. Pods stay Pending: there is no scheduler and no kubelet,
-// so a rollout never completes, but admission runs and the objects are real.
+// controllers too. By default Pods stay Pending: there is no scheduler and
+// no kubelet, so a rollout never completes, but admission runs and the
+// objects are real. With Options.Scheduler, kube-scheduler runs too and
+// binds Pods to the Nodes it finds; test/node registers one that runs them.
 //
-// The binaries (etcd, kube-apiserver, kube-controller-manager, kubectl) are
+// The binaries (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kubectl) are
 // built from their Go modules by `make controlplane` into the repository's
 // bin/ folder; nothing is downloaded at test time and nothing on the host is
 // used. $KUBEBUILDER_ASSETS points elsewhere when set.
@@ -30,6 +33,6 @@
 // Stop is idempotent and also runs when a spec failed. If the test process
 // dies without calling Stop (a panic outside Ginkgo, `go test -timeout`, a
 // signal), the child processes are killed anyway: kube-controller-manager
-// through the parent-death signal, etcd and kube-apiserver through a small
+// and kube-scheduler through the parent-death signal, etcd and kube-apiserver through a small
 // watchdog that notices when the test process is gone.
 package controlplane

@@ -11,14 +11,6 @@ import (
 	"syscall"
 )
 
-// childSysProcAttr puts a child in a process group of its own (so that the
-// watchdog can kill it with everything it started, and a Ctrl-C in the
-// terminal reaches only the test process, which then stops it in order) and
-// kills it when the thread that started it dies.
-func childSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
 // watchdog is a shell that blocks reading a pipe whose only writer is the
 // test process. When the test process ends, however it ends, the kernel
 // closes the pipe, the read returns and the shell kills the process groups

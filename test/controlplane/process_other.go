@@ -2,13 +2,7 @@
 
 package controlplane
 
-import (
-	"errors"
-	"syscall"
-)
-
-// childSysProcAttr has no parent-death signal outside Linux.
-func childSysProcAttr() *syscall.SysProcAttr { return nil }
+import "errors"
 
 // watchdog is Linux-only; elsewhere a crashed test may leave processes behind.
 type watchdog struct{}

@@ -39,7 +39,7 @@ var _ = Describe("flagd reading the ConfigMap flagplane generated", func() {
 		want, err := workflows.RenderFlagSet(ff)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.ReadFile(file)).To(BeEquivalentTo(want))
-		Expect(os.Readlink(volume.dir + "/..data")).To(Equal(volume.current))
+		Expect(os.Readlink(volume.Dir() + "/..data")).To(Equal(volume.Current()))
 	})
 })
 

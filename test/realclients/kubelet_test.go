@@ -3,8 +3,6 @@ package realclients
 import (
 	"context"
 	"fmt"
-	"maps"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,55 +11,34 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/test/node/atomicwriter"
 )
 
-// projectedVolume writes a ConfigMap's data into a directory the way the
-// kubelet's atomic writer projects a ConfigMap volume:
-//
-//	dir/..2026_01_02_15_04_05.000000001/<key>   the files of one version
-//	dir/..data -> ..2026_01_02_15_04_05.000000001
-//	dir/<key>  -> ..data/<key>
-//
-// An update writes a new version directory, points a "..data_tmp" symlink
-// at it, renames that over "..data" (the atomic step a reader can observe)
-// and removes the old version. So a reader never sees half a file, and a
-// reader watching <key> sees it change through a symlink it never opened.
+// projectedVolume is a directory into which a ConfigMap's data is projected
+// the way the kubelet projects a ConfigMap volume (test/node/atomicwriter:
+// a "..data" symlink swapped atomically on every update).
 type projectedVolume struct {
-	dir     string
-	current string // name of the version directory ..data points to
-	data    map[string]string
+	*atomicwriter.Writer
 }
 
 func newProjectedVolume() *projectedVolume {
-	return &projectedVolume{dir: GinkgoT().TempDir()}
+	w, err := atomicwriter.New(GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
+	return &projectedVolume{w}
 }
 
 // path is where a container reads key.
-func (v *projectedVolume) path(key string) string { return filepath.Join(v.dir, key) }
+func (v *projectedVolume) path(key string) string { return filepath.Join(v.Dir(), key) }
 
 // write projects data, unless it is what is projected already.
 func (v *projectedVolume) write(data map[string]string) {
-	if v.current != "" && maps.Equal(v.data, data) {
-		return
-	}
-	version := time.Now().UTC().Format("..2006_01_02_15_04_05.000000000")
-	Expect(os.Mkdir(filepath.Join(v.dir, version), 0o755)).To(Succeed())
+	payload := atomicwriter.Payload{}
 	for k, content := range data {
-		Expect(os.WriteFile(filepath.Join(v.dir, version, k), []byte(content), 0o644)).To(Succeed())
+		payload[k] = atomicwriter.File{Data: []byte(content)}
 	}
-	tmp := filepath.Join(v.dir, "..data_tmp")
-	Expect(os.Symlink(version, tmp)).To(Succeed())
-	Expect(os.Rename(tmp, filepath.Join(v.dir, "..data"))).To(Succeed())
-	for k := range data {
-		link := filepath.Join(v.dir, k)
-		if _, err := os.Lstat(link); os.IsNotExist(err) {
-			Expect(os.Symlink(filepath.Join("..data", k), link)).To(Succeed())
-		}
-	}
-	if v.current != "" {
-		Expect(os.RemoveAll(filepath.Join(v.dir, v.current))).To(Succeed())
-	}
-	v.current, v.data = version, maps.Clone(data)
+	_, err := v.Write(payload)
+	Expect(err).NotTo(HaveOccurred())
 }
 
 // kubelet keeps a projected volume in step with a ConfigMap of the cluster,

@@ -9,23 +9,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/flagplane/flagplane/test/internal/child"
 )
 
 // process is a client binary run by a spec: its output is kept (and shown
 // when the spec fails) and it is killed when the spec ends.
 type process struct {
-	name   string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	name string
+	proc *child.Process
 
 	mu    sync.Mutex
 	out   bytes.Buffer
@@ -43,10 +41,10 @@ func binary(name string) string {
 
 // startProcess runs a client until the spec ends.
 func startProcess(name string, args ...string) *process {
-	p := &process{name: filepath.Base(name), cmd: exec.Command(name, args...), exited: make(chan struct{})}
+	p := &process{name: filepath.Base(name)}
+	cmd := exec.Command(name, args...)
 	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	p.cmd.SysProcAttr = childSysProcAttr()
+	cmd.Stdout, cmd.Stderr = pw, pw
 	go func() {
 		s := bufio.NewScanner(pr)
 		s.Buffer(make([]byte, 64<<10), 4<<20)
@@ -57,38 +55,22 @@ func startProcess(name string, args ...string) *process {
 			p.mu.Unlock()
 		}
 	}()
-	// The parent-death signal fires when the thread that forked the child
-	// exits: keep that thread for the child's whole life.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := p.cmd.Start(); err != nil {
-			started <- err
-			close(p.exited)
-			return
-		}
-		started <- nil
-		p.err = p.cmd.Wait()
+	var err error
+	p.proc, err = child.Start(cmd)
+	if err != nil {
 		_ = pw.Close()
-		close(p.exited)
+	}
+	Expect(err).NotTo(HaveOccurred(), "starting %s", name)
+	go func() {
+		<-p.proc.Exited()
+		_ = pw.Close()
 	}()
-	Expect(<-started).To(Succeed(), "starting %s", name)
 	DeferCleanup(p.stop)
 	return p
 }
 
 func (p *process) stop() {
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	}
+	_, _ = p.proc.Stop(10 * time.Second)
 	if CurrentSpecReport().Failed() {
 		AddReportEntry(p.name+" output", p.output())
 	}
@@ -107,14 +89,7 @@ func (p *process) outputLines() []string {
 	return append([]string(nil), p.lines...)
 }
 
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *process) running() bool { return p.proc.Running() }
 
 // freePorts returns n loopback ports that were free a moment ago.
 func freePorts(n int) []int {
