@@ -33,6 +33,10 @@ func (k Key) GroupVersionKind() schema.GroupVersionKind {
 	case KindGrant:
 		return referenceGrantGVK
 	}
+	if k.Kind.IsPodOwner() {
+		group, kind := k.Kind.GroupKind()
+		return schema.GroupVersionKind{Group: group, Kind: kind}
+	}
 	return schema.GroupVersionKind{Kind: string(k.Kind)}
 }
 
@@ -50,8 +54,12 @@ func (k Key) GetName() string { return k.Name }
 // "deployment.apps:shop/web". String is the shorter form used in DOT and logs.
 func (k Key) GetLocator() string { return machinery.LocatorFromObject(k) }
 
-// kindIndex numbers the kinds for per-kind tables; -1 for unknown kinds.
+// kindIndex numbers the kinds for per-kind tables; every other owner of
+// pods counts as KindPodOwners; -1 for unknown kinds.
 func kindIndex(k Kind) int {
+	if k.IsPodOwner() {
+		k = KindPodOwners
+	}
 	for i, kind := range allKinds {
 		if kind == k {
 			return i
@@ -60,10 +68,14 @@ func kindIndex(k Kind) int {
 	return -1
 }
 
+// KindPodOwners is how Counts names the workloads of every kind but
+// Deployment, StatefulSet and DaemonSet (see Kind.IsPodOwner).
+const KindPodOwners Kind = "OtherPodOwner"
+
 // allKinds lists the node kinds in the order of Counts and of DOT sections.
 var allKinds = [...]Kind{
 	KindFlagSet, KindSource, KindInProcessConfig,
-	KindDeployment, KindStatefulSet, KindDaemonSet,
+	KindDeployment, KindStatefulSet, KindDaemonSet, KindPodOwners,
 	KindConfigMap, KindGrant,
 }
 

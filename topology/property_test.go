@@ -31,7 +31,7 @@ var (
 	propSources    = []string{"s1", "s2", "s3"}
 	propIPCs       = []string{"c1", "c2"}
 	propWorkloads  = []string{"w1", "w2", "w3"}
-	propKinds      = []Kind{KindDeployment, KindStatefulSet}
+	propKinds      = []Kind{KindDeployment, KindStatefulSet, "Job.batch"}
 )
 
 // chooser is where random choices come from: a seeded generator, or the
@@ -182,6 +182,7 @@ func genGrant(c chooser, ns, name string) Grant {
 				GrantFrom{Group: GroupCore, Kind: KindPod},
 				GrantFrom{Group: GroupApps, Kind: string(KindDeployment)},
 				GrantFrom{Group: GroupApps, Kind: "ReplicaSet"},
+				GrantFrom{Group: "batch", Kind: "Job"},
 			)
 			k.Namespace = from
 			g.From = append(g.From, k)

@@ -51,8 +51,8 @@ func parseRefs(s *v1beta1.FeatureFlagSource) []FlagSetRef {
 // parseTargeting reads spec.targetRefs and spec.selector.
 func parseTargeting(s *v1beta1.FeatureFlagSource) (targetRefs []Key, sel selectorRec) {
 	for _, r := range s.Spec.TargetRefs {
-		kind := Kind(r.Kind)
-		if (r.Group != "" && r.Group != "apps") || !kind.IsWorkload() {
+		kind := OwnerKind(GroupApps, r.Kind)
+		if (r.Group != "" && r.Group != GroupApps) || kind.IsPodOwner() || !kind.IsWorkload() {
 			continue // refused by the CRD's validation; never matches
 		}
 		if k := WorkloadKey(kind, s.Namespace, r.Name); !containsKey(targetRefs, k) {
@@ -283,6 +283,7 @@ func (x *tx) deleteSource(k Key) error {
 	indexUpdate(x.o, &x.st.selScan, rec.selector.scan(), nil, k)
 	targets := x.st.g.children(k, relTargets)
 	x.markAll(resolvedFlagSets(rec.refs, ""))
+	x.st.crossTargets.del(x.o, k)
 	x.st.g.removeNode(x.o, k)
 	x.mark(k)
 	for _, w := range targets {
@@ -363,6 +364,13 @@ func (x *tx) retarget(from Key, p payload, w Key) error {
 		}
 	} else {
 		x.st.g.removeEdge(x.o, from, w)
+	}
+	if from.Kind == KindSource && from.Namespace != w.Namespace {
+		if want {
+			indexAdd(x.o, &x.st.crossTargets, from, w)
+		} else {
+			indexDel(x.o, &x.st.crossTargets, from, w)
+		}
 	}
 	x.markReaders(readers)
 	x.mark(from)

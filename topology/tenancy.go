@@ -127,9 +127,11 @@ type referrerKind struct{ group, kind string }
 
 var sourceReferrer = []referrerKind{{GroupOpenFeature, v1beta1.FeatureFlagSourceKind}}
 
-// workloadReferrer is how a grant names a workload: its pods, or its own kind.
+// workloadReferrer is how a grant names a workload: its pods, or its own
+// kind (with its API group).
 func workloadReferrer(k Kind) []referrerKind {
-	return []referrerKind{{GroupCore, KindPod}, {GroupApps, string(k)}}
+	group, kind := k.GroupKind()
+	return []referrerKind{{GroupCore, KindPod}, {group, kind}}
 }
 
 // permitted is the tenancy rule: whether a referrer of one of kinds in
@@ -259,11 +261,9 @@ func (st *state) readerNamespaces(flagSet Key) []string {
 		if !slices.Contains(out, s.Namespace) {
 			out = append(out, s.Namespace)
 		}
-		for _, w := range indexGet(st.annotSources, s) {
-			if w.Namespace != s.Namespace && !slices.Contains(out, w.Namespace) {
-				if _, ok := st.g.edge(s, w); ok {
-					out = append(out, w.Namespace)
-				}
+		for _, w := range indexGet(st.crossTargets, s) {
+			if !slices.Contains(out, w.Namespace) {
+				out = append(out, w.Namespace)
 			}
 		}
 	}

@@ -112,6 +112,10 @@ type state struct {
 	// kubeRefsInto: namespace → sources with a kubernetes-provider reference
 	// to a flag set of that namespace, whose workloads a grant can let read it.
 	kubeRefsInto pmap[nsKey, pset[Key]]
+	// crossTargets: source → the workloads of other namespaces it targets
+	// (through their annotations, with a grant): the namespaces besides its
+	// own that are entitled to its flag sets.
+	crossTargets pmap[Key, pset[Key]]
 }
 
 // tx is one edit in progress.

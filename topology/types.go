@@ -21,9 +21,52 @@ const (
 	KindGrant           Kind = "ReferenceGrant"
 )
 
-// IsWorkload tells whether k is one of the workload kinds.
+// IsWorkload tells whether k is a workload kind: Deployment, StatefulSet,
+// DaemonSet, or another owner of pods (see OwnerKind).
 func (k Kind) IsWorkload() bool {
-	return k == KindDeployment || k == KindStatefulSet || k == KindDaemonSet
+	switch k {
+	case KindDeployment, KindStatefulSet, KindDaemonSet:
+		return true
+	}
+	return k.IsPodOwner()
+}
+
+// IsPodOwner tells whether k is an owner of pods other than the three apps
+// workload kinds (a Job, a CronJob, a bare ReplicaSet, an Argo Rollout...):
+// "<Kind>.<group>", or "<Kind>" for the core group.
+func (k Kind) IsPodOwner() bool {
+	switch k {
+	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, "":
+		return false
+	}
+	return true
+}
+
+// OwnerKind is the workload kind of an owner of pods of the given API group
+// and kind: KindDeployment, KindStatefulSet or KindDaemonSet for those of
+// group apps, else "<Kind>.<group>" (e.g. "Job.batch",
+// "Rollout.argoproj.io"), or "<Kind>" for the core group.
+func OwnerKind(group, kind string) Kind {
+	if group == GroupApps {
+		switch Kind(kind) {
+		case KindDeployment, KindStatefulSet, KindDaemonSet:
+			return Kind(kind)
+		}
+	}
+	if group == "" {
+		return Kind(kind)
+	}
+	return Kind(kind + "." + group)
+}
+
+// GroupKind splits a workload kind into its API group and kind.
+func (k Kind) GroupKind() (group, kind string) {
+	switch k {
+	case KindDeployment, KindStatefulSet, KindDaemonSet:
+		return GroupApps, string(k)
+	}
+	kind, group, _ = strings.Cut(string(k), ".")
+	return group, kind
 }
 
 // Key is the stable locator of a node.

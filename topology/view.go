@@ -68,7 +68,13 @@ func (v *View) InProcessConfigs() []Key { return v.st.g.ofKind(KindInProcessConf
 
 // Workloads lists the workloads of all kinds.
 func (v *View) Workloads() []Key {
-	return v.st.g.ofKind(KindDeployment, KindStatefulSet, KindDaemonSet)
+	var out []Key
+	for k := range v.st.g.nodes.all() {
+		if k.Kind.IsWorkload() {
+			out = append(out, k)
+		}
+	}
+	return sortedKeys(out)
 }
 
 // ConfigMaps lists the ConfigMaps that some workload needs.

@@ -66,7 +66,7 @@ func newWorkloadRec(w Workload) *workloadRec {
 // The topology keeps w's maps: do not modify them afterwards.
 func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
 	if !w.Kind.IsWorkload() {
-		return Delta{}, fmt.Errorf("upserting workload %s/%s: kind %q is not Deployment, StatefulSet or DaemonSet", w.Namespace, w.Name, w.Kind)
+		return Delta{}, fmt.Errorf("upserting workload %s/%s: kind %q is not a workload kind", w.Namespace, w.Name, w.Kind)
 	}
 	if w.Namespace == "" || w.Name == "" {
 		return Delta{}, fmt.Errorf("upserting %s %q in namespace %q: namespace and name are required", w.Kind, w.Name, w.Namespace)
@@ -183,6 +183,9 @@ func (x *tx) deleteWorkload(k Key) error {
 	readers := map[Key][]string{}
 	for _, s := range appliers {
 		maps.Copy(readers, x.observeReaders(s, k))
+		if s.Kind == KindSource && s.Namespace != k.Namespace {
+			indexDel(x.o, &x.st.crossTargets, s, k)
+		}
 	}
 	x.st.g.removeNode(x.o, k)
 	x.markReaders(readers)
