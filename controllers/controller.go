@@ -9,10 +9,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,6 +92,11 @@ type Controller struct {
 	rolloutWF   *workflows.RolloutReconciler
 	annotWF     *workflows.AnnotationReporter
 
+	// owners resolves pods to their workloads; podOwners are the workloads
+	// known through their pods.
+	owners    workflows.Owners
+	podOwners podOwners
+
 	handlers []toolscache.ResourceEventHandlerRegistration
 	ready    atomic.Bool
 	// workloadListeners hear of the workloads of every Delta.
@@ -99,8 +106,9 @@ type Controller struct {
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
-// ConfigMaps, Roles and RoleBindings by their managed-by label, ReplicaSets
-// as metadata only (see New). Use it when building the manager.
+// ConfigMaps, Roles and RoleBindings by their managed-by label, pods slim
+// (workflows.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
+// it when building the manager.
 func CacheOptions(base cache.Options) cache.Options {
 	managed := labels.SelectorFromSet(workflows.ManagedLabels())
 	if base.ByObject == nil {
@@ -109,6 +117,7 @@ func CacheOptions(base cache.Options) cache.Options {
 	base.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
+	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: workflows.SlimPod}
 	return base
 }
 
@@ -130,6 +139,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		client: mgr.GetClient(),
 		cache:  mgr.GetCache(),
 		opts:   opts,
+		owners: workflows.Owners{Reader: mgr.GetCache()},
 	}
 	writes := func(kind string) func(string) {
 		return func(verb string) {
@@ -241,12 +251,18 @@ func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager)
 	if err := addHandler(ctx, c, &rbacv1.RoleBinding{}, rbacHandler[*rbacv1.RoleBinding](c)); err != nil {
 		return err
 	}
-	// Pods are resolved to their Deployment through ReplicaSets; their
-	// metadata (owner references) is all that is needed.
-	rs := &metav1.PartialObjectMetadata{}
-	rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-	if _, err := c.cache.GetInformer(ctx, rs); err != nil {
-		return fmt.Errorf("getting the ReplicaSet metadata informer: %w", err)
+	// Pods are resolved to their workload through ReplicaSets and Jobs;
+	// their metadata (owner references) is all that is needed.
+	for _, gvk := range []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), batchv1.SchemeGroupVersion.WithKind("Job")} {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(gvk)
+		if _, err := c.cache.GetInformer(ctx, meta); err != nil {
+			return fmt.Errorf("getting the %s metadata informer: %w", gvk.Kind, err)
+		}
+	}
+	// Workloads of other kinds come from their pods.
+	if err := addHandler(ctx, c, &corev1.Pod{}, c.podHandler()); err != nil {
+		return err
 	}
 	return c.registerGrantCallbacks(ctx, mgr)
 }
@@ -311,6 +327,9 @@ func (c *Controller) run(ctx context.Context) error {
 	if err := c.initialPass(ctx, v); err != nil {
 		return err
 	}
+	// From now on the Pod webhook may write a ConfigMap for a pod that the
+	// graph learns of a moment later.
+	c.configMapWF.UnneededGrace = workflows.UnneededGrace
 	c.ready.Store(true)
 	logger.Info("ready: every node reconciled once", "duration", time.Since(start).String())
 

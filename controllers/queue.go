@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // workQueue is the queue of one workflow: keys are deduplicated while
@@ -69,12 +71,20 @@ func (q *workQueue[T]) process(ctx context.Context, key T) {
 	logger := log.FromContext(ctx).WithValues("workflow", q.name, "key", key)
 	start := time.Now()
 	err := q.reconcileSafely(log.IntoContext(ctx, logger), key)
+	var later workflows.RequeueAfter
 	if q.observe != nil {
-		q.observe(q.name, time.Since(start), err)
+		observed := err
+		if errors.As(err, &later) {
+			observed = nil
+		}
+		q.observe(q.name, time.Since(start), observed)
 	}
 	switch {
 	case err == nil:
 		q.queue.Forget(key)
+	case errors.As(err, &later):
+		q.queue.Forget(key)
+		q.queue.AddAfter(key, time.Duration(later))
 	case errors.Is(err, reconcile.TerminalError(nil)):
 		logger.Error(err, "giving up on key: retrying cannot fix it")
 		q.queue.Forget(key)

@@ -49,3 +49,12 @@ func annotationsDiffer(o, n *workloadRec) bool {
 }
 
 func accountDiffers(o, n *workloadRec) bool { return o.w.ServiceAccountName != n.w.ServiceAccountName }
+
+// SameAnnotationRefs tells whether two sets of pod annotations of a workload
+// of namespace name the same sources and in-process configurations, in the
+// same order, as the graph parses them.
+func SameAnnotationRefs(namespace string, a, b map[string]string) bool {
+	return !annotationsDiffer(
+		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: a}),
+		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: b}))
+}

@@ -58,3 +58,24 @@ func TestRelevance(t *testing.T) {
 	account.ServiceAccountName = "other"
 	g.Expect(WorkloadChanged(w, account)).To(BeTrue())
 }
+
+func TestOwnerKind(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		group, kind string
+		want        Kind
+	}{
+		{"apps", "Deployment", KindDeployment},
+		{"apps", "ReplicaSet", "ReplicaSet.apps"},
+		{"batch", "CronJob", "CronJob.batch"},
+		{"argoproj.io", "Rollout", "Rollout.argoproj.io"},
+		{"", "ReplicationController", "ReplicationController"},
+		{"", "ConfigMap", "ConfigMap.core"},
+	} {
+		k := OwnerKind(tc.group, tc.kind)
+		g.Expect(k).To(Equal(tc.want))
+		g.Expect(k.IsWorkload()).To(BeTrue())
+		group, kind := k.GroupKind()
+		g.Expect([]string{group, kind}).To(Equal([]string{tc.group, tc.kind}), "round trip of %s", k)
+	}
+}

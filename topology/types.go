@@ -54,10 +54,18 @@ func OwnerKind(group, kind string) Kind {
 		}
 	}
 	if group == "" {
-		return Kind(kind)
+		if k := Kind(kind); k.IsPodOwner() {
+			return k
+		}
+		// A core kind named like a node kind of the graph (a pod owned by a
+		// ConfigMap): spelt with the group's conventional name.
+		group = coreGroupName
 	}
 	return Kind(kind + "." + group)
 }
+
+// coreGroupName stands for the core API group ("") in a workload kind.
+const coreGroupName = "core"
 
 // GroupKind splits a workload kind into its API group and kind.
 func (k Kind) GroupKind() (group, kind string) {
@@ -66,6 +74,9 @@ func (k Kind) GroupKind() (group, kind string) {
 		return GroupApps, string(k)
 	}
 	kind, group, _ = strings.Cut(string(k), ".")
+	if group == coreGroupName {
+		group = ""
+	}
 	return group, kind
 }
 

@@ -191,3 +191,17 @@ func (v *View) MayRead(namespace string, flagSet Key) bool {
 func (v *View) ReaderNamespaces(flagSet Key) []string {
 	return slices.DeleteFunc(v.st.readerNamespaces(flagSet), func(ns string) bool { return ns == flagSet.Namespace })
 }
+
+// WithWorkload returns a view of the graph with w upserted, as if its
+// informer had delivered it, and leaves v as it is. The Pod webhook admits
+// the first pod of a workload that only its pods make known (a Job, an Argo
+// Rollout) before any informer has seen it: it computes that pod's injection
+// from such a view.
+func (v *View) WithWorkload(w Workload) (*View, error) {
+	st := *v.st
+	t := &Topology{st: &st, token: newToken()}
+	if _, err := t.UpsertWorkload(w); err != nil {
+		return nil, err
+	}
+	return t.Snapshot(), nil
+}

@@ -283,3 +283,20 @@ func TestFlagSpecEqualKnowsEveryField(t *testing.T) {
 		g.Expect(flagSpecEqual(base, *base.DeepCopy())).To(BeTrue())
 	}
 }
+
+func TestWithWorkload(t *testing.T) {
+	g := NewWithT(t)
+	top := shopWorld(t)
+	v := top.Snapshot()
+	job := Workload{Kind: OwnerKind("batch", "Job"), Namespace: "shop", Name: "backfill",
+		PodAnnotations: map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "sidecar"}}
+	forked, err := v.WithWorkload(job)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(forked.SourcesOfWorkload(job.Key())).To(Equal([]Key{srcK("shop", "sidecar")}))
+	g.Expect(forked.ConfigMapsOfWorkload(job.Key())).NotTo(BeEmpty())
+	_, known := v.Workload(job.Key())
+	g.Expect(known).To(BeFalse(), "the view it came from is unchanged")
+	_, known = top.Snapshot().Workload(job.Key())
+	g.Expect(known).To(BeFalse(), "and so is the topology")
+	g.Expect(string(top.Snapshot().DOT())).To(Equal(string(v.DOT())))
+}

@@ -127,7 +127,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 	}).Build()
 	f.mutator = &PodMutator{
 		Graph:        g,
-		Resolver:     &WorkloadResolver{Reader: cache},
+		Resolver:     workflows.Owners{Reader: cache},
 		ConfigMaps:   NewConfigMapEnsurer(cache, api, api),
 		Options:      workflows.DefaultInjectionOptions(),
 		WorkloadWait: time.Second,

@@ -32,8 +32,6 @@ const (
 	EventTargeted = "Targeted"
 )
 
-var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
-
 // Healer notices, from the cache, pods of a workload that flagplane injects
 // into which run without their injection — admitted while the webhook was
 // unavailable (its failurePolicy is Ignore), or incomplete because a
@@ -57,7 +55,7 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 // Resync. Only the leader heals.
 type Healer struct {
 	Graph    Graph
-	Resolver *WorkloadResolver
+	Resolver workflows.Owners
 	// Cache is the manager's cache: the pod informer, and what Heal reads
 	// unless Reader is set.
 	Cache  cache.Cache
@@ -142,9 +140,7 @@ func (h *Healer) Start(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[topology.Key]{Name: "healer"})
 	defer queue.ShutDown()
 
-	pod := &metav1.PartialObjectMetadata{}
-	pod.SetGroupVersionKind(podGVK)
-	inf, err := h.Cache.GetInformer(ctx, pod)
+	inf, err := h.Cache.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return fmt.Errorf("getting the pod metadata informer: %w", err)
 	}
@@ -209,7 +205,7 @@ func needsLook(pod metav1.Object) bool {
 }
 
 func (h *Healer) enqueuePod(ctx context.Context, queue workqueue.TypedInterface[topology.Key], obj any) {
-	pod, ok := obj.(*metav1.PartialObjectMetadata)
+	pod, ok := obj.(*corev1.Pod)
 	if !ok || !needsLook(pod) {
 		return
 	}
@@ -219,8 +215,7 @@ func (h *Healer) enqueuePod(ctx context.Context, queue workqueue.TypedInterface[
 }
 
 func (h *Healer) resync(ctx context.Context, queue workqueue.TypedInterface[topology.Key]) {
-	var pods metav1.PartialObjectMetadataList
-	pods.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
+	var pods corev1.PodList
 	if err := h.Cache.List(ctx, &pods); err != nil {
 		log.FromContext(ctx).Error(err, "listing pods from the cache")
 		return
@@ -267,7 +262,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if err != nil || obj == nil {
 		return 0, err
 	}
-	var culprit *metav1.PartialObjectMetadata
+	var culprit *corev1.Pod
 	for i := range pods {
 		p := &pods[i]
 		if !needsLook(p) {
@@ -305,7 +300,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 }
 
 // why says why a pod of w lacks its injection, as far as this process knows.
-func (h *Healer) why(v *topology.View, w topology.Key, pod *metav1.PartialObjectMetadata) (reason, why string) {
+func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
 	if _, incomplete := pod.Annotations[workflows.AnnotationIncomplete]; incomplete {
 		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[workflows.AnnotationIncomplete]
 	}

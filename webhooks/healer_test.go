@@ -31,7 +31,7 @@ func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client,
 		WithIndex(&appsv1.ReplicaSet{}, workflows.ControllerIndex, byController).Build()
 	rec := events.NewFakeRecorder(10)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: &WorkloadResolver{Reader: c}, Reader: c, Client: c,
+	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: workflows.Owners{Reader: c}, Reader: c, Client: c,
 		Events: rec, Options: workflows.DefaultInjectionOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
 	return h, c, rec, &now
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -27,7 +26,7 @@ type ConfigMaps interface {
 // PodMutator is the mutating Pod webhook's handler. See the package documentation.
 type PodMutator struct {
 	Graph      Graph
-	Resolver   *WorkloadResolver
+	Resolver   workflows.Owners
 	ConfigMaps ConfigMaps
 	Options    workflows.InjectionOptions
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
@@ -61,10 +60,14 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	res := p.Resolver.WorkloadOf(ctx, ns, pod)
 	if !res.OK {
 		if optedIn {
-			return admission.Allowed("no workload").WithWarnings(
-				"flagplane injects flagd only into pods of Deployments, StatefulSets and DaemonSets: " + res.Why)
+			return admission.Allowed("no workload").WithWarnings("flagplane injects nothing into this pod: " + res.Why)
 		}
 		return admission.Allowed("no workload")
+	}
+	if res.Workload.Kind.IsPodOwner() && !optedIn {
+		// Workloads known only through their pods opt in by annotation
+		// (targetRefs and selectors name Deployments, StatefulSets and DaemonSets).
+		return admission.Allowed("not opted in")
 	}
 	v := p.view(ctx, res.Workload, pod)
 	inj := workflows.DesiredInjection(v, res.Workload, p.Options)
@@ -123,13 +126,27 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 // lag the pod by a few milliseconds; the wait is bounded by WorkloadWait,
 // after which the pod is admitted with what the graph says (the Healer
 // catches a pod that missed its injection that way).
+//
+// A workload known only through its pods (a Job, an Argo Rollout...) is
+// not in the graph before its first pod exists: that pod is admitted with a
+// view in which the workload is what the pod says, as the pod informer will
+// tell the graph a moment later.
 func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) *topology.View {
 	deadline := time.Now().Add(p.WorkloadWait)
 	for {
 		v := p.Graph.Topology().Snapshot()
 		if p.Graph.GraphBuilt() {
-			if wl, ok := v.Workload(w); ok && maps.Equal(openFeatureAnnotations(wl.PodAnnotations), openFeatureAnnotations(pod.Annotations)) {
+			wl, ok := v.Workload(w)
+			if ok && topology.SameAnnotationRefs(w.Namespace, wl.PodAnnotations, pod.Annotations) &&
+				(!w.Kind.IsPodOwner() || wl.ServiceAccountName == serviceAccountOf(pod)) {
 				return v
+			}
+			if w.Kind.IsPodOwner() {
+				fromPod := topology.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name,
+					PodAnnotations: pod.Annotations, ServiceAccountName: serviceAccountOf(pod)}
+				if forked, err := v.WithWorkload(fromPod); err == nil {
+					return forked
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -143,13 +160,9 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 	}
 }
 
-// openFeatureAnnotations keeps the annotations by which a workload opts in.
-func openFeatureAnnotations(all map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range all {
-		if strings.HasPrefix(k, "openfeature.dev/") {
-			out[k] = v
-		}
+func serviceAccountOf(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName == "" {
+		return "default"
 	}
-	return out
+	return pod.Spec.ServiceAccountName
 }

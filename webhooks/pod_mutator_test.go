@@ -12,6 +12,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -144,7 +145,7 @@ func testScheme(t testing.TB) *runtime.Scheme {
 func replicaSetMeta(ns, name, deployment string) *metav1.PartialObjectMetadata {
 	rs := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment, UID: "d", Controller: ptr.To(true)}}}}
-	rs.SetGroupVersionKind(replicaSetGVK)
+	rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 	return rs
 }
 
@@ -195,7 +196,7 @@ func patched(t testing.TB, pod *corev1.Pod, resp admission.Response) *corev1.Pod
 func newMutator(t testing.TB, reader client.Reader, ensurer ConfigMaps) *PodMutator {
 	return &PodMutator{
 		Graph:        newGraph(t, graphManifests),
-		Resolver:     &WorkloadResolver{Reader: reader},
+		Resolver:     workflows.Owners{Reader: reader},
 		ConfigMaps:   ensurer,
 		Options:      workflows.DefaultInjectionOptions(),
 		WorkloadWait: 50 * time.Millisecond,
@@ -300,7 +301,7 @@ func TestPodMutator(t *testing.T) {
 		resp := newMutator(t, reader, &recordingEnsurer{}).Handle(ctx, request(t, admissionv1.Create, pod, false))
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.Patches).To(BeEmpty())
-		g.Expect(resp.Warnings).To(ConsistOf(ContainSubstring("only into pods of Deployments, StatefulSets and DaemonSets: the pod has no controller")))
+		g.Expect(resp.Warnings).To(ConsistOf(ContainSubstring("flagplane injects nothing into this pod: the pod has no controller")))
 	})
 
 	t.Run("the webhook waits for the graph to know the workload's opt-in annotations", func(t *testing.T) {

@@ -205,7 +205,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		}
 	}
 
-	resolver := &WorkloadResolver{Reader: mgr.GetCache()}
+	resolver := workflows.Owners{Reader: mgr.GetCache()}
 	admissions := &EmptyAdmissions{}
 	a.PodMutator = &PodMutator{
 		Admissions:   admissions,

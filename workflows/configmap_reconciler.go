@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +35,10 @@ type ConfigMapReconciler struct {
 	Live client.Reader
 	// Failures remembers failed writes for status; nil remembers nothing.
 	Failures *WriteFailures
+	// UnneededGrace keeps a new ConfigMap that no workload needs for this
+	// long (UnneededGrace once the graph is live; zero deletes at once, as
+	// at start-up, when the graph has seen every pod).
+	UnneededGrace time.Duration
 }
 
 // Reconcile brings the ConfigMap namespace/name in line with the graph. It
@@ -53,6 +58,9 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 	if !needed {
 		if current == nil || !hasManagedLabel(current.Labels) {
 			return nil
+		}
+		if age := time.Since(current.CreationTimestamp.Time); age < r.UnneededGrace {
+			return RequeueAfter(r.UnneededGrace - age)
 		}
 		logger.Info("deleting ConfigMap no workload needs")
 		err := r.Client.Delete(ctx, current, client.Preconditions{UID: &current.UID})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,3 +125,18 @@ func (f *WriteFailures) Of(ref ObjectRef) string {
 	defer f.mu.Unlock()
 	return f.m[ref]
 }
+
+// RequeueAfter is an error that asks for the key to be reconciled again
+// after a while, without counting as a failure.
+type RequeueAfter time.Duration
+
+func (r RequeueAfter) Error() string {
+	return fmt.Sprintf("reconcile again in %s", time.Duration(r))
+}
+
+// UnneededGrace is how long a new generated ConfigMap that no workload
+// needs is kept: the Pod webhook writes one for the first pod of a workload
+// that only its pods make known, moments before the pod informer tells the
+// graph. (Should the graph take longer, the ConfigMap is deleted and written
+// again when it does; the kubelet waits for it meanwhile.)
+const UnneededGrace = 5 * time.Second

@@ -29,13 +29,18 @@ var (
 // same in every namespace, so the cache finds all of a workload's pairs by
 // name, and removing a workload removes exactly its grants.
 func RBACName(workload topology.Key) string {
-	return rbacNamePrefix + strings.ToLower(string(workload.Kind)) + ":" + workload.Namespace + ":" + workload.Name
+	kind := string(workload.Kind)
+	if !workload.Kind.IsPodOwner() {
+		kind = strings.ToLower(kind) // deployment, statefulset, daemonset
+	}
+	return rbacNamePrefix + kind + ":" + workload.Namespace + ":" + workload.Name
 }
 
 const rbacNamePrefix = "flagplane:featureflag-reader:"
 
 // WorkloadOfRBACName is the inverse of RBACName. Namespaces and workload
-// names hold no colon, so the name splits unambiguously.
+// names hold no colon, so the name splits unambiguously. (A pod owner of the
+// core group has no dot in its kind and is not told from a foreign name.)
 func WorkloadOfRBACName(name string) (topology.Key, bool) {
 	rest, ok := strings.CutPrefix(name, rbacNamePrefix)
 	if !ok {
@@ -49,6 +54,9 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 		if strings.ToLower(string(kind)) == parts[0] {
 			return topology.WorkloadKey(kind, parts[1], parts[2]), true
 		}
+	}
+	if kind := topology.Kind(parts[0]); kind.IsPodOwner() && strings.Contains(parts[0], ".") {
+		return topology.WorkloadKey(kind, parts[1], parts[2]), true
 	}
 	return topology.Key{}, false
 }

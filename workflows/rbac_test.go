@@ -14,6 +14,8 @@ func TestRBACNameRoundTrip(t *testing.T) {
 		topology.WorkloadKey(topology.KindDeployment, "shop", "web"),
 		topology.WorkloadKey(topology.KindStatefulSet, "db-ns", "db.primary"),
 		topology.WorkloadKey(topology.KindDaemonSet, "kube-x", "agent"),
+		topology.WorkloadKey(topology.OwnerKind("batch", "CronJob"), "jobs", "nightly"),
+		topology.WorkloadKey(topology.OwnerKind("argoproj.io", "Rollout"), "shop", "web"),
 	} {
 		got, ok := WorkloadOfRBACName(RBACName(k))
 		g.Expect(ok).To(BeTrue(), k.String())

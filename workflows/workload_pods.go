@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,10 +40,7 @@ const (
 // listing a namespace's pods.
 const ControllerIndex = "flagplane.controller"
 
-var (
-	podGVK        = corev1.SchemeGroupVersion.WithKind("Pod")
-	replicaSetGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-)
+var replicaSetGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // IndexPodsByController registers ControllerIndex on the metadata caches of
 // pods and ReplicaSets. Call it before the manager starts.
@@ -55,12 +51,14 @@ func IndexPodsByController(ctx context.Context, indexer client.FieldIndexer) err
 		}
 		return nil
 	}
-	for _, gvk := range []schema.GroupVersionKind{podGVK, replicaSetGVK} {
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(gvk)
-		if err := indexer.IndexField(ctx, obj, ControllerIndex, byController); err != nil {
-			return fmt.Errorf("indexing %s metadata by controller: %w", gvk.Kind, err)
-		}
+	// Pods are cached typed but slim (controllers.CacheOptions); ReplicaSets as metadata.
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, ControllerIndex, byController); err != nil {
+		return fmt.Errorf("indexing pods by controller: %w", err)
+	}
+	rs := &metav1.PartialObjectMetadata{}
+	rs.SetGroupVersionKind(replicaSetGVK)
+	if err := indexer.IndexField(ctx, rs, ControllerIndex, byController); err != nil {
+		return fmt.Errorf("indexing ReplicaSet metadata by controller: %w", err)
 	}
 	return nil
 }
@@ -75,7 +73,7 @@ type WorkloadPods struct {
 // template as far as flagplane's annotations go: not terminating, and
 // created after its last restart (older ones are being replaced). obj is
 // nil when the workload is gone.
-func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj client.Object, pods []metav1.PartialObjectMetadata, err error) {
+func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj client.Object, pods []corev1.Pod, err error) {
 	obj, tmpl, err := p.workload(ctx, w)
 	if err != nil || obj == nil {
 		return nil, nil, client.IgnoreNotFound(err)
@@ -111,7 +109,7 @@ func (p WorkloadPods) workload(ctx context.Context, w topology.Key) (client.Obje
 }
 
 // podsOf lists a workload's pods' metadata: a Deployment's through its ReplicaSets.
-func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]metav1.PartialObjectMetadata, error) {
+func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]corev1.Pod, error) {
 	owners := []string{string(w.Kind) + "/" + w.Name}
 	if w.Kind == topology.KindDeployment {
 		var rss metav1.PartialObjectMetadataList
@@ -124,10 +122,9 @@ func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]metav1.Part
 			owners = append(owners, "ReplicaSet/"+rs.Name)
 		}
 	}
-	var out []metav1.PartialObjectMetadata
+	var out []corev1.Pod
 	for _, o := range owners {
-		var pods metav1.PartialObjectMetadataList
-		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		var pods corev1.PodList
 		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: o}); err != nil {
 			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
 		}
@@ -146,4 +143,19 @@ func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Ti
 		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
 	}
 	return nil
+}
+
+// SlimPod keeps of a pod what flagplane reads (its metadata but managed
+// fields, and its service account), so that caching every pod of the
+// cluster costs about what caching their metadata would. It is the cache
+// transform of pods (controllers.CacheOptions).
+func SlimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	slim.ManagedFields = nil
+	slim.Spec.ServiceAccountName = pod.Spec.ServiceAccountName
+	return slim, nil
 }

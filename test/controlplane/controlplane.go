@@ -37,7 +37,7 @@ import (
 // reports Ready loses the not-ready taint that keeps the scheduler away.
 // Without Nodes, the last two do nothing.
 var DefaultControllers = []string{
-	"deployment", "replicaset", "statefulset", "daemonset",
+	"deployment", "replicaset", "statefulset", "daemonset", "job", "cronjob",
 	"garbagecollector", "namespace", "serviceaccount",
 	"root-ca-cert-publisher", "nodelifecycle",
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,6 +122,17 @@ var _ = Describe("a tenant reaching for another namespace's flags", func() {
 			}).Should(BeTrue())
 			Expect(canI(ctx, t.tenant, "default", "list", "featureflags.core.openfeature.dev", "")).To(BeFalse(), "never cluster-wide")
 		})
+	})
+
+	It("through a Job's pod annotation naming another namespace's FeatureFlagSource without a grant: nothing injected or copied", func(ctx SpecContext) {
+		t := newTenancy(ctx)
+		tmpl := optedIn(t.tenant, "job", t.platform+"/platform-src", "").Spec.Template
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+		create(ctx, t.mallory, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: t.tenant, Name: "job"}, Spec: batchv1.JobSpec{Template: tmpl}})
+		Expect(injected(firstPod(ctx, t.tenant, "job"))).To(BeEmpty())
+		Consistently(leakedInto(ctx, t.tenant)).Should(BeEmpty())
+		Eventually(condition(ctx, source(t.platform, "platform-src"), v1beta1.ConditionReferrersPermitted)).Should(And(
+			HavePrefix("False/RefNotPermitted"), ContainSubstring("Job.batch "+t.tenant+"/job")))
 	})
 
 	It("through a workload annotation naming another namespace's InProcessConfiguration without a grant: no env, an Event, a condition", func(ctx SpecContext) {

@@ -1,0 +1,82 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+// Workloads other than Deployments, StatefulSets and DaemonSets (a Job, a
+// CronJob, a bare ReplicaSet, an Argo Rollout...) are known to the graph
+// through their pods, as the OpenFeature Operator knows them: flagplane has
+// no informer of every kind that may own pods. Such a workload is in the
+// graph while it has pods, with the annotations and service account of its
+// last pod seen.
+
+// podOwners remembers the workload of every pod that stands for one.
+type podOwners struct {
+	mu    sync.Mutex
+	owner map[types.NamespacedName]topology.Key
+	pods  map[topology.Key]int
+}
+
+func (c *Controller) podHandler() typedHandler[*corev1.Pod] {
+	return typedHandler[*corev1.Pod]{
+		onAdd:    c.onPodChanged,
+		onUpdate: func(_, new *corev1.Pod) { c.onPodChanged(new) },
+		onDelete: c.onPodDeleted,
+	}
+}
+
+// onPodChanged: a pod of a workload known only through its pods appeared or
+// changed (its annotations and service account stand for the workload's).
+func (c *Controller) onPodChanged(pod *corev1.Pod) {
+	if pod.DeletionTimestamp != nil {
+		return
+	}
+	res := c.owners.WorkloadOf(context.Background(), pod.Namespace, pod)
+	if !res.OK || !res.Workload.Kind.IsPodOwner() {
+		return // a Deployment's, StatefulSet's or DaemonSet's: their informers tell
+	}
+	name := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.podOwners.mu.Lock()
+	if c.podOwners.owner == nil {
+		c.podOwners.owner, c.podOwners.pods = map[types.NamespacedName]topology.Key{}, map[topology.Key]int{}
+	}
+	if _, seen := c.podOwners.owner[name]; !seen {
+		c.podOwners.owner[name] = res.Workload
+		c.podOwners.pods[res.Workload]++
+	}
+	c.podOwners.mu.Unlock()
+	w := topology.Workload{Kind: res.Workload.Kind, Namespace: pod.Namespace, Name: res.Workload.Name,
+		PodAnnotations: pod.Annotations, ServiceAccountName: pod.Spec.ServiceAccountName}
+	if w.ServiceAccountName == "" {
+		w.ServiceAccountName = "default"
+	}
+	c.event(string(w.Kind), "pod-changed")
+	c.upsertWorkload(w)
+}
+
+// onPodDeleted: the workload leaves the graph with its last pod.
+func (c *Controller) onPodDeleted(pod *corev1.Pod) {
+	name := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.podOwners.mu.Lock()
+	w, ok := c.podOwners.owner[name]
+	last := false
+	if ok {
+		delete(c.podOwners.owner, name)
+		c.podOwners.pods[w]--
+		if last = c.podOwners.pods[w] == 0; last {
+			delete(c.podOwners.pods, w)
+		}
+	}
+	c.podOwners.mu.Unlock()
+	if last {
+		c.event(string(w.Kind), "deleted")
+		c.dispatch(c.topo.DeleteWorkload(w))
+	}
+}
