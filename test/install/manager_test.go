@@ -267,9 +267,12 @@ func describeManager() {
 			g.Expect(cm.Data[dataKey]).To(ContainSubstring(`"defaultVariant":"off"`))
 		}).Should(Succeed())
 
-		By("restarting every kind of workload when its injected configuration changes (rolloutOnChange)")
+		By("restarting the workloads whose pods got another injection than they would get now (rolloutOnChange)")
 		update(src, func() { src.Spec.DebugLogging = ptr.To(true) })
-		for _, w := range []client.Object{web, db, agent} {
+		// The DaemonSet has no pods here (this control plane has no node), so
+		// nothing of it runs an old injection: it is not restarted. The
+		// policy rows show a DaemonSet restart admitted for the manager.
+		for _, w := range []client.Object{web, db} {
 			Eventually(func(g Gomega) map[string]string {
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
 				switch w := w.(type) {
