@@ -32,7 +32,29 @@ var lastEdit atomic.Uint64
 func newToken() edit { return edit(lastEdit.Add(1)) }
 
 // New returns an empty topology.
-func New() *Topology { return &Topology{st: &state{}, token: newToken()} }
+func New(opts ...Option) *Topology {
+	st := &state{}
+	for _, o := range opts {
+		o(st)
+	}
+	return &Topology{st: st, token: newToken()}
+}
+
+// Option configures a Topology at construction; it never changes after.
+type Option func(*state)
+
+// WithDefaultSyncProvider sets the provider of a spec.sources entry that
+// names none when its source has no defaultSyncProvider either: the
+// operator-wide default (the manager's --sidecar-sync-provider, the
+// OpenFeature Operator's sidecarConfiguration.defaultSyncProvider). Without
+// it, and for "", it is file.
+func WithDefaultSyncProvider(p v1beta1.SyncProviderType) Option {
+	return func(st *state) {
+		if p != "" {
+			st.defaultProvider = p
+		}
+	}
+}
 
 // payload is what the typed layer keeps on a node; exactly one field is set,
 // except on ConfigMap nodes, which carry nothing.
@@ -57,6 +79,11 @@ const (
 // is a snapshot: all fields are persistent maps.
 type state struct {
 	g graph[payload]
+
+	// defaultProvider is the provider of an entry that names none and whose
+	// source has no defaultSyncProvider (WithDefaultSyncProvider); "" is
+	// file. It is set once, at New.
+	defaultProvider v1beta1.SyncProviderType
 
 	// cmByName maps a desired ConfigMap's namespace and object name to its key.
 	cmByName pmap[cmName, Key]
@@ -168,7 +195,7 @@ func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 	if existed {
 		objects = append(objects, before)
 	}
-	x := &tx{o: o, st: &state{}}
+	x := &tx{o: o, st: &state{defaultProvider: st.defaultProvider}}
 	for _, p := range objects {
 		var err error
 		switch {
