@@ -117,6 +117,9 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if mutated.Annotations == nil {
 		mutated.Annotations = map[string]string{}
 	}
+	if inj.Sidecar != nil && len(mutated.Spec.InitContainers) > 0 && mutated.Spec.InitContainers[len(mutated.Spec.InitContainers)-1].Name == inj.Sidecar.Name {
+		maps.Copy(mutated.Annotations, inj.PodAnnotations)
+	}
 	mutated.Annotations[AnnotationInjection] = inj.Fingerprint()
 	if len(incomplete) > 0 {
 		mutated.Annotations[AnnotationIncomplete] = strings.Join(incomplete, ",")

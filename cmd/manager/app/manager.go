@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // The manager's own namespace: the leader election Lease, and the Events
@@ -113,7 +114,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
-	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Topology: topology.New()}
+	// Process-wide settings of the workflows: what generated objects carry,
+	// and whether warnings about a flag set are errors.
+	workflows.SetGeneratedMetadata(o.Generated)
+	workflows.SetStrictValidation(o.StrictValidation)
+	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics,
+		Topology: topology.New(topology.WithDefaultSyncProvider(o.DefaultSyncProvider))}
 	if o.Sync.Enabled() {
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
 		if m.Sync, err = syncserver.AddToManager(m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
@@ -135,6 +141,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if o.Webhooks {
 		wo := o.Admission
 		wo.Injection.Sidecar = o.Sidecar
+		wo.Injection.InProcess = o.InProcess
+		wo.StrictValidation = o.StrictValidation
 		// Sidecars of flagd-proxy sources prove their namespace to the sync
 		// server with a token the webhook writes into their arguments.
 		if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {
