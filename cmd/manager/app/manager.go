@@ -121,8 +121,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics,
 		Topology: topology.New(topology.WithDefaultSyncProvider(o.DefaultSyncProvider))}
 	if o.Sync.Enabled() {
+		if o.Sync.SecretNamespace == "" {
+			o.Sync.SecretNamespace = o.Admission.Namespace
+		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
-		if m.Sync, err = syncserver.AddToManager(m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
+		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}
