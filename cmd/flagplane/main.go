@@ -16,6 +16,12 @@
 //	--from-dir DIR        no cluster: built offline from the manifests under DIR
 //
 // With none of them it uses the current kubeconfig context, as kubectl does.
+//
+//	flagplane migrate [--kubeconfig FILE] [--apply]
+//
+// finds what the OpenFeature Operator left on a cluster, says what each
+// leftover means now that flagplane runs, and with --apply removes what
+// flagplane replaces (see package migrate).
 package main
 
 import (
@@ -40,9 +46,10 @@ const usage = `flagplane: the flagplane operator's command-line companion
 
 Usage:
   flagplane topology [flags]   dump the topology as Graphviz DOT, SVG or PNG
+  flagplane migrate [flags]    find what the OpenFeature Operator left, and remove what flagplane replaces
   flagplane help               this text
 
-Run 'flagplane topology -h' for its flags.
+Run 'flagplane topology -h' or 'flagplane migrate -h' for their flags.
 `
 
 func main() {
@@ -73,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "topology":
 		return topologyCmd(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
