@@ -39,7 +39,9 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/topology"
 )
 
 const usage = `flagplane: the flagplane operator's command-line companion
@@ -96,7 +98,7 @@ func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	var (
 		url, kubeconfig, kubeContext, fromDir, namespace, format, output string
-		tokenFile                                                        string
+		tokenFile, syncProvider                                          string
 		namespaces                                                       stringList
 		urlOpts                                                          topodump.URLOptions
 		timeout                                                          time.Duration
@@ -114,6 +116,7 @@ func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (svg and png need Graphviz)")
 	fs.StringVar(&output, "o", "", "write to this file instead of standard output")
 	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the topology after this long")
+	fs.StringVar(&syncProvider, "sidecar-sync-provider", "", "with a cluster or --from-dir: the manager's --sidecar-sync-provider, if it has one, so that entries naming no provider are read as it reads them (default file)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
 
@@ -159,6 +162,9 @@ Flags:
 	if len(namespaces) > 0 && (url != "" || fromDir != "") {
 		return fmt.Errorf("%w: --namespaces goes with a cluster (--kubeconfig or the current context)", errUsage)
 	}
+	if syncProvider != "" && url != "" {
+		return fmt.Errorf("%w: --sidecar-sync-provider goes with a cluster or --from-dir (a manager's graph has its own)", errUsage)
+	}
 	if !validFormat(format) {
 		return fmt.Errorf("%w: unknown --format %q: use one of %s", errUsage, format, strings.Join(topodump.Formats, ", "))
 	}
@@ -180,7 +186,7 @@ Flags:
 		}
 		dot, err = topodump.FromURL(ctx, url, urlOpts)
 	case fromDir != "":
-		dot, err = topodump.FromDir(fromDir, namespace)
+		dot, err = topodump.FromDir(fromDir, namespace, topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider)))
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = kubeconfig
@@ -189,7 +195,8 @@ Flags:
 		if cerr != nil {
 			return fmt.Errorf("loading kubeconfig: %w", cerr)
 		}
-		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr})
+		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr,
+			Topology: []topology.Option{topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider))}})
 	}
 	if err != nil {
 		return err
