@@ -33,13 +33,16 @@ import (
 //
 // Several sources on one workload are merged in the order
 // topology.View.SourcesOfWorkload gives (annotation order, then targeting
-// sources by key). As in the OpenFeature Operator, a later source's setting
-// overrides an earlier one's; a setting counts only where a source sets it
-// to something else than the API's default, so that a source that leaves the
-// port alone never overrides one that sets it. Every overridden setting is a
-// SettingConflict. Lists (sources, CORS origins, sync provider args) are
-// concatenated without repeats; maps (env vars, context values, header
-// mappings, resources) merge by key.
+// sources by key). A later source's setting overrides an earlier one's, as
+// in the OpenFeature Operator, but a setting counts only where a source sets
+// it to something else than the API's default, so that a source that leaves
+// the port alone never overrides one that sets it (in the OpenFeature
+// Operator the CRD's defaults make the last source win) nor the operator's
+// default (SidecarOptions). Every overridden setting is a SettingConflict.
+// Lists (sources, CORS origins, sync provider args) are concatenated without
+// repeats; maps (env vars, context values, header mappings, resources) merge
+// by key. In-process configurations merge by the OpenFeature Operator's rule
+// (see inProcessMerge).
 
 // Sidecar container and mount layout.
 const (
