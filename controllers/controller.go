@@ -132,7 +132,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	topo := opts.Topology
 	if topo == nil {
-		topo = topology.NewWithOptions(workflows.TopologyOptions())
+		topo = topology.New(workflows.TopologyOptions()...)
 	}
 	c := &Controller{
 		topo:   topo,

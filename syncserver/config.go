@@ -1,13 +1,16 @@
 package syncserver
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -28,8 +31,17 @@ type Config struct {
 	// TokenAudience is the audience of the service-account tokens accepted.
 	TokenAudience string
 	// NamespaceTokenKeyFile holds the keys of namespace tokens, one per
-	// line, the first signing; empty disables namespace tokens.
+	// line, the first signing; empty disables namespace tokens, unless
+	// NamespaceTokenKeySecret is set.
 	NamespaceTokenKeyFile string
+	// NamespaceTokenKeySecret, "name" (in the manager's namespace, see
+	// SecretNamespace) or "namespace/name", is a Secret that holds the keys
+	// under NamespaceTokenKeySecretKey, generated when absent (see
+	// EnsureNamespaceTokenKeys). It excludes NamespaceTokenKeyFile.
+	NamespaceTokenKeySecret string
+	// SecretNamespace is the namespace of a NamespaceTokenKeySecret named
+	// without one: the manager's ($POD_NAMESPACE, else flagplane-system).
+	SecretNamespace string
 	// MaxConnectionAge makes subscribers reconnect after about this long;
 	// zero never does (see Options.MaxConnectionAge).
 	MaxConnectionAge time.Duration
@@ -68,6 +80,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TokenAudience, "sync-token-audience", c.TokenAudience, "audience that subscribers' service-account tokens must be issued for")
 	fs.StringVar(&c.NamespaceTokenKeyFile, "sync-namespace-token-key-file", c.NamespaceTokenKeyFile,
 		"file of keys (one per line, at least 32 characters, the first signs) for the namespace tokens of injected flagd sidecars; empty disables them")
+	fs.StringVar(&c.NamespaceTokenKeySecret, "sync-namespace-token-key-secret", c.NamespaceTokenKeySecret,
+		"Secret ([namespace/]name, in the manager's namespace by default) whose key \"keys\" holds the namespace-token keys, created with a fresh key when absent; instead of --sync-namespace-token-key-file")
 	fs.DurationVar(&c.MaxConnectionAge, "sync-max-connection-age", c.MaxConnectionAge,
 		"make subscribers reconnect after about this long (they resume with the current state), spreading them over the replicas again after a scale-up or rollout; 0 never does")
 	fs.Float64Var(&c.TokenReviewQPS, "sync-token-review-qps", c.TokenReviewQPS,
@@ -103,12 +117,20 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--sync-max-connection-age %s is under a minute: every subscriber would reconnect, and be sent its flag set again, that often", c.MaxConnectionAge))
 	}
 	errs = append(errs, c.validateTokenReviews()...)
-	if c.NamespaceTokenKeyFile != "" {
+	switch {
+	case c.NamespaceTokenKeyFile != "" && c.NamespaceTokenKeySecret != "":
+		errs = append(errs, errors.New("--sync-namespace-token-key-file and --sync-namespace-token-key-secret exclude each other"))
+	case c.NamespaceTokenKeyFile != "":
 		if _, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile); err != nil {
 			errs = append(errs, err)
 		}
-	} else if !c.ServiceAccountTokens {
-		errs = append(errs, errors.New("with --sync-service-account-tokens=false, --sync-namespace-token-key-file is needed: nobody could subscribe"))
+	case c.NamespaceTokenKeySecret != "":
+		ns, name := c.keySecret()
+		for _, m := range append(validation.IsDNS1123Label(ns), validation.IsDNS1123Subdomain(name)...) {
+			errs = append(errs, fmt.Errorf("--sync-namespace-token-key-secret %q: %s", c.NamespaceTokenKeySecret, m))
+		}
+	case !c.ServiceAccountTokens:
+		errs = append(errs, errors.New("with --sync-service-account-tokens=false, --sync-namespace-token-key-file or --sync-namespace-token-key-secret is needed: nobody could subscribe"))
 	}
 	return errors.Join(errs...)
 }
@@ -146,13 +168,8 @@ func ReadNamespaceTokenKeys(path string) (*NamespaceTokens, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the namespace token keys: %w", err)
 	}
-	n := &NamespaceTokens{}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			n.Keys = append(n.Keys, line)
-		}
-	}
-	if err := n.Validate(); err != nil {
+	n, err := parseNamespaceTokenKeys(data)
+	if err != nil {
 		return nil, fmt.Errorf("namespace token keys in %s: %w", path, err)
 	}
 	return n, nil
@@ -187,21 +204,49 @@ const (
 	EndSendFailed = "send_failed"
 )
 
+// keySecret is the namespace and name of NamespaceTokenKeySecret.
+func (c Config) keySecret() (namespace, name string) {
+	if ns, n, ok := strings.Cut(c.NamespaceTokenKeySecret, "/"); ok {
+		return ns, n
+	}
+	ns := c.SecretNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if ns == "" {
+		ns = "flagplane-system"
+	}
+	return ns, c.NamespaceTokenKeySecret
+}
+
 // AddToManager builds the server of c over topo and adds it to mgr, where it
 // runs on every replica (leader or not). ready gates it (see
 // Options.Ready); observer may be nil. It returns the server, to be given
-// to the controllers as their controllers.Options.FlagSetListener.
-func AddToManager(mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
+// to the controllers as their controllers.Options.FlagSetListener. With
+// NamespaceTokenKeySecret it reads (or creates) the Secret with mgr's
+// API reader and client, within ctx.
+func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	var chain Chain
-	if c.NamespaceTokenKeyFile != "" {
+	switch {
+	case c.NamespaceTokenKeyFile != "":
 		keys, err := ReadNamespaceTokenKeys(c.NamespaceTokenKeyFile)
 		if err != nil {
 			return nil, err
 		}
 		// First: it recognises its own tokens without asking the API server.
+		chain = append(chain, keys)
+	case c.NamespaceTokenKeySecret != "":
+		ns, name := c.keySecret()
+		keys, created, err := EnsureNamespaceTokenKeys(ctx, mgr.GetAPIReader(), mgr.GetClient(), ns, name)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			mgr.GetLogger().Info("generated the sync server's namespace-token key", "secret", ns+"/"+name)
+		}
 		chain = append(chain, keys)
 	}
 	if c.ServiceAccountTokens {

@@ -94,7 +94,7 @@ func rebuildMachinery(w *world, dagCheck bool) (*machinery.Topology, error) {
 	mounts := map[Key][]Key{} // workload → ConfigMaps
 	configMaps := map[Key]*pmObject{}
 	for k, s := range w.sources {
-		rec := newSourceRec(s)
+		rec := newSourceRec(s, v1beta1.SyncProviderFile)
 		p := &pmPolicy{pmObject: pmObject{k}}
 		var files []Key
 		for _, r := range rec.refs {

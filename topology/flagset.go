@@ -11,7 +11,7 @@ import (
 //
 // A spec change (or a new UID: the object was recreated) gives the flag set
 // and its ConfigMaps, to render again: nothing else reads the content; and,
-// when it makes the flag set valid or invalid (Options.FlagSetValid), the
+// when it makes the flag set valid or invalid (WithFlagSetValidity), the
 // sources that resolve it, whose status says whether it is served. Creating one resolves the references
 // waiting for it; the Delta then also names the sources whose references
 // resolved, their workloads (their sidecars read the resolved flag sets) and
@@ -108,5 +108,5 @@ func flagSpecEqual(a, b v1beta1.FlagSpec) bool {
 }
 
 func (x *tx) flagSetValid(ff *v1beta1.FeatureFlag) bool {
-	return x.opts.FlagSetValid == nil || x.opts.FlagSetValid(ff)
+	return x.st.flagSetValid == nil || x.st.flagSetValid(ff)
 }

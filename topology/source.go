@@ -25,17 +25,18 @@ type sourceRec struct {
 }
 
 // newSourceRec parses a source; ref states are left for evalRefs.
-func newSourceRec(s *v1beta1.FeatureFlagSource) *sourceRec {
-	rec := &sourceRec{obj: s, refs: parseRefs(s)}
+func newSourceRec(s *v1beta1.FeatureFlagSource, def v1beta1.SyncProviderType) *sourceRec {
+	rec := &sourceRec{obj: s, refs: parseRefs(s, def)}
 	rec.targetRefs, rec.selector = parseTargeting(s)
 	return rec
 }
 
-// parseRefs lists the spec.sources entries that name a flag set.
-func parseRefs(s *v1beta1.FeatureFlagSource) []FlagSetRef {
+// parseRefs lists the spec.sources entries that name a flag set; def is
+// the operator's default provider.
+func parseRefs(s *v1beta1.FeatureFlagSource, def v1beta1.SyncProviderType) []FlagSetRef {
 	var refs []FlagSetRef
 	for i, e := range s.Spec.Sources {
-		p := providerInForce(e, s.Spec.DefaultSyncProvider)
+		p := ProviderInForce(e, s.Spec.DefaultSyncProvider, def)
 		if !p.ReferencesFlagSet() {
 			continue
 		}
@@ -67,13 +68,17 @@ func parseTargeting(s *v1beta1.FeatureFlagSource) (targetRefs []Key, sel selecto
 	return targetRefs, sel
 }
 
-// providerInForce is the entry's provider, else the source's default, else file.
-func providerInForce(e v1beta1.Source, def v1beta1.SyncProviderType) v1beta1.SyncProviderType {
+// ProviderInForce is the provider of a spec.sources entry: its own, else
+// its source's defaultSyncProvider, else the operator's default
+// (View.DefaultSyncProvider), else file.
+func ProviderInForce(e v1beta1.Source, sourceDefault, operatorDefault v1beta1.SyncProviderType) v1beta1.SyncProviderType {
 	switch {
 	case e.Provider != "":
 		return e.Provider
-	case def != "":
-		return def
+	case sourceDefault != "":
+		return sourceDefault
+	case operatorDefault != "":
+		return operatorDefault
 	}
 	return v1beta1.SyncProviderFile
 }
@@ -183,7 +188,7 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	// its index entries.
 	rec := &sourceRec{obj: obj, refs: old.refs, targetRefs: old.targetRefs, selector: old.selector}
 	if !refsSame {
-		rec.refs = x.st.evalRefs(k.Namespace, parseRefs(obj))
+		rec.refs = x.st.evalRefs(k.Namespace, parseRefs(obj, x.st.defaultProvider))
 		indexUpdate(x.o, &x.st.refsTo, refFlagSets(old.refs), refFlagSets(rec.refs), k)
 		indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, old.refs), crossNamespacePairs(k.Namespace, rec.refs), k)
 		indexUpdate(x.o, &x.st.kubeRefsInto, kubernetesRefNamespaces(old.refs), kubernetesRefNamespaces(rec.refs), k)

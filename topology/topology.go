@@ -16,9 +16,8 @@ import (
 // paths it touches (see pmap). So an edit costs what a mutable map would
 // when nobody reads, and O(log n) more per touched entry when somebody does.
 type Topology struct {
-	mu   sync.Mutex
-	opts Options
-	st   *state
+	mu sync.Mutex
+	st *state
 	// token owns the state's nodes written since the last Snapshot.
 	token edit
 	// shared says that a View holds st, so the next edit must not write it.
@@ -32,20 +31,38 @@ var lastEdit atomic.Uint64
 
 func newToken() edit { return edit(lastEdit.Add(1)) }
 
-// Options configure a Topology.
-type Options struct {
-	// FlagSetValid tells whether flagd can load a flag set. A source's
-	// status says whether the flag sets it resolves are served, so the
-	// Delta of a flag-set edit that makes it valid or invalid names the
-	// sources that resolve it. nil takes every flag set as valid.
-	FlagSetValid func(*v1beta1.FeatureFlag) bool
+// New returns an empty topology.
+func New(opts ...Option) *Topology {
+	st := &state{}
+	for _, o := range opts {
+		o(st)
+	}
+	return &Topology{st: st, token: newToken()}
 }
 
-// New returns an empty topology.
-func New() *Topology { return NewWithOptions(Options{}) }
+// Option configures a Topology at construction; it never changes after.
+type Option func(*state)
 
-// NewWithOptions returns an empty topology configured by o.
-func NewWithOptions(o Options) *Topology { return &Topology{opts: o, st: &state{}, token: newToken()} }
+// WithDefaultSyncProvider sets the provider of a spec.sources entry that
+// names none when its source has no defaultSyncProvider either: the
+// operator-wide default (the manager's --sidecar-sync-provider, the
+// OpenFeature Operator's sidecarConfiguration.defaultSyncProvider). Without
+// it, and for "", it is file.
+func WithDefaultSyncProvider(p v1beta1.SyncProviderType) Option {
+	return func(st *state) {
+		if p != "" {
+			st.defaultProvider = p
+		}
+	}
+}
+
+// WithFlagSetValidity tells the topology whether flagd can load a flag set.
+// A source's status says whether the flag sets it resolves are served, so
+// the Delta of a flag-set edit that makes it valid or invalid names the
+// sources that resolve it. Without it every flag set is valid.
+func WithFlagSetValidity(valid func(*v1beta1.FeatureFlag) bool) Option {
+	return func(st *state) { st.flagSetValid = valid }
+}
 
 // payload is what the typed layer keeps on a node; exactly one field is set,
 // except on ConfigMap nodes, which carry nothing.
@@ -72,6 +89,13 @@ const (
 // is a snapshot: all fields are persistent maps.
 type state struct {
 	g graph[payload]
+
+	// defaultProvider is the provider of an entry that names none and whose
+	// source has no defaultSyncProvider (WithDefaultSyncProvider); "" is
+	// file. It is set once, at New.
+	defaultProvider v1beta1.SyncProviderType
+	// flagSetValid tells whether flagd can load a flag set (WithFlagSetValidity).
+	flagSetValid func(*v1beta1.FeatureFlag) bool
 
 	// cmByName maps a desired ConfigMap's namespace and object name to its key.
 	cmByName pmap[cmName, Key]
@@ -120,10 +144,9 @@ type state struct {
 
 // tx is one edit in progress.
 type tx struct {
-	o    edit
-	st   *state
-	opts Options
-	d    Delta
+	o  edit
+	st *state
+	d  Delta
 	// remount lists the workloads whose ConfigMaps may have changed. They
 	// are recomputed once, when everything else of the edit is done, so that
 	// a ConfigMap is never created and removed again within one edit.
@@ -152,14 +175,14 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	if existed {
 		before = prior.payload
 	}
-	x := &tx{o: t.token, st: t.st, opts: t.opts}
+	x := &tx{o: t.token, st: t.st}
 	err := fn(x)
 	if err == nil {
 		err = x.flushMounts()
 	}
 	if err != nil {
 		t.token = newToken()
-		t.st = t.st.rebuilt(t.token, t.opts, k, before, existed)
+		t.st = t.st.rebuilt(t.token, k, before, existed)
 		return Delta{}, err
 	}
 	x.markSourcesOfWorkloads()
@@ -179,7 +202,7 @@ func (t *Topology) mustApply(k Key, fn func(*tx) error) Delta {
 
 // rebuilt builds a new state from the objects of st, with the object k as
 // the payload before says (absent when existed is false).
-func (st *state) rebuilt(o edit, opts Options, k Key, before payload, existed bool) *state {
+func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 	var objects []payload
 	for key, n := range st.g.nodes.all() {
 		if key != k && n.payload != (payload{}) {
@@ -189,7 +212,7 @@ func (st *state) rebuilt(o edit, opts Options, k Key, before payload, existed bo
 	if existed {
 		objects = append(objects, before)
 	}
-	x := &tx{o: o, st: &state{}, opts: opts}
+	x := &tx{o: o, st: &state{defaultProvider: st.defaultProvider, flagSetValid: st.flagSetValid}}
 	for _, p := range objects {
 		var err error
 		switch {

@@ -14,6 +14,13 @@ import (
 // are the topology's own and must not be modified.
 type View struct{ st *state }
 
+// DefaultSyncProvider is the provider of a spec.sources entry that names
+// none and whose source has no defaultSyncProvider (see
+// WithDefaultSyncProvider): file unless the topology was built with another.
+func (v *View) DefaultSyncProvider() v1beta1.SyncProviderType {
+	return ProviderInForce(v1beta1.Source{}, "", v.st.defaultProvider)
+}
+
 // FlagSet returns a FeatureFlag.
 func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
 	n, ok := v.st.g.node(k)
@@ -24,7 +31,7 @@ func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
 }
 
 // FlagSetValid tells whether a flag set exists and flagd can load it
-// (Options.FlagSetValid).
+// (WithFlagSetValidity).
 func (v *View) FlagSetValid(k Key) bool {
 	n, ok := v.st.g.node(k)
 	return ok && n.payload.flagSet != nil && n.payload.valid

@@ -46,6 +46,6 @@ func FuzzValidateSourceSpec(f *testing.F) {
 		if json.Unmarshal([]byte(doc), &src) != nil {
 			return
 		}
-		_, _ = ValidateSourceSpec(&src)
+		_, _ = ValidateSourceSpec(&src, v1beta1.SyncProviderFile)
 	})
 }

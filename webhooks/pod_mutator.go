@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -105,6 +106,9 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	warnings = append(warnings, applyWarnings...)
 	if mutated.Annotations == nil {
 		mutated.Annotations = map[string]string{}
+	}
+	if inj.Sidecar != nil && len(mutated.Spec.InitContainers) > 0 && mutated.Spec.InitContainers[len(mutated.Spec.InitContainers)-1].Name == inj.Sidecar.Name {
+		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
 	mutated.Annotations[workflows.AnnotationInjection] = inj.Fingerprint()
 	if inj.RolloutOnChange(v) {

@@ -229,11 +229,39 @@ func TestPodMutator(t *testing.T) {
 		g.Expect(got.Spec.Volumes).To(HaveLen(1))
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}))
 		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationInjection, Not(BeEmpty())))
+		g.Expect(got.Annotations).NotTo(HaveKey(workflows.AnnotationAllowKubernetesSync), "the file provider")
 		g.Expect(ens.calls).To(ConsistOf(cmKey))
 
 		By := "the same pod again (reinvocation, or re-created from its own YAML) is left alone"
 		again := patched(t, got, newMutator(t, reader, ens).Handle(ctx, request(t, admissionv1.Create, got, false)))
 		g.Expect(again).To(Equal(got), By)
+	})
+
+	t.Run("a pod whose sidecar syncs with the kubernetes provider is marked as the OpenFeature Operator marks it", func(t *testing.T) {
+		g := NewWithT(t)
+		m := newMutator(t, reader, &recordingEnsurer{})
+		m.Graph = newGraph(t, graphManifests+`
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: kube}
+spec:
+  sources: [{source: checkout, provider: kubernetes}]
+  targetRefs: [{group: apps, kind: Deployment, name: reader}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: reader}
+spec:
+  selector: {matchLabels: {app: reader}}
+  template:
+    metadata: {labels: {app: reader}}
+    spec: {containers: [{name: app, image: app}]}
+`)
+		pod := podOwnedBy("ReplicaSet", "reader-77c9d", map[string]string{"app": "reader", "pod-template-hash": "77c9d"})
+		got := patched(t, pod, m.Handle(ctx, request(t, admissionv1.Create, pod, false)))
+		g.Expect(sidecarOf(got)).NotTo(BeNil())
+		g.Expect(got.Annotations).To(HaveKeyWithValue("openfeature.dev/allowkubernetessync", "true"))
 	})
 
 	t.Run("a ReplicaSet the cache has not seen yet resolves by the pod-template-hash naming", func(t *testing.T) {

@@ -86,6 +86,13 @@ type Options struct {
 	// (default 5m), so that pods admitted while the webhook is still
 	// unreachable do not roll a workload in a loop.
 	HealBackoff time.Duration
+
+	// FlagsValidation validates FeatureFlags on admission (default true;
+	// the OpenFeature Operator's managerConfig.flagsValidationEnabled).
+	FlagsValidation bool
+	// StrictValidation refuses FeatureFlags with warnings; the manager sets
+	// it from --strict-validation, with workflows.SetStrictValidation.
+	StrictValidation bool
 }
 
 // DefaultOptions are the options of a manager started without flags.
@@ -106,6 +113,7 @@ func DefaultOptions() Options {
 		Heal:                           true,
 		HealResync:                     time.Minute,
 		HealBackoff:                    5 * time.Minute,
+		FlagsValidation:                true,
 	}
 }
 
@@ -120,6 +128,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Injection.SyncServerCertPath, "sync-server-ca-path", o.Injection.SyncServerCertPath, "CA bundle in the sidecar that signs the sync server's certificate (system roots when empty)")
 	fs.BoolVar(&o.Injection.PassSyncProviderArgs, "sidecar-sync-provider-args", o.Injection.PassSyncProviderArgs, "pass spec.syncProviderArgs as --sync-provider-args (flagd v0.16 has no such flag)")
 	fs.BoolVar(&o.Heal, "heal-uninjected-pods", o.Heal, "roll workloads whose pods were admitted without their flagd injection")
+	fs.BoolVar(&o.FlagsValidation, "flags-validation", o.FlagsValidation,
+		"validate FeatureFlags on admission (the OpenFeature Operator's managerConfig.flagsValidationEnabled); false admits every FeatureFlag, and what flagd cannot load is still not served")
 	fs.BoolVar(&o.Injection.AllowSecurityContextOverride, "allow-sidecar-security-context-override", o.Injection.AllowSecurityContextOverride,
 		"honour the "+workflows.AnnotationSidecarSecurityContext+" annotation of FeatureFlagSources (for workloads of their own namespace); off, the hardened securityContext always applies")
 }
@@ -215,8 +225,8 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
 	}
-	a.FlagSetValidator = &FlagSetValidator{}
-	a.SourceValidator = &SourceValidator{}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.StrictValidation, Disabled: !o.FlagsValidation}
+	a.SourceValidator = &SourceValidator{Graph: g}
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: a.PodMutator})
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: a.FlagSetValidator})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: a.SourceValidator})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -38,9 +39,10 @@ var (
 // resources and the securityContext annotation, and the names of its
 // targets (which are always in its own namespace). Settings that do not
 // apply to an entry's provider are warnings, not errors, so that manifests
-// written for the OpenFeature Operator keep applying.
-func ValidateSourceSpec(src *v1beta1.FeatureFlagSource) (field.ErrorList, []string) {
-	errs := workflows.ValidateSource(src)
+// written for the OpenFeature Operator keep applying. defaultProvider is
+// the operator's (the manager's --sidecar-sync-provider).
+func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	errs := workflows.ValidateSource(src, defaultProvider)
 	var warnings []string
 	spec := &src.Spec
 	specPath := field.NewPath("spec")
@@ -48,13 +50,7 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource) (field.ErrorList, []stri
 	seen := map[string]int{}
 	for i, e := range spec.Sources {
 		p := specPath.Child("sources").Index(i)
-		provider := e.Provider
-		if provider == "" {
-			provider = spec.DefaultSyncProvider
-		}
-		if provider == "" {
-			provider = v1beta1.SyncProviderFile
-		}
+		provider := topology.ProviderInForce(e, spec.DefaultSyncProvider, defaultProvider)
 		errs = append(errs, validateEntry(p, provider, e)...)
 		warnings = append(warnings, entryWarnings(p, provider, e)...)
 		id := string(provider) + " " + e.Source

@@ -17,31 +17,54 @@ import (
 )
 
 // FlagSetValidator is the FeatureFlag validating webhook: flagd's flag
-// schema plus flagplane's semantic rules (workflows.ValidateFlagSpec).
-type FlagSetValidator struct{}
+// schema plus flagplane's semantic rules (workflows.ValidateFlagSpec). It
+// refuses what flagd cannot load and what the OpenFeature Operator refuses,
+// and admits what is probably a mistake with warnings, which kubectl prints
+// (refused too when Strict).
+type FlagSetValidator struct {
+	// Strict refuses flag sets with warnings (--strict-validation).
+	Strict bool
+	// Disabled admits every flag set (--flags-validation=false, the
+	// OpenFeature Operator's managerConfig.flagsValidationEnabled false);
+	// what flagd cannot load is still not served, and its status says why.
+	Disabled bool
+}
 
 var _ admission.Handler = (*FlagSetValidator)(nil)
 
 // Handle validates a create or update of a FeatureFlag.
-func (*FlagSetValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admission.Response {
 	var ff, old v1beta1.FeatureFlag
 	if resp, done := decodeForValidation(req, &ff, &old); done {
 		return resp
 	}
+	if v.Disabled {
+		return admission.Allowed("flag set validation is off")
+	}
 	if req.Operation == admissionv1.Update && reflect.DeepEqual(ff.Spec, old.Spec) {
 		return admission.Allowed("spec unchanged")
 	}
-	errs := workflows.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
-	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, nil)
+	errs, warnings := workflows.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	if v.Strict {
+		return invalid(v1beta1.FeatureFlagKind, ff.Name, append(errs, warnings...), nil)
+	}
+	msgs := make([]string, len(warnings))
+	for i, w := range warnings {
+		msgs[i] = w.Error()
+	}
+	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, msgs)
 }
 
 // SourceValidator is the FeatureFlagSource validating webhook (see ValidateSourceSpec).
-type SourceValidator struct{}
+type SourceValidator struct {
+	// Graph gives the operator's default provider (topology.View.DefaultSyncProvider); nil is file.
+	Graph Graph
+}
 
 var _ admission.Handler = (*SourceValidator)(nil)
 
 // Handle validates a create or update of a FeatureFlagSource.
-func (*SourceValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (s *SourceValidator) Handle(_ context.Context, req admission.Request) admission.Response {
 	var src, old v1beta1.FeatureFlagSource
 	if resp, done := decodeForValidation(req, &src, &old); done {
 		return resp
@@ -53,7 +76,11 @@ func (*SourceValidator) Handle(_ context.Context, req admission.Request) admissi
 	if src.Namespace == "" {
 		src.Namespace = req.Namespace
 	}
-	errs, warnings := ValidateSourceSpec(&src)
+	def := v1beta1.SyncProviderFile
+	if s.Graph != nil {
+		def = s.Graph.Topology().Snapshot().DefaultSyncProvider()
+	}
+	errs, warnings := ValidateSourceSpec(&src, def)
 	return invalid(v1beta1.FeatureFlagSourceKind, src.Name, errs, warnings)
 }
 

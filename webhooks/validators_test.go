@@ -61,6 +61,30 @@ func TestFlagSetValidator(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect((&FlagSetValidator{}).Handle(ctx, admissionOf(t, admissionv1.Delete, bad, nil)).Allowed).To(BeTrue())
 	})
+
+	// What flagd loads but is probably a mistake: admitted with warnings,
+	// as the OpenFeature Operator admits it; refused when strict.
+	suspect := valid.DeepCopy()
+	suspect.Spec.FlagSpec.Flags["f"] = v1beta1.Flag{State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "on",
+		Targeting: json.RawMessage(`{"if":[{"$ref":"is-admin"},"off",null]}`)}
+	t.Run("an unresolved $ref: admitted, with a warning kubectl prints", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+			resp := (&FlagSetValidator{}).Handle(ctx, admissionOf(t, op, suspect, valid))
+			g.Expect(resp.Allowed).To(BeTrue(), string(op))
+			g.Expect(resp.Warnings).To(ConsistOf(`spec.flagSpec.flags[f].targeting: Invalid value: "is-admin": $ref "is-admin" does not name an entry of $evaluators: flagd evaluates the flag to an error`))
+		}
+	})
+	t.Run("strict: the warning refuses", func(t *testing.T) {
+		g := NewWithT(t)
+		resp := (&FlagSetValidator{Strict: true}).Handle(ctx, admissionOf(t, admissionv1.Create, suspect, nil))
+		g.Expect(resp.Allowed).To(BeFalse())
+		g.Expect(resp.Result.Message).To(ContainSubstring(`$ref "is-admin" does not name an entry of $evaluators`))
+	})
+	t.Run("validation off: everything is admitted", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect((&FlagSetValidator{Disabled: true}).Handle(ctx, admissionOf(t, admissionv1.Create, bad, nil)).Allowed).To(BeTrue())
+	})
 }
 
 func sourceWith(mutate func(*v1beta1.FeatureFlagSource)) *v1beta1.FeatureFlagSource {
@@ -152,7 +176,7 @@ func TestValidateSourceSpec(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			errs, warnings := ValidateSourceSpec(tc.src)
+			errs, warnings := ValidateSourceSpec(tc.src, v1beta1.SyncProviderFile)
 			if tc.want == "" {
 				g.Expect(errs).To(BeEmpty())
 			} else {

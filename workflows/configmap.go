@@ -42,7 +42,9 @@ func RenderFlagSet(ff *v1beta1.FeatureFlag) (string, error) {
 	return string(b), nil
 }
 
-// ManagedLabels are the labels of every object flagplane generates.
+// ManagedLabels are the labels by which flagplane knows (and its informers
+// select) the objects it generates; GeneratedLabels adds the operator's
+// --labels.
 func ManagedLabels() map[string]string {
 	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
 }
@@ -74,9 +76,10 @@ func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, er
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      topology.ConfigMapName(fsKey),
-			Namespace: key.Namespace,
-			Labels:    ManagedLabels(),
+			Name:        topology.ConfigMapName(fsKey),
+			Namespace:   key.Namespace,
+			Labels:      GeneratedLabels(),
+			Annotations: GeneratedAnnotations(),
 		},
 		Data: map[string]string{ConfigMapDataKey(fsKey): content},
 	}

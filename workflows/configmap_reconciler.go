@@ -130,6 +130,9 @@ func (r *ConfigMapReconciler) apply(ctx context.Context, desired *corev1.ConfigM
 	ac := corev1ac.ConfigMap(desired.Name, desired.Namespace).
 		WithLabels(desired.Labels).
 		WithData(desired.Data)
+	if len(desired.Annotations) > 0 {
+		ac.WithAnnotations(desired.Annotations)
+	}
 	for _, o := range desired.OwnerReferences {
 		ac.WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID).WithController(*o.Controller))
@@ -189,7 +192,7 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 		}
 		if content, ok := other.Data[dataKey]; ok && hasManagedLabel(other.Labels) {
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: ManagedLabels()},
+				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: GeneratedLabels(), Annotations: GeneratedAnnotations()},
 				Data:       map[string]string{dataKey: content},
 			}
 			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {
@@ -203,7 +206,8 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 
 // configMapUpToDate tells whether the cluster's ConfigMap is exactly what is desired.
 func configMapUpToDate(current, desired *corev1.ConfigMap) bool {
-	if current == nil || !hasManagedLabel(current.Labels) || len(current.BinaryData) > 0 {
+	if current == nil || !hasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
+		!hasAll(current.Labels, desired.Labels) || !hasAll(current.Annotations, desired.Annotations) {
 		return false
 	}
 	if !equality.Semantic.DeepEqual(current.Data, desired.Data) {

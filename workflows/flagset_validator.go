@@ -3,9 +3,12 @@ package workflows
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -13,9 +16,36 @@ import (
 	"github.com/flagplane/flagplane/topology"
 )
 
+// The rules of a flag set come in two strengths.
+//
+//   - An error is what flagd cannot load (variants that are not an object, a
+//     defaultVariant that is not one of them, an empty evaluator, metadata
+//     that is not an object: flagd then refuses the whole flag set) or what
+//     the OpenFeature Operator refuses (a flag that does not match flagd's
+//     flag schema). A flag set with an error is refused on admission and, if
+//     it got in, not served: workloads keep its last valid content.
+//   - A warning is what flagd loads but is probably a mistake: a $ref to an
+//     evaluator the flag set does not define, a variant the targeting
+//     returns that the flag does not have, a variant nothing can return, a
+//     rule object with two operators, ... It is admitted with admission
+//     warnings (kubectl prints them) and reported by the FeatureFlag's
+//     Consistent condition; the flag set is served. With strict validation
+//     (SetStrictValidation, the manager's --strict-validation) warnings are
+//     errors.
+
+// problem is what a check finds: an error, or a warning (see above).
+type problem struct {
+	*field.Error
+	warning bool
+}
+
+func errorOf(e *field.Error) *problem   { return &problem{Error: e} }
+func warningOf(e *field.Error) *problem { return &problem{Error: e, warning: true} }
+
 // flagCheck is one rule about one flag. Checks run in order and a flag stops
-// at its first failure, so that one mistake yields one message.
-type flagCheck func(path *field.Path, key string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error
+// at its first error, so that one mistake yields one message; warnings do
+// not stop it.
+type flagCheck func(path *field.Path, key string, flag *v1beta1.Flag, ctx *flagSetContext) *problem
 
 // flagSetContext carries what checks of single flags need from the whole set.
 type flagSetContext struct {
@@ -29,56 +59,100 @@ var flagChecks = []flagCheck{
 	checkVariantNames,
 	checkDefaultVariant,
 	checkVariantTypes,
+	checkTargetingObject,
 	checkTargetingRefs,
 	checkTargetingOperators,
 	checkTargetingResults,
+	checkUnreachableVariants,
 }
 
-// ValidateFlagSet checks the rules a flag set must meet to be served that the
-// CRD schema cannot express. It returns nil or an error whose message lists
-// every problem, each naming the flag and the rule.
+// ValidateFlagSet tells whether a flag set can be served: nil, or an error
+// whose message lists every problem, each naming the flag and the rule.
+// Warnings count only with strict validation.
 func ValidateFlagSet(ff *v1beta1.FeatureFlag) error {
-	spec := &ff.Spec.FlagSpec
-	return verdicts.validate(spec, func() error {
-		if errs := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec")); len(errs) > 0 {
-			return errs.ToAggregate()
-		}
-		return nil
+	v := verdicts.validate(&ff.Spec.FlagSpec, func() verdict {
+		errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+		return verdict{errs: errs.ToAggregate(), warnings: fieldMessages(warnings)}
 	})
+	if !StrictValidation() || len(v.warnings) == 0 {
+		return v.errs
+	}
+	msgs := slices.Clone(v.warnings)
+	if v.errs != nil {
+		msgs = append([]string{v.errs.Error()}, msgs...)
+	}
+	return errors.New(strings.Join(msgs, ", "))
 }
 
-// ValidateFlagSpec returns the problems of a flag set: flag-set level ones
-// first, then per flag in flag key order.
+// FlagSetWarnings lists what flagd loads in a flag set but is probably a
+// mistake (see the rules above), whatever the strictness.
+func FlagSetWarnings(ff *v1beta1.FeatureFlag) []string {
+	return verdicts.validate(&ff.Spec.FlagSpec, func() verdict {
+		errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+		return verdict{errs: errs.ToAggregate(), warnings: fieldMessages(warnings)}
+	}).warnings
+}
+
+func fieldMessages(l field.ErrorList) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]string, len(l))
+	for i, e := range l {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+var strictValidation atomic.Bool
+
+// SetStrictValidation makes warnings errors, process-wide: flag sets with a
+// warning are refused on admission and not served. The manager sets it
+// once, from --strict-validation.
+func SetStrictValidation(strict bool) { strictValidation.Store(strict) }
+
+// StrictValidation tells whether warnings are errors.
+func StrictValidation() bool { return strictValidation.Load() }
+
+// ValidateFlagSpec returns the problems of a flag set, errors and warnings
+// (see the rules above): flag-set level ones first, then per flag in flag
+// key order.
 //
 // Two layers run. First the semantic rules of this file, which the schema
 // cannot express or expresses with unreadable messages: a chain of checks
-// per flag that stops at the first failure (defaultVariant among the
+// per flag that stops at the first error (defaultVariant among the
 // variants, one value type per flag, every $ref names an entry of
 // $evaluators, targeting only uses operators flagd knows, every variant a
 // rule can return exists, ...). Then flagd's own JSON schema (flagd-schemas,
 // embedded, see flagset_validator_schema.go) for whatever the rules did not
-// report already, so that a flag set that passes is one flagd accepts, and a
-// flag gets one message, not two.
-func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
+// report already, so that a flag set without errors is one flagd and the
+// OpenFeature Operator accept, and a flag gets one message, not two.
+func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings field.ErrorList) {
 	reported := map[string]bool{} // schema owners (see schemaOwner) that have a message
+	add := func(p *problem, owner string) {
+		if p.warning {
+			warnings = append(warnings, p.Error)
+			return
+		}
+		errs = append(errs, p.Error)
+		reported[owner] = true
+	}
 	ctx := &flagSetContext{}
 	if len(spec.Evaluators) > 0 {
 		if err := decodeObject(spec.Evaluators, &ctx.evaluators); err != nil {
-			errs = append(errs, field.Invalid(path.Child("$evaluators"), string(spec.Evaluators), "must be a JSON object"))
-			reported[ownerEvaluators] = true
+			add(errorOf(field.Invalid(path.Child("$evaluators"), string(spec.Evaluators), "must be a JSON object")), ownerEvaluators)
 		}
 	}
 	if len(spec.Metadata) > 0 {
 		var md map[string]json.RawMessage
 		if err := decodeObject(spec.Metadata, &md); err != nil {
-			errs = append(errs, field.Invalid(path.Child("metadata"), string(spec.Metadata), "must be a JSON object"))
-			reported[ownerMetadata] = true
+			add(errorOf(field.Invalid(path.Child("metadata"), string(spec.Metadata), "must be a JSON object")), ownerMetadata)
 		}
 	}
 	for _, name := range sortedKeys(ctx.evaluators) {
-		if err := checkEvaluator(path.Child("$evaluators").Key(name), name, ctx); err != nil {
-			errs = append(errs, err)
+		if p := checkEvaluator(path.Child("$evaluators").Key(name), name, ctx); p != nil {
+			add(p, ownerEvaluators+"/"+name)
+			// One message per evaluator, warning or not.
 			reported[ownerEvaluators+"/"+name] = true
 		}
 	}
@@ -92,97 +166,139 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) field.ErrorList 
 		ctx.variants = nil
 		fpath := path.Child("flags").Key(key)
 		if key == "" {
-			errs = append(errs, field.Invalid(fpath, key, "a flag key must not be empty"))
-			reported[ownerFlag(key)] = true
+			// flagd's schema refuses it, and so does the OpenFeature Operator.
+			add(errorOf(field.Invalid(fpath, key, "a flag key must not be empty")), ownerFlag(key))
 			continue
 		}
 		for _, check := range flagChecks {
-			if err := check(fpath, key, &flag, ctx); err != nil {
-				errs = append(errs, err)
-				reported[ownerFlag(key)] = true
-				break
+			if p := check(fpath, key, &flag, ctx); p != nil {
+				add(p, ownerFlag(key))
+				if !p.warning {
+					break
+				}
 			}
 		}
 	}
-	return append(errs, schemaErrors(spec, path, reported)...)
+	schemaErrs, schemaWarnings := schemaErrors(spec, path, reported)
+	return append(errs, schemaErrs...), append(warnings, schemaWarnings...)
 }
 
-func checkState(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *field.Error {
+// checkState: flagd's schema knows ENABLED and DISABLED (the CRD refuses
+// anything else already).
+func checkState(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *problem {
 	if flag.State != v1beta1.FlagStateEnabled && flag.State != v1beta1.FlagStateDisabled {
-		return field.NotSupported(path.Child("state"), flag.State, []string{v1beta1.FlagStateEnabled, v1beta1.FlagStateDisabled})
+		return errorOf(field.NotSupported(path.Child("state"), flag.State, []string{v1beta1.FlagStateEnabled, v1beta1.FlagStateDisabled}))
 	}
 	return nil
 }
 
-func checkVariantsObject(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+// checkVariantsObject: flagd cannot load variants that are not an object;
+// its schema wants at least one.
+func checkVariantsObject(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *problem {
 	if len(flag.Variants) == 0 {
-		return field.Required(path.Child("variants"), "a flag needs at least one variant")
+		return errorOf(field.Required(path.Child("variants"), "a flag needs at least one variant"))
 	}
 	if err := decodeObject(flag.Variants, &ctx.variants); err != nil {
-		return field.Invalid(path.Child("variants"), string(flag.Variants), "must be a JSON object of variant name to value")
+		return errorOf(field.Invalid(path.Child("variants"), string(flag.Variants), "must be a JSON object of variant name to value"))
 	}
 	if len(ctx.variants) == 0 {
-		return field.Required(path.Child("variants"), "a flag needs at least one variant")
+		return errorOf(field.Required(path.Child("variants"), "a flag needs at least one variant"))
 	}
 	return nil
 }
 
-func checkVariantNames(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+// checkVariantNames: flagd's schema refuses an empty variant name.
+func checkVariantNames(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *problem {
 	if _, ok := ctx.variants[""]; ok {
-		return field.Invalid(path.Child("variants").Key(""), "", "a variant name must not be empty")
+		return errorOf(field.Invalid(path.Child("variants").Key(""), "", "a variant name must not be empty"))
 	}
 	return nil
 }
 
-func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+// checkDefaultVariant: flagd refuses the whole flag set when a defaultVariant
+// is not one of the flag's variants. An empty one loads, but then a flag
+// without a matching targeting rule has no value.
+func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *problem {
+	if flag.DefaultVariant == "" {
+		return warningOf(field.Invalid(path.Child("defaultVariant"), "",
+			"is empty: flagd evaluates the flag to an error (clients fall back to their code default) unless targeting picks a variant"))
+	}
 	if _, ok := ctx.variants[flag.DefaultVariant]; !ok {
-		return field.Invalid(path.Child("defaultVariant"), flag.DefaultVariant,
-			"must be one of the variants: "+strings.Join(sortedKeys(ctx.variants), ", "))
+		return errorOf(field.Invalid(path.Child("defaultVariant"), flag.DefaultVariant,
+			"must be one of the variants: "+strings.Join(sortedKeys(ctx.variants), ", ")))
 	}
 	return nil
 }
 
-func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+// checkVariantTypes: flagd's schema wants the variants of a flag to share a
+// type, and none to be null or an array.
+func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *problem {
 	var first, firstType string
 	for _, name := range sortedKeys(ctx.variants) {
 		t := jsonType(ctx.variants[name])
 		switch t {
 		case "null":
-			return field.Invalid(path.Child("variants").Key(name), "null", "a variant must have a value")
+			return errorOf(field.Invalid(path.Child("variants").Key(name), "null", "a variant must have a value"))
 		case "array":
-			return field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
-				"a variant value must be a boolean, string, number or object, not an array")
+			return errorOf(field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
+				"a variant value must be a boolean, string, number or object, not an array"))
 		}
 		if first == "" {
 			first, firstType = name, t
 			continue
 		}
 		if t != firstType {
-			return field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
-				fmt.Sprintf("all variants of a flag must have one type: %q is %s but %q is %s", name, t, first, firstType))
+			return errorOf(field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
+				fmt.Sprintf("all variants of a flag must have one type: %q is %s but %q is %s", name, t, first, firstType)))
 		}
 	}
 	return nil
 }
 
-func checkTargetingRefs(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error {
+// checkTargetingObject: flagd's schema wants targeting to be a rule object.
+func checkTargetingObject(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *problem {
 	if len(flag.Targeting) == 0 {
 		return nil
 	}
 	var rule any
 	if err := json.Unmarshal(flag.Targeting, &rule); err != nil {
-		return field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be valid JSON")
+		return errorOf(field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be valid JSON"))
 	}
 	if _, ok := rule.(map[string]any); !ok {
-		return field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be a JSON object")
+		return errorOf(field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be a JSON object"))
+	}
+	return nil
+}
+
+// checkTargetingRefs: a $ref that names no evaluator of the flag set is
+// left in the rule by flagd, which then fails to evaluate it (the flag
+// evaluates to an error). flagd loads it, and so does the OpenFeature
+// Operator: a warning.
+func checkTargetingRefs(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *problem {
+	rule, ok := targetingRule(flag)
+	if !ok {
+		return nil
 	}
 	for _, ref := range collectRefs(rule) {
 		if _, ok := ctx.evaluators[ref]; !ok {
-			return field.Invalid(path.Child("targeting"), ref,
-				fmt.Sprintf("$ref %q does not name an entry of $evaluators", ref))
+			return warningOf(field.Invalid(path.Child("targeting"), ref,
+				fmt.Sprintf("$ref %q does not name an entry of $evaluators: flagd evaluates the flag to an error", ref)))
 		}
 	}
 	return nil
+}
+
+// targetingRule decodes a flag's targeting, when it is a rule object.
+func targetingRule(flag *v1beta1.Flag) (any, bool) {
+	if len(flag.Targeting) == 0 {
+		return nil, false
+	}
+	var rule any
+	if json.Unmarshal(flag.Targeting, &rule) != nil {
+		return nil, false
+	}
+	_, ok := rule.(map[string]any)
+	return rule, ok
 }
 
 // collectRefs returns every {"$ref": "name"} target in a JSONLogic rule.
@@ -248,6 +364,6 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // TopologyOptions are the options of every topology flagplane keeps: a flag
 // set is valid when flagd can load it (ValidateFlagSet).
-func TopologyOptions() topology.Options {
-	return topology.Options{FlagSetValid: func(ff *v1beta1.FeatureFlag) bool { return ValidateFlagSet(ff) == nil }}
+func TopologyOptions() []topology.Option {
+	return []topology.Option{topology.WithFlagSetValidity(func(ff *v1beta1.FeatureFlag) bool { return ValidateFlagSet(ff) == nil })}
 }

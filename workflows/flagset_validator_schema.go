@@ -156,26 +156,29 @@ func schemaOwner(loc []string) string {
 
 // schemaErrors validates the flag set against flags.json and turns what it
 // finds into field errors, one per part of the document (flag, evaluator,
-// metadata) that the semantic layer did not report already.
+// metadata) that the semantic layer did not report already. A flag that
+// does not match is an error: the OpenFeature Operator refuses it (it
+// checks the flags against this schema). The $evaluators and the flag-set
+// metadata are warnings: the OpenFeature Operator does not check them, and
+// flagd loads a flag set that does not match its schema (it logs it).
 //
 // A valid flag set costs one validation. An invalid one is then checked part
 // by part — each flag against the schema of its variants' type, each
 // evaluator against targeting.json — because a failure deep inside flags.json's
 // anyOf of four flag types yields four sets of errors, three of them about a
 // type the flag does not have.
-func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]bool) field.ErrorList {
+func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]bool) (errs, warnings field.ErrorList) {
 	schemas, err := compiledFlagSchemas()
 	if err != nil {
 		// The schemas are compiled from embedded documents: this is a build
 		// defect, not a property of the flag set. Say so rather than accept.
-		return field.ErrorList{field.InternalError(path, err)}
+		return field.ErrorList{field.InternalError(path, err)}, nil
 	}
 	doc := FlagSpecDocument(spec)
 	whole := schemas.Flags.Validate(doc)
 	if whole == nil {
-		return nil
+		return nil, nil
 	}
-	var errs field.ErrorList
 	seen := map[string]bool{}
 	add := func(owner string, ve *jsonschema.ValidationError, prefix []string) {
 		if owner == "" || reported[owner] || seen[owner] {
@@ -184,9 +187,14 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 		seen[owner] = true
 		leaf := deepestLeaf(ve)
 		loc := append(slices.Clone(prefix), leaf.InstanceLocation...)
-		errs = append(errs, field.Invalid(fieldPathOf(path, loc), truncate(valueAt(doc, loc)),
+		e := field.Invalid(fieldPathOf(path, loc), truncate(valueAt(doc, loc)),
 			fmt.Sprintf("does not match flagd's flag schema (flagd-schemas %s) at /%s: %s",
-				FlagSchemaVersion, strings.Join(loc, "/"), leafMessage(leaf))))
+				FlagSchemaVersion, strings.Join(loc, "/"), leafMessage(leaf)))
+		if owner == ownerMetadata || strings.HasPrefix(owner, ownerEvaluators) {
+			warnings = append(warnings, e)
+		} else {
+			errs = append(errs, e)
+		}
 	}
 
 	// Flags, each against its own type's schema.
@@ -221,7 +229,7 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 		}
 	}
 	// Whatever neither layer explained, from the whole document.
-	if len(errs) == 0 && len(reported) == 0 {
+	if len(errs) == 0 && len(warnings) == 0 && len(reported) == 0 {
 		var ve *jsonschema.ValidationError
 		if asValidationError(whole, &ve) {
 			leaf := deepestLeaf(ve)
@@ -232,7 +240,7 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 			add(owner, ve, nil)
 		}
 	}
-	return errs
+	return errs, warnings
 }
 
 // variantsType is the JSON type of a flag's variant values (of the first by

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,9 +97,11 @@ func TestFlagSchemaCorpus(t *testing.T) {
 	}
 }
 
-// corpusDeviations are the positive corpus files flagplane rejects, and why:
-// a FeatureFlag's defaultVariant is required by the CRD (as in the
-// OpenFeature Operator), so "no default variant" cannot be expressed.
+// corpusDeviations are the positive corpus files flagplane admits with a
+// warning, and why: a FeatureFlag's defaultVariant is required by the CRD
+// (as in the OpenFeature Operator), so "no default variant" can only be an
+// empty one, which flagd loads but evaluates to an error where no targeting
+// rule picks a variant.
 var corpusDeviations = map[string]string{
 	"flags/positive/null-default-variant.json":      "defaultVariant",
 	"flags/positive/undefined-default-variant.json": "defaultVariant",
@@ -129,15 +132,24 @@ func TestFlagSchemaCorpusThroughValidator(t *testing.T) {
 					t.Fatalf("positive case does not decode: %v", err)
 				}
 			}
-			errs := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
+			errs, warnings := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
 			if want, ok := corpusDeviations[filepath.ToSlash(c.name)]; ok {
-				g.Expect(errs.ToAggregate()).To(MatchError(ContainSubstring(want)), "documented deviation")
+				g.Expect(errs).To(BeEmpty())
+				g.Expect(warnings.ToAggregate()).To(MatchError(ContainSubstring(want)), "documented deviation")
 				return
 			}
 			if c.positive {
 				g.Expect(errs).To(BeEmpty())
+			} else if len(errs) == 0 {
+				// The OpenFeature Operator checks the flags against the
+				// schema, not the flag-set metadata or $evaluators, and
+				// flagd loads them: a warning there.
+				g.Expect(warnings).NotTo(BeEmpty(), "negative case accepted without a warning")
+				for _, w := range warnings {
+					g.Expect(w.Field).To(Or(HavePrefix("spec.flagSpec.metadata"), HavePrefix("spec.flagSpec.$evaluators")), "only set-level problems are warnings")
+				}
+				t.Logf("admitted with warnings: %v", warnings.ToAggregate())
 			} else {
-				g.Expect(errs).NotTo(BeEmpty(), "negative case accepted")
 				t.Logf("rejected: %v", errs.ToAggregate())
 			}
 		})
@@ -186,6 +198,9 @@ var semanticNegativeCases = []struct {
 	evaluators string
 	metadata   string
 	want       string
+	// warning: flagd loads it (and the OpenFeature Operator admits it), so
+	// it is a warning, not an error.
+	warning bool
 }{
 	{name: "state neither ENABLED nor DISABLED",
 		flags: map[string]v1beta1.Flag{"f": flagWith(func(f *v1beta1.Flag) { f.State = "ON" })},
@@ -205,9 +220,9 @@ var semanticNegativeCases = []struct {
 	{name: "defaultVariant not a variant",
 		flags: map[string]v1beta1.Flag{"f": flagWith(func(f *v1beta1.Flag) { f.DefaultVariant = "blue" })},
 		want:  `spec.flagSpec.flags[f].defaultVariant: Invalid value: "blue": must be one of the variants: off, on`},
-	{name: "empty defaultVariant",
+	{name: "empty defaultVariant", warning: true,
 		flags: map[string]v1beta1.Flag{"f": flagWith(func(f *v1beta1.Flag) { f.DefaultVariant = "" })},
-		want:  `spec.flagSpec.flags[f].defaultVariant: Invalid value: "": must be one of the variants: off, on`},
+		want:  `spec.flagSpec.flags[f].defaultVariant: Invalid value: "": is empty: flagd evaluates the flag to an error`},
 	{name: "variants of two types",
 		flags: map[string]v1beta1.Flag{"f": flagWith(func(f *v1beta1.Flag) { f.Variants = json.RawMessage(`{"on":true,"off":"false"}`) })},
 		want:  `spec.flagSpec.flags[f].variants[on]: Invalid value: "true": all variants of a flag must have one type: "on" is boolean but "off" is string`},
@@ -220,44 +235,44 @@ var semanticNegativeCases = []struct {
 	{name: "targeting a string",
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`"on"`)},
 		want:  `spec.flagSpec.flags[f].targeting: Invalid value: "\"on\"": must be a JSON object`},
-	{name: "$ref to a missing evaluator",
+	{name: "$ref to a missing evaluator", warning: true,
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"$ref":"is-admin"},"on","off"]}`)},
 		want:  `spec.flagSpec.flags[f].targeting: Invalid value: "is-admin": $ref "is-admin" does not name an entry of $evaluators`},
 	{name: "unknown operator",
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"startsWith":[{"var":"email"},"admin"]},"on","off"]}`)},
 		want:  `spec.flagSpec.flags[f].targeting: Invalid value: "{\"if\":[{\"startsWith\":[{\"var\":\"email\"},\"admin\"]},\"on\",\"off\"]}": unknown operator "startsWith"; flagd knows`},
-	{name: "two operators in one rule",
+	{name: "two operators in one rule", warning: true,
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"==":[1,1],"!=":[1,2]},"on","off"]}`)},
 		want:  `a rule object names exactly one operator, found !=, ==`},
 	{name: "$ref with another key",
 		evaluators: `{"is-admin":{"==":[{"var":"role"},"admin"]}}`,
 		flags:      map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"$ref":"is-admin","var":"x"},"on","off"]}`)},
 		want:       `spec.flagSpec.flags[f].targeting: Invalid value: "{\"if\":[{\"$ref\":\"is-admin\",\"var\":\"x\"},\"on\",\"off\"]}": a $ref object takes no other key, found $ref, var`},
-	{name: "if returns a variant the flag does not have",
+	{name: "if returns a variant the flag does not have", warning: true,
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"==":[{"var":"tier"},"gold"]},"onn","off"]}`)},
 		want:  `spec.flagSpec.flags[f].targeting: Invalid value: "onn": targeting can return variant "onn", which the flag does not have (variants: off, on)`},
-	{name: "fractional bucket that is not a variant",
+	{name: "fractional bucket that is not a variant", warning: true,
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"fractional":[["on",50],["of",50]]}`)},
 		want:  `spec.flagSpec.flags[f].targeting: Invalid value: "of": targeting can return variant "of", which the flag does not have (variants: off, on)`},
-	{name: "negative fractional weight",
+	{name: "negative fractional weight", warning: true,
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"fractional":[["on",-10],["off",110]]}`)},
 		want:  `fractional weight of on must not be negative, got -10`},
 	{name: "$evaluators not an object",
 		evaluators: `["is-admin"]`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want: `spec.flagSpec.$evaluators: Invalid value: "[\"is-admin\"]": must be a JSON object`},
-	{name: "evaluator not a rule object",
+	{name: "evaluator not a rule object", warning: true,
 		evaluators: `{"is-admin":"admin"}`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
-		want: `spec.flagSpec.$evaluators[is-admin]: Invalid value: "\"admin\"": an evaluator must be a JSON object (a targeting rule)`},
-	{name: "evaluator with an unknown operator",
+		want: `spec.flagSpec.$evaluators[is-admin]: Invalid value: "\"admin\"": an evaluator should be a JSON object (a targeting rule)`},
+	{name: "evaluator with an unknown operator", warning: true,
 		evaluators: `{"is-admin":{"equals":[{"var":"role"},"admin"]}}`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want: `spec.flagSpec.$evaluators[is-admin]: Invalid value: "{\"equals\":[{\"var\":\"role\"},\"admin\"]}": unknown operator "equals"`},
-	{name: "evaluator with a $ref to a missing evaluator",
+	{name: "evaluator with a $ref to a missing evaluator", warning: true,
 		evaluators: `{"is-staff":{"or":[{"$ref":"is-admin"},{"$ref":"is-dev"}]},"is-dev":{"==":[{"var":"role"},"dev"]}}`,
 		flags:      map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want:       `spec.flagSpec.$evaluators[is-staff]: Invalid value: "is-admin": $ref "is-admin" does not name an entry of $evaluators`},
-	{name: "empty evaluator name",
+	{name: "empty evaluator name", warning: true,
 		evaluators: `{"":{"==":[1,1]}}`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
-		want: `spec.flagSpec.$evaluators[]: Invalid value: "": an evaluator name must not be empty`},
+		want: `spec.flagSpec.$evaluators[]: Invalid value: "": an evaluator name should not be empty`},
 	{name: "flag-set metadata not an object",
 		metadata: `"v1"`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want: `spec.flagSpec.metadata: Invalid value: "\"v1\"": must be a JSON object`},
@@ -267,7 +282,7 @@ var semanticNegativeCases = []struct {
 	{name: "flag metadata value that is an object (schema)",
 		flags: map[string]v1beta1.Flag{"f": flagWith(func(f *v1beta1.Flag) { f.Metadata = json.RawMessage(`{"owner":{"team":"shop"}}`) })},
 		want:  `spec.flagSpec.flags[f].metadata[owner]: Invalid value: "{\"team\":\"shop\"}": does not match flagd's flag schema (flagd-schemas v0.2.13) at /flags/f/metadata/owner: got object, want boolean or number or string`},
-	{name: "flag-set metadata value that is an array (schema)",
+	{name: "flag-set metadata value that is an array (schema)", warning: true,
 		metadata: `{"version":["1"]}`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want: `spec.flagSpec.metadata[version]: Invalid value: "[\"1\"]": does not match flagd's flag schema (flagd-schemas v0.2.13) at /metadata/version: got array, want boolean or number or string`},
 	{name: "sem_ver with a version that is not semantic (schema)",
@@ -276,7 +291,7 @@ var semanticNegativeCases = []struct {
 	{name: "var of an unknown $flagd property (schema)",
 		flags: map[string]v1beta1.Flag{"f": withTargetingRule(`{"if":[{"==":[{"var":"$flagd.region"},"eu"]},"on","off"]}`)},
 		want:  `does not match flagd's flag schema (flagd-schemas v0.2.13) at /flags/f/targeting/if/0/==/0/var`},
-	{name: "starts_with with a number (schema)",
+	{name: "starts_with with a number (schema)", warning: true,
 		evaluators: `{"is-admin":{"starts_with":[{"var":"email"},1]}}`, flags: map[string]v1beta1.Flag{"f": flagWith(func(*v1beta1.Flag) {})},
 		want: `spec.flagSpec.$evaluators[is-admin].starts_with[1]: Invalid value: "1": does not match flagd's flag schema (flagd-schemas v0.2.13) at /$evaluators/is-admin/starts_with/1`},
 }
@@ -295,7 +310,13 @@ func TestValidateFlagSpecNegativeCases(t *testing.T) {
 			if tc.metadata != "" {
 				spec.Metadata = json.RawMessage(tc.metadata)
 			}
-			errs := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec"))
+			errs, warnings := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec"))
+			if tc.warning {
+				g.Expect(errs).To(BeEmpty(), "flagd loads it: a warning, not an error")
+				errs = warnings
+			} else {
+				g.Expect(warnings).To(BeEmpty())
+			}
 			g.Expect(errs).To(HaveLen(1), "one mistake, one message: %v", errs.ToAggregate())
 			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tc.want))
 		})
@@ -322,8 +343,9 @@ func TestValidateFlagSpecAcceptsWhatFlagdAccepts(t *testing.T) {
 			"var-result":      withTargetingRule(`{"var":"variant"}`),
 		},
 	}
-	errs := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec"))
+	errs, warnings := ValidateFlagSpec(spec, field.NewPath("spec", "flagSpec"))
 	NewWithT(t).Expect(errs).To(BeEmpty())
+	NewWithT(t).Expect(warnings).To(BeEmpty())
 }
 
 // FuzzValidateFlagSpecJSON: whatever JSON a FeatureFlag's spec.flagSpec
@@ -338,13 +360,10 @@ func FuzzValidateFlagSpecJSON(f *testing.F) {
 		if json.Unmarshal([]byte(doc), &spec) != nil {
 			return
 		}
-		first := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
-		second := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
-		if first.ToAggregate() != nil && second.ToAggregate() != nil && first.ToAggregate().Error() != second.ToAggregate().Error() {
-			t.Fatalf("not deterministic:\n%v\n%v", first.ToAggregate(), second.ToAggregate())
-		}
-		if (first == nil) != (second == nil) {
-			t.Fatal("not deterministic")
+		first, firstW := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
+		second, secondW := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
+		if fmt.Sprint(first, firstW) != fmt.Sprint(second, secondW) {
+			t.Fatalf("not deterministic:\n%v %v\n%v %v", first, firstW, second, secondW)
 		}
 	})
 }

@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,107 +27,174 @@ var knownOperators = []string{
 
 // checkTargetingOperators: every rule object of the flag's targeting names
 // one known operator (or is a $ref alone), and fractional weights are not
-// negative.
-func checkTargetingOperators(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *field.Error {
-	if len(flag.Targeting) == 0 {
+// negative. flagd's schema refuses unknown operators and $ref objects with
+// other keys (errors); it lets a rule object with two operators and a
+// negative weight through, which flagd then evaluates in a way nobody
+// meant (warnings).
+func checkTargetingOperators(path *field.Path, _ string, flag *v1beta1.Flag, _ *flagSetContext) *problem {
+	rule, ok := targetingRule(flag)
+	if !ok {
 		return nil
 	}
-	var rule any
-	if json.Unmarshal(flag.Targeting, &rule) != nil {
-		return nil // checkTargetingRefs reported it
-	}
-	if msg := ruleProblem(rule); msg != "" {
-		return field.Invalid(path.Child("targeting"), truncate(string(flag.Targeting)), msg)
+	if msg, warn := ruleProblem(rule); msg != "" {
+		e := field.Invalid(path.Child("targeting"), truncate(string(flag.Targeting)), msg)
+		if warn {
+			return warningOf(e)
+		}
+		return errorOf(e)
 	}
 	return nil
 }
 
 // checkTargetingResults: a variant name that the targeting can return as a
 // literal (the branches of "if", the buckets of "fractional", a bare string)
-// must be a variant of the flag. flagd would otherwise fall back to the
-// default variant with reason ERROR at evaluation time, silently.
-func checkTargetingResults(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *field.Error {
-	if len(flag.Targeting) == 0 {
-		return nil
-	}
-	var rule any
-	if json.Unmarshal(flag.Targeting, &rule) != nil {
+// should be a variant of the flag. flagd loads it, and evaluates the flag
+// to an error when the rule returns it: a warning.
+func checkTargetingResults(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *problem {
+	rule, ok := targetingRule(flag)
+	if !ok {
 		return nil
 	}
 	for _, name := range ruleResults(rule) {
 		if _, ok := ctx.variants[name]; !ok {
-			return field.Invalid(path.Child("targeting"), name,
-				fmt.Sprintf("targeting can return variant %q, which the flag does not have (variants: %s)",
-					name, strings.Join(sortedKeys(ctx.variants), ", ")))
+			return warningOf(field.Invalid(path.Child("targeting"), name,
+				fmt.Sprintf("targeting can return variant %q, which the flag does not have (variants: %s): flagd evaluates the flag to an error then",
+					name, strings.Join(sortedKeys(ctx.variants), ", "))))
 		}
 	}
 	return nil
+}
+
+// checkUnreachableVariants: when every result of the targeting is known
+// (literals and null, see knownResults), a variant that is neither one of
+// them nor the defaultVariant can never be served: a warning. A flag
+// without targeting is not checked: its other variants are there to switch
+// the defaultVariant to.
+func checkUnreachableVariants(path *field.Path, _ string, flag *v1beta1.Flag, ctx *flagSetContext) *problem {
+	rule, ok := targetingRule(flag)
+	if !ok || len(rule.(map[string]any)) == 0 {
+		return nil
+	}
+	results, complete := knownResults(rule)
+	if !complete {
+		return nil
+	}
+	for _, r := range results {
+		if _, ok := ctx.variants[r]; !ok {
+			return nil // checkTargetingResults warned: a misspelt result, not an unreachable variant
+		}
+	}
+	var unreachable []string
+	for _, name := range sortedKeys(ctx.variants) {
+		if name != flag.DefaultVariant && !slices.Contains(results, name) {
+			unreachable = append(unreachable, name)
+		}
+	}
+	if len(unreachable) == 0 {
+		return nil
+	}
+	return warningOf(field.Invalid(path.Child("variants"), strings.Join(unreachable, ", "),
+		fmt.Sprintf("can never be served: the targeting returns only %s and the defaultVariant is %q",
+			quotedList(results), flag.DefaultVariant)))
+}
+
+func quotedList(names []string) string {
+	if len(names) == 0 {
+		return "null"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // checkEvaluator checks one entry of $evaluators: a rule object whose
-// operators are known and whose $refs name other evaluators.
-func checkEvaluator(path *field.Path, name string, ctx *flagSetContext) *field.Error {
+// operators are known and whose $refs name other evaluators. flagd refuses
+// the flag set when an evaluator is empty ({}, or a value shorter than
+// three characters); everything else it loads, and the OpenFeature
+// Operator does not check evaluators: warnings.
+func checkEvaluator(path *field.Path, name string, ctx *flagSetContext) *problem {
 	raw := ctx.evaluators[name]
+	if compact := compactJSON(raw); len(compact) < 3 {
+		return errorOf(field.Invalid(path, compact, "flagd refuses an empty evaluator"))
+	}
 	if name == "" {
-		return field.Invalid(path, "", "an evaluator name must not be empty")
+		return warningOf(field.Invalid(path, "", "an evaluator name should not be empty: no $ref can name it"))
 	}
 	var rule any
 	if err := json.Unmarshal(raw, &rule); err != nil {
-		return field.Invalid(path, truncate(string(raw)), "must be valid JSON")
+		return errorOf(field.Invalid(path, truncate(string(raw)), "must be valid JSON"))
 	}
 	if _, ok := rule.(map[string]any); !ok {
-		return field.Invalid(path, truncate(string(raw)), "an evaluator must be a JSON object (a targeting rule)")
+		return warningOf(field.Invalid(path, truncate(string(raw)), "an evaluator should be a JSON object (a targeting rule)"))
 	}
-	if msg := ruleProblem(rule); msg != "" {
-		return field.Invalid(path, truncate(string(raw)), msg)
+	if msg, _ := ruleProblem(rule); msg != "" {
+		return warningOf(field.Invalid(path, truncate(string(raw)), msg))
 	}
 	for _, ref := range collectRefs(rule) {
 		if _, ok := ctx.evaluators[ref]; !ok {
-			return field.Invalid(path, ref, fmt.Sprintf("$ref %q does not name an entry of $evaluators", ref))
+			return warningOf(field.Invalid(path, ref, fmt.Sprintf("$ref %q does not name an entry of $evaluators", ref)))
 		}
 	}
 	return nil
 }
 
+// compactJSON is raw without insignificant space, as flagd sees it (or raw
+// itself when it is not JSON).
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
 // ruleProblem walks a JSONLogic rule and describes its first structural
-// problem, or returns "".
-func ruleProblem(n any) string {
+// problem, or returns "". warn tells whether flagd's schema lets the
+// problem through (see checkTargetingOperators).
+func ruleProblem(n any) (msg string, warn bool) {
 	switch t := n.(type) {
 	case map[string]any:
 		if len(t) == 0 {
-			return "" // an empty rule: flagd serves the default variant
+			return "", false // an empty rule: flagd serves the default variant
 		}
 		if _, ok := t["$ref"]; ok {
 			if len(t) > 1 {
-				return fmt.Sprintf("a $ref object takes no other key, found %s", strings.Join(sortedKeys(t), ", "))
+				return fmt.Sprintf("a $ref object takes no other key, found %s", strings.Join(sortedKeys(t), ", ")), false
 			}
 			if _, ok := t["$ref"].(string); !ok {
-				return "$ref must name an evaluator as a string"
+				return "$ref must name an evaluator as a string", false
 			}
-			return ""
+			return "", false
 		}
 		if len(t) > 1 {
-			return fmt.Sprintf("a rule object names exactly one operator, found %s", strings.Join(sortedKeys(t), ", "))
+			for _, op := range sortedKeys(t) {
+				if !slices.Contains(knownOperators, op) {
+					return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " ")), false
+				}
+			}
+			return fmt.Sprintf("a rule object names exactly one operator, found %s: JSONLogic uses one of them", strings.Join(sortedKeys(t), ", ")), true
 		}
 		for op, args := range t {
 			if !slices.Contains(knownOperators, op) {
-				return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " "))
+				return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " ")), false
 			}
 			if op == "fractional" {
 				if msg := fractionalProblem(args); msg != "" {
-					return msg
+					return msg, true
 				}
 			}
 			return ruleProblem(args)
 		}
 	case []any:
 		for _, e := range t {
-			if msg := ruleProblem(e); msg != "" {
-				return msg
+			if msg, warn := ruleProblem(e); msg != "" {
+				return msg, warn
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // fractionalProblem checks the buckets of a fractional rule: ["variant", weight].
@@ -181,6 +251,53 @@ func ruleResults(n any) []string {
 	}
 	walk(n)
 	return out
+}
+
+// knownResults lists the variant names a rule can return and tells whether
+// that is all it can return: every result position (the rule itself, the
+// branches of "if", the buckets of "fractional") holds a string literal or
+// null (the default variant). Any other result (a "var", a "cat", a $ref,
+// ...) is known only at evaluation, and the list is incomplete.
+func knownResults(n any) (out []string, complete bool) {
+	complete = true
+	var walk func(any)
+	walk = func(n any) {
+		switch t := n.(type) {
+		case nil:
+		case string:
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		case map[string]any:
+			if len(t) != 1 {
+				complete = false
+				return
+			}
+			if args, ok := t["if"].([]any); ok {
+				for i := 1; i < len(args); i += 2 {
+					walk(args[i])
+				}
+				if len(args)%2 == 1 && len(args) >= 3 {
+					walk(args[len(args)-1])
+				}
+				return
+			}
+			if args, ok := t["fractional"].([]any); ok {
+				for _, a := range args {
+					if bucket, ok := a.([]any); ok && len(bucket) >= 1 {
+						walk(bucket[0])
+					}
+				}
+				return
+			}
+			complete = false
+		default:
+			complete = false
+		}
+	}
+	walk(n)
+	sort.Strings(out)
+	return out, complete
 }
 
 // truncate shortens a value for a message: field errors print it whole.

@@ -34,6 +34,8 @@ func TestValidateFlagSet(t *testing.T) {
 		flags      map[string]v1beta1.Flag
 		evaluators string
 		wantErr    string // substring; empty means valid
+		// wantWarning: valid (flagd loads it) but with this warning.
+		wantWarning string
 	}{
 		{name: "valid boolean flag", flags: map[string]v1beta1.Flag{"f": boolFlag()}},
 		{name: "empty flag set", flags: map[string]v1beta1.Flag{}},
@@ -58,8 +60,29 @@ func TestValidateFlagSet(t *testing.T) {
 		{name: "null variant", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
 			Variants: json.RawMessage(`{"on":null}`), DefaultVariant: "on"}},
 			wantErr: `a variant must have a value`},
-		{name: "unknown $ref", flags: map[string]v1beta1.Flag{"f": withTargeting(`{"if":[{"$ref":"nope"},"on","off"]}`)},
-			wantErr: `$ref "nope" does not name an entry of $evaluators`},
+		{name: "unknown $ref: loaded by flagd, admitted by the OpenFeature Operator", flags: map[string]v1beta1.Flag{"f": withTargeting(`{"if":[{"$ref":"nope"},"on","off"]}`)},
+			wantWarning: `$ref "nope" does not name an entry of $evaluators`},
+		{name: "unreachable variants", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"a":"a","b":"b","c":"c","d":"d"}`), DefaultVariant: "a",
+			Targeting: json.RawMessage(`{"if":[{"==":[{"var":"tier"},"gold"]},"b",null]}`)}},
+			wantWarning: `spec.flagSpec.flags[f].variants: Invalid value: "c, d": can never be served: the targeting returns only "b" and the defaultVariant is "a"`},
+		{name: "variants a var can return are not unreachable", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"a":"a","b":"b","c":"c"}`), DefaultVariant: "a",
+			Targeting: json.RawMessage(`{"if":[{"==":[{"var":"tier"},"gold"]},{"var":"variant"},"b"]}`)}}},
+		{name: "a flag without targeting switches by defaultVariant: no unreachable variant", flags: map[string]v1beta1.Flag{"f": {State: "ENABLED",
+			Variants: json.RawMessage(`{"a":"a","b":"b","c":"c"}`), DefaultVariant: "a"}}},
+		{name: "empty evaluator: flagd refuses the flag set", evaluators: `{"x":{}}`, flags: map[string]v1beta1.Flag{"f": boolFlag()},
+			wantErr: `spec.flagSpec.$evaluators[x]: Invalid value: "{}": flagd refuses an empty evaluator`},
+		// The OpenFeature Operator's own e2e "good" flag set: admitted, with warnings.
+		{name: "OpenFeature Operator e2e featureflag_good", flags: map[string]v1beta1.Flag{"fibAlgo": {State: "ENABLED",
+			Variants: json.RawMessage(`{"recursive":"recursive","memo":"memo","loop":"loop","binet":"binet"}`), DefaultVariant: "recursive",
+			Targeting: json.RawMessage(`{"if":[{"$ref":"emailWithFaas"},"binet",null]}`)}},
+			wantWarning: `$ref "emailWithFaas" does not name an entry of $evaluators`},
+		// ... and its "bad" one: refused, as the OpenFeature Operator refuses it (flagd's schema).
+		{name: "OpenFeature Operator e2e featureflag_bad", flags: map[string]v1beta1.Flag{"fibAlgo": {State: "ENABLED",
+			Variants: json.RawMessage(`{"recursive":"recursive","memo":"memo","loop":"loop","binet":"binet"}`), DefaultVariant: "recursive",
+			Targeting: json.RawMessage(`{"fractional":["invalid",["clubs",25],["diamonds",25],["hearts",25],["spades",25]]}`)}},
+			wantErr: `does not match flagd's flag schema`},
 		{name: "targeting not an object", flags: map[string]v1beta1.Flag{"f": withTargeting(`"on"`)},
 			wantErr: `spec.flagSpec.flags[f].targeting: Invalid value: "\"on\"": must be a JSON object`},
 		{name: "evaluators not an object", evaluators: `[1]`, flags: map[string]v1beta1.Flag{"f": boolFlag()},
@@ -72,7 +95,13 @@ func TestValidateFlagSet(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := ValidateFlagSet(flagSet(tc.flags, tc.evaluators))
+			ff := flagSet(tc.flags, tc.evaluators)
+			err := ValidateFlagSet(ff)
+			if tc.wantWarning == "" && tc.wantErr == "" {
+				g.Expect(FlagSetWarnings(ff)).To(BeEmpty())
+			} else if tc.wantWarning != "" {
+				g.Expect(FlagSetWarnings(ff)).To(ContainElement(ContainSubstring(tc.wantWarning)))
+			}
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

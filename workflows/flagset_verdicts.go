@@ -16,19 +16,26 @@ import (
 // what the verdict depends on.
 var verdicts = newVerdictCache(4096)
 
+// verdict is what ValidateFlagSpec finds in a flag set: its errors, and
+// its warnings (which StrictValidation makes errors when read).
+type verdict struct {
+	errs     error
+	warnings []string
+}
+
 type verdictCache struct {
 	mu    sync.Mutex
 	max   int
-	byKey map[[32]byte]error
+	byKey map[[32]byte]verdict
 	order [][32]byte // insertion order, for eviction
 }
 
 func newVerdictCache(max int) *verdictCache {
-	return &verdictCache{max: max, byKey: make(map[[32]byte]error, max)}
+	return &verdictCache{max: max, byKey: make(map[[32]byte]verdict, max)}
 }
 
 // validate returns the verdict on spec, computing it when not known.
-func (c *verdictCache) validate(spec *v1beta1.FlagSpec, compute func() error) error {
+func (c *verdictCache) validate(spec *v1beta1.FlagSpec, compute func() verdict) verdict {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return compute()

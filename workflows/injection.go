@@ -34,13 +34,16 @@ import (
 //
 // Several sources on one workload are merged in the order
 // topology.View.SourcesOfWorkload gives (annotation order, then targeting
-// sources by key). As in the OpenFeature Operator, a later source's setting
-// overrides an earlier one's; a setting counts only where a source sets it
-// to something else than the API's default, so that a source that leaves the
-// port alone never overrides one that sets it. Every overridden setting is a
-// SettingConflict. Lists (sources, CORS origins, sync provider args) are
-// concatenated without repeats; maps (env vars, context values, header
-// mappings, resources) merge by key.
+// sources by key). A later source's setting overrides an earlier one's, as
+// in the OpenFeature Operator, but a setting counts only where a source sets
+// it to something else than the API's default, so that a source that leaves
+// the port alone never overrides one that sets it (in the OpenFeature
+// Operator the CRD's defaults make the last source win) nor the operator's
+// default (SidecarOptions). Every overridden setting is a SettingConflict.
+// Lists (sources, CORS origins, sync provider args) are concatenated without
+// repeats; maps (env vars, context values, header mappings, resources) merge
+// by key. In-process configurations merge by the OpenFeature Operator's rule
+// (see inProcessMerge).
 
 // Sidecar container and mount layout.
 const (
@@ -52,6 +55,11 @@ const (
 	// to the sync server: "core.openfeature.dev/<namespace>/<name>", the
 	// form of the OpenFeature Operator's flagd-proxy.
 	FlagdProxySelectorPrefix = "core.openfeature.dev/"
+	// AnnotationAllowKubernetesSync, "true" on a pod whose sidecar reads a
+	// FeatureFlag with the kubernetes provider: the mark the OpenFeature
+	// Operator puts on such pods, which tools select them by. flagplane
+	// grants their permissions from the graph, not from this mark.
+	AnnotationAllowKubernetesSync = "openfeature.dev/allowkubernetessync"
 	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
 	// sidecar's hardened securityContext: a JSON corev1.SecurityContext whose
 	// set fields replace the hardened ones. It is honoured only when the
@@ -66,8 +74,10 @@ const (
 // InjectionOptions are the operator-wide inputs of the injection; the rest
 // comes from the graph.
 type InjectionOptions struct {
-	// Sidecar is the image and the default resources of the sidecar.
+	// Sidecar is the image and the defaults of the sidecar.
 	Sidecar SidecarOptions
+	// InProcess are the defaults of in-process configurations.
+	InProcess InProcessOptions
 	// SyncServer is the address (host:port) of flagplane's built-in flagd
 	// sync server, which sidecars of flagd-proxy sources sync from. Empty
 	// leaves such sources out, with a warning.
@@ -96,7 +106,7 @@ type InjectionOptions struct {
 
 // DefaultInjectionOptions are the options of an operator started without flags.
 func DefaultInjectionOptions() InjectionOptions {
-	return InjectionOptions{Sidecar: DefaultSidecarOptions()}
+	return InjectionOptions{Sidecar: DefaultSidecarOptions(), InProcess: DefaultInProcessOptions()}
 }
 
 var injectionOptions atomic.Pointer[InjectionOptions]
@@ -126,6 +136,12 @@ type Injection struct {
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 	// Env are the env vars of every app container.
 	Env []corev1.EnvVar `json:"env,omitempty"`
+	// ImagePullSecrets are added to the pod with the sidecar
+	// (SidecarOptions.ImagePullSecrets).
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// PodAnnotations are set on the pod: AnnotationAllowKubernetesSync
+	// when the sidecar syncs from the kubernetes provider.
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// ConfigMaps are the generated ConfigMaps the volumes mount (topology
 	// keys): they must exist before a pod that mounts them is admitted.
 	ConfigMaps []topology.Key `json:"configMaps,omitempty"`
@@ -202,10 +218,12 @@ func (inj *Injection) Fingerprint() string {
 		return ""
 	}
 	b, _ := json.Marshal(struct {
-		Sidecar *corev1.Container `json:"sidecar,omitempty"`
-		Volumes []corev1.Volume   `json:"volumes,omitempty"`
-		Env     []corev1.EnvVar   `json:"env,omitempty"`
-	}{inj.Sidecar, inj.Volumes, inj.Env}) // plain data: cannot fail
+		Sidecar          *corev1.Container             `json:"sidecar,omitempty"`
+		Volumes          []corev1.Volume               `json:"volumes,omitempty"`
+		Env              []corev1.EnvVar               `json:"env,omitempty"`
+		ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+		PodAnnotations   map[string]string             `json:"podAnnotations,omitempty"`
+	}{inj.Sidecar, inj.Volumes, inj.Env, inj.ImagePullSecrets, inj.PodAnnotations}) // plain data: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -214,6 +232,7 @@ func (inj *Injection) Fingerprint() string {
 // anything, with warnings for what it had to leave out. It is idempotent: a
 // pod that already has the sidecar init container gets nothing, and an env
 // var an app container defines itself keeps the container's value.
+// PodAnnotations are the caller's to set on the pod's metadata.
 func (inj *Injection) ApplyTo(spec *corev1.PodSpec) (changed bool, warnings []string) {
 	if inj.Empty() {
 		return false, nil
@@ -236,6 +255,11 @@ func (inj *Injection) ApplyTo(spec *corev1.PodSpec) (changed bool, warnings []st
 		}
 		spec.Volumes = append(spec.Volumes, deepCopyVolumes(inj.Volumes)...)
 		spec.InitContainers = append(spec.InitContainers, *inj.Sidecar.DeepCopy())
+		for _, s := range inj.ImagePullSecrets {
+			if !slices.Contains(spec.ImagePullSecrets, s) {
+				spec.ImagePullSecrets = append(spec.ImagePullSecrets, s)
+			}
+		}
 		changed = true
 	}
 	for i := range spec.Containers {
@@ -291,7 +315,7 @@ func (inj *Injection) Without(cms ...topology.Key) *Injection {
 		out.Env = slices.DeleteFunc(slices.Clone(inj.Env), func(e corev1.EnvVar) bool {
 			return slices.ContainsFunc(sidecarEnv, func(s corev1.EnvVar) bool { return s.Name == e.Name && envEqual(s, e) })
 		})
-		out.Sidecar, out.Volumes = nil, nil
+		out.Sidecar, out.Volumes, out.ImagePullSecrets, out.PodAnnotations = nil, nil, nil, nil
 	}
 	return &out
 }

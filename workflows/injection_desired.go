@@ -18,16 +18,10 @@ import (
 	"github.com/flagplane/flagplane/topology"
 )
 
-// API defaults of FeatureFlagSourceSpec (the CRD fills them in): a value
-// equal to its default is not a setting a source makes.
-const (
-	defaultManagementPort int32 = 8014
-	defaultPort           int32 = 8013
-	defaultOFREPPort      int32 = 8016
-	defaultEvaluator            = "json"
-	defaultLogFormat            = "json"
-	defaultEnvVarPrefix         = "FLAGD"
-)
+// A value of a FeatureFlagSourceSpec equal to the API's default (which the
+// CRD fills in) is not a setting the source makes: the operator's default
+// (SidecarOptions) applies. The API's defaults are the Default* constants
+// of SidecarOptions.
 
 // Env var names, after the prefix, as in the OpenFeature Operator.
 const (
@@ -70,6 +64,10 @@ func DesiredInjection(v *topology.View, workload topology.Key, opts InjectionOpt
 	}
 	m := newSidecarMerge(inj)
 	m.mayReadDirectly = func(f topology.Key) bool { return v.MayReadDirectly(workload, f) }
+	m.defaultProvider = v.DefaultSyncProvider()
+	// The operator's provider args come first, as the OpenFeature
+	// Operator's sidecarConfiguration.providerArgs do.
+	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
 	for _, sk := range v.SourcesOfWorkload(workload) {
 		src, ok := v.Source(sk)
 		if !ok {
@@ -83,26 +81,36 @@ func DesiredInjection(v *topology.View, workload topology.Key, opts InjectionOpt
 		inj.Sidecar = m.container(opts)
 		inj.Volumes = m.volumes
 		inj.ConfigMaps = m.configMaps
-		for _, e := range m.appEnv() {
+		for _, s := range opts.Sidecar.ImagePullSecrets {
+			inj.ImagePullSecrets = append(inj.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+		if m.kubernetes {
+			inj.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
+		}
+		for _, e := range m.appEnv(opts.Sidecar) {
 			env.add(e.env, e.from)
 		}
 	} else if len(inj.Sources) > 0 {
 		inj.Warnings = append(inj.Warnings, "no flagd sidecar: none of the entries of the sources can be served")
 	}
+	ipm := newInProcessMerge(inj)
 	for _, ck := range v.InProcessConfigsOfWorkload(workload) {
 		c, ok := v.InProcessConfig(ck)
 		if !ok {
 			continue
 		}
 		inj.InProcessConfigs = append(inj.InProcessConfigs, ck)
-		for _, e := range inProcessEnv(&c.Spec) {
-			env.add(e, ck)
+		ipm.add(ck, &c.Spec)
+	}
+	if len(inj.InProcessConfigs) > 0 {
+		for _, e := range ipm.env(opts.InProcess) {
+			env.add(e.env, e.from)
 		}
 	}
 	inj.Env = env.list()
 	if inj.Sidecar != nil {
 		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
-		inj.Sidecar.Env = m.sidecarEnv()
+		inj.Sidecar.Env = m.sidecarEnv(opts.Sidecar)
 	}
 	return inj
 }
@@ -144,6 +152,8 @@ type sidecarMerge struct {
 	inj *Injection
 	// mayReadDirectly is the tenancy rule for the kubernetes provider.
 	mayReadDirectly func(topology.Key) bool
+	// defaultProvider is the operator's default provider (topology.View.DefaultSyncProvider).
+	defaultProvider v1beta1.SyncProviderType
 
 	managementPort, port, ofrepPort                               setting[int32]
 	socketPath, evaluator, logFormat, envVarPrefix, otelCollector setting[string]
@@ -160,6 +170,7 @@ type sidecarMerge struct {
 	limits         map[corev1.ResourceName]keyedValue
 
 	entries    []FlagdSourceConfig
+	kubernetes bool // an entry syncs with the kubernetes provider
 	volumes    []corev1.Volume
 	mounts     []corev1.VolumeMount
 	configMaps []topology.Key
@@ -179,13 +190,13 @@ func newSidecarMerge(inj *Injection) *sidecarMerge {
 func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1.FeatureFlagSource, opts InjectionOptions) {
 	s := &src.Spec
 	inj := m.inj
-	m.managementPort.merge(inj, "managementPort", s.ManagementPort, s.ManagementPort != 0 && s.ManagementPort != defaultManagementPort, sk)
-	m.port.merge(inj, "port", s.Port, s.Port != 0 && s.Port != defaultPort, sk)
-	m.ofrepPort.merge(inj, "ofrepPort", s.OFREPPort, s.OFREPPort != 0 && s.OFREPPort != defaultOFREPPort, sk)
+	m.managementPort.merge(inj, "managementPort", s.ManagementPort, s.ManagementPort != 0 && s.ManagementPort != DefaultManagementPort, sk)
+	m.port.merge(inj, "port", s.Port, s.Port != 0 && s.Port != DefaultSidecarPort, sk)
+	m.ofrepPort.merge(inj, "ofrepPort", s.OFREPPort, s.OFREPPort != 0 && s.OFREPPort != DefaultOFREPPort, sk)
 	m.socketPath.merge(inj, "socketPath", s.SocketPath, s.SocketPath != "", sk)
-	m.evaluator.merge(inj, "evaluator", s.Evaluator, s.Evaluator != "" && s.Evaluator != defaultEvaluator, sk)
-	m.logFormat.merge(inj, "logFormat", s.LogFormat, s.LogFormat != "" && s.LogFormat != defaultLogFormat, sk)
-	m.envVarPrefix.merge(inj, "envVarPrefix", s.EnvVarPrefix, s.EnvVarPrefix != "" && s.EnvVarPrefix != defaultEnvVarPrefix, sk)
+	m.evaluator.merge(inj, "evaluator", s.Evaluator, s.Evaluator != "" && s.Evaluator != DefaultEvaluator, sk)
+	m.logFormat.merge(inj, "logFormat", s.LogFormat, s.LogFormat != "" && s.LogFormat != DefaultLogFormat, sk)
+	m.envVarPrefix.merge(inj, "envVarPrefix", s.EnvVarPrefix, s.EnvVarPrefix != "" && s.EnvVarPrefix != DefaultEnvVarPrefix, sk)
 	m.otelCollector.merge(inj, "otelCollectorUri", s.OtelCollectorUri, s.OtelCollectorUri != "", sk)
 	m.probes.merge(inj, "probesEnabled", ptr.Deref(s.ProbesEnabled, true), s.ProbesEnabled != nil, sk)
 	m.debug.merge(inj, "debugLogging", ptr.Deref(s.DebugLogging, false), s.DebugLogging != nil, sk)
@@ -245,13 +256,7 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 // file source, its volume and mount), or a warning saying why it cannot be.
 func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1beta1.SyncProviderType,
 	refs map[int]topology.FlagSetRef, opts InjectionOptions) {
-	provider := e.Provider
-	if provider == "" {
-		provider = def
-	}
-	if provider == "" {
-		provider = v1beta1.SyncProviderFile
-	}
+	provider := topology.ProviderInForce(e, def, m.defaultProvider)
 	var cfg FlagdSourceConfig
 	if provider.ReferencesFlagSet() {
 		ref, ok := refs[i]
@@ -276,6 +281,7 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 				return
 			}
 			cfg = FlagdSourceConfig{URI: f.Namespace + "/" + f.Name, Provider: string(v1beta1.SyncProviderKubernetes)}
+			m.kubernetes = true
 		case v1beta1.SyncProviderFlagdProxy:
 			if opts.SyncServer == "" {
 				m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: no sync server is configured for flagd-proxy", keyString(sk), i, e.Source))
@@ -342,26 +348,26 @@ func (m *sidecarMerge) mount(f, cm topology.Key) {
 
 // container renders the sidecar.
 func (m *sidecarMerge) container(opts InjectionOptions) *corev1.Container {
-	mgmt := m.managementPort.or(defaultManagementPort)
-	port := m.port.or(defaultPort)
+	mgmt := m.managementPort.or(opts.Sidecar.ManagementPort)
+	port := m.port.or(opts.Sidecar.Port)
 	sources, _ := json.Marshal(m.entries) // plain data: cannot fail
 	args := []string{"start",
 		"--management-port", strconv.Itoa(int(mgmt)),
 		"--port", strconv.Itoa(int(port)),
-		"--log-format", m.logFormat.or(defaultLogFormat),
+		"--log-format", m.logFormat.or(opts.Sidecar.LogFormat),
 	}
 	if m.ofrepPort.set {
 		args = append(args, "--ofrep-port", strconv.Itoa(int(m.ofrepPort.value)))
 	}
-	if m.socketPath.set {
-		args = append(args, "--socket-path", m.socketPath.value)
+	if sp := m.socketPath.or(opts.Sidecar.SocketPath); sp != "" {
+		args = append(args, "--socket-path", sp)
 	}
 	args = append(args, "--sources", string(sources))
-	if m.debug.or(false) {
+	if m.debug.or(opts.Sidecar.DebugLogging) {
 		args = append(args, "--debug")
 	}
-	if m.otelCollector.set {
-		args = append(args, "--metrics-exporter", "otel", "--otel-collector-uri", m.otelCollector.value)
+	if otel := m.otelCollector.or(opts.Sidecar.OtelCollectorURI); otel != "" {
+		args = append(args, "--metrics-exporter", "otel", "--otel-collector-uri", otel)
 	}
 	for _, k := range sortedKeys(m.contextValues) {
 		args = append(args, "--context-value", k+"="+m.contextValues[k].value)
@@ -383,10 +389,12 @@ func (m *sidecarMerge) container(opts InjectionOptions) *corev1.Container {
 		Image:           opts.Sidecar.ImageReference(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Args:            args,
+		// The port names are the OpenFeature Operator's ("flagd",
+		// "management"), which PodMonitors of flagd's metrics name.
 		Ports: []corev1.ContainerPort{
 			{Name: "flagd", ContainerPort: port, Protocol: corev1.ProtocolTCP},
-			{Name: "flagd-mgmt", ContainerPort: mgmt, Protocol: corev1.ProtocolTCP},
-			{Name: "flagd-ofrep", ContainerPort: m.ofrepPort.or(defaultOFREPPort), Protocol: corev1.ProtocolTCP},
+			{Name: "management", ContainerPort: mgmt, Protocol: corev1.ProtocolTCP},
+			{Name: "flagd-ofrep", ContainerPort: m.ofrepPort.or(DefaultOFREPPort), Protocol: corev1.ProtocolTCP},
 		},
 		VolumeMounts:             m.mounts,
 		Resources:                m.resources(opts.Sidecar.Resources),
@@ -394,7 +402,7 @@ func (m *sidecarMerge) container(opts InjectionOptions) *corev1.Container {
 		RestartPolicy:            ptr.To(corev1.ContainerRestartPolicyAlways),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-	if m.probes.or(true) {
+	if m.probes.or(opts.Sidecar.ProbesEnabled) {
 		c.StartupProbe = httpProbe("/healthz", mgmt, 1, 60)
 		c.LivenessProbe = httpProbe("/healthz", mgmt, 10, 3)
 		c.ReadinessProbe = httpProbe("/readyz", mgmt, 5, 3)
@@ -532,11 +540,13 @@ type sourcedEnv struct {
 }
 
 // appEnv: what points the app containers' flagd providers at the sidecar.
-func (m *sidecarMerge) appEnv() []sourcedEnv {
-	prefix := m.envVarPrefix.or(defaultEnvVarPrefix)
+// The sources' own env vars are prefixed too, except the cloud-storage
+// credentials flagd reads under their vendors' names (sourceEnvVarKey).
+func (m *sidecarMerge) appEnv(opts SidecarOptions) []sourcedEnv {
+	prefix := m.envVarPrefix.or(opts.EnvVarPrefix)
 	var out []sourcedEnv
 	add := func(name, value string, src topology.Key) {
-		out = append(out, sourcedEnv{env: corev1.EnvVar{Name: prefix + "_" + name, Value: value}, from: src})
+		out = append(out, sourcedEnv{env: corev1.EnvVar{Name: EnvVarKey(prefix, name), Value: value}, from: src})
 	}
 	first := topology.Key{}
 	if len(m.inj.Sources) > 0 {
@@ -550,70 +560,128 @@ func (m *sidecarMerge) appEnv() []sourcedEnv {
 	}
 	for _, e := range m.envVars {
 		ev := *e.DeepCopy()
-		ev.Name = prefix + "_" + e.Name
+		ev.Name = sourceEnvVarKey(prefix, e.Name)
 		out = append(out, sourcedEnv{env: ev, from: m.envFrom[e.Name]})
 	}
-	add(envManagementPort, strconv.Itoa(int(m.managementPort.or(defaultManagementPort))), pick(m.managementPort.from, m.managementPort.set))
-	add(envPort, strconv.Itoa(int(m.port.or(defaultPort))), pick(m.port.from, m.port.set))
-	add(envEvaluator, m.evaluator.or(defaultEvaluator), pick(m.evaluator.from, m.evaluator.set))
-	add(envLogFormat, m.logFormat.or(defaultLogFormat), pick(m.logFormat.from, m.logFormat.set))
+	add(envManagementPort, strconv.Itoa(int(m.managementPort.or(opts.ManagementPort))), pick(m.managementPort.from, m.managementPort.set))
+	add(envPort, strconv.Itoa(int(m.port.or(opts.Port))), pick(m.port.from, m.port.set))
+	add(envEvaluator, m.evaluator.or(opts.Evaluator), pick(m.evaluator.from, m.evaluator.set))
+	add(envLogFormat, m.logFormat.or(opts.LogFormat), pick(m.logFormat.from, m.logFormat.set))
 	add(envResolver, "rpc", first)
-	if m.socketPath.set {
-		add(envSocketPath, m.socketPath.value, m.socketPath.from)
+	if sp := m.socketPath.or(opts.SocketPath); sp != "" {
+		add(envSocketPath, sp, pick(m.socketPath.from, m.socketPath.set))
 	}
 	return out
 }
 
 // sidecarEnv: the sidecar gets the same variables as the apps, so that
 // flagd's own FLAGD_* settings agree with what the apps are told.
-func (m *sidecarMerge) sidecarEnv() []corev1.EnvVar {
+func (m *sidecarMerge) sidecarEnv(opts SidecarOptions) []corev1.EnvVar {
 	var out []corev1.EnvVar
-	for _, e := range m.appEnv() {
+	for _, e := range m.appEnv(opts) {
 		out = append(out, e.env)
 	}
 	return out
 }
 
-// inProcessEnv: what points an app's in-process flagd provider at its sync
-// source, as the OpenFeature Operator sets it.
-func inProcessEnv(s *v1beta1.InProcessConfigurationSpec) []corev1.EnvVar {
-	prefix := s.EnvVarPrefix
-	if prefix == "" {
-		prefix = defaultEnvVarPrefix
+// inProcessMerge merges the InProcessConfigurations of a workload into one
+// configuration, as the OpenFeature Operator does: it starts from the
+// operator's defaults (InProcessOptions) and, in order, a configuration's
+// value replaces the current one where it is not the API's default (a port
+// other than 8015, a host other than localhost, tls true, a cache other
+// than lru, a size other than 1000, a prefix other than FLAGD, any socket
+// path, offline path or selector). Their env vars are concatenated, the
+// last one of a name winning, in the order the OpenFeature Operator gives
+// them. A value that replaces another configuration's value is a
+// SettingConflict.
+type inProcessMerge struct {
+	inj                                                    *Injection
+	port                                                   setting[int32]
+	host, socketPath, offlinePath, selector, cache, prefix setting[string]
+	tls                                                    setting[bool]
+	cacheMaxSize                                           setting[int]
+	envVars                                                []corev1.EnvVar
+	envFrom                                                map[string]topology.Key
+}
+
+func newInProcessMerge(inj *Injection) *inProcessMerge {
+	return &inProcessMerge{inj: inj, envFrom: map[string]topology.Key{}}
+}
+
+func (m *inProcessMerge) add(k topology.Key, s *v1beta1.InProcessConfigurationSpec) {
+	inj := m.inj
+	m.port.merge(inj, "in-process port", s.Port, s.Port != 0 && s.Port != DefaultInProcessPort, k)
+	m.host.merge(inj, "in-process host", s.Host, s.Host != "" && s.Host != DefaultInProcessHost, k)
+	m.socketPath.merge(inj, "in-process socketPath", s.SocketPath, s.SocketPath != "", k)
+	m.offlinePath.merge(inj, "in-process offlineFlagSourcePath", s.OfflineFlagSourcePath, s.OfflineFlagSourcePath != "", k)
+	m.selector.merge(inj, "in-process selector", s.Selector, s.Selector != "", k)
+	m.cache.merge(inj, "in-process cache", s.Cache, s.Cache != "" && s.Cache != DefaultInProcessCache, k)
+	m.cacheMaxSize.merge(inj, "in-process cacheMaxSize", s.CacheMaxSize, s.CacheMaxSize != 0 && s.CacheMaxSize != DefaultInProcessCacheMaxSize, k)
+	m.prefix.merge(inj, "in-process envVarPrefix", s.EnvVarPrefix, s.EnvVarPrefix != "" && s.EnvVarPrefix != DefaultEnvVarPrefix, k)
+	m.tls.merge(inj, "in-process tls", s.TLS, s.TLS, k)
+	if len(s.EnvVars) == 0 {
+		return
 	}
-	host := s.Host
-	if host == "" {
-		host = "localhost"
-	}
-	port := s.Port
-	if port == 0 {
-		port = 8015
-	}
-	cache := s.Cache
-	if cache == "" {
-		cache = "lru"
-	}
-	var out []corev1.EnvVar
-	add := func(name, value string) { out = append(out, corev1.EnvVar{Name: prefix + "_" + name, Value: value}) }
 	for _, e := range s.EnvVars {
+		if i := envIndex(m.envVars, e.Name); i >= 0 && !envEqual(m.envVars[i], e) {
+			inj.Conflicts = append(inj.Conflicts, SettingConflict{Setting: "in-process envVars[" + e.Name + "]",
+				Loser: m.envFrom[e.Name], LoserValue: envValue(m.envVars[i]), Winner: k, WinnerValue: envValue(e)})
+		}
+		m.envFrom[e.Name] = k
+		m.envVars = append(m.envVars, *e.DeepCopy())
+	}
+	m.envVars = lastOfEachName(m.envVars)
+}
+
+// lastOfEachName keeps the last env var of each name, in the order the
+// OpenFeature Operator leaves them after each merge: from the last one
+// backwards. Injected env vars are compared in order by tools that check a
+// pod against the OpenFeature Operator's, so the order is kept.
+func lastOfEachName(in []corev1.EnvVar) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(in))
+	for i := len(in) - 1; i >= 0; i-- {
+		if envIndex(out, in[i].Name) < 0 {
+			out = append(out, in[i])
+		}
+	}
+	return out
+}
+
+// env: what points an app's in-process flagd provider at its sync source,
+// the env vars the OpenFeature Operator sets, in its order, with what each
+// comes from (the configuration that set it, else the first one).
+func (m *inProcessMerge) env(opts InProcessOptions) []sourcedEnv {
+	first := m.inj.InProcessConfigs[0]
+	pick := func(s topology.Key, set bool) topology.Key {
+		if set {
+			return s
+		}
+		return first
+	}
+	prefix := m.prefix.or(opts.EnvVarPrefix)
+	var out []sourcedEnv
+	add := func(name, value string, from topology.Key) {
+		out = append(out, sourcedEnv{env: corev1.EnvVar{Name: EnvVarKey(prefix, name), Value: value}, from: from})
+	}
+	for _, e := range m.envVars {
 		ev := *e.DeepCopy()
-		ev.Name = prefix + "_" + e.Name
-		out = append(out, ev)
+		ev.Name = EnvVarKey(prefix, e.Name)
+		out = append(out, sourcedEnv{env: ev, from: m.envFrom[e.Name]})
 	}
-	add(envHost, host)
-	add(envPort, strconv.Itoa(int(port)))
-	add(envTLS, strconv.FormatBool(s.TLS))
-	add(envCache, cache)
-	add(envCacheMaxSize, strconv.Itoa(s.CacheMaxSize))
-	add(envResolver, "in-process")
-	if s.SocketPath != "" {
-		add(envSocketPath, s.SocketPath)
+	add(envHost, m.host.or(opts.Host), pick(m.host.from, m.host.set))
+	add(envPort, strconv.Itoa(int(m.port.or(opts.Port))), pick(m.port.from, m.port.set))
+	add(envTLS, strconv.FormatBool(m.tls.or(opts.TLS)), pick(m.tls.from, m.tls.set))
+	add(envCache, m.cache.or(opts.Cache), pick(m.cache.from, m.cache.set))
+	add(envCacheMaxSize, strconv.Itoa(m.cacheMaxSize.or(opts.CacheMaxSize)), pick(m.cacheMaxSize.from, m.cacheMaxSize.set))
+	add(envResolver, "in-process", first)
+	if v := m.socketPath.or(opts.SocketPath); v != "" {
+		add(envSocketPath, v, pick(m.socketPath.from, m.socketPath.set))
 	}
-	if s.OfflineFlagSourcePath != "" {
-		add(envOfflinePath, s.OfflineFlagSourcePath)
+	if v := m.offlinePath.or(opts.OfflineFlagSourcePath); v != "" {
+		add(envOfflinePath, v, pick(m.offlinePath.from, m.offlinePath.set))
 	}
-	if s.Selector != "" {
-		add(envSelector, s.Selector)
+	if v := m.selector.or(opts.Selector); v != "" {
+		add(envSelector, v, pick(m.selector.from, m.selector.set))
 	}
 	return out
 }

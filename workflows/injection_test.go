@@ -28,6 +28,9 @@ import (
 // defaults, with a sync server for flagd-proxy sources.
 func goldenInjectionOptions() InjectionOptions {
 	o := DefaultInjectionOptions()
+	// The image without its registry, so that no registry's name is written
+	// into test data; TestSidecarOptions checks the default image.
+	o.Sidecar.Image = "open-feature/flagd"
 	o.SyncServer = "flagplane-sync.flagplane-system.svc:8015"
 	o.SyncServerHeaders = func(namespace string) (map[string]string, error) {
 		return map[string]string{"authorization": "Bearer token-of-" + namespace}, nil
@@ -93,6 +96,8 @@ type injectionGolden struct {
 	Conflicts   []string            `json:"conflicts,omitempty"`
 	Warnings    []string            `json:"warnings,omitempty"`
 	Sources     []FlagdSourceConfig `json:"flagdSources,omitempty"`
+	// PodAnnotations are what the pod's metadata gets.
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// Pod is the workload's pod template spec with the injection applied.
 	Pod corev1.PodSpec `json:"pod"`
 }
@@ -119,7 +124,7 @@ func TestInjectionGolden(t *testing.T) {
 				inj := DesiredInjection(v, key, goldenInjectionOptions())
 				pod := *tmpl.Spec.DeepCopy()
 				_, applyWarnings := inj.ApplyTo(&pod)
-				gold := injectionGolden{Fingerprint: inj.Fingerprint(), Pod: pod}
+				gold := injectionGolden{Fingerprint: inj.Fingerprint(), PodAnnotations: inj.PodAnnotations, Pod: pod}
 				for _, cm := range inj.ConfigMaps {
 					gold.ConfigMaps = append(gold.ConfigMaps, cm.Namespace+"/"+topology.ConfigMapName(cm.FlagSet()))
 				}
@@ -332,4 +337,96 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 	g.Expect(lost("a-flags")).To(BeEmpty())
 	g.Expect(lost("b-flags")).To(BeEmpty())
 	g.Expect(InjectionConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2)).To(HaveLen(2))
+}
+
+// TestOperatorDefaults: the operator's sidecar and in-process settings
+// (the manager's flags, the OpenFeature Operator's Helm values) apply where
+// no source or configuration sets a value other than the API's default; a
+// source's own setting wins.
+func TestOperatorDefaults(t *testing.T) {
+	manifests := `
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"plain"},"spec":{"port":8013,"managementPort":8014,"evaluator":"json","logFormat":"json","envVarPrefix":"FLAGD","sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"plain"}]}}
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"own"},"spec":{"port":9000,"logFormat":"console","probesEnabled":true,"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"own"}]}}
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"InProcessConfiguration","metadata":{"namespace":"shop","name":"inproc"},"spec":{"port":8015,"host":"localhost","envVarPrefix":"FLAGD"}}
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"plain"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"own"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"inproc"},"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true","openfeature.dev/inprocessconfiguration":"inproc"}},"spec":{"containers":[{"name":"app","image":"app"}]}}}}
+`
+	topo := topology.New()
+	if err := LoadManifests(topo, strings.NewReader(manifests)); err != nil {
+		t.Fatal(err)
+	}
+	v := topo.Snapshot()
+	o := DefaultInjectionOptions()
+	o.Sidecar.Image, o.Sidecar.Tag = "mirror/flagd", "v9"
+	o.Sidecar.Port, o.Sidecar.ManagementPort = 7013, 7014
+	o.Sidecar.LogFormat, o.Sidecar.EnvVarPrefix, o.Sidecar.SocketPath = "console", "", "/tmp/flagd.sock"
+	o.Sidecar.ProbesEnabled, o.Sidecar.DebugLogging = false, true
+	o.Sidecar.ImagePullSecrets = []string{"registry-credentials"}
+	o.InProcess.Host, o.InProcess.Port, o.InProcess.EnvVarPrefix = "flagplane-sync.flagplane-system.svc", 8015, "OF"
+
+	t.Run("the operator's values where the source keeps the API's defaults", func(t *testing.T) {
+		g := NewWithT(t)
+		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "plain"), o)
+		c := inj.Sidecar
+		g.Expect(c.Image).To(Equal("mirror/flagd:v9"))
+		g.Expect(c.Args).To(ContainElements("--port", "7013", "--management-port", "7014", "--log-format", "console",
+			"--socket-path", "/tmp/flagd.sock", "--debug"))
+		g.Expect(c.StartupProbe).To(BeNil())
+		g.Expect(c.ReadinessProbe).To(BeNil())
+		g.Expect(inj.Env).To(ContainElements(
+			corev1.EnvVar{Name: "PORT", Value: "7013"}, corev1.EnvVar{Name: "MANAGEMENT_PORT", Value: "7014"},
+			corev1.EnvVar{Name: "SOCKET_PATH", Value: "/tmp/flagd.sock"}), "an empty prefix names the env vars without one")
+		g.Expect(inj.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry-credentials"}}))
+		pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry-credentials"}}}
+		inj.ApplyTo(&pod)
+		g.Expect(pod.ImagePullSecrets).To(HaveLen(1), "a secret the pod names already is not added twice")
+	})
+	t.Run("a source's own values win", func(t *testing.T) {
+		g := NewWithT(t)
+		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "own"), o)
+		g.Expect(inj.Sidecar.Args).To(ContainElements("--port", "9000", "--management-port", "7014"))
+		g.Expect(inj.Sidecar.ReadinessProbe).NotTo(BeNil(), "the source asks for probes")
+	})
+	t.Run("in-process defaults", func(t *testing.T) {
+		g := NewWithT(t)
+		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "inproc"), o)
+		g.Expect(inj.Sidecar).To(BeNil())
+		g.Expect(inj.ImagePullSecrets).To(BeEmpty(), "no sidecar, nothing to pull")
+		g.Expect(inj.Env).To(ContainElements(corev1.EnvVar{Name: "OF_HOST", Value: "flagplane-sync.flagplane-system.svc"},
+			corev1.EnvVar{Name: "OF_PORT", Value: "8015"}, corev1.EnvVar{Name: "OF_RESOLVER", Value: "in-process"}))
+	})
+}
+
+// TestDefaultSyncProvider: an entry that names no provider, of a source
+// with no defaultSyncProvider, syncs with the operator's default provider.
+func TestDefaultSyncProvider(t *testing.T) {
+	manifests := `
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
+{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
+`
+	for _, tc := range []struct {
+		def      v1beta1.SyncProviderType
+		provider string
+		cms      int
+		roles    int
+	}{{"", "file", 1, 0}, {v1beta1.SyncProviderKubernetes, "kubernetes", 0, 1}} {
+		t.Run(string(tc.def), func(t *testing.T) {
+			g := NewWithT(t)
+			topo := topology.New(topology.WithDefaultSyncProvider(tc.def))
+			g.Expect(LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
+			v := topo.Snapshot()
+			web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
+			inj := DesiredInjection(v, web, DefaultInjectionOptions())
+			g.Expect(flagdSources(t, inj.Sidecar)).To(ConsistOf(HaveField("Provider", tc.provider)))
+			g.Expect(inj.ConfigMaps).To(HaveLen(tc.cms))
+			roles, _ := DesiredRBAC(v, web)
+			g.Expect(roles).To(HaveLen(tc.roles))
+			if tc.roles > 0 {
+				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(AnnotationAllowKubernetesSync, "true"))
+			}
+		})
+	}
 }

@@ -94,7 +94,7 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 	var roles []*rbacv1.Role
 	var bindings []*rbacv1.RoleBinding
 	for _, ns := range sortedKeys(names) {
-		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: ManagedLabels()}
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: GeneratedLabels(), Annotations: GeneratedAnnotations()}
 		roles = append(roles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: meta,
@@ -121,13 +121,15 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 
 // roleUpToDate tells whether a Role in the cluster grants what desired grants.
 func roleUpToDate(current, desired *rbacv1.Role) bool {
-	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && hasManagedLabel(current.Labels)
+	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && hasManagedLabel(current.Labels) &&
+		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
 }
 
 // roleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
 func roleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
 	return current != nil && current.RoleRef == desired.RoleRef &&
-		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && hasManagedLabel(current.Labels)
+		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && hasManagedLabel(current.Labels) &&
+		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
 }
 
 func hasManagedLabel(labels map[string]string) bool {

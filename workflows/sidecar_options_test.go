@@ -9,9 +9,9 @@ import (
 )
 
 func TestSidecarOptions(t *testing.T) {
-	withRequest := func(name corev1.ResourceName, q string) SidecarOptions {
+	with := func(mutate func(*SidecarOptions)) SidecarOptions {
 		o := DefaultSidecarOptions()
-		o.Resources.Requests[name] = resource.MustParse(q)
+		mutate(&o)
 		return o
 	}
 	tests := []struct {
@@ -20,12 +20,26 @@ func TestSidecarOptions(t *testing.T) {
 		wantImage string
 		wantErr   string
 	}{
-		{name: "defaults", opts: DefaultSidecarOptions(), wantImage: "open-feature/flagd:v0.16.0"},
-		{name: "no tag", opts: SidecarOptions{Image: "mirror/flagd"}, wantImage: "mirror/flagd"},
-		{name: "no image", opts: SidecarOptions{Tag: "v1"}, wantImage: ":v1", wantErr: "sidecar image is empty"},
-		{name: "request above limit", opts: withRequest(corev1.ResourceMemory, "128M"), wantImage: "open-feature/flagd:v0.16.0",
-			wantErr: "sidecar memory request 128M exceeds its limit 64M"},
-		{name: "request equal to limit", opts: withRequest(corev1.ResourceCPU, "0.5"), wantImage: "open-feature/flagd:v0.16.0"},
+		{name: "defaults: flagd's published image, as the OpenFeature Operator injects it", opts: DefaultSidecarOptions(),
+			wantImage: DefaultSidecarImage + ":v0.16.0"},
+		{name: "no tag", opts: with(func(o *SidecarOptions) { o.Image, o.Tag = "mirror/flagd", "" }), wantImage: "mirror/flagd"},
+		{name: "no image", opts: with(func(o *SidecarOptions) { o.Image, o.Tag = "", "v1" }), wantImage: ":v1", wantErr: "sidecar image is empty"},
+		{name: "request above limit", opts: with(func(o *SidecarOptions) { o.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128M") }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: "sidecar memory request 128M exceeds its limit 64M"},
+		{name: "request equal to limit", opts: with(func(o *SidecarOptions) { o.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("0.5") }),
+			wantImage: DefaultSidecarImage + ":v0.16.0"},
+		{name: "a port out of range", opts: with(func(o *SidecarOptions) { o.Port = 70000 }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: "sidecar port 70000 is not a port"},
+		{name: "port and management port on one number", opts: with(func(o *SidecarOptions) { o.ManagementPort = 8013 }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: "sidecar port and management port are both 8013"},
+		{name: "a log format flagd does not know", opts: with(func(o *SidecarOptions) { o.LogFormat = "text" }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: `sidecar log format "text" is not json or console`},
+		{name: "no env var prefix: names without one, as the OpenFeature Operator allows", opts: with(func(o *SidecarOptions) { o.EnvVarPrefix = "" }),
+			wantImage: DefaultSidecarImage + ":v0.16.0"},
+		{name: "an env var prefix that makes invalid names", opts: with(func(o *SidecarOptions) { o.EnvVarPrefix = "1=" }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: "sidecar env var prefix"},
+		{name: "an image pull secret that is not a name", opts: with(func(o *SidecarOptions) { o.ImagePullSecrets = []string{"Reg Creds"} }),
+			wantImage: DefaultSidecarImage + ":v0.16.0", wantErr: `image pull secret "Reg Creds"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,8 +48,40 @@ func TestSidecarOptions(t *testing.T) {
 			if tt.wantErr == "" {
 				g.Expect(tt.opts.Validate()).To(Succeed())
 			} else {
-				g.Expect(tt.opts.Validate()).To(MatchError(tt.wantErr))
+				g.Expect(tt.opts.Validate()).To(MatchError(ContainSubstring(tt.wantErr)))
 			}
 		})
+	}
+}
+
+func TestInProcessOptions(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(DefaultInProcessOptions().Validate()).To(Succeed())
+	o := DefaultInProcessOptions()
+	o.Cache, o.Port, o.CacheMaxSize = "fifo", 0, -1
+	g.Expect(o.Validate()).To(MatchError(And(ContainSubstring(`in-process cache "fifo"`), ContainSubstring("in-process port 0"),
+		ContainSubstring("cache max size -1"))))
+}
+
+// TestEnvVarNames: names are prefixed as the OpenFeature Operator prefixes
+// them; a source's cloud-storage credentials are not.
+func TestEnvVarNames(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(EnvVarKey("FLAGD", "PORT")).To(Equal("FLAGD_PORT"))
+	g.Expect(EnvVarKey("", "PORT")).To(Equal("PORT"))
+	g.Expect(EnvVarKey("  ", "PORT")).To(Equal("PORT"))
+	for name, want := range map[string]string{
+		"AWS_ACCESS_KEY_ID":              "AWS_ACCESS_KEY_ID",
+		"AWS_REGION":                     "AWS_REGION",
+		"AZURE_STORAGE_ACCOUNT":          "AZURE_STORAGE_ACCOUNT",
+		"AZURE_STORAGEKEY":               "AZURE_STORAGEKEY",
+		"GOOGLE_APPLICATION_CREDENTIALS": "GOOGLE_APPLICATION_CREDENTIALS",
+		"AWSX":                           "FLAGD_AWSX",
+		"AZURE_CLIENT_ID":                "FLAGD_AZURE_CLIENT_ID",
+		"GOOGLEX":                        "FLAGD_GOOGLEX",
+		"LOG_LEVEL":                      "FLAGD_LOG_LEVEL",
+		"aws_access_key_id":              "FLAGD_aws_access_key_id",
+	} {
+		g.Expect(sourceEnvVarKey("FLAGD", name)).To(Equal(want), name)
 	}
 }

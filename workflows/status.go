@@ -47,7 +47,22 @@ func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag) v1beta1.Fea
 		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	consistent := metav1.Condition{Type: v1beta1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonConsistent,
+		Message: "nothing in the flag set looks like a mistake", ObservedGeneration: ff.Generation}
+	if warnings := FlagSetWarnings(ff); len(warnings) > 0 {
+		consistent.Status, consistent.Reason = metav1.ConditionFalse, v1beta1.ReasonProbableMistakes
+		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
+	}
+	meta.SetStatusCondition(&st.Conditions, consistent)
 	return st
+}
+
+// summarizeWarnings joins at most max warnings, saying how many more there are.
+func summarizeWarnings(warnings []string, max int) string {
+	if len(warnings) <= max {
+		return strings.Join(warnings, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(warnings[:max], "; "), len(warnings)-max)
 }
 
 // DesiredSourceStatus is the status a FeatureFlagSource should have:
@@ -65,7 +80,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 
 	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
-	if errs := ValidateSource(src); len(errs) > 0 {
+	if errs := ValidateSource(src, v.DefaultSyncProvider()); len(errs) > 0 {
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, errs.ToAggregate().Error()
 	}
 	meta.SetStatusCondition(&st.Conditions, accepted)
@@ -180,17 +195,12 @@ func AnnotationWarnings(v *topology.View, w topology.Key) []string {
 }
 
 // ValidateSource checks what the CRD schema cannot: the syntax of flag-set
-// references and of the label selector.
-func ValidateSource(src *v1beta1.FeatureFlagSource) field.ErrorList {
+// references and of the label selector. defaultProvider is the operator's
+// (topology.View.DefaultSyncProvider).
+func ValidateSource(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) field.ErrorList {
 	var errs field.ErrorList
 	for i, s := range src.Spec.Sources {
-		provider := s.Provider
-		if provider == "" {
-			provider = src.Spec.DefaultSyncProvider
-		}
-		if provider == "" {
-			provider = v1beta1.SyncProviderFile
-		}
+		provider := topology.ProviderInForce(s, src.Spec.DefaultSyncProvider, defaultProvider)
 		if !provider.ReferencesFlagSet() {
 			continue
 		}

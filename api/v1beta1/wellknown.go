@@ -38,6 +38,13 @@ const (
 	// pod-template annotation names it is permitted to by a ReferenceGrant.
 	// False lists the workloads that are not (nothing is applied to them).
 	ConditionReferrersPermitted = "ReferrersPermitted"
+	// ConditionConsistent, on a FeatureFlag: nothing in the flag set is
+	// probably a mistake (a $ref to an evaluator it does not define, a
+	// variant its targeting returns that the flag does not have, a variant
+	// nothing can return, ...). False lists what is: flagd loads such a flag
+	// set and flagplane serves it, unless the manager runs with
+	// --strict-validation (then it is not Accepted either).
+	ConditionConsistent = "Consistent"
 )
 
 // Condition reasons.
@@ -54,4 +61,6 @@ const (
 	ReasonSettingsConflict   = "SettingsConflict"
 	ReasonReferrersPermitted = "ReferrersPermitted"
 	ReasonUnresolvedRefs     = "UnresolvedRefs"
+	ReasonConsistent         = "Consistent"
+	ReasonProbableMistakes   = "ProbableMistakes"
 )

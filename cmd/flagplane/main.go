@@ -16,6 +16,12 @@
 //	--from-dir DIR        no cluster: built offline from the manifests under DIR
 //
 // With none of them it uses the current kubeconfig context, as kubectl does.
+//
+//	flagplane migrate [--kubeconfig FILE] [--apply]
+//
+// finds what the OpenFeature Operator left on a cluster, says what each
+// leftover means now that flagplane runs, and with --apply removes what
+// flagplane replaces (see package migrate).
 package main
 
 import (
@@ -33,16 +39,19 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/topology"
 )
 
 const usage = `flagplane: the flagplane operator's command-line companion
 
 Usage:
   flagplane topology [flags]   dump the topology as Graphviz DOT, SVG or PNG
+  flagplane migrate [flags]    find what the OpenFeature Operator left, and remove what flagplane replaces
   flagplane help               this text
 
-Run 'flagplane topology -h' for its flags.
+Run 'flagplane topology -h' or 'flagplane migrate -h' for their flags.
 `
 
 func main() {
@@ -73,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "topology":
 		return topologyCmd(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -87,7 +98,7 @@ func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	var (
 		url, kubeconfig, kubeContext, fromDir, namespace, format, output string
-		tokenFile                                                        string
+		tokenFile, syncProvider                                          string
 		namespaces                                                       stringList
 		urlOpts                                                          topodump.URLOptions
 		timeout                                                          time.Duration
@@ -105,6 +116,7 @@ func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (svg and png need Graphviz)")
 	fs.StringVar(&output, "o", "", "write to this file instead of standard output")
 	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the topology after this long")
+	fs.StringVar(&syncProvider, "sidecar-sync-provider", "", "with a cluster or --from-dir: the manager's --sidecar-sync-provider, if it has one, so that entries naming no provider are read as it reads them (default file)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
 
@@ -150,6 +162,9 @@ Flags:
 	if len(namespaces) > 0 && (url != "" || fromDir != "") {
 		return fmt.Errorf("%w: --namespaces goes with a cluster (--kubeconfig or the current context)", errUsage)
 	}
+	if syncProvider != "" && url != "" {
+		return fmt.Errorf("%w: --sidecar-sync-provider goes with a cluster or --from-dir (a manager's graph has its own)", errUsage)
+	}
 	if !validFormat(format) {
 		return fmt.Errorf("%w: unknown --format %q: use one of %s", errUsage, format, strings.Join(topodump.Formats, ", "))
 	}
@@ -171,7 +186,7 @@ Flags:
 		}
 		dot, err = topodump.FromURL(ctx, url, urlOpts)
 	case fromDir != "":
-		dot, err = topodump.FromDir(fromDir, namespace)
+		dot, err = topodump.FromDir(fromDir, namespace, topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider)))
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = kubeconfig
@@ -180,7 +195,8 @@ Flags:
 		if cerr != nil {
 			return fmt.Errorf("loading kubeconfig: %w", cerr)
 		}
-		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr})
+		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr,
+			Topology: []topology.Option{topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider))}})
 	}
 	if err != nil {
 		return err

@@ -32,6 +32,13 @@ func TestRun(t *testing.T) {
 		{name: "unknown command", args: []string{"dump"}, wantErr: errUsage, wantErrMsg: `unknown command "dump"`},
 		{name: "help", args: []string{"help"}, wantOut: "flagplane topology [flags]"},
 		{name: "topology help", args: []string{"topology", "-h"}, wantErr: flag.ErrHelp, wantStderr: "--from-dir"},
+		{name: "a default provider for a manager's graph", args: []string{"topology", "--url", srv.URL, "--sidecar-sync-provider", "kubernetes"},
+			wantErr: errUsage, wantErrMsg: "--sidecar-sync-provider goes with a cluster"},
+		{name: "help names migrate", args: []string{"help"}, wantOut: "flagplane migrate [flags]"},
+		{name: "migrate help", args: []string{"migrate", "-h"}, wantErr: flag.ErrHelp, wantStderr: "--apply"},
+		{name: "migrate: stray argument", args: []string{"migrate", "now"}, wantErr: errUsage},
+		{name: "migrate: kubeconfig that does not exist", args: []string{"migrate", "--kubeconfig", "testdata-none/kubeconfig"},
+			wantErrMsg: "loading kubeconfig"},
 		{name: "two sources", args: []string{"topology", "--url", srv.URL, "--from-dir", "."}, wantErr: errUsage,
 			wantErrMsg: "give one of --url, --kubeconfig and --from-dir"},
 		{name: "bad format", args: []string{"topology", "--url", srv.URL, "--format", "jpeg"}, wantErr: errUsage,
@@ -84,4 +91,42 @@ func TestRunWritesFile(t *testing.T) {
 	b, err := os.ReadFile(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(b)).To(HavePrefix("digraph topology {"))
+}
+
+// TestTopologyDefaultProvider: with the manager's --sidecar-sync-provider,
+// an entry that names no provider is read as the manager reads it.
+func TestTopologyDefaultProvider(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "m.yaml"), []byte(`
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: flags}
+spec: {flagSpec: {flags: {}}}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {name: src}
+spec:
+  sources: [{source: flags}]
+  targetRefs: [{group: apps, kind: Deployment, name: web}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {template: {spec: {containers: [{name: app, image: app}]}}}
+`), 0o644)).To(Succeed())
+	for provider, wantConfigMap := range map[string]bool{"": true, "kubernetes": false} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"topology", "--from-dir", dir, "--namespace", "shop"}
+		if provider != "" {
+			args = append(args, "--sidecar-sync-provider", provider)
+		}
+		g.Expect(run(context.Background(), args, &stdout, &stderr)).To(Succeed())
+		if wantConfigMap {
+			g.Expect(stdout.String()).To(ContainSubstring(`"configmap:shop/shop/flags"`), "file: a generated ConfigMap")
+		} else {
+			g.Expect(stdout.String()).NotTo(ContainSubstring(`"configmap:`), "kubernetes: no ConfigMap")
+		}
+	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -238,7 +239,18 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	syncAddr, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = metricsAddr, probeAddr
+	// The built-in flagd sync server, on as in config/default: flagd-proxy
+	// sources work, with the namespace-token key the manager generates into
+	// a Secret of its namespace.
+	opts.Sync.BindAddress = syncAddr
+	opts.Sync.NamespaceTokenKeySecret = syncserver.DefaultNamespaceTokenKeySecret
+	opts.Sync.SecretNamespace = operatorNamespace
+	opts.Admission.Injection.SyncServer = syncAddr
 	// Plain HTTP on loopback, so that the demo's links open in a browser;
 	// an installed manager serves them over HTTPS to authorized callers only.
 	opts.MetricsSecure = false
@@ -291,6 +303,7 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 	d.say("metrics:  %s/metrics", d.metricsURL)
 	d.say("topology: %s%s (Graphviz DOT)", d.metricsURL, app.TopologyPath)
 	d.say("probes:   http://%s/readyz", probeAddr)
+	d.say("sync:     %s (flagd.sync.v1, for flagd-proxy sources; key in Secret %s/%s)", syncAddr, operatorNamespace, opts.Sync.NamespaceTokenKeySecret)
 	d.say("log:      %s", d.logPath)
 	// The API server trusts the webhooks once it has read the caBundle the
 	// manager injects: a dry-run create then passes the FeatureFlag validator.

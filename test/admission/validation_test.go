@@ -1,16 +1,34 @@
 package admission
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"os"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
+
+// kubectlStderr runs kubectl against the control plane, expects it to
+// succeed, and returns what it printed on standard error (its warnings).
+func kubectlStderr(args ...string) string {
+	GinkgoHelper()
+	cmd := exec.Command(cp.KubectlPath, append([]string{"--kubeconfig=" + cp.KubeconfigPath}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBERC=off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	Expect(cmd.Run()).To(Succeed(), "kubectl %v: %s", args, stderr.String())
+	return stderr.String()
+}
 
 var _ = Describe("Validation", func() {
 	DescribeTable("kubectl apply is refused with the webhook's message, and nothing is stored",
@@ -31,12 +49,8 @@ var _ = Describe("Validation", func() {
 			`The FeatureFlag "checkout" is invalid: spec.flagSpec.flags[new-checkout].defaultVariant: Invalid value: "of": must be one of the variants: off, on`),
 		Entry("variants of two types", "featureflag-mixed-types.yaml",
 			`spec.flagSpec.flags[new-checkout].variants[on]: Invalid value: "true": all variants of a flag must have one type: "on" is boolean but "off" is string`),
-		Entry("$ref to a missing evaluator", "featureflag-unknown-ref.yaml",
-			`spec.flagSpec.flags[new-checkout].targeting: Invalid value: "beta-users": $ref "beta-users" does not name an entry of $evaluators`),
 		Entry("unknown operator", "featureflag-unknown-operator.yaml",
 			`unknown operator "startsWith"; flagd knows`),
-		Entry("targeting returns a variant the flag does not have", "featureflag-unknown-variant.yaml",
-			`spec.flagSpec.flags[new-checkout].targeting: Invalid value: "of": targeting can return variant "of", which the flag does not have (variants: off, on)`),
 		Entry("flagd's schema: a version that is not semantic", "featureflag-schema-semver.yaml",
 			`spec.flagSpec.flags[new-checkout].targeting.if[0].sem_ver[2]: Invalid value: "\"1.0\"": does not match flagd's flag schema (flagd-schemas v0.2.13) at /flags/new-checkout/targeting/if/0/sem_ver/2`),
 		Entry("an http source that is not a URL", "featureflagsource-http-uri.yaml",
@@ -49,6 +63,37 @@ var _ = Describe("Validation", func() {
 			`spec.targetRefs[0].name: Invalid value: "other/web": a source targets workloads of its own namespace: a name, without a namespace`),
 		Entry("a securityContext annotation that is not one", "featureflagsource-security-context.yaml",
 			`annotation flagplane.core.openfeature.dev/sidecar-security-context must be a JSON securityContext: json: unknown field "runAsRoot"`),
+	)
+
+	// What flagd loads but is probably a mistake: the OpenFeature Operator
+	// admits it, so flagplane does too, with warnings that kubectl prints,
+	// and says so in the FeatureFlag's Consistent condition; the flag set is
+	// served (Accepted).
+	DescribeTable("kubectl apply is admitted with the webhook's warnings, which kubectl prints; the status says it",
+		func(ctx SpecContext, file, warning string) {
+			ns := newNamespace(ctx)
+			path := filepath.Join("testdata", file)
+			stderr := kubectlStderr("apply", "-n", ns, "-f", path)
+			Expect(stderr).To(ContainSubstring("Warning: " + warning))
+
+			raw, err := os.ReadFile(path)
+			Expect(err).NotTo(HaveOccurred())
+			ff := &v1beta1.FeatureFlag{}
+			Expect(yaml.Unmarshal(raw, ff)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: ff.Name}, ff)).To(Succeed())
+				g.Expect(meta.FindStatusCondition(ff.Status.Conditions, v1beta1.ConditionAccepted)).To(HaveField("Status", metav1.ConditionTrue))
+				g.Expect(meta.FindStatusCondition(ff.Status.Conditions, v1beta1.ConditionConsistent)).To(And(
+					HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1beta1.ReasonProbableMistakes),
+					HaveField("Message", ContainSubstring(warning))))
+			}).Should(Succeed())
+		},
+		Entry("$ref to a missing evaluator", "featureflag-unknown-ref.yaml",
+			`spec.flagSpec.flags[new-checkout].targeting: Invalid value: "beta-users": $ref "beta-users" does not name an entry of $evaluators: flagd evaluates the flag to an error`),
+		Entry("targeting returns a variant the flag does not have", "featureflag-unknown-variant.yaml",
+			`spec.flagSpec.flags[new-checkout].targeting: Invalid value: "of": targeting can return variant "of", which the flag does not have (variants: off, on)`),
+		Entry("a variant nothing can return", "featureflag-unreachable-variant.yaml",
+			`spec.flagSpec.flags[color].variants: Invalid value: "green": can never be served: the targeting returns only "red" and the defaultVariant is "blue"`),
 	)
 
 	It("lets a FeatureFlag through that the CRD's schema and the webhook accept, and checks its updates", func(ctx SpecContext) {

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // The suite is one ordered sequence, as a platform team would go: install
@@ -64,6 +62,7 @@ func describeDefault() {
 			"deployment.apps/flagplane-manager",
 			"service/flagplane-metrics",
 			"service/flagplane-webhook",
+			"service/flagplane-sync",
 			"poddisruptionbudget.policy/flagplane-manager",
 		} {
 			Expect(kubectl("get", obj, "-n", systemNS, "-o", "name")).To(Equal(obj+"\n"), obj)
@@ -148,7 +147,10 @@ func describeDefault() {
 		// ... and in its own, only its webhook certificate
 		Entry("may get its webhook certificate Secret", true, "get", "secrets/flagplane-webhook-cert", "-n", systemNS),
 		Entry("may update its webhook certificate Secret", true, "update", "secrets/flagplane-webhook-cert", "-n", systemNS),
-		Entry("may create Secrets in its namespace (the first certificate)", true, "create", "secrets", "-n", systemNS),
+		Entry("may create Secrets in its namespace (the first certificate, the sync key)", true, "create", "secrets", "-n", systemNS),
+		Entry("may get its sync key Secret", true, "get", "secrets/flagplane-sync-keys", "-n", systemNS),
+		Entry("may not update its sync key Secret", false, "update", "secrets/flagplane-sync-keys", "-n", systemNS),
+		Entry("may not delete its sync key Secret", false, "delete", "secrets/flagplane-sync-keys", "-n", systemNS),
 		Entry("may not get other Secrets of its namespace", false, "get", "secrets/something-else", "-n", systemNS),
 		Entry("may not list the Secrets of its namespace", false, "list", "secrets", "-n", systemNS),
 		Entry("may not create Secrets elsewhere", false, "create", "secrets", "-n", "default"),
@@ -198,36 +200,18 @@ func describeDefault() {
 		Entry("is not cluster-admin", false, "*", "*"),
 	)
 
-	It("has a component that turns the sync server on: its Service, flags and key Secret", func() {
-		// An overlay of config/default with the component, as the README shows it.
-		dir := GinkgoT().TempDir()
-		rel := func(path string) string {
-			r, err := filepath.Rel(dir, filepath.Join(rootDir, path))
-			Expect(err).NotTo(HaveOccurred())
-			return r
-		}
-		Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(
-			"resources: ["+rel("config/default")+"]\ncomponents: ["+rel("config/components/sync")+"]\n"), 0o644)).To(Succeed())
-		out := kubectl("kustomize", dir)
-		var svc corev1.Service
-		var dep appsv1.Deployment
-		for _, doc := range strings.Split(out, "\n---\n") {
-			switch {
-			case strings.Contains(doc, "kind: Service\n") && strings.Contains(doc, "name: flagplane-sync\n"):
-				Expect(yaml.Unmarshal([]byte(doc), &svc)).To(Succeed())
-			case strings.Contains(doc, "kind: Deployment\n"):
-				Expect(yaml.Unmarshal([]byte(doc), &dep)).To(Succeed())
-			}
-		}
-		Expect(svc.Namespace).To(Equal(systemNS))
-		Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Port", int32(8015))))
+	It("turns the built-in sync server on, so that flagd-proxy sources work: its Service, its flags, a key Secret the manager keeps", func(ctx SpecContext) {
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-sync"}, svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Port", int32(8015)), HaveField("TargetPort.StrVal", "sync"))))
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-manager"}, dep)).To(Succeed())
 		c := dep.Spec.Template.Spec.Containers[0]
 		Expect(c.Args).To(ContainElements("--sync-bind-address=:8015",
-			"--sync-namespace-token-key-file=/etc/flagplane/sync-keys/keys",
+			"--sync-namespace-token-key-secret=flagplane-sync-keys",
 			"--sync-server-address=flagplane-sync.$(POD_NAMESPACE).svc:8015"))
 		Expect(c.Ports).To(ContainElement(HaveField("Name", "sync")))
-		Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "flagplane-sync-keys")))
-		Expect(c.Args).To(ContainElement("--leader-elect"), "the rest of config/default is kept")
+		Expect(dep.Spec.Template.Spec.Volumes).To(BeEmpty(), "no Secret to create beforehand: the manager makes it")
 	})
 
 	It("lets namespace editors manage flags and viewers read them, through the aggregated roles", func(ctx SpecContext) {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -82,6 +83,13 @@ func describeManager() {
 		Expect(err).NotTo(HaveOccurred())
 		opts.Admission.Namespace = systemNS
 		opts.Admission.ExtraDNSNames = []string{host}
+		// The sync server as config/default turns it on: its key Secret,
+		// which this manager creates (it does not exist yet), and the
+		// address flagd-proxy sidecars are pointed at.
+		opts.Sync.BindAddress = freeAddress("127.0.0.1")
+		opts.Sync.NamespaceTokenKeySecret = syncserver.DefaultNamespaceTokenKeySecret
+		opts.Sync.SecretNamespace = systemNS
+		opts.Admission.Injection.SyncServer = "flagplane-sync." + systemNS + ".svc:8015"
 		mgr = startManager(impersonating(systemNS, managerSA), metricsIP, opts)
 		shop = newNamespace(ctx, "shop")
 
@@ -166,6 +174,46 @@ func describeManager() {
 				HaveField("Image", app.DefaultOptions().Sidecar.ImageReference()),
 				HaveField("RestartPolicy", HaveValue(Equal(corev1.ContainerRestartPolicyAlways))),
 			)))
+		}).Should(Succeed())
+	})
+
+	It("generates its sync server's key Secret, and injects flagd-proxy sidecars with its namespace token", func(ctx SpecContext) {
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: syncserver.DefaultNamespaceTokenKeySecret}, secret)).To(Succeed(),
+			"the manager created it at start, with its own RBAC")
+		keys := secret.Data[syncserver.NamespaceTokenKeySecretKey]
+		Expect(len(strings.TrimSpace(string(keys)))).To(BeNumerically(">=", syncserver.MinKeyLen))
+		Expect(mgr.Sync).NotTo(BeNil())
+		token, err := mgr.Sync.NamespaceTokens().Issue(shop)
+		Expect(err).NotTo(HaveOccurred())
+
+		ff := fixtures.FlagSet(shop, "proxied", "on")
+		web := fixtures.Deployment(shop, "proxied-web", nil, nil)
+		src := fixtures.Source(shop, "proxied", []v1beta1.Source{{Source: "proxied", Provider: v1beta1.SyncProviderFlagdProxy}},
+			fixtures.Targeting("Deployment", "proxied-web"))
+		for _, o := range []client.Object{ff, src} {
+			Expect(k8s.Create(ctx, o)).To(Succeed())
+		}
+		Eventually(func() bool {
+			_, ok := mgr.Controller.Topology().Snapshot().Source(topology.SourceKey(shop, "proxied"))
+			return ok
+		}).Should(BeTrue())
+		Expect(k8s.Create(ctx, web)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels(web.Spec.Selector.MatchLabels))).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+			var sidecar *corev1.Container
+			for i, c := range pods.Items[0].Spec.InitContainers {
+				if c.Name == workflows.SidecarName {
+					sidecar = &pods.Items[0].Spec.InitContainers[i]
+				}
+			}
+			g.Expect(sidecar).NotTo(BeNil(), "flagd-proxy works out of the box")
+			g.Expect(strings.Join(sidecar.Args, " ")).To(And(
+				ContainSubstring(`"uri":"flagplane-sync.`+systemNS+`.svc:8015"`),
+				ContainSubstring(`"selector":"core.openfeature.dev/`+shop+`/proxied"`),
+				ContainSubstring(token)))
 		}).Should(Succeed())
 	})
 

@@ -32,6 +32,9 @@ type ClusterOptions struct {
 	Namespaces []string
 	// Warnings receives what was left out of the graph and why (nil: dropped).
 	Warnings io.Writer
+	// Topology are the options the manager builds its topology with
+	// (its --sidecar-sync-provider).
+	Topology []topology.Option
 }
 
 // clusterInput is one kind the topology is built from.
@@ -116,7 +119,7 @@ func LoadCluster(ctx context.Context, cfg *rest.Config, o ClusterOptions) (*topo
 			}
 		}
 	}
-	t := topology.NewWithOptions(workflows.TopologyOptions())
+	t := topology.New(append(workflows.TopologyOptions(), o.Topology...)...)
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from the cluster's objects: %w", err)
 	}

@@ -24,8 +24,8 @@ import (
 // build it from informers, and returns its DOT. Objects without a namespace
 // are put in defaultNamespace, as `kubectl apply -n` would. Kinds that
 // flagplane does not read are skipped.
-func FromDir(dir, defaultNamespace string) ([]byte, error) {
-	t, err := LoadDir(dir, defaultNamespace)
+func FromDir(dir, defaultNamespace string, opts ...topology.Option) ([]byte, error) {
+	t, err := LoadDir(dir, defaultNamespace, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func FromDir(dir, defaultNamespace string) ([]byte, error) {
 }
 
 // LoadDir is FromDir's graph.
-func LoadDir(dir, defaultNamespace string) (*topology.Topology, error) {
+func LoadDir(dir, defaultNamespace string, opts ...topology.Option) (*topology.Topology, error) {
 	files, err := manifestFiles(dir)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func LoadDir(dir, defaultNamespace string) (*topology.Topology, error) {
 			return nil, err
 		}
 	}
-	t := topology.NewWithOptions(workflows.TopologyOptions())
+	t := topology.New(append(workflows.TopologyOptions(), opts...)...)
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from %s: %w", dir, err)
 	}

@@ -114,10 +114,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
-	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Topology: topology.NewWithOptions(workflows.TopologyOptions())}
+	// Process-wide settings of the workflows: what generated objects carry,
+	// and whether warnings about a flag set are errors.
+	workflows.SetGeneratedMetadata(o.Generated)
+	workflows.SetStrictValidation(o.StrictValidation)
+	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics,
+		Topology: topology.New(append(workflows.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
+		if o.Sync.SecretNamespace == "" {
+			o.Sync.SecretNamespace = o.Admission.Namespace
+		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
-		if m.Sync, err = syncserver.AddToManager(m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
+		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}
@@ -136,6 +144,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if o.Webhooks {
 		wo := o.Admission
 		wo.Injection.Sidecar = o.Sidecar
+		wo.Injection.InProcess = o.InProcess
+		wo.StrictValidation = o.StrictValidation
 		// Sidecars of flagd-proxy sources prove their namespace to the sync
 		// server with a token the webhook writes into their arguments.
 		if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
@@ -62,6 +63,16 @@ type Options struct {
 	// Sidecar are the defaults of the injected flagd sidecar, which the
 	// admission webhook reads.
 	Sidecar workflows.SidecarOptions
+	// InProcess are the defaults of in-process configurations.
+	InProcess workflows.InProcessOptions
+	// DefaultSyncProvider is the provider of a source entry that names
+	// none, where its source has no defaultSyncProvider (file).
+	DefaultSyncProvider v1beta1.SyncProviderType
+	// Generated are labels and annotations put on every generated object.
+	Generated workflows.GeneratedMetadata
+	// StrictValidation makes FeatureFlag warnings errors: refused on
+	// admission and not served.
+	StrictValidation bool
 
 	// Webhooks serves admission: the Pod injector and the FeatureFlag and
 	// FeatureFlagSource validators, configured by Admission (whose sidecar
@@ -91,6 +102,8 @@ func DefaultOptions() Options {
 		Workers:                2,
 		WebhookPort:            9443,
 		Sidecar:                workflows.DefaultSidecarOptions(),
+		InProcess:              workflows.DefaultInProcessOptions(),
+		DefaultSyncProvider:    v1beta1.SyncProviderFile,
 		Webhooks:               true,
 		Admission:              webhooks.DefaultOptions(),
 		Sync:                   syncDefaults(),
@@ -127,6 +140,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindQuantity(fs, "sidecar-ram-request", corev1.ResourceMemory, false, "memory request of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-cpu-limit", corev1.ResourceCPU, true, "CPU limit of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-ram-limit", corev1.ResourceMemory, true, "memory limit of the sidecar where a source sets none")
+	o.bindOFOFlags(fs)
 	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "serve the admission webhooks (Pod injection, FeatureFlag and FeatureFlagSource validation)")
 	o.Admission.BindFlags(fs)
 	o.Sync.BindFlags(fs)
@@ -159,6 +173,7 @@ func (o Options) Validate() error {
 	if err := o.Sidecar.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sidecar flags: %w", err))
 	}
+	errs = append(errs, o.validateOFO()...)
 	if o.Webhooks {
 		wo := o.Admission
 		wo.Injection.Sidecar = workflows.DefaultSidecarOptions() // o.Sidecar is checked above

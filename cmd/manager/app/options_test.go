@@ -8,6 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 func parse(args ...string) (Options, error) {
@@ -38,7 +41,14 @@ func TestFlags(t *testing.T) {
 				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
 				g.Expect(o.WebhookPort).To(Equal(9443))
 				g.Expect(o.TopologyEndpoint).To(BeTrue())
-				g.Expect(o.Sidecar.ImageReference()).To(Equal("open-feature/flagd:v0.16.0"))
+				g.Expect(o.Sidecar.ImageReference()).To(Equal(workflows.DefaultSidecarImage+":v0.16.0"), "the image the OpenFeature Operator injects")
+				g.Expect(o.DefaultSyncProvider).To(Equal(v1beta1.SyncProviderFile))
+				g.Expect(o.Sidecar.Port).To(Equal(int32(8013)))
+				g.Expect(o.Sidecar.EnvVarPrefix).To(Equal("FLAGD"))
+				g.Expect(o.Sidecar.ProbesEnabled).To(BeTrue())
+				g.Expect(o.InProcess).To(Equal(workflows.DefaultInProcessOptions()))
+				g.Expect(o.Admission.FlagsValidation).To(BeTrue())
+				g.Expect(o.StrictValidation).To(BeFalse())
 				g.Expect(o.Sidecar.Resources.Requests.Cpu().String()).To(Equal("200m"))
 				g.Expect(o.Sidecar.Resources.Limits.Memory().String()).To(Equal("64M"))
 			},
@@ -84,6 +94,48 @@ func TestFlags(t *testing.T) {
 			},
 		},
 		{name: "a quantity must parse", args: []string{"--sidecar-ram-request=lots"}, wantErr: "invalid value"},
+		{
+			name: "the OpenFeature Operator's sidecarConfiguration values",
+			args: []string{"--sidecar-port=9013", "--sidecar-management-port=9014", "--sidecar-socket-path=/tmp/f.sock",
+				"--sidecar-evaluator=json", "--sidecar-log-format=console", "--sidecar-env-var-prefix=", "--sidecar-probes-enabled=false",
+				"--sidecar-debug-logging", "--sidecar-otel-collector-uri=otel:4317", "--sidecar-sync-provider=kubernetes",
+				"--image-pull-secrets=regcred, other", "--sidecar-sync-provider-args", "--sidecar-provider-args=a=b,c=d"},
+			check: func(g Gomega, o Options) {
+				s := o.Sidecar
+				g.Expect([]int32{s.Port, s.ManagementPort}).To(Equal([]int32{9013, 9014}))
+				g.Expect([]string{s.SocketPath, s.LogFormat, s.EnvVarPrefix, s.OtelCollectorURI}).To(Equal([]string{"/tmp/f.sock", "console", "", "otel:4317"}))
+				g.Expect(s.ProbesEnabled).To(BeFalse())
+				g.Expect(s.DebugLogging).To(BeTrue())
+				g.Expect(s.ImagePullSecrets).To(Equal([]string{"regcred", "other"}))
+				g.Expect(s.ProviderArgs).To(Equal([]string{"a=b", "c=d"}))
+				g.Expect(o.DefaultSyncProvider).To(Equal(v1beta1.SyncProviderKubernetes))
+			},
+		},
+		{name: "an unknown sync provider", args: []string{"--sidecar-sync-provider=ftp"}, wantErr: `unknown sync provider "ftp"`},
+		{name: "provider args need them passed", args: []string{"--sidecar-provider-args=a=b"}, wantErr: "--sidecar-provider-args needs --sidecar-sync-provider-args"},
+		{
+			name: "the OpenFeature Operator's inProcessConfiguration values",
+			args: []string{"--in-process-port=9015", "--in-process-host=sync", "--in-process-socket-path=/s", "--in-process-tls",
+				"--in-process-offline-flag-source-path=/f.json", "--in-process-selector=sel", "--in-process-cache=disabled",
+				"--in-process-cache-max-size=10", "--in-process-env-var-prefix=OF"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.InProcess).To(Equal(workflows.InProcessOptions{Port: 9015, Host: "sync", SocketPath: "/s", TLS: true,
+					OfflineFlagSourcePath: "/f.json", Selector: "sel", Cache: "disabled", CacheMaxSize: 10, EnvVarPrefix: "OF"}))
+			},
+		},
+		{name: "an in-process cache flagd does not know", args: []string{"--in-process-cache=fifo"}, wantErr: `in-process cache "fifo"`},
+		{
+			name: "labels and annotations in the OpenFeature Operator's format; validation switches",
+			args: []string{"--labels=team:platform,tier:infra", "--annotations=backup.example.com/skip:true", "--strict-validation", "--flags-validation=false"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Generated.Labels).To(Equal(map[string]string{"team": "platform", "tier": "infra"}))
+				g.Expect(o.Generated.Annotations).To(Equal(map[string]string{"backup.example.com/skip": "true"}))
+				g.Expect(o.StrictValidation).To(BeTrue())
+				g.Expect(o.Admission.FlagsValidation).To(BeFalse())
+			},
+		},
+		{name: "a label that is not key:value", args: []string{"--labels=team=platform"}, wantErr: `"team=platform" is not key:value`},
+		{name: "flagplane's own label", args: []string{"--labels=app.kubernetes.io/managed-by:helm"}, wantErr: "is flagplane's"},
 		{name: "request above limit", args: []string{"--sidecar-cpu-request=2"}, wantErr: "sidecar flags: sidecar cpu request 2 exceeds its limit 500m"},
 		{name: "webhook port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port 70000 is not a port"},
 		{name: "workers", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},

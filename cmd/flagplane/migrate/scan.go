@@ -1,0 +1,532 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Scheme is what a client given to Scan and Apply must know: client-go's
+// kinds, CRDs, and flagplane's API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Scan reads the cluster with c (the caller's permissions: list and get
+// cluster-wide, as a cluster administrator) and reports what the OpenFeature
+// Operator left. Findings come in the order Apply removes them: admission
+// first, so that new pods stop getting its sidecar.
+func Scan(ctx context.Context, c client.Client) (*Report, error) {
+	s := &scan{c: c, r: &Report{}}
+	pods, err := s.ofoPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.pods = pods
+	for _, step := range []func(context.Context) error{
+		s.manager, s.webhooks, s.kubernetesSync, s.ownRBAC, s.flagdProxy, s.configMaps, s.podsToRoll, s.crds, s.takenOver,
+	} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.r, nil
+}
+
+type scan struct {
+	c    client.Client
+	r    *Report
+	pods []ofoPod
+}
+
+func (s *scan) add(f Finding) { s.r.Findings = append(s.r.Findings, f) }
+
+// ofoPod is a pod that runs the OpenFeature Operator's flagd sidecar: a
+// container named flagd, and not flagplane's injection.
+type ofoPod struct {
+	namespace, name string
+	owner           Object // the workload to roll, or the pod itself
+	configMaps      []string
+	kubernetesSync  bool
+	flagdProxy      bool
+}
+
+func (p ofoPod) key() string { return p.namespace + "/" + p.name }
+
+func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
+	var out []ofoPod
+	err := each(ctx, s.c, &corev1.PodList{}, func(obj client.Object) error {
+		pod := obj.(*corev1.Pod)
+		if _, ours := pod.Annotations[workflows.AnnotationInjection]; ours {
+			return nil
+		}
+		var flagd *corev1.Container
+		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				if list[i].Name == workflows.SidecarName {
+					flagd = &list[i]
+				}
+			}
+		}
+		if flagd == nil || pod.Annotations[v1beta1.AnnotationEnabled] != "true" {
+			return nil
+		}
+		args := strings.Join(flagd.Args, " ")
+		p := ofoPod{namespace: pod.Namespace, name: pod.Name,
+			kubernetesSync: pod.Annotations[ofoAllowKubernetesSync] == "true" || strings.Contains(args, `"provider":"kubernetes"`),
+			flagdProxy:     strings.Contains(args, ofoFlagdProxyService+".")}
+		for _, v := range pod.Spec.Volumes {
+			if v.ConfigMap != nil {
+				p.configMaps = append(p.configMaps, v.ConfigMap.Name)
+			}
+		}
+		owner, err := s.workloadOf(ctx, pod)
+		if err != nil {
+			return err
+		}
+		p.owner = owner
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// workloadOf is the workload whose rollout replaces a pod: its controller,
+// or the ReplicaSet's Deployment; the pod itself when it has none.
+func (s *scan) workloadOf(ctx context.Context, pod *corev1.Pod) (Object, error) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return Object{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, nil
+	}
+	if ref.Kind == "ReplicaSet" {
+		rs := &metav1.PartialObjectMetadata{}
+		rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, rs)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return Object{}, fmt.Errorf("reading ReplicaSet %s/%s: %w", pod.Namespace, ref.Name, err)
+		}
+		if up := metav1.GetControllerOf(rs); err == nil && up != nil {
+			ref = up
+		}
+	}
+	return Object{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}, nil
+}
+
+// usedBy lists the pods for which use is true.
+func (s *scan) usedBy(use func(ofoPod) bool) []string {
+	var out []string
+	for _, p := range s.pods {
+		if use(p) {
+			out = append(out, p.key())
+		}
+	}
+	return out
+}
+
+// removeUnlessUsed is a Remove finding, or InUse when pods use it.
+func removeUnlessUsed(f Finding, usedBy []string) Finding {
+	f.Action = Remove
+	if len(usedBy) > 0 {
+		f.Action, f.UsedBy = InUse, usedBy
+		f.Do = "roll the workloads of these pods (see the rows \"to do\"), then run flagplane migrate --apply again"
+	}
+	return f
+}
+
+func (s *scan) manager(ctx context.Context) error {
+	var list appsv1.DeploymentList
+	if err := s.c.List(ctx, &list, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", ofoManagerDeployment)}); err != nil {
+		return fmt.Errorf("looking for the OpenFeature Operator's manager: %w", err)
+	}
+	for _, d := range list.Items {
+		s.r.ManagerRunning = true
+		s.add(Finding{Object: objectOf(&d, "apps/v1", "Deployment"), Action: Manual,
+			What:  "the OpenFeature Operator's manager",
+			Means: "it still injects its own flagd into pods beside flagplane's (replacing the sidecar flagplane injected), validates FeatureFlags its way, grows its ClusterRoleBinding and recreates its flagd-proxy",
+			Do: fmt.Sprintf("uninstall it: helm uninstall <release> -n %s (or delete what you installed it with); helm keeps the CRDs and your FeatureFlags, which flagplane takes over",
+				d.Namespace)})
+	}
+	return nil
+}
+
+func (s *scan) webhooks(ctx context.Context) error {
+	var mutating admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := s.c.List(ctx, &mutating); err != nil {
+		return fmt.Errorf("listing MutatingWebhookConfigurations: %w", err)
+	}
+	for _, m := range mutating.Items {
+		if m.Name != ofoMutatingConfiguration && !slices.ContainsFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == ofoMutatingWebhook }) {
+			continue
+		}
+		s.add(Finding{Object: objectOf(&m, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"), Action: Remove,
+			What: "the OpenFeature Operator's pod injector (webhook " + ofoMutatingWebhook + ")",
+			Means: "while it is registered, a new pod with openfeature.dev/enabled gets the OpenFeature Operator's flagd too, which replaces the one flagplane injected; " +
+				"with its Service gone, every pod creation waits for it to time out. flagplane's injector (flagplane-injector) replaces it"})
+	}
+	var validating admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := s.c.List(ctx, &validating); err != nil {
+		return fmt.Errorf("listing ValidatingWebhookConfigurations: %w", err)
+	}
+	for _, v := range validating.Items {
+		if v.Name != ofoValidatingConfiguration && !slices.ContainsFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == ofoValidatingWebhook }) {
+			continue
+		}
+		s.add(Finding{Object: objectOf(&v, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"), Action: Remove,
+			What: "the OpenFeature Operator's FeatureFlag validator (webhook " + ofoValidatingWebhook + ")",
+			Means: "with its Service gone and failurePolicy Fail, every create and update of a FeatureFlag is refused; " +
+				"flagplane's validator (flagplane-validator) replaces it"})
+	}
+	return nil
+}
+
+func (s *scan) kubernetesSync(ctx context.Context) error {
+	used := s.usedBy(func(p ofoPod) bool { return p.kubernetesSync })
+	crb := &rbacv1.ClusterRoleBinding{}
+	switch err := s.c.Get(ctx, client.ObjectKey{Name: ofoKubernetesSync}, crb); {
+	case err == nil:
+		s.add(removeUnlessUsed(Finding{Object: objectOf(crb, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+			What: fmt.Sprintf("the binding the OpenFeature Operator grows with the ServiceAccount of every pod of a kubernetes-provider source (%d subjects: %s)",
+				len(crb.Subjects), subjects(crb.Subjects, 5)),
+			Means: "it lets those ServiceAccounts read every FeatureFlag and FeatureFlagSource of the cluster; flagplane grants a workload a Role on the FeatureFlags of the namespaces it reads, and removes it with the workload"}, used))
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", ofoKubernetesSync, err)
+	}
+	cr := &rbacv1.ClusterRole{}
+	switch err := s.c.Get(ctx, client.ObjectKey{Name: ofoKubernetesSync}, cr); {
+	case err == nil:
+		s.add(removeUnlessUsed(Finding{Object: objectOf(cr, "rbac.authorization.k8s.io/v1", "ClusterRole"),
+			What:  "the role of that binding: get, list, watch on FeatureFlags and FeatureFlagSources",
+			Means: "bound cluster-wide by " + ofoKubernetesSync + "; flagplane's Roles replace it"}, used))
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ClusterRole %s: %w", ofoKubernetesSync, err)
+	}
+	return nil
+}
+
+// ownRBAC: the OpenFeature Operator's own cluster-wide roles and bindings
+// (its manager's, its metrics proxy's), left when its namespace was deleted
+// without uninstalling it.
+func (s *scan) ownRBAC(ctx context.Context) error {
+	if s.r.ManagerRunning {
+		return nil // its own, in use: the manager's row says to uninstall it
+	}
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := s.c.List(ctx, &bindings); err != nil {
+		return fmt.Errorf("listing ClusterRoleBindings: %w", err)
+	}
+	for _, b := range bindings.Items {
+		if !isOFOName(b.Name) || b.Name == ofoKubernetesSync {
+			continue
+		}
+		s.add(Finding{Object: objectOf(&b, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), Action: Remove,
+			What:  fmt.Sprintf("the OpenFeature Operator's own permissions: %s %s to %s", b.RoleRef.Kind, b.RoleRef.Name, subjects(b.Subjects, 5)),
+			Means: "its manager is gone, but whoever creates a ServiceAccount of that name in that namespace gets these permissions"})
+	}
+	var roles rbacv1.ClusterRoleList
+	if err := s.c.List(ctx, &roles); err != nil {
+		return fmt.Errorf("listing ClusterRoles: %w", err)
+	}
+	for _, r := range roles.Items {
+		if !isOFOName(r.Name) || r.Name == ofoKubernetesSync {
+			continue
+		}
+		s.add(Finding{Object: objectOf(&r, "rbac.authorization.k8s.io/v1", "ClusterRole"), Action: Remove,
+			What:  "a ClusterRole of the OpenFeature Operator's install",
+			Means: "nothing of flagplane's uses it"})
+	}
+	return nil
+}
+
+func (s *scan) flagdProxy(ctx context.Context) error {
+	if s.r.ManagerRunning {
+		return nil // its manager would recreate it
+	}
+	used := s.usedBy(func(p ofoPod) bool { return p.flagdProxy })
+	means := "flagd-proxy sources sync from flagplane's built-in sync server (Service flagplane-sync) once their pods are rolled"
+	ofo := client.MatchingLabels{v1beta1.LabelManagedBy: ofoManagedByValue}
+	for _, k := range []struct {
+		list       client.ObjectList
+		name, what string
+		gvk        schema.GroupVersionKind
+	}{
+		{&appsv1.DeploymentList{}, ofoFlagdProxyDeployment, "the OpenFeature Operator's flagd-proxy", appsv1.SchemeGroupVersion.WithKind("Deployment")},
+		{&corev1.ServiceList{}, ofoFlagdProxyService, "the Service of the OpenFeature Operator's flagd-proxy", corev1.SchemeGroupVersion.WithKind("Service")},
+		{&policyv1.PodDisruptionBudgetList{}, ofoFlagdProxyPDB, "the disruption budget of the OpenFeature Operator's flagd-proxy", policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")},
+	} {
+		if err := s.c.List(ctx, k.list, ofo); err != nil {
+			return fmt.Errorf("listing %ss: %w", k.gvk.Kind, err)
+		}
+		items, err := meta.ExtractList(k.list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			if o.GetName() != k.name {
+				continue
+			}
+			s.add(removeUnlessUsed(Finding{Object: objectOf(o, k.gvk.GroupVersion().String(), k.gvk.Kind), What: k.what, Means: means}, used))
+		}
+	}
+	var sas corev1.ServiceAccountList
+	if err := s.c.List(ctx, &sas, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", ofoFlagdProxyServiceAccount)}); err != nil {
+		return fmt.Errorf("listing ServiceAccounts: %w", err)
+	}
+	for _, sa := range sas.Items {
+		s.add(removeUnlessUsed(Finding{Object: objectOf(&sa, "v1", "ServiceAccount"), What: "the ServiceAccount of the OpenFeature Operator's flagd-proxy",
+			Means: means}, used))
+	}
+	return nil
+}
+
+func (s *scan) configMaps(ctx context.Context) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	return each(ctx, s.c, list, func(obj client.Object) error {
+		ann := obj.GetAnnotations()
+		if _, ok := ann[ofoConfigMapAnnotation]; !ok || obj.GetLabels()[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue {
+			return nil
+		}
+		if !slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+			return r.Kind == v1beta1.FeatureFlagKind && strings.HasPrefix(r.APIVersion, v1beta1.GroupVersion.Group+"/")
+		}) {
+			return nil
+		}
+		ns, name := obj.GetNamespace(), obj.GetName()
+		used := s.usedBy(func(p ofoPod) bool { return p.namespace == ns && slices.Contains(p.configMaps, name) })
+		s.add(removeUnlessUsed(Finding{Object: objectOf(obj, "v1", "ConfigMap"),
+			What: fmt.Sprintf("the OpenFeature Operator's copy of FeatureFlag %s/%s for the file provider", ns, ann[ofoConfigMapAnnotation]),
+			Means: "nothing updates it any more: it holds the flags as they were when the OpenFeature Operator wrote it. " +
+				"flagplane mounts its own ConfigMap (flagd.<namespace>.<name>), which follows every edit"}, used))
+		return nil
+	})
+}
+
+// podsToRoll: one row per workload whose pods still run the OpenFeature
+// Operator's sidecar.
+func (s *scan) podsToRoll(context.Context) error {
+	byOwner := map[Object][]string{}
+	var owners []Object
+	for _, p := range s.pods {
+		if _, seen := byOwner[p.owner]; !seen {
+			owners = append(owners, p.owner)
+		}
+		byOwner[p.owner] = append(byOwner[p.owner], p.key())
+	}
+	for _, o := range owners {
+		f := Finding{Object: o, Action: Manual, UsedBy: byOwner[o],
+			What:  "pods that still run the OpenFeature Operator's flagd sidecar",
+			Means: "they read the flags the way the OpenFeature Operator set them up (its ConfigMaps, its ClusterRoleBinding or its flagd-proxy), which keeps those from being removed"}
+		switch o.Kind {
+		case "Deployment", "StatefulSet", "DaemonSet":
+			f.Do = fmt.Sprintf("kubectl rollout restart %s/%s -n %s: its new pods get flagplane's injection", strings.ToLower(o.Kind), o.Name, o.Namespace)
+		case "Pod":
+			f.Do = "delete and re-create the pod: flagplane's injector admits the new one"
+		default:
+			f.Do = fmt.Sprintf("replace its pods (owned by %s %s): their replacements get flagplane's injection", o.Kind, o.Name)
+		}
+		s.add(f)
+	}
+	return nil
+}
+
+// crds: flagplane serves FeatureFlags, FeatureFlagSources and
+// InProcessConfigurations from CRDs of the same names. Those the OpenFeature
+// Operator installed (helm uninstall keeps them) must be replaced by
+// flagplane's before it runs.
+func (s *scan) crds(ctx context.Context) error {
+	for _, name := range ofoCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := s.c.Get(ctx, client.ObjectKey{Name: name}, crd); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
+		}
+		obj := objectOf(crd, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+		if extra := slices.DeleteFunc(slices.Clone(crd.Status.StoredVersions), func(v string) bool { return v == v1beta1.GroupVersion.Version }); len(extra) > 0 {
+			s.add(Finding{Object: obj, Action: Manual,
+				What:  "a CRD whose objects were stored in versions flagplane does not serve: " + strings.Join(extra, ", "),
+				Means: "flagplane's CRD serves v1beta1 only; the API server refuses to drop a version objects may still be stored in",
+				Do:    "rewrite every object in v1beta1 (kubectl get " + crd.Spec.Names.Plural + " -A -o json | kubectl replace -f -), then remove the other versions from the CRD's status.storedVersions"})
+		}
+		if isFlagplaneCRD(crd) {
+			continue
+		}
+		s.add(Finding{Object: obj, Action: Manual,
+			What:  "the OpenFeature Operator's CRD (" + managers(crd.ManagedFields) + ")",
+			Means: "the same kind and API as flagplane's, with the OpenFeature Operator's schema: flagplane's fields (targetRefs, selector, status) are pruned until its CRD is installed",
+			Do:    "install flagplane with kubectl apply --server-side --force-conflicts -k config/default: its CRDs take over the fields those managers own; your objects are kept"})
+	}
+	for name, kind := range ofoOnlyCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := s.c.Get(ctx, client.ObjectKey{Name: name}, crd); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
+		}
+		n, err := countOf(ctx, s.c, crd)
+		if err != nil {
+			return err
+		}
+		f := Finding{Object: objectOf(crd, "apiextensions.k8s.io/v1", "CustomResourceDefinition"), Action: Manual,
+			What: fmt.Sprintf("a kind of the OpenFeature Operator's that flagplane does not serve: %s (%d objects)", kind, n),
+			Do:   "when you no longer need them: kubectl delete crd " + name + " (which deletes its objects)"}
+		if kind == "Flagd" {
+			f.Means = "what these objects made (Deployments, Services, Ingresses, HTTPRoutes) keeps running, but nothing reconciles it any more"
+		} else {
+			f.Means = "a kind of older OpenFeature Operator releases; nothing reads it"
+		}
+		s.add(f)
+	}
+	return nil
+}
+
+// isFlagplaneCRD: flagplane's CRDs have status conditions (and, for
+// FeatureFlagSource, targetRefs); the OpenFeature Operator's have an
+// empty status.
+func isFlagplaneCRD(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name != v1beta1.GroupVersion.Version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		status, ok := v.Schema.OpenAPIV3Schema.Properties["status"]
+		_, conditions := status.Properties["conditions"]
+		return ok && conditions
+	}
+	return false
+}
+
+// takenOver counts the custom resources flagplane serves as they are.
+func (s *scan) takenOver(ctx context.Context) error {
+	for _, kind := range []string{v1beta1.FeatureFlagKind, v1beta1.FeatureFlagSourceKind, "InProcessConfiguration"} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind(kind + "List"))
+		n := 0
+		err := each(ctx, s.c, list, func(client.Object) error { n++; return nil })
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("listing %ss: %w", kind, err)
+		}
+		if n > 0 {
+			s.add(Finding{Object: Object{APIVersion: v1beta1.GroupVersion.String(), Kind: kind + "s"}, Count: n, Action: TakenOver})
+		}
+	}
+	return nil
+}
+
+func countOf(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			version = v.Name
+		}
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
+	n := 0
+	err := each(ctx, c, list, func(client.Object) error { n++; return nil })
+	if meta.IsNoMatchError(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("counting %s: %w", crd.Spec.Names.Plural, err)
+	}
+	return n, nil
+}
+
+// each lists page by page and calls fn for every item.
+func each(ctx context.Context, c client.Client, list client.ObjectList, fn func(client.Object) error) error {
+	opts := &client.ListOptions{Limit: 500}
+	for {
+		if err := c.List(ctx, list, opts); err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok {
+				return fmt.Errorf("unexpected list item %T", item)
+			}
+			if err := fn(obj); err != nil {
+				return err
+			}
+		}
+		next := list.GetContinue()
+		if next == "" {
+			return nil
+		}
+		opts.Continue = next
+	}
+}
+
+func objectOf(o client.Object, apiVersion, kind string) Object {
+	return Object{APIVersion: apiVersion, Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()}
+}
+
+func subjects(subs []rbacv1.Subject, max int) string {
+	var out []string
+	for _, s := range subs {
+		switch {
+		case s.Namespace != "":
+			out = append(out, s.Kind+" "+s.Namespace+"/"+s.Name)
+		default:
+			out = append(out, s.Kind+" "+s.Name)
+		}
+	}
+	if len(out) == 0 {
+		return "nobody"
+	}
+	if len(out) > max {
+		return strings.Join(out[:max], ", ") + fmt.Sprintf(" and %d more", len(out)-max)
+	}
+	return strings.Join(out, ", ")
+}
+
+// managers names the field managers of an object, for a message.
+func managers(entries []metav1.ManagedFieldsEntry) string {
+	var names []string
+	for _, e := range entries {
+		n := e.Manager + " (" + string(e.Operation) + ")"
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "no field managers"
+	}
+	return "fields owned by " + strings.Join(names, ", ")
+}

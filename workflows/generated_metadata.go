@@ -1,0 +1,94 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// GeneratedMetadata are labels and annotations put on every object
+// flagplane generates (ConfigMaps, Roles, RoleBindings): the manager's
+// --labels and --annotations, the OpenFeature Operator's labels and
+// annotations values. They are added to what flagplane sets itself and
+// never replace it: app.kubernetes.io/managed-by stays flagplane.
+type GeneratedMetadata struct {
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Validate reports keys and label values the API server would refuse, and
+// labels that would take over flagplane's own.
+func (g GeneratedMetadata) Validate() error {
+	var errs []error
+	for _, k := range sortedKeys(g.Labels) {
+		if k == v1beta1.LabelManagedBy {
+			errs = append(errs, fmt.Errorf("--labels: %s is flagplane's: it selects the objects flagplane generates", k))
+			continue
+		}
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--labels: key %q: %s", k, strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsValidLabelValue(g.Labels[k]); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--labels: value %q of %s: %s", g.Labels[k], k, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, k := range sortedKeys(g.Annotations) {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--annotations: key %q: %s", k, strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var generatedMetadata atomic.Pointer[GeneratedMetadata]
+
+// SetGeneratedMetadata sets, process-wide, the labels and annotations of
+// the objects flagplane generates. The manager calls it once, at start.
+func SetGeneratedMetadata(g GeneratedMetadata) {
+	g.Labels, g.Annotations = maps.Clone(g.Labels), maps.Clone(g.Annotations)
+	generatedMetadata.Store(&g)
+}
+
+func currentGeneratedMetadata() GeneratedMetadata {
+	if g := generatedMetadata.Load(); g != nil {
+		return *g
+	}
+	return GeneratedMetadata{}
+}
+
+// GeneratedLabels are the labels of a generated object: ManagedLabels and
+// the operator's --labels.
+func GeneratedLabels() map[string]string {
+	out := maps.Clone(currentGeneratedMetadata().Labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, ManagedLabels())
+	return out
+}
+
+// GeneratedAnnotations are the annotations of a generated object (the
+// operator's --annotations), or nil.
+func GeneratedAnnotations() map[string]string {
+	a := currentGeneratedMetadata().Annotations
+	if len(a) == 0 {
+		return nil
+	}
+	return maps.Clone(a)
+}
+
+// hasAll tells whether have holds every key of want with its value.
+func hasAll(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
