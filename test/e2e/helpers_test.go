@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// flagKey is the one flag of the flag sets (fixtures.FlagSet).
+const flagKey = fixtures.FlagKey
+
+// newNamespace creates a namespace for a spec and deletes it afterwards
+// (which stops its pods on the node). When the spec fails, the logs of
+// every container that ran in it, and its Events, go into the report.
+func newNamespace(ctx context.Context) string {
+	GinkgoHelper()
+	ns, err := w.cp.NewNamespace(ctx, "e2e")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		if CurrentSpecReport().Failed() {
+			AddReportEntry("container logs of namespace "+ns, n.LogsOf(ns))
+			AddReportEntry("events of namespace "+ns, eventsOf(ctx, ns))
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	})
+	return ns
+}
+
+// eventsOf renders the Events of a namespace, oldest first, for a report.
+func eventsOf(ctx context.Context, ns string) string {
+	var list eventsv1.EventList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, e := range list.Items {
+		fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339), e.Type,
+			e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
+	}
+	return b.String()
+}
+
+func create(ctx context.Context, objs ...client.Object) {
+	GinkgoHelper()
+	for _, o := range objs {
+		Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+	}
+}
+
+// flagSet is a FeatureFlag with one boolean flag, flagKey, at variant.
+func flagSet(ns, name, variant string) *v1beta1.FeatureFlag {
+	return fixtures.FlagSet(ns, name, variant)
+}
+
+// flagFile is flagSet's flag as flagd's JSON, for the sources flagplane
+// only passes through.
+func flagFile(variant string) string {
+	return `{"flags":{"` + flagKey + `":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"` + variant + `"}}}`
+}
+
+// setVariant edits the default variant of a FeatureFlag's flag.
+func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+			return err
+		}
+		f := ff.Spec.FlagSpec.Flags[flagKey]
+		f.DefaultVariant = variant
+		ff.Spec.FlagSpec.Flags[flagKey] = f
+		return k8s.Update(ctx, ff)
+	}).Should(Succeed())
+}
+
+// source is a FeatureFlagSource with one entry, targeting Deployment target.
+func source(ns, name, target string, entry v1beta1.Source, mutate ...func(*v1beta1.FeatureFlagSource)) *v1beta1.FeatureFlagSource {
+	return fixtures.Source(ns, name, []v1beta1.Source{entry}, append([]func(*v1beta1.FeatureFlagSource){fixtures.Targeting("Deployment", target)}, mutate...)...)
+}
+
+// deployment is a one-replica Deployment whose app container is image,
+// with the given pod-template annotations.
+func deployment(ns, name, image string, annotations map[string]string) *appsv1.Deployment {
+	d := fixtures.Deployment(ns, name, nil, annotations)
+	d.Spec.Template.Spec.Containers[0].Image = image
+	// Replaced pods go at once: the node stops their processes within this.
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64)
+	*d.Spec.Template.Spec.TerminationGracePeriodSeconds = 1
+	return d
+}
+
+func key(pod *corev1.Pod) k8stypes.NamespacedName {
+	return k8stypes.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+}
+
+// podsOf lists the pods of an app that are not being deleted.
+func podsOf(ctx context.Context, ns, app string) func() ([]corev1.Pod, error) {
+	return func() ([]corev1.Pod, error) {
+		var list corev1.PodList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+			return nil, err
+		}
+		var out []corev1.Pod
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+}
+
+func beReady() types.GomegaMatcher {
+	return HaveField("Status.Conditions", ContainElement(And(HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
+}
+
+// readyPod waits until the app has exactly one pod, Ready, and returns it.
+func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		var err error
+		pods, err = podsOf(ctx, ns, app)()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods).To(ConsistOf(beReady()))
+	}).Should(Succeed(), "the pod of %s/%s never came up Ready", ns, app)
+	return &pods[0]
+}
+
+// sidecarOf returns the injected flagd of a pod.
+func sidecarOf(pod *corev1.Pod) *corev1.Container {
+	GinkgoHelper()
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == workflows.SidecarName {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	Fail("pod " + pod.Name + " has no injected flagd")
+	return nil
+}
+
+// flagdAddr is where the node serves the injected flagd's evaluation API
+// (its port 8013, remapped).
+func flagdAddr(pod *corev1.Pod) string {
+	GinkgoHelper()
+	addr, ok := n.Addr(key(pod), workflows.SidecarName, 8013)
+	Expect(ok).To(BeTrue(), "no host port for flagd's evaluation port of pod %s", pod.Name)
+	return addr
+}
+
+// pidOf is the process of a container of a running pod.
+func pidOf(pod *corev1.Pod, container string) int {
+	GinkgoHelper()
+	pid, ok := n.PID(key(pod), container)
+	Expect(ok).To(BeTrue(), "container %s of pod %s has no process", container, pod.Name)
+	return pid
+}
+
+// evaluation is a boolean evaluation by flagd's HTTP (Connect) API, or
+// its error.
+type evaluation struct {
+	Value   any    `json:"value"`
+	Variant string `json:"variant"`
+	Reason  string `json:"reason"`
+	Code    string `json:"code,omitempty"` // Connect error code
+}
+
+func evaluated(variant string) evaluation {
+	return evaluation{Value: variant == "on", Variant: variant, Reason: "STATIC"}
+}
+
+// resolve evaluates flagKey over flagd's HTTP API at addr.
+func resolve(addr string) func() (evaluation, error) {
+	return func() (evaluation, error) {
+		return resolveOnce(addr)
+	}
+}
+
+var httpClient = &http.Client{Timeout: 2 * time.Second}
+
+func resolveOnce(addr string) (evaluation, error) {
+	body := `{"flagKey":"` + flagKey + `","context":{}}`
+	resp, err := httpClient.Post("http://"+addr+"/flagd.evaluation.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))
+	if err != nil {
+		return evaluation{}, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var e evaluation
+	if err := json.Unmarshal(data, &e); err != nil {
+		return evaluation{}, fmt.Errorf("decoding %q: %w", data, err)
+	}
+	return e, nil
+}
+
+// eventsOfKind lists the Events of a namespace about objects of kind.
+func eventsAbout(ctx context.Context, ns, kind, name string) func() ([]eventsv1.Event, error) {
+	return func() ([]eventsv1.Event, error) {
+		var list eventsv1.EventList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == kind && e.Regarding.Name == name {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+}
