@@ -30,6 +30,6 @@ var _ = Describe("the flagd-proxy provider", func() {
 		By("deleting the FeatureFlag: the sync server serves the flag set as empty")
 		Expect(k8s.Delete(ctx, ff)).To(Succeed())
 		Eventually(resolve(addr)).Should(HaveField("Code", "not_found"))
-		Expect(podsOf(ctx, ns, "web")()).To(ConsistOf(And(HaveField("Name", pod.Name), beReady())))
+		staysAsAdmitted(ctx, pod)
 	})
 })

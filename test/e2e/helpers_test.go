@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -225,4 +227,86 @@ func eventsAbout(ctx context.Context, ns, kind, name string) func() ([]eventsv1.
 		}
 		return out, nil
 	}
+}
+
+// upstream is a standalone flagd running as a bare Pod on the node (no
+// workload: nothing targets it), serving flagFile from a ConfigMap of the
+// test's: the far end of the sources flagplane only passes through.
+type upstream struct {
+	cm  *corev1.ConfigMap
+	pod *corev1.Pod
+	// syncAddr is its flagd.sync.v1 port (8015), remapped by the node.
+	syncAddr string
+}
+
+const upstreamFlagFile = "/etc/upstream/flags.flagd.json"
+
+// startUpstream runs an upstream serving variant and waits until it is Ready.
+func startUpstream(ctx context.Context, ns, variant string) *upstream {
+	GinkgoHelper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upstream-flags"},
+		Data:       map[string]string{"flags.flagd.json": flagFile(variant)},
+	}
+	flagd := corev1.Container{
+		Name: "flagd", Image: workflows.DefaultSidecarOptions().ImageReference(),
+		Args: []string{"start", "--port", "8013", "--management-port", "8014", "--sync-port", "8015",
+			"--sources", `[{"uri":"` + upstreamFlagFile + `","provider":"file"}]`},
+		Ports: []corev1.ContainerPort{{Name: "flagd", ContainerPort: 8013}, {Name: "flagd-mgmt", ContainerPort: 8014}, {Name: "flagd-sync", ContainerPort: 8015}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8014)}},
+			PeriodSeconds: 1,
+		},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "flags", MountPath: filepath.Dir(upstreamFlagFile), ReadOnly: true}},
+		SecurityContext: workflows.HardenedSecurityContext(),
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upstream"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{flagd},
+			Volumes: []corev1.Volume{{Name: "flags", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
+			}}},
+		},
+	}
+	create(ctx, cm, pod)
+	Eventually(func() (*corev1.Pod, error) {
+		got := &corev1.Pod{}
+		return got, k8s.Get(ctx, client.ObjectKeyFromObject(pod), got)
+	}).Should(beReady(), "the upstream flagd never came up Ready")
+	addr, ok := n.Addr(key(pod), "flagd", 8015)
+	Expect(ok).To(BeTrue())
+	return &upstream{cm: cm, pod: pod, syncAddr: addr}
+}
+
+// setVariant edits the upstream's flags.
+func (u *upstream) setVariant(ctx context.Context, variant string) {
+	GinkgoHelper()
+	u.cm.Data["flags.flagd.json"] = flagFile(variant)
+	Expect(k8s.Update(ctx, u.cm)).To(Succeed())
+}
+
+// staysAsAdmitted checks that the app keeps its one pod, Ready: nothing
+// rolls the workload. The operator acts within milliseconds of an event;
+// two seconds leave it ample time to show otherwise.
+func staysAsAdmitted(ctx context.Context, pod *corev1.Pod) {
+	GinkgoHelper()
+	Consistently(podsOf(ctx, pod.Namespace, pod.Labels["app"]), 2*time.Second).
+		Should(ConsistOf(And(HaveField("UID", pod.UID), beReady())), "the workload was rolled")
+}
+
+// replacePod deletes the app's pod and returns the one its ReplicaSet
+// creates instead, once Ready: a pod admitted now.
+func replacePod(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	GinkgoHelper()
+	Expect(k8s.Delete(ctx, pod)).To(Succeed())
+	app := pod.Labels["app"]
+	var next *corev1.Pod
+	Eventually(func(g Gomega) {
+		pods, err := podsOf(ctx, pod.Namespace, app)()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods).To(ConsistOf(And(Not(HaveField("Name", pod.Name)), beReady())))
+		next = &pods[0]
+	}).Should(Succeed(), "no Ready pod replaced %s", pod.Name)
+	return next
 }
