@@ -109,4 +109,3 @@ var _ = Describe("an InProcessConfiguration", func() {
 			ContainElement(BeEmpty())), "its SDK starts with no FLAGD_* variables")
 	})
 })
-
