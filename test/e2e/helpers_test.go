@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -300,13 +302,27 @@ func staysAsAdmitted(ctx context.Context, pod *corev1.Pod) {
 func replacePod(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
 	GinkgoHelper()
 	Expect(k8s.Delete(ctx, pod)).To(Succeed())
-	app := pod.Labels["app"]
+	return successor(ctx, pod)
+}
+
+// successor waits until the app's only pod is another than pod, Ready,
+// and returns it.
+func successor(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	GinkgoHelper()
 	var next *corev1.Pod
 	Eventually(func(g Gomega) {
-		pods, err := podsOf(ctx, pod.Namespace, app)()
+		pods, err := podsOf(ctx, pod.Namespace, pod.Labels["app"])()
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pods).To(ConsistOf(And(Not(HaveField("Name", pod.Name)), beReady())))
+		g.Expect(pods).To(ConsistOf(And(Not(HaveField("UID", pod.UID)), beReady())))
 		next = &pods[0]
 	}).Should(Succeed(), "no Ready pod replaced %s", pod.Name)
 	return next
+}
+
+// processGone tells whether a process has exited (and been reaped).
+func processGone(pid int) func() bool {
+	return func() bool {
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+		return os.IsNotExist(err)
+	}
 }
