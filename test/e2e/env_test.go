@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flagplane/flagplane/test/controlplane"
@@ -49,16 +51,23 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 			w = nil
 		}
 	}()
+	// The control plane's binaries, as controlplane.Options.BinDir finds them.
+	binDir := os.Getenv("KUBEBUILDER_ASSETS")
+	if binDir == "" {
+		binDir = filepath.Join(root, "bin")
+	}
+	sdkClient := filepath.Join(binDir, "flagplane-sdkclient")
+	// The InProcessConfiguration spec runs it with -from-env: an older
+	// build would fail there with a less helpful message.
+	if out, err := exec.Command(sdkClient, "-h").CombinedOutput(); !strings.Contains(string(out), "-from-env") {
+		return w, fmt.Errorf("the OpenFeature SDK client %s is missing or predates -from-env: run `make realclients` (%v)", sdkClient, err)
+	}
 	w.cp, err = controlplane.Start(ctx, controlplane.Options{
-		RootDir: root, Scheduler: true, GatewayAPI: true, Log: log,
+		RootDir: root, BinDir: binDir, Scheduler: true, GatewayAPI: true, Log: log,
 		WebhookInstallOptions: operator.WebhookInstallOptions(root),
 	})
 	if err != nil {
 		return w, fmt.Errorf("starting the control plane: %w", err)
-	}
-	sdkClient := filepath.Join(filepath.Dir(w.cp.KubectlPath), "flagplane-sdkclient")
-	if _, err := os.Stat(sdkClient); err != nil {
-		return w, fmt.Errorf("the OpenFeature SDK client (built by `make realclients`): %w", err)
 	}
 	w.op, err = operator.Start(ctx, w.cp, operator.Options{SyncServer: true, Dir: dir})
 	if err != nil {
