@@ -349,6 +349,18 @@ func (r *benchRun) edit(ctx context.Context) error {
 	r.since = time.Time{}
 	r.mu.Unlock()
 	r.variant = next
+	// flagd may serve before flagplane is done with the edit (its status
+	// write, for one): the next edit starts once it is, so that each is
+	// timed from a quiet cluster rather than overlapping the last one.
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, benchTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := r.w.cp.Client.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+			return false, err
+		}
+		return ff.Status.ObservedGeneration == ff.Generation, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for flagplane's status of the edit to %q: %w", next, err)
+	}
 	return nil
 }
 
@@ -367,6 +379,7 @@ func (r *benchRun) watchServed(ctx context.Context) error {
 		return fmt.Errorf("subscribing to flagd's events: %w", err)
 	}
 	go func() {
+		last := r.variant
 		for {
 			ev, err := stream.Recv()
 			if err != nil {
@@ -375,8 +388,15 @@ func (r *benchRun) watchServed(ctx context.Context) error {
 			if ev.GetType() != "configuration_change" {
 				continue
 			}
-			if e, err := resolveOnce(r.addr); err == nil {
-				r.record(stageServed, e.Variant)
+			// The event follows the store's update; should an evaluation
+			// still show the old value, look again shortly.
+			for range 100 {
+				if e, err := resolveOnce(r.addr); err == nil && e.Variant != last {
+					last = e.Variant
+					r.record(stageServed, e.Variant)
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 		}
 	}()
