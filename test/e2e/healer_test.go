@@ -16,7 +16,7 @@ var _ = Describe("the healer", func() {
 	It("rolls a Deployment created before its source: the new pod serves the flag, and the Event says the workload was targeted", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		create(ctx, deployment(ns, "web", appImage, nil))
-		old := readyPod(ctx, ns, "web")
+		old := readyUninjectedPod(ctx, ns, "web")
 		Expect(old.Spec.InitContainers).To(BeEmpty())
 
 		By("creating the FeatureFlag and the source that targets the Deployment")

@@ -135,15 +135,29 @@ func beReady() types.GomegaMatcher {
 	return HaveField("Status.Conditions", ContainElement(And(HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
 }
 
-// readyPod waits until the app has exactly one pod, Ready, and returns it.
+// readyPod waits until the app has exactly one pod, Ready, admitted with
+// flagplane's injection, and returns it. Objects created together may reach
+// the operator's informers in any order: a pod admitted before its source
+// was seen is rolled by the healer, and this waits for its successor.
 func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
+	GinkgoHelper()
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", HaveKey(workflows.AnnotationInjection)))
+}
+
+// readyUninjectedPod is readyPod for a workload nothing targets.
+func readyUninjectedPod(ctx context.Context, ns, app string) *corev1.Pod {
+	GinkgoHelper()
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", Not(HaveKey(workflows.AnnotationInjection))))
+}
+
+func onePod(ctx context.Context, ns, app string, m types.GomegaMatcher) *corev1.Pod {
 	GinkgoHelper()
 	var pods []corev1.Pod
 	Eventually(func(g Gomega) {
 		var err error
 		pods, err = podsOf(ctx, ns, app)()
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pods).To(ConsistOf(beReady()))
+		g.Expect(pods).To(ConsistOf(And(beReady(), m)))
 	}).Should(Succeed(), "the pod of %s/%s never came up Ready", ns, app)
 	return &pods[0]
 }
