@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -54,6 +56,9 @@ func eventsOf(ctx context.Context, ns string) string {
 	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return err.Error()
 	}
+	slices.SortStableFunc(list.Items, func(a, b eventsv1.Event) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
 	var b strings.Builder
 	for _, e := range list.Items {
 		fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339), e.Type,
@@ -105,8 +110,7 @@ func deployment(ns, name, image string, annotations map[string]string) *appsv1.D
 	d := fixtures.Deployment(ns, name, nil, annotations)
 	d.Spec.Template.Spec.Containers[0].Image = image
 	// Replaced pods go at once: the node stops their processes within this.
-	d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64)
-	*d.Spec.Template.Spec.TerminationGracePeriodSeconds = 1
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	return d
 }
 
@@ -228,7 +232,7 @@ func resolveOnce(addr string) (evaluation, error) {
 	return e, nil
 }
 
-// eventsOfKind lists the Events of a namespace about objects of kind.
+// eventsAbout lists the Events of a namespace about one object.
 func eventsAbout(ctx context.Context, ns, kind, name string) func() ([]eventsv1.Event, error) {
 	return func() ([]eventsv1.Event, error) {
 		var list eventsv1.EventList
