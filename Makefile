@@ -48,6 +48,8 @@ TEST_TIMEOUT ?= 30m
 BENCH_TIME ?= 1x
 # Each fan-out run makes 10 edits one at a time and a burst of 10 per size.
 FANOUT_BENCH_TIME ?= 1x
+# FeatureFlag edits per provider in the edit-to-served benchmark (test/e2e).
+E2E_BENCH_EDITS ?= 20
 
 ##@ General
 
@@ -123,9 +125,10 @@ test-integration: controlplane realclients ## Ginkgo suites on the real local co
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/... -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: bench
-bench: ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers).
+bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); FeatureFlag edit to flagd serving it, per provider, through the test node.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
+	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).

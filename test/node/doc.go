@@ -63,6 +63,9 @@
 //     "..<timestamp>" directory, the "..data" symlink swapped by rename, and
 //     key symlinks through it), items and optional honoured, re-projected on
 //     every change of what they read (one watch per ConfigMap or Secret);
+//     as with a kubelet, deleting a ConfigMap or Secret that a running pod
+//     mounts leaves its files as last projected, with a FailedMount event,
+//     until it exists again (an optional one empties the volume instead);
 //     projected service-account tokens requested through the TokenRequest
 //     API with the pod's audience and expirationSeconds, bound to the Pod,
 //     and rotated at 80 % of their life; the kube-api-access-* volume that
