@@ -37,7 +37,10 @@ GATEWAY_API_STAMP := $(BIN)/.gateway-api-$(GATEWAY_API_VERSION)
 # crane (pushing the image), from wrapper modules like kubectl's.
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
 CRANE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/google/go-containerregistry" {print $$3}' hack/tools/crane/go.mod)
-HELM_STAMP := $(BIN)/.helm-$(HELM_VERSION)
+# The Kubernetes version helm assumes without a cluster (helm template, lint):
+# its client-go's, as helm's own Makefile sets it.
+HELM_KUBE_MINOR := $(shell awk '$$1=="k8s.io/client-go" {split($$2, v, "."); print v[2]}' hack/tools/helm/go.mod)
+HELM_STAMP := $(BIN)/.helm-$(HELM_VERSION)-kube1.$(HELM_KUBE_MINOR)
 CRANE_STAMP := $(BIN)/.crane-$(CRANE_VERSION)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
@@ -74,16 +77,17 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package.
+manifests: $(CONTROLLER_GEN) $(HELM_STAMP) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package; keep config/ and charts/flagplane one source (hack/manifests).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=flagplane-manager paths=./... output:rbac:artifacts:config=config/rbac
+	go run ./hack/manifests -helm $(BIN)/helm
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated code or manifests differ from what is committed.
-	@changed=$$(git status --porcelain -- api config); \
+	@changed=$$(git status --porcelain -- api config charts); \
 	if [ -n "$$changed" ]; then \
 	  echo "generated files differ from what is committed: run 'make generate manifests' and commit the result" >&2; \
-	  echo "$$changed" >&2; git --no-pager diff -- api config | head -40 >&2; exit 1; fi
+	  echo "$$changed" >&2; git --no-pager diff -- api config charts | head -40 >&2; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -152,7 +156,28 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet controlplane test-unit test-integration ## Everything: generated-file check, vet, unit and integration tests.
+test: verify-generated vet controlplane test-chart test-unit test-integration ## Everything: generated-file check, vet, the chart's lint and renders, unit and integration tests.
+
+# Value sets the chart is linted and rendered with: its defaults, every
+# component, cert-manager with an issuer of your own, and the
+# namespace-scoped mode (the team's part, the administrator's part, both).
+CHART_VALUE_SETS := \
+	"" \
+	"certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
+	"sync.enabled=false,certManager.enabled=true,certManager.issuerRef.kind=ClusterIssuer,certManager.issuerRef.name=ca" \
+	"namespaced.enabled=true" \
+	"namespaced.enabled=true,namespaced.clusterObjects=false,certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
+	"namespaced.enabled=true,namespaced.teamObjects=false,namespaced.extraNamespaces={team-a-jobs}"
+
+.PHONY: test-chart
+test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with its defaults and other value sets.
+	@for set in $(CHART_VALUE_SETS); do \
+	  args=""; if [ -n "$$set" ]; then args="--set $$set"; fi; \
+	  echo ">> helm lint / template charts/flagplane $$args"; \
+	  $(BIN)/helm lint --strict charts/flagplane --namespace flagplane-system $$args >/dev/null || \
+	    { $(BIN)/helm lint --strict charts/flagplane --namespace flagplane-system $$args; exit 1; }; \
+	  $(BIN)/helm template flagplane charts/flagplane --namespace flagplane-system $$args >/dev/null; \
+	done
 
 .PHONY: test-unit
 test-unit: ## Unit, golden and property tests of the pure packages.
@@ -202,8 +227,10 @@ crane: $(CRANE_STAMP) ## Build crane into bin/.
 $(HELM_STAMP): hack/tools/helm/go.mod
 	@mkdir -p $(BIN)
 	@echo ">> building helm $(HELM_VERSION) (about 3 minutes cold)"
-	cd hack/tools/helm && go build -trimpath \
-	  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+	cd hack/tools/helm && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
+	  -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
 	@rm -f $(BIN)/.helm-* && touch $@
 
 $(CRANE_STAMP): hack/tools/crane/go.mod

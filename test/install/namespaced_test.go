@@ -49,7 +49,10 @@ func describeNamespaced() {
 	It("runs the manager scoped to its own namespace", func(ctx SpecContext) {
 		d := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "flagplane-manager"}, d)).To(Succeed())
-		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--namespaces=$(POD_NAMESPACE)", "--webhooks=false"))
+		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--namespaces=$(POD_NAMESPACE)",
+			"--mutating-webhook-configuration=flagplane-injector-$(POD_NAMESPACE)",
+			"--validating-webhook-configuration=flagplane-validator-$(POD_NAMESPACE)"))
+		Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--webhooks=false"), "it serves its team's admission")
 		Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(
 			HaveField("Name", "POD_NAMESPACE"), HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))
 	})
