@@ -597,7 +597,9 @@ func (g *generator) clean(dir string) error {
 	return nil
 }
 
-func (g *generator) path(elem ...string) string { return filepath.Join(append([]string{g.root}, elem...)...) }
+func (g *generator) path(elem ...string) string {
+	return filepath.Join(append([]string{g.root}, elem...)...)
+}
 
 func (g *generator) write(rel string, b []byte) error {
 	p := g.path(rel)
