@@ -19,9 +19,11 @@ import (
 // then install config/namespaced for a team (namespaced_test.go).
 // ContinueOnFailure: a failed row of the RBAC matrix does not hide the others.
 var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
+	Describe("every combination of config/components", describeCombinations)
 	Describe("config/default", Ordered, describeDefault)
 	Describe("the manager with the RBAC and the admission policy of config/default", Ordered, describeManager)
 	Describe("the manager's misuse, refused by config/default's admission policy", Ordered, describePolicy)
+	Describe("config/default with every component", Ordered, describeFullest)
 	Describe("config/namespaced", Ordered, describeNamespaced)
 })
 
