@@ -24,7 +24,7 @@ var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
 	Describe("the manager with the RBAC and the admission policy of config/default", Ordered, describeManager)
 	Describe("the manager's misuse, refused by config/default's admission policy", Ordered, describePolicy)
 	Describe("config/default with every component", Ordered, describeFullest)
-	Describe("config/namespaced", Ordered, describeNamespaced)
+	Describe("the namespace-scoped mode, for two teams (config/namespaced; Helm)", Ordered, describeNamespaced)
 })
 
 // describeDefault applies config/default, as a platform team would, and
