@@ -140,14 +140,13 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 	for {
 		v := p.Graph.Topology().Snapshot()
 		if p.Graph.GraphBuilt() {
+			fromPod := topology.PodOwnerWorkload(w, pod.Annotations, pod.Spec.ServiceAccountName)
 			wl, ok := v.Workload(w)
 			if ok && topology.SameAnnotationRefs(w.Namespace, wl.PodAnnotations, pod.Annotations) &&
-				(!w.Kind.IsPodOwner() || wl.ServiceAccountName == serviceAccountOf(pod)) {
+				(!w.Kind.IsPodOwner() || wl.ServiceAccountName == fromPod.ServiceAccountName) {
 				return v
 			}
 			if w.Kind.IsPodOwner() {
-				fromPod := topology.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name,
-					PodAnnotations: pod.Annotations, ServiceAccountName: serviceAccountOf(pod)}
 				if forked, err := v.WithWorkload(fromPod); err == nil {
 					return forked
 				}
@@ -162,11 +161,4 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-func serviceAccountOf(pod *corev1.Pod) string {
-	if pod.Spec.ServiceAccountName == "" {
-		return "default"
-	}
-	return pod.Spec.ServiceAccountName
 }
