@@ -31,6 +31,7 @@ type Recorder struct {
 	streamEnds     *prometheus.CounterVec
 	refusals       *prometheus.CounterVec
 	tokenReviews   *prometheus.CounterVec
+	apiRequests    *APIRequests
 	topologyMu     sync.Mutex
 	topologyCounts func() map[topology.Kind]int
 }
@@ -88,6 +89,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Namespace: namespace, Name: "sync_token_reviews_total",
 			Help: "Service-account tokens presented to the built-in sync server, by how they were checked: reviewed (a TokenReview was made), cached and cached_refusal (an earlier review's answer), shared (a concurrent review of the same token), limited (refused by the TokenReview rate limit), rejected (refused by its form without a review).",
 		}, []string{"result"}),
+		apiRequests: NewAPIRequests(),
 	}
 	var errs []error
 	for _, c := range r.collectors() {
@@ -99,6 +101,15 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		return nil, fmt.Errorf("registering flagplane's metrics: %w", err)
 	}
 	return r, nil
+}
+
+// APIRequests counts the requests to the API server of the clients whose
+// rest.Config it wraps (flagplane_api_requests_total); nil for a nil Recorder.
+func (r *Recorder) APIRequests() *APIRequests {
+	if r == nil {
+		return nil
+	}
+	return r.apiRequests
 }
 
 // Event counts one informer event.
@@ -232,5 +243,6 @@ func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
 		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals, r.tokenReviews,
+		r.apiRequests,
 	}
 }
