@@ -20,22 +20,29 @@ type workQueue[T comparable] struct {
 	reconcile func(ctx context.Context, key T) error
 	workers   int
 	observe   func(queue string, d time.Duration, err error)
+	pending   pending[T]
 }
 
 func newWorkQueue[T comparable](name string, workers int, reconcile func(context.Context, T) error) *workQueue[T] {
-	return &workQueue[T]{
-		name:      name,
-		workers:   workers,
-		reconcile: reconcile,
+	q := &workQueue[T]{
+		name:    name,
+		workers: workers,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[T](),
 			workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
 		),
 	}
+	q.reconcile = func(ctx context.Context, key T) error {
+		return q.pending.run(key, func() error { return reconcile(ctx, key) })
+	}
+	return q
 }
 
 // Add enqueues a key.
-func (q *workQueue[T]) Add(key T) { q.queue.Add(key) }
+func (q *workQueue[T]) Add(key T) {
+	q.pending.added(key)
+	q.queue.Add(key)
+}
 
 // Len is the number of keys waiting.
 func (q *workQueue[T]) Len() int { return q.queue.Len() }
