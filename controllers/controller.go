@@ -378,6 +378,15 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 }
 
 func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {
+	err := c.updateStatus(ctx, key)
+	if errors.Is(err, workflows.ErrCacheBehind) {
+		// Not a failure: the event of our own write is on its way.
+		return fmt.Errorf("%w: %w", errRetryLater, err)
+	}
+	return err
+}
+
+func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 	v := c.topo.Snapshot()
 	switch key.Kind {
 	case topology.KindFlagSet:

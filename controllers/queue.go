@@ -11,6 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
+// errRetryLater wraps what a reconciliation returns when it could not decide
+// yet and must run again after a backoff, without it being a failure: it is
+// neither logged as an error nor counted as one.
+var errRetryLater = errors.New("retry later")
+
 // workQueue is the queue of one workflow: keys are deduplicated while
 // waiting, a key is never processed by two workers at once, and failures are
 // retried with exponential backoff (unless terminal).
@@ -75,9 +80,16 @@ func (q *workQueue[T]) process(ctx context.Context, key T) {
 	start := time.Now()
 	err := q.reconcile(log.IntoContext(ctx, logger), key)
 	if q.observe != nil {
-		q.observe(q.name, time.Since(start), err)
+		observed := err
+		if errors.Is(err, errRetryLater) {
+			observed = nil
+		}
+		q.observe(q.name, time.Since(start), observed)
 	}
 	switch {
+	case errors.Is(err, errRetryLater):
+		logger.V(1).Info("not done yet, will retry", "reason", err.Error())
+		q.queue.AddRateLimited(key)
 	case err == nil:
 		q.queue.Forget(key)
 	case errors.Is(err, reconcile.TerminalError(nil)):
