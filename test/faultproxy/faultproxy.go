@@ -25,6 +25,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"math/big"
 	mathrand "math/rand/v2"
@@ -142,6 +143,17 @@ func (c Counts) Add(other Counts) Counts {
 	return out
 }
 
+// Sub returns what c counts beyond before.
+func (c Counts) Sub(before Counts) Counts {
+	out := Counts{}
+	for o, k := range c {
+		if d := k - before[o]; d != 0 {
+			out[o] = d
+		}
+	}
+	return out
+}
+
 // String renders the counts as a table, sorted by resource, verb and outcome.
 func (c Counts) String() string {
 	keys := slices.SortedFunc(maps.Keys(c), func(a, b Outcome) int {
@@ -189,10 +201,17 @@ type Proxy struct {
 	rt       http.RoundTripper
 	forward  *httputil.ReverseProxy
 
-	mu     sync.Mutex
-	rules  []Rule
-	rand   *mathrand.Rand
-	counts Counts
+	mu      sync.Mutex
+	rules   []Rule
+	rand    *mathrand.Rand
+	counts  Counts
+	watches map[*watchStream]struct{}
+}
+
+// watchStream is a watch being forwarded, which CutWatches may cut.
+type watchStream struct {
+	o      Outcome
+	cancel context.CancelFunc
 }
 
 // Start serves a proxy to the API server of upstream on a loopback port.
@@ -224,12 +243,13 @@ func Start(upstream *rest.Config, o Options) (*Proxy, error) {
 		rules:    o.Rules,
 		rand:     mathrand.New(mathrand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
 		counts:   Counts{},
+		watches:  map[*watchStream]struct{}{},
 	}
 	p.forward = &httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport:     rt,
 		FlushInterval: -1, // watches stream
-		ErrorLog:      nil,
+		ErrorLog:      log.New(io.Discard, "", 0), // cut streams are the point
 		ModifyResponse: func(resp *http.Response) error {
 			// The status code is known once the answer starts.
 			if c, ok := resp.Request.Context().Value(codeKey{}).(*int); ok {
@@ -244,7 +264,7 @@ func Start(upstream *rest.Config, o Options) (*Proxy, error) {
 	p.server = &http.Server{
 		Handler:   p,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  nil,
+		ErrorLog:  log.New(io.Discard, "", 0),
 	}
 	go func() { _ = p.server.ServeTLS(ln, "", "") }()
 	return p, nil
@@ -258,6 +278,23 @@ func (p *Proxy) SetRules(rules []Rule) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = rules
+}
+
+// CutWatches cuts every watch being forwarded now, as a DropWatch would
+// (counted as one each), and returns how many it cut: watches opened before the rules changed live for
+// minutes otherwise, out of reach of the rules.
+func (p *Proxy) CutWatches() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.watches)
+	for w := range p.watches {
+		w.cancel()
+		o := w.o
+		o.Fault, o.Code = DropWatch, 0
+		p.counts[o]++
+		delete(p.watches, w)
+	}
+	return n
 }
 
 // Counts returns what the proxy did so far.
@@ -319,6 +356,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.Fault = rule.Fault
 	}
 	switch {
+	case !faulty && watch:
+		// Counted however it ends: ReverseProxy aborts a cut stream (panics
+		// with http.ErrAbortHandler, which the server takes as "reset the
+		// stream").
+		ctx, cancel := context.WithCancel(r.Context())
+		ws := &watchStream{o: o, cancel: cancel}
+		p.mu.Lock()
+		p.watches[ws] = struct{}{}
+		p.mu.Unlock()
+		code := 0
+		defer func() {
+			cancel()
+			p.mu.Lock()
+			delete(p.watches, ws)
+			p.mu.Unlock()
+			o.Code = code
+			p.count(o)
+		}()
+		p.forward.ServeHTTP(w, r.WithContext(context.WithValue(ctx, codeKey{}, &code)))
+		return
 	case !faulty:
 		code := 0
 		p.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), codeKey{}, &code)))
@@ -336,9 +393,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.Code = p.forwardAndLose(r, rule.Delay)
 		writeStatus(w, http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "injected by faultproxy: the request was carried out, its answer lost")
 	case rule.Fault == DropWatch:
-		// Counted when it starts: when the stream is cut, ReverseProxy
-		// aborts the answer (panics with http.ErrAbortHandler, which the
-		// server takes as "reset the stream") and does not come back here.
+		// Counted when it starts: a cut stream does not come back here.
 		p.count(o)
 		ctx, cancel := context.WithTimeout(r.Context(), p.duration(rule.Delay))
 		defer cancel()

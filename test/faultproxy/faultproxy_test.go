@@ -155,6 +155,24 @@ func TestWatchFaults(t *testing.T) {
 		g.Expect(p.Counts()).To(Equal(Counts{{Verb: "watch", Resource: "configmaps", Fault: DropWatch}: 1}))
 	})
 
+	t.Run("cut", func(t *testing.T) {
+		g := NewWithT(t)
+		upstream, _ := apiServer(t)
+		p, err := Start(upstream, Options{})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer p.Close()
+		resp, err := client(t, p).Get(p.URL + watch)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.StatusCode).To(Equal(200))
+		g.Expect(p.CutWatches()).To(Equal(1))
+		_, err = io.ReadAll(resp.Body)
+		g.Expect(err).To(HaveOccurred(), "the stream is cut, not ended")
+		g.Eventually(p.Counts).Should(Equal(Counts{
+			{Verb: "watch", Resource: "configmaps", Code: 200}:        1,
+			{Verb: "watch", Resource: "configmaps", Fault: DropWatch}: 1,
+		}))
+	})
+
 	t.Run("a watch is not a write", func(t *testing.T) {
 		g := NewWithT(t)
 		upstream, _ := apiServer(t)
