@@ -248,7 +248,7 @@ func Start(upstream *rest.Config, o Options) (*Proxy, error) {
 	p.forward = &httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport:     rt,
-		FlushInterval: -1, // watches stream
+		FlushInterval: -1,                         // watches stream
 		ErrorLog:      log.New(io.Discard, "", 0), // cut streams are the point
 		ModifyResponse: func(resp *http.Response) error {
 			// The status code is known once the answer starts.
