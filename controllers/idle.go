@@ -59,6 +59,10 @@ func (p *pending[T]) len() int {
 // Idle tells whether the workflows have nothing left to do: no key of any
 // queue waits, is being reconciled, or waits for a retry. Events that the
 // informers have not delivered yet are not known here.
-func (c *Controller) Idle() bool {
-	return c.configMaps.pending.len() == 0 && c.statuses.pending.len() == 0 && c.workloads.pending.len() == 0
+func (c *Controller) Idle() bool { return c.Pending() == 0 }
+
+// Pending counts the keys of all queues that wait, are being reconciled, or
+// wait for a retry.
+func (c *Controller) Pending() int {
+	return c.configMaps.pending.len() + c.statuses.pending.len() + c.workloads.pending.len()
 }

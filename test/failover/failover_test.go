@@ -207,21 +207,18 @@ func startReplica(ctx context.Context, name string, p *faultproxy.Proxy) *manage
 	return proc
 }
 
-// queuesEmpty: the replica's workflow queues hold no key and none is being
-// reconciled (controller-runtime's workqueue metrics).
+// queuesEmpty: the replica has nothing left to do (flagplane_pending_keys).
 func queuesEmpty(p *managerproc.Process) func() error {
 	return func() error {
 		m, err := p.Metrics()
 		if err != nil {
 			return err
 		}
-		for _, q := range []string{"configmaps", "status", "workloads"} {
-			if d := managerproc.Sum(m, "workqueue_depth", map[string]string{"name": q}); d != 0 {
-				return fmt.Errorf("queue %s holds %v keys", q, d)
-			}
-			if u := managerproc.Sum(m, "workqueue_unfinished_work_seconds", map[string]string{"name": q}); u != 0 {
-				return fmt.Errorf("queue %s is working", q)
-			}
+		if _, ok := m["flagplane_pending_keys"]; !ok {
+			return fmt.Errorf("no flagplane_pending_keys yet")
+		}
+		if n := managerproc.Sum(m, "flagplane_pending_keys", nil); n != 0 {
+			return fmt.Errorf("%v keys pending", n)
 		}
 		return nil
 	}

@@ -137,6 +137,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, err
 	}
 	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
+	m.Metrics.WatchPending(m.Controller.Pending)
 
 	// Admission (the Pod injector and the validators) on every replica: a
 	// standby serves it too, from its own graph.
