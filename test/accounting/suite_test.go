@@ -28,7 +28,8 @@ var (
 
 // resyncPeriod makes the informers deliver every object again about every
 // second, all through the suite: each count below covers resyncs too.
-const resyncPeriod = time.Second
+// (client-go jitters it down by up to 10 % and refuses less than a second.)
+const resyncPeriod = 1200 * time.Millisecond
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
