@@ -38,7 +38,9 @@ func (p *pending[T]) run(key T, reconcileKey func() error) error {
 	defer p.mu.Unlock()
 	switch {
 	case err == nil || errors.Is(err, reconcile.TerminalError(nil)):
-		if p.adds[key] -= seen; p.adds[key] <= 0 {
+		if left := p.adds[key] - seen; left > 0 {
+			p.adds[key] = left
+		} else {
 			delete(p.adds, key)
 		}
 	case p.adds[key] == 0:
