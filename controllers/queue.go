@@ -12,9 +12,13 @@ import (
 )
 
 // errRetryLater wraps what a reconciliation returns when it could not decide
-// yet and must run again after a backoff, without it being a failure: it is
-// neither logged as an error nor counted as one.
+// yet and must run again shortly, without it being a failure: it is neither
+// logged as an error nor counted as one, and it runs again after
+// retryLaterDelay.
 var errRetryLater = errors.New("retry later")
+
+// retryLaterDelay is how long a key that returned errRetryLater waits.
+const retryLaterDelay = 50 * time.Millisecond
 
 // workQueue is the queue of one workflow: keys are deduplicated while
 // waiting, a key is never processed by two workers at once, and failures are
@@ -88,8 +92,11 @@ func (q *workQueue[T]) process(ctx context.Context, key T) {
 	}
 	switch {
 	case errors.Is(err, errRetryLater):
-		logger.V(1).Info("not done yet, will retry", "reason", err.Error())
-		q.queue.AddRateLimited(key)
+		// Not a failure: no exponential backoff, which would have grown to
+		// minutes while a cache lags for seconds (a watch cut and listed again).
+		logger.V(1).Info("not done yet, will retry", "reason", err.Error(), "after", retryLaterDelay)
+		q.queue.Forget(key)
+		q.queue.AddAfter(key, retryLaterDelay)
 	case err == nil:
 		q.queue.Forget(key)
 	case errors.Is(err, reconcile.TerminalError(nil)):
