@@ -117,6 +117,11 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(incomplete) > 0 {
 		mutated.Annotations[workflows.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
+	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
+		// What it names but did not get: the healer rolls the workload
+		// once that resolves, as the warning promises.
+		mutated.Annotations[workflows.AnnotationUnresolved] = strings.Join(unresolved, ",")
+	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -161,4 +166,16 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// unresolvedAnnotationRefs names the references of a workload's
+// annotations that do not resolve, "<Kind> <namespace>/<name>".
+func unresolvedAnnotationRefs(v *topology.View, w topology.Key) []string {
+	var out []string
+	for _, r := range v.AnnotationRefs(w) {
+		if r.State != topology.RefResolved {
+			out = append(out, string(r.Target.Kind)+" "+r.Target.Namespace+"/"+r.Target.Name)
+		}
+	}
+	return out
 }
