@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -52,27 +50,17 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // evaluate asks the Pod's flagd for a boolean flag over its HTTP API and
-// returns its answer.
+// returns its answer as flagd gives it.
 func (d *demo) evaluate(ctx context.Context, flag string) (string, error) {
 	addr, ok := d.node.Addr(d.podKey, workflows.SidecarName, 8013)
 	if !ok {
 		return "", fmt.Errorf("the test node knows no port 8013 of %s's flagd", d.podKey)
 	}
 	d.flagdAddr = addr
-	body, _ := json.Marshal(map[string]any{"flagKey": flag, "context": map[string]any{}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/flagd.evaluation.v1.Service/ResolveBoolean", bytes.NewReader(body))
+	e, err := flagdapi.Resolve(ctx, addr, flagdapi.Boolean, flag, nil)
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("flagd answered %s: %s (%v)", resp.Status, b, err)
-	}
-	return string(bytes.TrimSpace(b)), nil
+	b, _ := json.Marshal(e)
+	return string(b), nil
 }

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +24,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -197,12 +195,7 @@ func pidOf(pod *corev1.Pod, container string) int {
 
 // evaluation is a boolean evaluation by flagd's HTTP (Connect) API, or
 // its error.
-type evaluation struct {
-	Value   any    `json:"value"`
-	Variant string `json:"variant"`
-	Reason  string `json:"reason"`
-	Code    string `json:"code,omitempty"` // Connect error code
-}
+type evaluation = flagdapi.Evaluation
 
 func evaluated(variant string) evaluation {
 	return evaluation{Value: variant == "on", Variant: variant, Reason: "STATIC"}
@@ -210,26 +203,11 @@ func evaluated(variant string) evaluation {
 
 // resolve evaluates flagKey over flagd's HTTP API at addr.
 func resolve(addr string) func() (evaluation, error) {
-	return func() (evaluation, error) {
-		return resolveOnce(addr)
-	}
+	return func() (evaluation, error) { return resolveOnce(addr) }
 }
 
-var httpClient = &http.Client{Timeout: 2 * time.Second}
-
 func resolveOnce(addr string) (evaluation, error) {
-	body := `{"flagKey":"` + flagKey + `","context":{}}`
-	resp, err := httpClient.Post("http://"+addr+"/flagd.evaluation.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))
-	if err != nil {
-		return evaluation{}, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var e evaluation
-	if err := json.Unmarshal(data, &e); err != nil {
-		return evaluation{}, fmt.Errorf("decoding %q: %w", data, err)
-	}
-	return e, nil
+	return flagdapi.Resolve(context.Background(), addr, flagdapi.Boolean, flagKey, nil)
 }
 
 // eventsAbout lists the Events of a namespace about one object.
