@@ -144,10 +144,10 @@ func (v *View) ConsumerNamespaces(f Key) []string {
 // is not needed is to be deleted.
 func (v *View) ConfigMapNeeded(cm Key) bool { return cm.Kind == KindConfigMap && v.st.g.has(cm) }
 
-// ConfigMapsOfWorkload lists the ConfigMaps a workload mounts.
+// ConfigMapsOfWorkload lists the ConfigMaps a workload (or a Flagd) mounts.
 func (v *View) ConfigMapsOfWorkload(w Key) []Key { return sortedKeys(v.st.g.parents(w, relMounts)) }
 
-// WorkloadsOfConfigMap lists the workloads that mount a ConfigMap.
+// WorkloadsOfConfigMap lists the workloads (and Flagds) that mount a ConfigMap.
 func (v *View) WorkloadsOfConfigMap(cm Key) []Key { return sortedKeys(v.st.g.children(cm, relMounts)) }
 
 // ConfigMapByName finds the needed ConfigMap with this namespace and object
