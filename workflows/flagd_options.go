@@ -17,7 +17,7 @@ type FlagdOptions struct {
 	// sidecar's, computed by the same code, with the image, ports and debug
 	// logging below.
 	Injection InjectionOptions
-	// Image and Tag of flagd; the sidecar's when Image is empty.
+	// Image and Tag of flagd; the sidecar's where empty.
 	Image, Tag string
 	// Port, OFREPPort, SyncPort and ManagementPort are the Service's ports
 	// for flagd's evaluation, OFREP, sync and management (metrics) APIs,
@@ -39,8 +39,6 @@ const (
 func DefaultFlagdOptions() FlagdOptions {
 	return FlagdOptions{
 		Injection:      DefaultInjectionOptions(),
-		Image:          DefaultSidecarImage,
-		Tag:            DefaultSidecarTag,
 		Port:           DefaultFlagdPort,
 		OFREPPort:      DefaultFlagdOFREPPort,
 		SyncPort:       DefaultFlagdSyncPort,
@@ -71,9 +69,11 @@ func (o FlagdOptions) Validate() error {
 // sidecarOptions are the sidecar options a Flagd's container is computed with.
 func (o FlagdOptions) sidecarOptions() InjectionOptions {
 	io := o.Injection
-	io.Sidecar.Image, io.Sidecar.Tag = o.Image, o.Tag
-	if o.Image == "" {
-		io.Sidecar.Image, io.Sidecar.Tag = o.Injection.Sidecar.Image, o.Injection.Sidecar.Tag
+	if o.Image != "" {
+		io.Sidecar.Image = o.Image
+	}
+	if o.Tag != "" {
+		io.Sidecar.Tag = o.Tag
 	}
 	io.Sidecar.Port = o.Port
 	io.Sidecar.ManagementPort = o.ManagementPort

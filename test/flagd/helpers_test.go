@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,7 +68,9 @@ func create(ctx context.Context, objs ...client.Object) {
 }
 
 // flagSet is a FeatureFlag with one boolean flag, flagKey, at variant.
-func flagSet(ns, name, variant string) *v1beta1.FeatureFlag { return fixtures.FlagSet(ns, name, variant) }
+func flagSet(ns, name, variant string) *v1beta1.FeatureFlag {
+	return fixtures.FlagSet(ns, name, variant)
+}
 
 // setVariant edits the default variant of a FeatureFlag's flag.
 func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
@@ -257,6 +260,17 @@ func deploymentOf(ctx context.Context, ns, name string) func() (*appsv1.Deployme
 	return func() (*appsv1.Deployment, error) {
 		d := &appsv1.Deployment{}
 		return d, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)
+	}
+}
+
+// absent tells whether an object of the kind of obj and this name does not exist.
+func absent(ctx context.Context, obj client.Object, ns, name string) func() (bool, error) {
+	return func() (bool, error) {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
 	}
 }
 
