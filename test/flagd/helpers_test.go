@@ -200,6 +200,11 @@ func podReady(p *corev1.Pod) bool {
 // rpcVariant evaluates flagKey over flagd's evaluation API (Connect, the
 // HTTP form of its gRPC service) through the Service's port "flagd".
 func rpcVariant(ctx context.Context, ns, service string) func() (string, error) {
+	return rpcVariantOf(ctx, ns, service, flagKey)
+}
+
+// rpcVariantOf is rpcVariant of another flag.
+func rpcVariantOf(ctx context.Context, ns, service, flagKey string) func() (string, error) {
 	return func() (string, error) {
 		addr, err := serviceAddr(ctx, ns, service, "flagd")
 		if err != nil {
