@@ -203,7 +203,7 @@ func (c *Controller) registerRouteCallbacks(ctx context.Context, mgr manager.Man
 }
 
 // waitForRoutes looks for the HTTPRoute CRD until it is installed, then
-// watches HTTPRoutes and reconciles every Flagd that asks for one.
+// watches HTTPRoutes (see watchRoutes).
 func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) error {
 	t := time.NewTicker(c.opts.GrantCRDPoll)
 	defer t.Stop()
@@ -225,19 +225,14 @@ func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) err
 			return err
 		}
 		log.FromContext(ctx).Info("HTTPRoute CRD installed: watching the HTTPRoutes of Flagds")
-		v := c.topo.Snapshot()
-		for _, k := range v.Flagds() {
-			if f, ok := v.Flagd(k); ok && f.Spec.GatewayApiRoutes.Enabled {
-				c.flagds.Add(k)
-			}
-		}
 		return nil
 	}
 }
 
 // watchRoutes starts a cache of managed HTTPRoutes (in the manager's
-// namespaces), hands it to the Flagd workflow once synced, and registers
-// the child callbacks on it.
+// namespaces) with the child callbacks on it, and once it has synced hands
+// it to the Flagd workflow and reconciles every Flagd that asks for an
+// HTTPRoute.
 func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error {
 	route := &unstructured.Unstructured{}
 	route.SetGroupVersionKind(workflows.HTTPRouteGVK)
@@ -267,8 +262,16 @@ func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error
 		return fmt.Errorf("adding the HTTPRoute cache to the manager: %w", err)
 	}
 	go func() {
-		if routes.WaitForCacheSync(ctx) {
-			c.flagdWF.SetRoutes(routes)
+		if !routes.WaitForCacheSync(ctx) {
+			return
+		}
+		c.flagdWF.SetRoutes(routes)
+		// The Flagds that asked for an HTTPRoute meanwhile get it now.
+		v := c.topo.Snapshot()
+		for _, k := range v.Flagds() {
+			if f, ok := v.Flagd(k); ok && f.Spec.GatewayApiRoutes.Enabled {
+				c.flagds.Add(k)
+			}
 		}
 	}()
 	return nil
