@@ -48,6 +48,10 @@ TEST_TIMEOUT ?= 30m
 BENCH_TIME ?= 1x
 # Each fan-out run makes 10 edits one at a time and a burst of 10 per size.
 FANOUT_BENCH_TIME ?= 1x
+# FeatureFlag edits per provider in the edit-to-served benchmark (test/e2e).
+E2E_BENCH_EDITS ?= 20
+# hack/e2ebench: e.g. -edits 100, -sizes 10,1000, -strict.
+E2E_BENCH_FLAGS ?=
 
 ##@ General
 
@@ -114,18 +118,29 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 .PHONY: test
 test: verify-generated vet controlplane test-unit test-integration ## Everything: generated-file check, vet, unit and integration tests.
 
+# Packages under test/ that need no control plane (plain Go tests): they
+# run with the unit tests.
+TEST_LIBRARIES := ./test/faultproxy
+# Ginkgo suites run with the race detector: the reconcile path (informer
+# callbacks, queues, graph snapshots read while written) and its API-call
+# accounting. The others run without it, to keep CI's time in proportion.
+RACE_SUITES := ./test/reconcile ./test/accounting
+
 .PHONY: test-unit
-test-unit: ## Unit, golden and property tests of the pure packages.
-	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/)
+test-unit: ## Unit, golden and property tests of the pure packages, with the race detector.
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES)
 
 .PHONY: test-integration
-test-integration: controlplane realclients ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients).
-	go test -count=1 -timeout $(TEST_TIMEOUT) ./test/... -ginkgo.v $(GINKGO_FLAGS)
+test-integration: controlplane realclients ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
+	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v $(GINKGO_FLAGS)
 
 .PHONY: bench
-bench: ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers).
+bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
+	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
+	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -364,8 +368,9 @@ func (c *Controller) handlerSynced() bool {
 }
 
 // initialPass reconciles every node of the graph, and every generated object
-// in the cache that the graph no longer wants, once, in this goroutine.
-// Events that arrive meanwhile wait on the queues.
+// in the cache that the graph no longer wants, once: ConfigMaps, then
+// workloads, then statuses, several keys at a time. Events that arrive
+// meanwhile wait on the queues.
 func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	cms := map[client.ObjectKey]bool{}
 	for _, k := range v.ConfigMaps() {
@@ -391,21 +396,32 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 			workloads[k] = true
 		}
 	}
-	for k := range cms {
-		c.configMaps.process(ctx, k)
-	}
-	for k := range workloads {
-		c.workloads.process(ctx, k)
-	}
-	for _, keys := range [][]topology.Key{v.FlagSets(), v.Sources(), v.InProcessConfigs()} {
-		for _, k := range keys {
-			c.statuses.process(ctx, k)
-		}
-	}
-	for _, k := range v.Flagds() {
-		c.flagds.process(ctx, k)
-	}
+	processAll(ctx, c.configMaps, maps.Keys(cms))
+	processAll(ctx, c.workloads, maps.Keys(workloads))
+	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs())))
+	processAll(ctx, c.flagds, slices.Values(v.Flagds()))
 	return nil
+}
+
+// startupConcurrency is how many keys the startup pass reconciles at once.
+// Its time is mostly waiting for the API server (a first start creates
+// every ConfigMap and writes every status), so requests in flight, not
+// cores, bound it. No two reconcile the same key: each is visited once, and
+// the queues' workers start after the pass.
+const startupConcurrency = 8
+
+// processAll reconciles every key once, startupConcurrency at a time.
+func processAll[T comparable](ctx context.Context, q *workQueue[T], keys iter.Seq[T]) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, startupConcurrency)
+	for k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			q.process(ctx, k)
+		})
+	}
+	wg.Wait()
 }
 
 func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKey) error {
@@ -425,6 +441,15 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 }
 
 func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {
+	err := c.updateStatus(ctx, key)
+	if errors.Is(err, workflows.ErrCacheBehind) {
+		// Not a failure: the event of our own write is on its way.
+		return workflows.RequeueAfter(cacheBehindDelay)
+	}
+	return err
+}
+
+func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 	v := c.topo.Snapshot()
 	switch key.Kind {
 	case topology.KindFlagSet:

@@ -52,11 +52,7 @@ func (c *Controller) onPodChanged(pod *corev1.Pod) {
 		c.podOwners.pods[res.Workload]++
 	}
 	c.podOwners.mu.Unlock()
-	w := topology.Workload{Kind: res.Workload.Kind, Namespace: pod.Namespace, Name: res.Workload.Name,
-		PodAnnotations: pod.Annotations, ServiceAccountName: pod.Spec.ServiceAccountName}
-	if w.ServiceAccountName == "" {
-		w.ServiceAccountName = "default"
-	}
+	w := topology.PodOwnerWorkload(res.Workload, pod.Annotations, pod.Spec.ServiceAccountName)
 	c.event(string(w.Kind), "pod-changed")
 	c.upsertWorkload(w)
 }

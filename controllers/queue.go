@@ -15,6 +15,16 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
+// A reconciliation that could not decide yet and must run again after a
+// while returns workflows.RequeueAfter: it is neither logged as an error nor
+// counted as one, and it does not grow the key's failure backoff (which
+// would reach minutes while a cache lags for seconds, a watch cut and listed
+// again).
+
+// cacheBehindDelay is how long a status reconcile whose cache has not seen
+// its own last write waits before it runs again.
+const cacheBehindDelay = 50 * time.Millisecond
+
 // workQueue is the queue of one workflow: keys are deduplicated while
 // waiting, a key is never processed by two workers at once, and failures are
 // retried with exponential backoff (unless terminal).
@@ -24,22 +34,29 @@ type workQueue[T comparable] struct {
 	reconcile func(ctx context.Context, key T) error
 	workers   int
 	observe   func(queue string, d time.Duration, err error)
+	pending   pending[T]
 }
 
 func newWorkQueue[T comparable](name string, workers int, reconcile func(context.Context, T) error) *workQueue[T] {
-	return &workQueue[T]{
-		name:      name,
-		workers:   workers,
-		reconcile: reconcile,
+	q := &workQueue[T]{
+		name:    name,
+		workers: workers,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[T](),
 			workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
 		),
 	}
+	q.reconcile = func(ctx context.Context, key T) error {
+		return q.pending.run(key, func() error { return reconcile(ctx, key) })
+	}
+	return q
 }
 
 // Add enqueues a key.
-func (q *workQueue[T]) Add(key T) { q.queue.Add(key) }
+func (q *workQueue[T]) Add(key T) {
+	q.pending.added(key)
+	q.queue.Add(key)
+}
 
 // Len is the number of keys waiting.
 func (q *workQueue[T]) Len() int { return q.queue.Len() }
@@ -83,6 +100,7 @@ func (q *workQueue[T]) process(ctx context.Context, key T) {
 	case err == nil:
 		q.queue.Forget(key)
 	case errors.As(err, &later):
+		logger.V(1).Info("not done yet, will run again", "reason", err.Error(), "after", time.Duration(later).String())
 		q.queue.Forget(key)
 		q.queue.AddAfter(key, time.Duration(later))
 	case errors.Is(err, reconcile.TerminalError(nil)):

@@ -31,8 +31,11 @@ type Recorder struct {
 	streamEnds     *prometheus.CounterVec
 	refusals       *prometheus.CounterVec
 	tokenReviews   *prometheus.CounterVec
+	apiRequests    *APIRequests
+	pending        *prometheus.Desc
 	topologyMu     sync.Mutex
 	topologyCounts func() map[topology.Kind]int
+	pendingKeys    func() int
 }
 
 // New creates a Recorder and registers its metrics on reg.
@@ -88,6 +91,9 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Namespace: namespace, Name: "sync_token_reviews_total",
 			Help: "Service-account tokens presented to the built-in sync server, by how they were checked: reviewed (a TokenReview was made), cached and cached_refusal (an earlier review's answer), shared (a concurrent review of the same token), limited (refused by the TokenReview rate limit), rejected (refused by its form without a review).",
 		}, []string{"result"}),
+		apiRequests: NewAPIRequests(),
+		pending: prometheus.NewDesc(namespace+"_pending_keys",
+			"Keys of the workflow queues that wait, are being reconciled or wait for a retry: 0 when the manager has nothing left to do.", nil, nil),
 	}
 	var errs []error
 	for _, c := range r.collectors() {
@@ -99,6 +105,15 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		return nil, fmt.Errorf("registering flagplane's metrics: %w", err)
 	}
 	return r, nil
+}
+
+// APIRequests counts the requests to the API server of the clients whose
+// rest.Config it wraps (flagplane_api_requests_total); nil for a nil Recorder.
+func (r *Recorder) APIRequests() *APIRequests {
+	if r == nil {
+		return nil
+	}
+	return r.apiRequests
 }
 
 // Event counts one informer event.
@@ -162,6 +177,17 @@ func (r *Recorder) WatchTopology(counts func() map[topology.Kind]int) {
 	r.topologyCounts = counts
 }
 
+// WatchPending makes flagplane_pending_keys read pending, usually
+// (*controllers.Controller).Pending, at every scrape.
+func (r *Recorder) WatchPending(pending func() int) {
+	if r == nil {
+		return
+	}
+	r.topologyMu.Lock()
+	defer r.topologyMu.Unlock()
+	r.pendingKeys = pending
+}
+
 // SyncSubscribed records a flagd sync stream opened for a flag set selector
 // on the built-in sync server; call SyncUnsubscribed when it closes.
 func (r *Recorder) SyncSubscribed(selector string) {
@@ -218,6 +244,21 @@ func (c topologyCollector) Collect(ch chan<- prometheus.Metric) {
 	c.r.nodes.Collect(ch)
 }
 
+// pendingCollector reports the pending keys when scraped.
+type pendingCollector struct{ r *Recorder }
+
+func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.r.pending }
+
+func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
+	c.r.topologyMu.Lock()
+	pending := c.r.pendingKeys
+	c.r.topologyMu.Unlock()
+	if pending == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.r.pending, prometheus.GaugeValue, float64(pending()))
+}
+
 // Unregister removes the metrics from reg, so that a process may create
 // another Recorder on the same registry (tests, the demo).
 func (r *Recorder) Unregister(reg prometheus.Registerer) {
@@ -233,5 +274,6 @@ func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
 		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals, r.tokenReviews,
+		r.apiRequests, pendingCollector{r},
 	}
 }

@@ -215,3 +215,18 @@ func TestUnregisterLetsANewRecorderRegister(t *testing.T) {
 	_, err = New(reg)
 	g.Expect(err).NotTo(HaveOccurred())
 }
+
+func TestPendingKeysAreReadAtScrapeTime(t *testing.T) {
+	g := NewWithT(t)
+	r, reg := newRecorder(t)
+	g.Expect(testutil.CollectAndCount(reg, "flagplane_pending_keys")).To(Equal(0), "nothing watched yet")
+	pending := 3
+	r.WatchPending(func() int { return pending })
+	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP flagplane_pending_keys Keys of the workflow queues that wait, are being reconciled or wait for a retry: 0 when the manager has nothing left to do.
+# TYPE flagplane_pending_keys gauge
+flagplane_pending_keys 3
+`), "flagplane_pending_keys")).To(Succeed())
+	pending = 0
+	g.Expect(testutil.ToFloat64(pendingCollector{r})).To(BeZero())
+}

@@ -79,15 +79,28 @@ var allKinds = [...]Kind{
 	KindConfigMap, KindGrant, KindFlagd,
 }
 
-// parseObjectRef reads a reference written as `name` or `namespace/name`; a
-// bare name is in defaultNamespace. Whatever follows the first slash is the
-// name, so a malformed reference names an object that cannot exist and just
-// stays unresolved.
-func parseObjectRef(ref, defaultNamespace string) (namespace, name string) {
-	if ns, n, ok := strings.Cut(ref, "/"); ok {
-		return ns, n
+// ParseRef reads a reference to an object written as `name` or
+// `namespace/name` (the form of spec.sources[].source and of the
+// openfeature.dev annotations); a bare name is in defaultNamespace. ok is
+// false for anything else (an empty part, a third part): such a reference
+// names no object, stays unresolved, and the validating webhook refuses it.
+func ParseRef(ref, defaultNamespace string) (namespace, name string, ok bool) {
+	ns, n, qualified := strings.Cut(ref, "/")
+	switch {
+	case !qualified:
+		return defaultNamespace, ref, ref != ""
+	case ns == "" || n == "" || strings.Contains(n, "/"):
+		return ns, n, false
 	}
-	return defaultNamespace, ref
+	return ns, n, true
+}
+
+// parseObjectRef is ParseRef for the graph: a malformed reference keeps its
+// parts, so that it names an object that cannot exist and just stays
+// unresolved (and is listed as such).
+func parseObjectRef(ref, defaultNamespace string) (namespace, name string) {
+	namespace, name, _ = ParseRef(ref, defaultNamespace)
+	return namespace, name
 }
 
 // parseList splits a comma-separated annotation value into references,

@@ -79,3 +79,22 @@ func TestOwnerKind(t *testing.T) {
 		g.Expect([]string{group, kind}).To(Equal([]string{tc.group, tc.kind}), "round trip of %s", k)
 	}
 }
+
+func TestParseRef(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct {
+		ref      string
+		ns, name string
+		ok       bool
+	}{
+		{"flags", "shop", "flags", true},
+		{"team/flags", "team", "flags", true},
+		{"", "shop", "", false},
+		{"/flags", "", "flags", false},
+		{"team/", "team", "", false},
+		{"a/b/c", "a", "b/c", false},
+	} {
+		ns, name, ok := ParseRef(tc.ref, "shop")
+		g.Expect([]any{ns, name, ok}).To(Equal([]any{tc.ns, tc.name, tc.ok}), tc.ref)
+	}
+}

@@ -29,6 +29,16 @@ func WorkloadFrom(kind Kind, obj metav1.Object, tmpl *corev1.PodTemplateSpec) Wo
 	return w
 }
 
+// PodOwnerWorkload is what the topology keeps of a workload known only
+// through its pods (Kind.IsPodOwner): the annotations and service account of
+// one of its pods. It has no labels: selectors and targetRefs do not reach it.
+func PodOwnerWorkload(k Key, podAnnotations map[string]string, serviceAccount string) Workload {
+	if serviceAccount == "" {
+		serviceAccount = defaultServiceAccount
+	}
+	return Workload{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, PodAnnotations: podAnnotations, ServiceAccountName: serviceAccount}
+}
+
 // workloadRec is what the topology keeps of a workload. Immutable once stored.
 type workloadRec struct {
 	w Workload

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -49,9 +50,12 @@ const (
 // A pod counts when it is not terminating, was created after the
 // workload's last restart (older pods are being replaced already), and
 // lacks AnnotationInjection (or has AnnotationIncomplete while the
-// ConfigMaps it lacked exist now). A workload is restarted at most once per
+// ConfigMaps it lacked exist now, or AnnotationUnresolved while what it
+// would get now differs from what it got: a source or in-process
+// configuration its annotations name has appeared or been permitted since). A workload is restarted at most once per
 // Backoff, so that pods admitted while the webhook is still unreachable do
-// not roll it in a loop. Pods are checked as their events arrive and every
+// not roll it in a loop (not for a reference that resolved: its new pods
+// get it). Pods are checked as their events arrive and every
 // Resync. Only the leader heals.
 type Healer struct {
 	Graph    Graph
@@ -70,6 +74,10 @@ type Healer struct {
 
 	mu       sync.Mutex
 	lastHeal map[topology.Key]time.Time
+	// lastCulprit is the pod each workload was last restarted for: once
+	// restarted for it, the pod is being replaced, even while the cache
+	// does not show the restart yet.
+	lastCulprit map[topology.Key]types.UID
 	// targetedSince is when this process saw each targeted workload become
 	// targeted: a pod older than that predates its targeting.
 	targetedSince map[topology.Key]time.Time
@@ -201,7 +209,8 @@ func needsLook(pod metav1.Object) bool {
 	a := pod.GetAnnotations()
 	_, injected := a[workflows.AnnotationInjection]
 	_, incomplete := a[workflows.AnnotationIncomplete]
-	return !injected || incomplete
+	_, unresolved := a[workflows.AnnotationUnresolved]
+	return !injected || incomplete || unresolved
 }
 
 func (h *Healer) enqueuePod(ctx context.Context, queue workqueue.TypedInterface[topology.Key], obj any) {
@@ -251,6 +260,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.mu.Lock()
 	if h.lastHeal == nil {
 		h.lastHeal = map[topology.Key]time.Time{}
+		h.lastCulprit = map[topology.Key]types.UID{}
 	}
 	h.mu.Unlock()
 	v := h.Graph.Topology().Snapshot()
@@ -263,13 +273,24 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		return 0, err
 	}
 	var culprit *corev1.Pod
+	resolved := false
 	for i := range pods {
 		p := &pods[i]
 		if !needsLook(p) {
 			continue
 		}
-		if _, incomplete := p.Annotations[workflows.AnnotationIncomplete]; incomplete && p.Annotations[workflows.AnnotationInjection] != "" && !h.configMapsExist(ctx, inj) {
+		got := p.Annotations[workflows.AnnotationInjection]
+		_, incomplete := p.Annotations[workflows.AnnotationIncomplete]
+		if incomplete && got != "" && !h.configMapsExist(ctx, inj) {
 			continue // still nothing better to give it
+		}
+		if !incomplete && got != "" {
+			// Admitted with references that did not resolve: rolled only
+			// once something of them has.
+			if got == inj.Fingerprint() {
+				continue
+			}
+			resolved = true
 		}
 		culprit = p
 		break
@@ -280,8 +301,16 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	now := h.now()
 	h.mu.Lock()
 	last, healed := h.lastHeal[w]
+	again := h.lastCulprit[w] == culprit.UID
 	h.mu.Unlock()
-	if healed && now.Sub(last) < h.Backoff {
+	// The backoff keeps pods that keep missing the webhook from rolling
+	// the workload in a loop. A pod rolled because a reference resolved is
+	// replaced by one that has it: no loop, and no reason to wait, unless
+	// the workload was restarted for this very pod already.
+	if resolved && again {
+		return 0, nil
+	}
+	if healed && now.Sub(last) < h.Backoff && !resolved {
 		return h.Backoff - now.Sub(last), nil
 	}
 	if err := workflows.Restart(ctx, h.Client, obj, now); err != nil {
@@ -289,8 +318,13 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	}
 	h.mu.Lock()
 	h.lastHeal[w] = now
+	h.lastCulprit[w] = culprit.UID
 	h.mu.Unlock()
 	reason, why := h.why(v, w, culprit)
+	if resolved {
+		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[workflows.AnnotationUnresolved]+
+			", which its annotations name and which did not resolve then"
+	}
 	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name, "reason", reason)
 	if h.Events != nil {
 		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Heal",

@@ -179,6 +179,45 @@ func TestHealer(t *testing.T) {
 		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
 	})
 
+	t.Run("a pod admitted with references that did not resolve is healed once what it would get differs, backoff or not", func(t *testing.T) {
+		g := NewWithT(t)
+		probe, _, _, _ := healerFixture(t)
+		desired := workflows.DesiredInjection(probe.Graph.Topology().Snapshot(), web, probe.Options).Fingerprint()
+		unresolved := func(fingerprint string) map[string]string {
+			return map[string]string{workflows.AnnotationInjection: fingerprint, workflows.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
+		}
+
+		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, unresolved(desired)))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "it got what it would get now: nothing has resolved since")
+
+		first := pod("web-1-a", "web-1", created, unresolved("older"))
+		first.UID = "web-1-a"
+		h, cache, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
+		// Restarts are written to the API server, which the cache shows
+		// a moment later.
+		api := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(webDeployment("")).Build()
+		h.Client = api
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, api)).To(Equal("2026-03-01T12:00:00Z"))
+		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+EventTargeted),
+			ContainSubstring("pod web-1-a was admitted without FeatureFlagSource shop/missing, which its annotations name and which did not resolve then")))
+
+		By := "the same pod again, before the cache shows the restart: it is being replaced already"
+		*now = now.Add(time.Second)
+		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+		g.Expect(restartedAtOf(t, api)).To(Equal("2026-03-01T12:00:00Z"), By)
+
+		By = "a pod of the restart that again missed something that has resolved since: within the backoff, healed all the same"
+		g.Expect(cache.Update(ctx, webDeployment("2026-03-01T12:00:00Z"))).To(Succeed())
+		next := pod("web-2-a", "web-1", now.Add(time.Minute), unresolved("between"))
+		next.UID = "web-2-a"
+		g.Expect(cache.Create(ctx, next)).To(Succeed())
+		*now = now.Add(2 * time.Minute)
+		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+		g.Expect(restartedAtOf(t, api)).To(Equal("2026-03-01T12:02:01Z"), By)
+	})
+
 	t.Run("a workload no source applies to is never restarted", func(t *testing.T) {
 		g := NewWithT(t)
 		plain := webDeployment("")

@@ -117,6 +117,11 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(incomplete) > 0 {
 		mutated.Annotations[workflows.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
+	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
+		// What it names but did not get: the healer rolls the workload
+		// once that resolves, as the warning promises.
+		mutated.Annotations[workflows.AnnotationUnresolved] = strings.Join(unresolved, ",")
+	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -140,14 +145,13 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 	for {
 		v := p.Graph.Topology().Snapshot()
 		if p.Graph.GraphBuilt() {
+			fromPod := topology.PodOwnerWorkload(w, pod.Annotations, pod.Spec.ServiceAccountName)
 			wl, ok := v.Workload(w)
 			if ok && topology.SameAnnotationRefs(w.Namespace, wl.PodAnnotations, pod.Annotations) &&
-				(!w.Kind.IsPodOwner() || wl.ServiceAccountName == serviceAccountOf(pod)) {
+				(!w.Kind.IsPodOwner() || wl.ServiceAccountName == fromPod.ServiceAccountName) {
 				return v
 			}
 			if w.Kind.IsPodOwner() {
-				fromPod := topology.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name,
-					PodAnnotations: pod.Annotations, ServiceAccountName: serviceAccountOf(pod)}
 				if forked, err := v.WithWorkload(fromPod); err == nil {
 					return forked
 				}
@@ -164,9 +168,14 @@ func (p *PodMutator) view(ctx context.Context, w topology.Key, pod *corev1.Pod) 
 	}
 }
 
-func serviceAccountOf(pod *corev1.Pod) string {
-	if pod.Spec.ServiceAccountName == "" {
-		return "default"
+// unresolvedAnnotationRefs names the references of a workload's
+// annotations that do not resolve, "<Kind> <namespace>/<name>".
+func unresolvedAnnotationRefs(v *topology.View, w topology.Key) []string {
+	var out []string
+	for _, r := range v.AnnotationRefs(w) {
+		if r.State != topology.RefResolved {
+			out = append(out, string(r.Target.Kind)+" "+r.Target.Namespace+"/"+r.Target.Name)
+		}
 	}
-	return pod.Spec.ServiceAccountName
+	return out
 }

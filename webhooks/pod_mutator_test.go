@@ -264,6 +264,32 @@ spec:
 		g.Expect(got.Annotations).To(HaveKeyWithValue("openfeature.dev/allowkubernetessync", "true"))
 	})
 
+	t.Run("a pod whose annotations name a source that does not exist gets the rest, and is marked for the healer", func(t *testing.T) {
+		g := NewWithT(t)
+		m := newMutator(t, reader, &recordingEnsurer{})
+		annotations := map[string]string{"openfeature.dev/enabled": "true", "openfeature.dev/featureflagsource": "annotated,missing"}
+		m.Graph = newGraph(t, graphManifests+`
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: partial}
+spec:
+  selector: {matchLabels: {app: partial}}
+  template:
+    metadata:
+      labels: {app: partial}
+      annotations: {openfeature.dev/enabled: "true", openfeature.dev/featureflagsource: "annotated,missing"}
+    spec: {containers: [{name: app, image: app}]}
+`)
+		pod := podOwnedBy("ReplicaSet", "partial-6b7c8", map[string]string{"app": "partial", "pod-template-hash": "6b7c8"})
+		pod.Annotations = annotations
+		resp := m.Handle(ctx, request(t, admissionv1.Create, pod, false))
+		got := patched(t, pod, resp)
+		g.Expect(sidecarOf(got)).NotTo(BeNil(), "what resolves is injected")
+		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationUnresolved, "FeatureFlagSource shop/missing"))
+		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("FeatureFlagSource shop/missing, which does not exist")))
+	})
+
 	t.Run("a ReplicaSet the cache has not seen yet resolves by the pod-template-hash naming", func(t *testing.T) {
 		g := NewWithT(t)
 		pod := podOwnedBy("ReplicaSet", "web-77c9d", map[string]string{"app": "web", "pod-template-hash": "77c9d"})

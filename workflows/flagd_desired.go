@@ -115,14 +115,11 @@ func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	ref := f.Spec.FeatureFlagSource
-	ns, name, cross := strings.Cut(ref, "/")
-	if !cross {
-		ns, name = f.Namespace, ref
-	}
+	ns, name, ok := topology.ParseRef(ref, f.Namespace)
 	switch {
 	case ref == "":
 		errs = append(errs, field.Required(spec.Child("featureFlagSource"), "the FeatureFlagSource to run"))
-	case len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0:
+	case !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0:
 		errs = append(errs, field.Invalid(spec.Child("featureFlagSource"), ref, "must be `name` or `namespace/name` of a FeatureFlagSource"))
 	}
 	if f.Spec.Replicas != nil && *f.Spec.Replicas < 0 {

@@ -210,8 +210,7 @@ func ValidateSource(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.Sync
 		if !provider.ReferencesFlagSet() {
 			continue
 		}
-		parts := strings.Split(s.Source, "/")
-		if len(parts) > 2 || parts[0] == "" || parts[len(parts)-1] == "" {
+		if _, _, ok := topology.ParseRef(s.Source, src.Namespace); !ok {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "sources").Index(i).Child("source"), s.Source,
 				fmt.Sprintf("provider %s takes a FeatureFlag as name or namespace/name", provider)))
 		}

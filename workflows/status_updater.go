@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +29,11 @@ type StatusUpdater struct {
 	Events events.EventRecorder
 	// Failures are the generated objects whose last write failed.
 	Failures *WriteFailures
+
+	mu sync.Mutex
+	// replaced holds, per object whose status this updater wrote, the
+	// resourceVersion that the write replaced, until the cache has moved past it.
+	replaced map[topology.Key]string
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
@@ -43,7 +50,7 @@ func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key
 		recorder{u.Events}.warn(ff, EventInvalidFlagSet, actionValidate, "%s", c.Message)
 	}
 	ff.Status = desired
-	return u.write(ctx, ff)
+	return u.write(ctx, key, ff)
 }
 
 // UpdateSource writes the status of a FeatureFlagSource.
@@ -66,7 +73,7 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 		recorder{u.Events}.warn(src, EventReferrersDenied, actionResolve, "%s", c.Message)
 	}
 	src.Status = desired
-	return u.write(ctx, src)
+	return u.write(ctx, key, src)
 }
 
 // UpdateInProcessConfig writes the status of an InProcessConfiguration.
@@ -83,7 +90,7 @@ func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.V
 		recorder{u.Events}.warn(c, EventReferrersDenied, actionResolve, "%s", cond.Message)
 	}
 	c.Status = desired
-	return u.write(ctx, c)
+	return u.write(ctx, key, c)
 }
 
 // turnedFalse returns the condition of type t in desired when it is False and
@@ -99,24 +106,49 @@ func turnedFalse(before, desired []metav1.Condition, t string) *metav1.Condition
 	return now
 }
 
-// get reads an object from the cache; a missing object leaves obj empty.
+// ErrCacheBehind says that the cache does not hold the status this updater
+// last wrote for an object yet: a status computed now would be compared
+// with the one before that write. Reconcile the key again a little later.
+var ErrCacheBehind = errors.New("the cache does not hold the last status write yet")
+
+// get reads an object from the cache; a missing object leaves obj empty. It
+// returns ErrCacheBehind while the cache holds the version that this
+// updater's last status write replaced: the status it would compare with is
+// gone, and the event of the write that replaced it changes no spec, so
+// nothing else would bring the key back once the cache catches up. Deciding
+// on it could leave a status wrong for good (a source Pending on a ConfigMap
+// that was written meanwhile), or write with a stale resourceVersion.
 func (u *StatusUpdater) get(ctx context.Context, key topology.Key, obj client.Object) error {
 	err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading %s from the cache: %w", key, err)
 	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if replaced, ok := u.replaced[key]; ok {
+		if err == nil && obj.GetResourceVersion() == replaced {
+			return fmt.Errorf("status of %s: %w", key, ErrCacheBehind)
+		}
+		delete(u.replaced, key)
+	}
 	return nil
 }
 
-func (u *StatusUpdater) write(ctx context.Context, obj client.Object) error {
+func (u *StatusUpdater) write(ctx context.Context, key topology.Key, obj client.Object) error {
+	before := obj.GetResourceVersion()
 	err := u.Client.Status().Update(ctx, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		// A conflict means the cache is behind; the update event requeues the key.
 		return fmt.Errorf("writing status of %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
+	u.mu.Lock()
+	if u.replaced == nil {
+		u.replaced = map[topology.Key]string{}
+	}
+	u.replaced[key] = before
+	u.mu.Unlock()
 	if u.Writes != nil {
 		u.Writes("status")
 	}

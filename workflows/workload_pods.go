@@ -29,6 +29,13 @@ const (
 	// ConfigMap could not be made to exist; the healer rolls the workload
 	// once the ConfigMaps exist.
 	AnnotationIncomplete = "flagplane.core.openfeature.dev/injection-incomplete"
+	// AnnotationUnresolved lists the references of the pod's openfeature.dev
+	// annotations that did not resolve when it was admitted (a source or
+	// in-process configuration that did not exist yet, or that no
+	// ReferenceGrant permitted), as "<Kind> <namespace>/<name>",
+	// comma-separated. The pod got the rest; the healer rolls the workload
+	// once what its pods would get differs from what this one got.
+	AnnotationUnresolved = "flagplane.core.openfeature.dev/injection-unresolved"
 	// AnnotationRolloutOnChange is "true" on a pod one of whose sources
 	// asked for rolloutOnChange when it was admitted, so that removing that
 	// source rolls the pod too.

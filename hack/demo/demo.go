@@ -37,6 +37,7 @@ import (
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -53,11 +54,17 @@ type demo struct {
 	root string
 
 	cp         *controlplane.ControlPlane
+	node       *node.Node
 	mgr        *app.Manager
 	metricsURL string
 	logPath    string
 
 	timings []timing
+
+	// podKey is the Pod of shop-web the demo evaluates flags in, and
+	// flagdAddr where its flagd listens on the test node.
+	podKey    types.NamespacedName
+	flagdAddr string
 }
 
 type timing struct {
@@ -94,7 +101,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	fmt.Fprintln(d.out, "flagplane demo: an operator for OpenFeature flags, on a local control plane")
 
 	if !d.o.skipBuild {
-		d.step("Building what is missing (make controlplane)")
+		d.step("Building what is missing (make controlplane realclients)")
 		if err := d.build(ctx); err != nil {
 			return err
 		}
@@ -110,6 +117,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopOperator()
+
+	if err := d.startNode(ctx); err != nil {
+		return err
+	}
+	defer d.stopNode()
 
 	if err := d.applySamples(ctx); err != nil {
 		return err
@@ -138,7 +150,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 // missing, streaming its output and a progress line every 30 seconds.
 func (d *demo) build(ctx context.Context) error {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "controlplane")
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "controlplane", "realclients")
 	cmd.Dir = d.root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) } // make and the go builds under it
@@ -171,10 +183,10 @@ func (d *demo) build(ctx context.Context) error {
 				return errInterrupted
 			}
 			if err != nil {
-				return fmt.Errorf("make controlplane: %w", err)
+				return fmt.Errorf("make controlplane realclients: %w", err)
 			}
 			d.say("binaries ready in bin/ (%s)", time.Since(start).Round(time.Second))
-			d.measured("build (make controlplane)", time.Since(start))
+			d.measured("build (make controlplane realclients)", time.Since(start))
 			return nil
 		case <-tick.C:
 			d.say("... still building, %s so far (a first build takes about 6-8 minutes and 3 GB of memory on 2 cores; it happens once per machine)",
@@ -184,11 +196,12 @@ func (d *demo) build(ctx context.Context) error {
 }
 
 func (d *demo) startControlPlane(ctx context.Context) error {
-	d.step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager)")
+	d.step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
 	opts := controlplane.Options{
-		RootDir: d.root,
-		BinDir:  filepath.Join(d.root, "bin"),
-		Log:     prefixWriter{w: d.out, prefix: "    "},
+		RootDir:   d.root,
+		BinDir:    filepath.Join(d.root, "bin"),
+		Log:       prefixWriter{w: d.out, prefix: "    "},
+		Scheduler: true,
 	}
 	// envtest installs config/webhook's configurations pointing at this
 	// process; the manager keeps their certificate and caBundle itself, as
@@ -432,8 +445,7 @@ func (d *demo) showPod(ctx context.Context) error {
 	if err != nil && pod == nil {
 		return fmt.Errorf("waiting for a Pod of shop-web: %w", err)
 	}
-	d.say("pod/%s (owner: ReplicaSet/%s; Pending for good: this control plane has no scheduler and no kubelet)",
-		pod.Name, metav1.GetControllerOf(pod).Name)
+	d.say("pod/%s (owner: ReplicaSet/%s)", pod.Name, metav1.GetControllerOf(pod).Name)
 	added := injection(dep.Spec.Template.ObjectMeta, tmpl, pod)
 	if len(added) == 0 {
 		d.say("nothing was injected into this Pod: see %s", d.logPath)
@@ -442,6 +454,24 @@ func (d *demo) showPod(ctx context.Context) error {
 	b, _ := yaml.Marshal(added)
 	d.say("injected by flagplane's admission webhook (what the Pod has beyond its template):")
 	d.block(string(b))
+
+	if err := d.poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := d.cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err
+		}
+		return podReady(pod), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for pod %s to be Ready on the test node (its logs: %s): %w", pod.Name, d.node.Dir(), err)
+	}
+	d.podKey = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	d.say("scheduled by kube-scheduler onto node %s and Ready %s later: its flagd runs there as the real flagd binary,", pod.Spec.NodeName, time.Since(pod.CreationTimestamp.Time).Round(100*time.Millisecond))
+	d.say("with the Pod's own arguments, environment and ConfigMap volume (test/node)")
+	got, err := d.evaluate(ctx, "new-checkout")
+	if err != nil {
+		return err
+	}
+	d.say("$ curl -X POST http://%s/flagd.evaluation.v1.Service/ResolveBoolean -d '{\"flagKey\":\"new-checkout\"}'", d.flagdAddr)
+	d.say("%s", got)
 	return nil
 }
 
@@ -556,6 +586,21 @@ func (d *demo) editFlag(ctx context.Context) error {
 	if err := json.Unmarshal([]byte(content), &doc); err == nil {
 		d.block(`"new-checkout": ` + indentJSON(string(doc.Flags["new-checkout"]), ""))
 	}
+	if d.flagdAddr == "" {
+		return nil
+	}
+	var got string
+	if err := d.poll(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = d.evaluate(ctx, "new-checkout")
+		return err == nil && strings.Contains(got, `"variant":"on"`), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the pod's flagd to serve the edit: %w", err)
+	}
+	took = time.Since(start)
+	d.measured("flag edit to the pod's flagd serving it", took)
+	d.say("and the Pod's flagd serves it %s after the edit (the test node projects a ConfigMap on its watch event; a real kubelet syncs within a minute or so):", took.Round(time.Millisecond))
+	d.say("%s", got)
 	return nil
 }
 

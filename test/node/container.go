@@ -147,20 +147,19 @@ func (c *container) setWaiting(reason, msg string) {
 // exec) is reported as the kubelet reports it: terminated with reason
 // StartError and exit code 128.
 func (c *container) runOnce(ctx context.Context) (int, error) {
-	mode, path, args := mountns.ModeExec, c.binary, c.spec.Args
-	switch {
-	case c.kind == runPlaceholder:
-		mode = mountns.ModeIdle
-	case len(c.spec.Command) > 0:
-		return 0, fmt.Errorf("container sets command %q: the flagplane test node runs image %s as %s (its entrypoint) and can only pass it args",
-			c.spec.Command, c.spec.Image, filepath.Base(c.binary))
+	mode, err := runMode(c.kind, c.binary, &c.spec)
+	if err != nil {
+		return 0, err
 	}
-	spec, err := c.processSpec(ctx, mode, path, args)
+	spec, err := c.processSpec(ctx, mode, c.binary, c.spec.Args)
 	if err != nil {
 		return 0, err
 	}
 	if mode == mountns.ModeIdle {
 		spec.Message = fmt.Sprintf("flagplane test node: no binary for image %q here; container %s runs as an idle placeholder (nothing of the image runs)", c.spec.Image, c.spec.Name)
+		if len(c.spec.Command) > 0 {
+			spec.Message += fmt.Sprintf("; its command %q is not run", c.spec.Command)
+		}
 	}
 	imageID, err := c.r.n.imageID(c.kind, c.binary)
 	if err != nil {
@@ -235,6 +234,23 @@ func (c *container) runOnce(ctx context.Context) (int, error) {
 	}
 	c.terminated(now, code, reason, "")
 	return code, nil
+}
+
+// runMode says how a container of an image of kind runs. A binary stands
+// for its image's entrypoint, so a container that replaces the entrypoint
+// (command) cannot run as one: CreateContainerError. A placeholder runs
+// nothing of its image, so the command it would run does not matter: a
+// container of an image this node does not have, with or without a
+// command (busybox with `command: [sh, -c, ...]`), is an idle placeholder.
+func runMode(kind runtimeKind, binary string, spec *corev1.Container) (mountns.Mode, error) {
+	switch {
+	case kind == runPlaceholder:
+		return mountns.ModeIdle, nil
+	case len(spec.Command) > 0:
+		return "", fmt.Errorf("container sets command %q: the flagplane test node runs image %s as %s (its entrypoint) and can only pass it args",
+			spec.Command, spec.Image, filepath.Base(binary))
+	}
+	return mountns.ModeExec, nil
 }
 
 func (c *container) terminated(started metav1.Time, code int, reason, msg string) {

@@ -35,8 +35,12 @@
 //     image runs an idle placeholder, which prints that it is one and waits
 //     to be stopped. Its status says so: imageID
 //     "flagplane-node://placeholder" and the pod condition
-//     PlaceholderConditionType. A container that sets command cannot run (a
-//     binary stands for the image's entrypoint): CreateContainerError.
+//     PlaceholderConditionType. A placeholder runs nothing of its image, so
+//     a container of an unknown image runs as one whether or not it sets
+//     command (the OpenFeature Operator's busybox apps with `command:
+//     [sh, -c, ...]`). A container of flagd's or a listed image that sets
+//     command cannot run (a binary stands for the image's entrypoint):
+//     CreateContainerError.
 //   - Environment: env and envFrom as the kubelet resolves them
 //     (configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef, optional
 //     references, $(VAR) expansion in env values and args), the variables of
@@ -63,6 +67,9 @@
 //     "..<timestamp>" directory, the "..data" symlink swapped by rename, and
 //     key symlinks through it), items and optional honoured, re-projected on
 //     every change of what they read (one watch per ConfigMap or Secret);
+//     as with a kubelet, deleting a ConfigMap or Secret that a running pod
+//     mounts leaves its files as last projected, with a FailedMount event,
+//     until it exists again (an optional one empties the volume instead);
 //     projected service-account tokens requested through the TokenRequest
 //     API with the pod's audience and expirationSeconds, bound to the Pod,
 //     and rotated at 80 % of their life; the kube-api-access-* volume that

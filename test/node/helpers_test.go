@@ -3,10 +3,6 @@ package node_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/test/flagdapi"
 )
 
 // flagdImage is what flagplane's webhook would inject, with a registry:
@@ -114,28 +112,12 @@ func processGone(pid int) func() bool {
 }
 
 // evaluation is a boolean evaluation by flagd's HTTP API.
-type evaluation struct {
-	Value   any    `json:"value"`
-	Variant string `json:"variant"`
-	Reason  string `json:"reason"`
-	Code    string `json:"code,omitempty"` // Connect error code
-}
+type evaluation = flagdapi.Evaluation
 
 // resolve evaluates flagKey over flagd's HTTP (Connect) API at addr.
 func resolve(addr string) func() (evaluation, error) {
 	return func() (evaluation, error) {
-		body := `{"flagKey":"` + flagKey + `","context":{}}`
-		resp, err := http.Post("http://"+addr+"/flagd.evaluation.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))
-		if err != nil {
-			return evaluation{}, err
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		var e evaluation
-		if err := json.Unmarshal(data, &e); err != nil {
-			return evaluation{}, fmt.Errorf("decoding %q: %w", data, err)
-		}
-		return e, nil
+		return flagdapi.Resolve(context.Background(), addr, flagdapi.Boolean, flagKey, nil)
 	}
 }
 

@@ -190,7 +190,7 @@ var _ = Describe("a tenant reaching for another namespace's flags", func() {
 		})
 	})
 
-	It("granting herself: she cannot create a ReferenceGrant, a source or a flag set in the platform's namespace", func(ctx SpecContext) {
+	It("granting herself: she cannot create a ReferenceGrant or a source in the platform's namespace", func(ctx SpecContext) {
 		t := newTenancy(ctx)
 		Expect(t.mallory.Create(ctx, fixtures.PodReferenceGrant(t.platform, "mine", t.tenant, v1beta1.FeatureFlagSourceKind, ""))).
 			To(Satisfy(apierrors.IsForbidden))

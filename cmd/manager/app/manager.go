@@ -85,7 +85,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, err
 	}
 
+	// Every client of the manager (cache, client, leader election, events)
+	// is built from cfg: count their requests by verb and resource.
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(m.Metrics.APIRequests().WrapTransport)
+
 	cacheOpts := cache.Options{}
+	if o.CacheSyncPeriod > 0 {
+		cacheOpts.SyncPeriod = &o.CacheSyncPeriod
+	}
 	if len(o.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.Namespaces {
@@ -141,6 +149,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, err
 	}
 	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
+	m.Metrics.WatchPending(m.Controller.Pending)
 
 	// Admission (the Pod injector and the validators) on every replica: a
 	// standby serves it too, from its own graph.

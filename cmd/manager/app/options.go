@@ -55,6 +55,11 @@ type Options struct {
 	// Workers per workflow queue.
 	Workers int
 
+	// CacheSyncPeriod is how often the informers deliver every object again
+	// (a resync, which changes nothing: flagplane ignores an object it has
+	// seen); zero is controller-runtime's default (about 10 hours).
+	CacheSyncPeriod time.Duration
+
 	// WebhookPort, WebhookHost and WebhookCertDir configure the admission
 	// webhook server (tls.crt and tls.key in WebhookCertDir).
 	WebhookPort    int
@@ -142,6 +147,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per workflow queue")
+	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory of the webhook server's tls.crt and tls.key (default: controller-runtime's)")
@@ -167,6 +173,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, not %d", o.Workers))
+	}
+	if o.CacheSyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))

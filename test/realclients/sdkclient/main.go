@@ -8,6 +8,14 @@
 // file for every call (a projected token that the kubelet rotates), sent as
 // "authorization: Bearer <token>".
 //
+// With -from-env it is instead an application configured by nothing but its
+// environment, as one whose pod an InProcessConfiguration targets: the
+// provider is flagd.NewProvider() without options, which reads the FLAGD_*
+// variables (FLAGD_RESOLVER, FLAGD_HOST, FLAGD_PORT, FLAGD_TLS,
+// FLAGD_SOURCE_SELECTOR, ...) and nothing else; -target, -selector and
+// -token-file are not used. It first writes {"event":"environment",
+// "flagd":{...}} with the FLAGD_* variables it saw.
+//
 // It writes JSON lines to stdout: {"event": ...} for provider events, and
 // {"value": ..., "variant": ..., "reason": ..., "errorCode": ...} whenever the
 // evaluation of -flag changes. If the provider cannot start it writes
@@ -35,6 +43,7 @@ func main() {
 	var (
 		target, selector, tokenFile, flagKey, flagType string
 		interval, timeout                              time.Duration
+		fromEnv                                        bool
 	)
 	flag.StringVar(&target, "target", "", "host:port of the sync server")
 	flag.StringVar(&selector, "selector", "", "flag set selector, core.openfeature.dev/<namespace>/<name>")
@@ -43,8 +52,13 @@ func main() {
 	flag.StringVar(&flagType, "type", "boolean", "type of the flag: boolean, string, number or object")
 	flag.DurationVar(&interval, "interval", 50*time.Millisecond, "evaluation interval")
 	flag.DurationVar(&timeout, "init-timeout", 20*time.Second, "how long the provider may take to become ready")
+	flag.BoolVar(&fromEnv, "from-env", false, "configure flagd's provider from the FLAGD_* environment only, as an app whose env an InProcessConfiguration injected")
 	flag.Parse()
-	if err := run(target, selector, tokenFile, flagKey, flagType, interval, timeout); err != nil {
+	newProvider := func() (*flagd.Provider, error) { return syncServerProvider(target, selector, tokenFile) }
+	if fromEnv {
+		newProvider = envProvider
+	}
+	if err := run(newProvider, flagKey, flagType, interval, timeout); err != nil {
 		emit(map[string]any{"event": "init-failed", "message": err.Error()})
 		os.Exit(3)
 	}
@@ -75,8 +89,10 @@ func (f tokenFileCredentials) GetRequestMetadata(context.Context, ...string) (ma
 // the server runs with TLS.
 func (tokenFileCredentials) RequireTransportSecurity() bool { return false }
 
-func run(target, selector, tokenFile, flagKey, flagType string, interval, timeout time.Duration) error {
-	provider, err := flagd.NewProvider(
+// syncServerProvider syncs in process from flagplane's sync server, with
+// the token of tokenFile.
+func syncServerProvider(target, selector, tokenFile string) (*flagd.Provider, error) {
+	return flagd.NewProvider(
 		flagd.WithInProcessResolver(),
 		flagd.WithTargetUri("dns:///"+target),
 		flagd.WithSelector(selector),
@@ -90,6 +106,23 @@ func run(target, selector, tokenFile, flagKey, flagType string, interval, timeou
 			grpc.WithPerRPCCredentials(tokenFileCredentials(tokenFile)),
 		}),
 	)
+}
+
+// envProvider is what an application does that leaves its flagd provider's
+// configuration to the environment: no options at all.
+func envProvider() (*flagd.Provider, error) {
+	seen := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "FLAGD_") {
+			seen[k] = v
+		}
+	}
+	emit(map[string]any{"event": "environment", "flagd": seen})
+	return flagd.NewProvider()
+}
+
+func run(newProvider func() (*flagd.Provider, error), flagKey, flagType string, interval, timeout time.Duration) error {
+	provider, err := newProvider()
 	if err != nil {
 		return fmt.Errorf("creating the flagd provider: %w", err)
 	}

@@ -1,0 +1,77 @@
+//go:build ofo_flagd
+
+package ofo
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The OpenFeature Operator's four scenarios of its Flagd kind, a standalone
+// flagd that serves a FeatureFlagSource's flags over the network. flagplane
+// does not serve that kind yet, so these specs are not part of the suite:
+// `go test -tags ofo_flagd ./test/ofo` runs them, and the build tag goes
+// once the kind is served. They have never passed.
+
+func init() { gatewayAPI = true }
+
+var _ = DescribeTable("a standalone flagd (the Flagd kind)",
+	func(ctx SpecContext, scenario string, replicas int) {
+		ns := newNamespace(ctx)
+		apply(ns, scenario, "install.yaml")
+
+		By("what the scenario's assert file holds")
+		for _, want := range asserts(scenario, ns) {
+			Eventually(func() (*unstructured.Unstructured, error) { return stored(ctx, ns, want) }).
+				Should(matchManifest(want), "%s %s", want.GetKind(), want.GetName())
+		}
+
+		if replicas == 0 {
+			return // flagd serves on a port its pods do not declare: the node does not remap it
+		}
+		By("beyond the scenario: every replica's flagd answers for simple-flag")
+		var pods corev1.PodList
+		Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "flagd-sample"})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(replicas))
+		for _, p := range pods.Items {
+			Eventually(askFlagd(p)).Should(ContainSubstring(flagdAnswer), p.Name)
+		}
+	},
+	Entry("flagd-with-custom-ports", "flagd-with-custom-ports", 0),
+	Entry("flagd-with-ingress-default-paths", "flagd-with-ingress-default-paths", 2),
+	Entry("flagd-with-ingress-custom-paths", "flagd-with-ingress-custom-paths", 2),
+	Entry("flagd-with-gateway-api", "flagd-with-gateway-api", 2),
+)
+
+// asserts reads a scenario's assert file, with ${NAMESPACE} and
+// ${FLAGD_IMAGE} replaced by the spec's namespace and flagplane's default
+// flagd image.
+func asserts(scenario, ns string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	data, err := os.ReadFile(testdata(scenario, "assert.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	data = []byte(strings.NewReplacer("${NAMESPACE}", ns, "${FLAGD_IMAGE}", flagdImage).Replace(string(data)))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
