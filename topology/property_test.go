@@ -400,6 +400,7 @@ func answers(v *View) map[string]any {
 			out[s+" UnresolvedRefs"] = v.UnresolvedRefs(k)
 			out[s+" DeniedReferrers"] = v.DeniedReferrers(k)
 			out[s+" FlagdsOfSource"] = v.FlagdsOfSource(k)
+			out[s+" TargetNamespaces"] = v.TargetNamespaces(k)
 		case k.Kind == KindInProcessConfig:
 			out[s+" WorkloadsOfInProcessConfig"] = v.WorkloadsOfInProcessConfig(k)
 			out[s+" DeniedReferrers"] = v.DeniedReferrers(k)
@@ -655,6 +656,18 @@ func checkEqualsRebuild(t *testing.T, top *Topology, w *world, log []string, shu
 	inc := top.Snapshot()
 	_, err := topo.Sort(inc.Graph())
 	g.Expect(err).NotTo(HaveOccurred(), "the graph must stay acyclic")
+	// TargetNamespaces is an index-backed shortcut of the namespaces of
+	// WorkloadsOfSource and FlagdsOfSource.
+	for _, s := range inc.Sources() {
+		var want []string
+		for _, w := range append(inc.WorkloadsOfSource(s), inc.FlagdsOfSource(s)...) {
+			if !slices.Contains(want, w.Namespace) {
+				want = append(want, w.Namespace)
+			}
+		}
+		slices.Sort(want)
+		g.Expect(inc.TargetNamespaces(s)).To(Equal(want), "TargetNamespaces of %s\nevents:\n  %s", s, strings.Join(log, "\n  "))
+	}
 	for _, shuffle := range append([]func([]func() (Delta, error)){nil}, shuffles...) {
 		reb := rebuild(t, w, shuffle).Snapshot()
 		g.Expect(string(inc.DOT())).To(Equal(string(reb.DOT())), "DOT differs from a rebuild\nevents:\n  %s", strings.Join(log, "\n  "))

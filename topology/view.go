@@ -212,3 +212,29 @@ func (v *View) WithWorkload(w Workload) (*View, error) {
 	}
 	return t.Snapshot(), nil
 }
+
+// TargetNamespaces lists, sorted, the namespaces of the consumers of a
+// source: its own when it targets a workload or serves a Flagd there, and
+// those of the workloads of other namespaces whose annotation names it and
+// of the Flagds of other namespaces that name it (with a grant).
+// It costs what the source's targets in other namespaces cost, not what all
+// its targets do.
+func (v *View) TargetNamespaces(s Key) []string {
+	n, ok := v.st.g.node(s)
+	if !ok || n.payload.source == nil {
+		return nil
+	}
+	cross, _ := v.st.crossTargets.get(s)
+	refs := len(resolvedFlagSets(n.payload.source.refs, ""))
+	var out []string
+	if n.out.len()-refs-cross.len() > 0 {
+		out = append(out, s.Namespace)
+	}
+	for _, w := range cross.keys() {
+		if !slices.Contains(out, w.Namespace) {
+			out = append(out, w.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

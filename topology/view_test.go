@@ -2,6 +2,7 @@ package topology
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -299,4 +300,23 @@ func TestWithWorkload(t *testing.T) {
 	_, known = top.Snapshot().Workload(job.Key())
 	g.Expect(known).To(BeFalse(), "and so is the topology")
 	g.Expect(string(top.Snapshot().DOT())).To(Equal(string(v.DOT())))
+}
+
+func TestTargetNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	v := shopWorld(t).Snapshot()
+	g.Expect(v.TargetNamespaces(srcK("shop", "sidecar"))).To(Equal([]string{"shop"}))
+	g.Expect(v.TargetNamespaces(srcK("team", "billing"))).To(Equal([]string{"shop"}), "only a workload of shop names it")
+	g.Expect(v.TargetNamespaces(srcK("shop", "nope"))).To(BeNil())
+	// The answer agrees with the workloads, which it does not iterate.
+	for _, s := range v.Sources() {
+		var want []string
+		for _, w := range v.WorkloadsOfSource(s) {
+			if !slices.Contains(want, w.Namespace) {
+				want = append(want, w.Namespace)
+			}
+		}
+		slices.Sort(want)
+		g.Expect(v.TargetNamespaces(s)).To(Equal(want), s.String())
+	}
 }

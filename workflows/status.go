@@ -235,21 +235,28 @@ type pending struct {
 func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
-	seen := map[topology.Key]bool{}
-	for _, w := range workloads {
+	// ConfigMaps: one per file flag set and namespace of its workloads, found
+	// without going through the workloads.
+	kubernetes := false
+	for _, ns := range v.TargetNamespaces(source) {
 		for _, ref := range refs {
-			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderFile) {
+			if ref.State != topology.RefResolved {
 				continue
 			}
-			cm := topology.ConfigMapKey(ref.FlagSet, w.Namespace)
-			if seen[cm] {
+			kubernetes = kubernetes || ref.Provider == string(v1beta1.SyncProviderKubernetes)
+			if ref.Provider != string(v1beta1.SyncProviderFile) {
 				continue
 			}
-			seen[cm] = true
-			if p, ok := configMapPending(v, cm, obs); ok {
+			if p, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs); ok && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
+	}
+	if !kubernetes {
+		return out
+	}
+	// RBAC: a Role and RoleBinding per workload.
+	for _, w := range workloads {
 		roles, bindings := DesiredRBAC(v, w)
 		for i := range roles {
 			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
