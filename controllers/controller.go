@@ -46,8 +46,13 @@ type Options struct {
 	// Metrics receives counts and timings; nil records nothing.
 	Metrics Metrics
 	// GrantCRDPoll is how often to look for Gateway API's ReferenceGrant
-	// CRD while it is not installed (default 15s).
+	// CRD while it is not installed (default 15s), and its HTTPRoute CRD.
 	GrantCRDPoll time.Duration
+	// Flagd are the settings of the Flagd kind.
+	Flagd workflows.FlagdOptions
+	// Namespaces the manager's cache is restricted to (empty: all), for the
+	// caches the controllers start themselves (HTTPRoutes).
+	Namespaces []string
 
 	// --- sync server hook (issue 7) ---
 
@@ -96,6 +101,10 @@ type Controller struct {
 	rolloutWF   *workflows.RolloutReconciler
 	annotWF     *workflows.AnnotationReporter
 
+	// The Flagd kind (flagd_callbacks.go).
+	flagds  *workQueue[topology.Key]
+	flagdWF *workflows.FlagdReconciler
+
 	// owners resolves pods to their workloads; podOwners are the workloads
 	// known through their pods.
 	owners    workflows.Owners
@@ -122,6 +131,7 @@ func CacheOptions(base cache.Options) cache.Options {
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
 	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: workflows.SlimPod}
+	flagdCacheOptions(base, managed)
 	return base
 }
 
@@ -178,6 +188,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, workflows.NameIndex, workflows.IndexByName); err != nil {
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
 		}
+	}
+	if err := c.setupFlagds(ctx, mgr, writes); err != nil {
+		return nil, err
 	}
 	if err := c.registerCallbacks(ctx, mgr); err != nil {
 		return nil, err
@@ -294,6 +307,7 @@ func (c *Controller) dispatch(d topology.Delta) {
 	for k := range d.InProcessConfigs {
 		c.statuses.Add(k)
 	}
+	c.dispatchFlagds(d)
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
 	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
 		c.opts.FlagSetListener.FlagSetsChanged(d.FlagSets.Sorted())
@@ -339,6 +353,7 @@ func (c *Controller) run(ctx context.Context) error {
 
 	go c.configMaps.run(ctx)
 	go c.statuses.run(ctx)
+	go c.flagds.run(ctx)
 	c.workloads.run(ctx)
 	return nil
 }
@@ -384,6 +399,7 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	processAll(ctx, c.configMaps, maps.Keys(cms))
 	processAll(ctx, c.workloads, maps.Keys(workloads))
 	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs())))
+	processAll(ctx, c.flagds, slices.Values(v.Flagds()))
 	return nil
 }
 
@@ -447,6 +463,9 @@ func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 }
 
 func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {
+	if key.Kind == topology.KindFlagd {
+		return c.reconcileFlagd(ctx, key) // a Flagd's RBAC event, or its Roles at start-up
+	}
 	v := c.topo.Snapshot()
 	c.annotWF.Report(ctx, v, key)
 	failedBefore := c.failures.Count()

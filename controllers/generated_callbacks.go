@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -53,6 +54,12 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
 	if key, ok := v.ConfigMapByName(cm.Namespace, cm.Name); ok {
 		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
 			c.statuses.Add(s)
+		}
+		// A Flagd's Deployment waits for its ConfigMaps.
+		for _, w := range v.WorkloadsOfConfigMap(key) {
+			if w.Kind == topology.KindFlagd {
+				c.flagds.Add(w)
+			}
 		}
 	}
 }

@@ -66,5 +66,5 @@ func (c *Controller) Idle() bool { return c.Pending() == 0 }
 // Pending counts the keys of all queues that wait, are being reconciled, or
 // wait for a retry.
 func (c *Controller) Pending() int {
-	return c.configMaps.pending.len() + c.statuses.pending.len() + c.workloads.pending.len()
+	return c.configMaps.pending.len() + c.statuses.pending.len() + c.workloads.pending.len() + c.flagds.pending.len()
 }

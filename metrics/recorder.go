@@ -136,6 +136,7 @@ func (r *Recorder) Delta(d topology.Delta) {
 		"source":          len(d.Sources),
 		"flagset":         len(d.FlagSets),
 		"inprocessconfig": len(d.InProcessConfigs),
+		"flagd":           len(d.Flagds),
 	} {
 		if n > 0 {
 			r.deltaKeys.WithLabelValues(output).Add(float64(n))

@@ -79,7 +79,7 @@ func (x *tx) flushMounts() error {
 // wantedMounts lists the ConfigMaps a workload's sources call for.
 func (x *tx) wantedMounts(w Key) []Key {
 	var want []Key
-	for _, s := range x.st.g.parents(w, relTargets) {
+	for _, s := range x.st.consumerSources(w) {
 		n, _ := x.st.g.node(s)
 		if n.payload.source == nil {
 			continue

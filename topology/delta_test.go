@@ -30,6 +30,8 @@ func upsert(obj any) step {
 			return t.UpsertWorkload(o)
 		case Grant:
 			return t.UpsertGrant(o)
+		case *v1beta1.Flagd:
+			return t.UpsertFlagd(o)
 		}
 		panic(fmt.Sprintf("upsert of %T", obj))
 	}
@@ -47,6 +49,8 @@ func remove(k Key) step {
 			return t.DeleteInProcessConfig(k.Namespace, k.Name), nil
 		case k.Kind == KindGrant:
 			return t.DeleteGrant(k.Namespace, k.Name), nil
+		case k.Kind == KindFlagd:
+			return t.DeleteFlagd(k.Namespace, k.Name), nil
 		}
 		return t.DeleteWorkload(k), nil
 	}

@@ -4,7 +4,8 @@
 // Edges run parent → child:
 //
 //	Source ──refs──▶ FlagSet ──renders──▶ ConfigMap ──mounted by──▶ Workload
-//	   └──────────────────────targets──────────────────────────────▶ Workload
+//	   ├──────────────────────targets──────────────────────────────▶ Workload
+//	   └──────────────────────serves───────────────────────────────▶ Flagd
 //	InProcessConfig ──targets──▶ Workload
 //
 // Every edit (Upsert*/Delete*) returns a Delta: the nodes whose desired state
@@ -38,7 +39,11 @@
 //   - renders and mounted by: a workload mounts one ConfigMap per flag set
 //     that one of its sources resolves with the file provider; the
 //     ConfigMap is in the workload's namespace (ConfigMapName names it) and
-//     exists while some workload mounts it.
+//     exists while some workload mounts it. A Flagd mounts them as a
+//     workload does, from the source it runs.
+//   - serves: a Flagd's spec.featureFlagSource names the source, and the
+//     reference resolves (across namespaces, with a grant for kind Flagd;
+//     see flagd.go).
 //
 // # Deltas
 //
@@ -50,8 +55,9 @@
 // sources in order, their settings and resolved flag sets and, for the
 // kubernetes provider, whether it may read them, its in-process
 // configurations, ConfigMaps and, when it has a sidecar, its service
-// account) and its annotation references that do not resolve; a
-// ConfigMap's existence or content. Events that change none of these, such
+// account) and its annotation references that do not resolve; a Flagd's
+// generated objects and status (see flagd.go); a ConfigMap's existence or
+// content. Events that change none of these, such
 // as status, resourceVersion or unrelated labels, give an empty Delta. A
 // property test checks that every Delta is exact against these definitions.
 //

@@ -18,6 +18,7 @@ var nodeStyle = map[Kind]string{
 	KindDaemonSet:       `shape=box, style=filled, fillcolor="#e5e5e5"`,
 	KindConfigMap:       `shape=component`,
 	KindGrant:           `shape=octagon`,
+	KindFlagd:           `shape=box3d, style=filled, fillcolor="#d9ead3"`,
 }
 
 // edgeStyle is how a relation is drawn.
@@ -26,6 +27,7 @@ var edgeStyle = map[rel]string{
 	relRenders: `style=dotted`,
 	relMounts:  `style=solid`,
 	relTargets: `style=dashed`,
+	relServes:  `style=bold, color="#38761d"`,
 }
 
 // DOT renders the view as a Graphviz digraph. The bytes depend only on the

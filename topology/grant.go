@@ -105,7 +105,7 @@ func (x *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key
 			out[w] = workloadHops{}
 		}
 		for _, s := range indexGet(x.st.kubeRefsInto, nsKey(namespace)) {
-			for _, w := range x.st.g.children(s, relTargets) {
+			for _, w := range append(x.st.g.children(s, relTargets), x.st.g.children(s, relServes)...) {
 				if w.Namespace == from {
 					out[w] = workloadHops{}
 				}
@@ -121,7 +121,7 @@ func (x *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key
 // workloadHopsInto takes the hops of a workload into namespace as of now.
 func (st *state) workloadHopsInto(w Key, namespace string) workloadHops {
 	h := workloadHops{annotations: st.annotationRefs(w), reads: map[Key]bool{}}
-	for _, s := range st.g.parents(w, relTargets) {
+	for _, s := range st.consumerSources(w) {
 		n, _ := st.g.node(s)
 		if n.payload.source == nil {
 			continue
@@ -140,6 +140,9 @@ func (st *state) workloadHopsInto(w Key, namespace string) workloadHops {
 // workload hops observed before the change.
 func (x *tx) regrant(namespace string, before, after *Grant, seen map[Key]workloadHops) error {
 	if err := x.regrantSources(namespace, before, after); err != nil {
+		return err
+	}
+	if err := x.regrantFlagds(namespace, before, after); err != nil {
 		return err
 	}
 	for _, w := range sortedKeys(slices.Collect(maps.Keys(seen))) {

@@ -28,6 +28,8 @@ const (
 	relMounts
 	// relTargets: Source or InProcessConfig → Workload.
 	relTargets
+	// relServes: Source → Flagd, a Flagd's resolved spec.featureFlagSource.
+	relServes
 )
 
 func (r rel) String() string {
@@ -40,6 +42,8 @@ func (r rel) String() string {
 		return "mounts"
 	case relTargets:
 		return "targets"
+	case relServes:
+		return "serves"
 	}
 	return fmt.Sprintf("rel(%d)", uint8(r))
 }

@@ -105,6 +105,7 @@ func deltaKeys(d Delta) []string {
 	}
 	add("ConfigMaps", d.ConfigMaps)
 	add("FlagSets", d.FlagSets)
+	add("Flagds", d.Flagds)
 	add("InProcessConfigs", d.InProcessConfigs)
 	add("Sources", d.Sources)
 	add("Workloads", d.Workloads)
@@ -125,6 +126,8 @@ func expect(keys ...Key) []string {
 			d.InProcessConfigs.Add(k)
 		case k.Kind == KindSource:
 			d.Sources.Add(k)
+		case k.Kind == KindFlagd:
+			d.Flagds.Add(k)
 		case k.Kind.IsWorkload():
 			d.Workloads.Add(k)
 		}

@@ -24,7 +24,7 @@ var referenceGrantGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.i
 // GroupVersionKind is the API type of the object that the key names.
 func (k Key) GroupVersionKind() schema.GroupVersionKind {
 	switch k.Kind {
-	case KindFlagSet, KindSource, KindInProcessConfig:
+	case KindFlagSet, KindSource, KindInProcessConfig, KindFlagd:
 		return v1beta1.GroupVersion.WithKind(string(k.Kind))
 	case KindDeployment, KindStatefulSet, KindDaemonSet:
 		return appsv1.SchemeGroupVersion.WithKind(string(k.Kind))
@@ -76,7 +76,7 @@ const KindPodOwners Kind = "OtherPodOwner"
 var allKinds = [...]Kind{
 	KindFlagSet, KindSource, KindInProcessConfig,
 	KindDeployment, KindStatefulSet, KindDaemonSet, KindPodOwners,
-	KindConfigMap, KindGrant,
+	KindConfigMap, KindGrant, KindFlagd,
 }
 
 // ParseRef reads a reference to an object written as `name` or

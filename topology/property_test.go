@@ -32,6 +32,7 @@ var (
 	propIPCs       = []string{"c1", "c2"}
 	propWorkloads  = []string{"w1", "w2", "w3"}
 	propKinds      = []Kind{KindDeployment, KindStatefulSet, "Job.batch"}
+	propFlagds     = []string{"d1", "d2"}
 )
 
 // chooser is where random choices come from: a seeded generator, or the
@@ -70,6 +71,7 @@ type world struct {
 	ipcs      map[Key]*v1beta1.InProcessConfiguration
 	workloads map[Key]Workload
 	grants    map[Key]Grant
+	flagds    map[Key]*v1beta1.Flagd
 }
 
 func newWorld() *world {
@@ -79,6 +81,7 @@ func newWorld() *world {
 		ipcs:      map[Key]*v1beta1.InProcessConfiguration{},
 		workloads: map[Key]Workload{},
 		grants:    map[Key]Grant{},
+		flagds:    map[Key]*v1beta1.Flagd{},
 	}
 }
 
@@ -172,6 +175,18 @@ func genWorkload(c chooser, kind Kind, ns, name string) Workload {
 	return w
 }
 
+func genFlagd(c chooser, ns, name string) *v1beta1.Flagd {
+	f := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	f.Spec.FeatureFlagSource = pick(c, "s1", "s2", "s1", "ns1/s1", "ns2/s1", "ns3/s2", "s9")
+	f.Spec.ServiceAccountName = pick(c, "", "sa1")
+	f.Spec.Replicas = pick(c, nil, ptrTo[int32](1), ptrTo[int32](2))
+	f.Spec.Ingress.Enabled = pick(c, false, true)
+	f.Annotations = pick(c, map[string]string(nil), map[string]string{"example.com/lb": "internal"})
+	f.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
+	f.Status.ReadyReplicas = int32(c.intn(3))
+	return f
+}
+
 func genGrant(c chooser, ns, name string) Grant {
 	g := Grant{Namespace: ns, Name: name}
 	for _, from := range propNamespaces {
@@ -183,6 +198,8 @@ func genGrant(c chooser, ns, name string) Grant {
 				GrantFrom{Group: GroupApps, Kind: string(KindDeployment)},
 				GrantFrom{Group: GroupApps, Kind: "ReplicaSet"},
 				GrantFrom{Group: "batch", Kind: "Job"},
+				GrantFrom{Group: GroupOpenFeature, Kind: "Flagd"},
+				GrantFrom{Group: GroupOpenFeature, Kind: "Flagd"},
 			)
 			k.Namespace = from
 			g.From = append(g.From, k)
@@ -206,7 +223,7 @@ func genGrant(c chooser, ns, name string) Grant {
 func genEvent(c chooser) event {
 	ns := pick(c, propNamespaces...)
 	del := c.intn(4) == 0
-	switch c.intn(6) {
+	switch c.intn(7) {
 	case 0:
 		name := pick(c, propFlagSets...)
 		k := FlagSetKey(ns, name)
@@ -254,6 +271,18 @@ func genEvent(c chooser) event {
 		return event{desc: fmt.Sprintf("upsert %s %v %v %s", k, wl.Labels, wl.PodAnnotations, wl.ServiceAccountName),
 			apply:  func(t *Topology) (Delta, error) { return t.UpsertWorkload(wl) },
 			record: func(w *world) { w.workloads[k] = wl }}
+	case 6:
+		name := pick(c, propFlagds...)
+		k := FlagdKey(ns, name)
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteFlagd(ns, name), nil },
+				record: func(w *world) { delete(w.flagds, k) }}
+		}
+		f := genFlagd(c, ns, name)
+		return event{desc: "upsert " + k.String() + " " + mustJSON(f.Spec) + mustJSON(f.Annotations),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertFlagd(f) },
+			record: func(w *world) { w.flagds[k] = f }}
 	default:
 		g := genGrant(c, ns, "g1")
 		if del {
@@ -295,6 +324,9 @@ func rebuild(t testing.TB, w *world, shuffle func([]func() (Delta, error))) *Top
 	}
 	for _, g := range sortedValues(w.grants) {
 		ops = append(ops, func() (Delta, error) { return top.UpsertGrant(g) })
+	}
+	for _, f := range sortedValues(w.flagds) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertFlagd(f) })
 	}
 	if shuffle != nil {
 		shuffle(ops)
@@ -342,6 +374,9 @@ func universe() []Key {
 				out = append(out, WorkloadKey(kind, ns, n))
 			}
 		}
+		for _, n := range propFlagds {
+			out = append(out, FlagdKey(ns, n))
+		}
 	}
 	return out
 }
@@ -350,7 +385,7 @@ func universe() []Key {
 func answers(v *View) map[string]any {
 	out := map[string]any{
 		"FlagSets": v.FlagSets(), "Sources": v.Sources(), "InProcessConfigs": v.InProcessConfigs(),
-		"Workloads": v.Workloads(), "ConfigMaps": v.ConfigMaps(), "Counts": v.Counts(),
+		"Workloads": v.Workloads(), "ConfigMaps": v.ConfigMaps(), "Counts": v.Counts(), "Flagds": v.Flagds(),
 	}
 	for _, k := range universe() {
 		s := k.String()
@@ -364,6 +399,7 @@ func answers(v *View) map[string]any {
 			out[s+" FlagSetRefs"] = v.FlagSetRefs(k)
 			out[s+" UnresolvedRefs"] = v.UnresolvedRefs(k)
 			out[s+" DeniedReferrers"] = v.DeniedReferrers(k)
+			out[s+" FlagdsOfSource"] = v.FlagdsOfSource(k)
 			out[s+" TargetNamespaces"] = v.TargetNamespaces(k)
 		case k.Kind == KindInProcessConfig:
 			out[s+" WorkloadsOfInProcessConfig"] = v.WorkloadsOfInProcessConfig(k)
@@ -373,6 +409,16 @@ func answers(v *View) map[string]any {
 			out[s+" WorkloadsOfConfigMap"] = v.WorkloadsOfConfigMap(k)
 			byName, ok := v.ConfigMapByName(k.Namespace, ConfigMapName(k.FlagSet()))
 			out[s+" ConfigMapByName"] = fmt.Sprint(byName, ok)
+		case k.Kind == KindFlagd:
+			src, state, ok := v.FlagdSource(k)
+			out[s+" FlagdSource"] = fmt.Sprint(src, state, ok)
+			out[s+" ConfigMapsOfWorkload"] = v.ConfigMapsOfWorkload(k)
+			for _, ns := range propNamespaces {
+				for _, n := range propFlagSets {
+					f := FlagSetKey(ns, n)
+					out[s+" MayReadDirectly "+f.String()] = v.MayReadDirectly(k, f)
+				}
+			}
 		case k.Kind.IsWorkload():
 			out[s+" SourcesOfWorkload"] = v.SourcesOfWorkload(k)
 			out[s+" InProcessConfigsOfWorkload"] = v.InProcessConfigsOfWorkload(k)
@@ -424,6 +470,8 @@ func (c specs) of(obj any, sidecar bool) string {
 		j = mustJSON(spec) + o.Annotations[v1beta1.AnnotationSidecarSecurityContext]
 	case *v1beta1.InProcessConfiguration:
 		j = mustJSON(o.Spec)
+	case *v1beta1.Flagd:
+		j = mustJSON(o.Spec) + mustJSON(o.Annotations)
 	}
 	c[key] = j
 	return j
@@ -472,6 +520,32 @@ func (c specs) fingerprint(v *View, k Key) string {
 			return ""
 		}
 		return fmt.Sprint(c.of(ipc, false), v.WorkloadsOfInProcessConfig(k), v.DeniedReferrers(k))
+	case k.Kind == KindFlagd:
+		// A Flagd's generated objects and status: its spec and
+		// annotations, its source reference's state and, when it resolves,
+		// the source's settings and resolved flag sets (and whether its pods
+		// may read them with the kubernetes provider), its ConfigMaps.
+		f, ok := v.Flagd(k)
+		if !ok {
+			return ""
+		}
+		src, state, _ := v.FlagdSource(k)
+		var b strings.Builder
+		fmt.Fprint(&b, c.of(f, false), src, state, ";")
+		if state == RefResolved {
+			s, _ := v.Source(src)
+			fmt.Fprint(&b, c.of(s, true))
+			for _, r := range v.FlagSetRefs(src) {
+				if r.State == RefResolved {
+					fmt.Fprint(&b, r.FlagSet, r.Provider)
+					if r.Provider == "kubernetes" {
+						fmt.Fprint(&b, v.MayReadDirectly(k, r.FlagSet))
+					}
+				}
+			}
+		}
+		fmt.Fprint(&b, ";", v.ConfigMapsOfWorkload(k))
+		return b.String()
 	case k.Kind.IsWorkload():
 		// A workload's injection: its sources in order with their sidecar
 		// settings and resolved flag sets (and, for the kubernetes
@@ -543,6 +617,8 @@ func changedNodes(before, after map[Key]string) []string {
 			d.InProcessConfigs.Add(k)
 		case k.Kind == KindSource:
 			d.Sources.Add(k)
+		case k.Kind == KindFlagd:
+			d.Flagds.Add(k)
 		default:
 			d.Workloads.Add(k)
 		}
@@ -580,10 +656,11 @@ func checkEqualsRebuild(t *testing.T, top *Topology, w *world, log []string, shu
 	inc := top.Snapshot()
 	_, err := topo.Sort(inc.Graph())
 	g.Expect(err).NotTo(HaveOccurred(), "the graph must stay acyclic")
-	// TargetNamespaces is an index-backed shortcut of WorkloadsOfSource.
+	// TargetNamespaces is an index-backed shortcut of the namespaces of
+	// WorkloadsOfSource and FlagdsOfSource.
 	for _, s := range inc.Sources() {
 		var want []string
-		for _, w := range inc.WorkloadsOfSource(s) {
+		for _, w := range append(inc.WorkloadsOfSource(s), inc.FlagdsOfSource(s)...) {
 			if !slices.Contains(want, w.Namespace) {
 				want = append(want, w.Namespace)
 			}
@@ -624,6 +701,9 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 			}
 			for k := range w.grants {
 				top.DeleteGrant(k.Namespace, k.Name)
+			}
+			for k := range w.flagds {
+				top.DeleteFlagd(k.Namespace, k.Name)
 			}
 			left := *top.Snapshot().st
 			left.flagSetValid = nil // an option, not an object

@@ -201,8 +201,13 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	}
 	if exists {
 		x.st.g.setPayload(x.o, k, payload{source: rec})
-	} else if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
-		return err
+	} else {
+		if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
+			return err
+		}
+		if err := x.flagdsWaitingFor(k); err != nil {
+			return err
+		}
 	}
 	if exists && old.obj.UID != obj.UID {
 		x.mark(k) // recreated between two observations: its status is new
@@ -234,6 +239,7 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	}
 	if !sidecarSame {
 		x.markAll(x.st.g.children(k, relTargets))
+		x.markAll(x.st.g.children(k, relServes))
 	}
 	return nil
 }
@@ -295,7 +301,7 @@ func (x *tx) deleteSource(k Key) error {
 		x.mark(w)
 		x.remountLater(w)
 	}
-	return nil
+	return x.flagdsWaitingFor(k)
 }
 
 // reevalRefs recomputes the states of a source's refs after a flag set or a
@@ -335,8 +341,8 @@ func (x *tx) refsChanged(k Key, before, after []FlagSetRef) error {
 	if len(added)+len(removed)+len(fileAdded)+len(fileRemoved) == 0 {
 		return nil
 	}
-	// The sidecar of every workload reads the resolved refs.
-	for _, w := range x.st.g.children(k, relTargets) {
+	// The sidecar of every workload, and every Flagd, reads the resolved refs.
+	for _, w := range append(x.st.g.children(k, relTargets), x.st.g.children(k, relServes)...) {
 		x.mark(w)
 		if len(fileAdded)+len(fileRemoved) > 0 {
 			x.remountLater(w)

@@ -19,6 +19,9 @@ import (
 //	workload annotation → in-process config    Pod, or the workload's own kind      InProcessConfiguration
 //	workload reads a flag set itself           Pod, or the workload's own kind      FeatureFlag, every name
 //	(kubernetes provider)
+//	Flagd spec.featureFlagSource → source      Flagd (core.openfeature.dev)         FeatureFlagSource
+//	Flagd's pods read a flag set itself        Pod, or Flagd                        FeatureFlag, every name
+//	(kubernetes provider)
 //
 // A workload's annotations are its pod template's, so a grant names the
 // pods (group "", kind Pod: every workload of the namespace, whatever owns
@@ -30,6 +33,11 @@ import (
 // namespace that way only when that namespace grants its pods every
 // FeatureFlag (a `to` entry without a name); a grant of one name is not
 // enough, because the Role it would take exposes the others.
+//
+// A Flagd's pods are a workload's for this rule: its namespace is entitled
+// to its source's flag sets as a targeted workload's is, and they read flag
+// sets of another namespace themselves only with a grant of every
+// FeatureFlag there.
 //
 // An unresolved hop has no edge: nothing is copied, granted, injected or
 // served through it. Consumers read the outcome from the graph (edges,
@@ -128,8 +136,12 @@ type referrerKind struct{ group, kind string }
 var sourceReferrer = []referrerKind{{GroupOpenFeature, v1beta1.FeatureFlagSourceKind}}
 
 // workloadReferrer is how a grant names a workload: its pods, or its own
-// kind (with its API group).
+// kind (with its API group). A Flagd's pods read flag sets as a workload's
+// do: a grant names their pods, or kind Flagd.
 func workloadReferrer(k Kind) []referrerKind {
+	if k == KindFlagd {
+		return []referrerKind{{GroupCore, KindPod}, {GroupOpenFeature, v1beta1.FlagdKind}}
+	}
 	group, kind := k.GroupKind()
 	return []referrerKind{{GroupCore, KindPod}, {group, kind}}
 }
@@ -221,6 +233,9 @@ func (st *state) deniedReferrers(target Key) []Key {
 		if w.Namespace != target.Namespace && !st.workloadMayRef(w, target) {
 			out = append(out, w)
 		}
+	}
+	if target.Kind == KindSource {
+		out = append(out, st.deniedFlagds(target)...)
 	}
 	return sortedKeys(out)
 }

@@ -74,6 +74,7 @@ type payload struct {
 	ipc      *v1beta1.InProcessConfiguration
 	workload *workloadRec
 	grant    *Grant
+	flagd    *flagdRec
 }
 
 // Initial layers of the graph's topological order: parents above children.
@@ -140,6 +141,11 @@ type state struct {
 	// (through their annotations, with a grant): the namespaces besides its
 	// own that are entitled to its flag sets.
 	crossTargets pmap[Key, pset[Key]]
+	// flagdsBySource: source → Flagds whose spec.featureFlagSource names it.
+	flagdsBySource pmap[Key, pset[Key]]
+	// crossFlagdRefs: (source namespace, Flagd namespace) → Flagds naming a
+	// source of another namespace, the Flagds a grant can affect.
+	crossFlagdRefs pmap[nsPair, pset[Key]]
 }
 
 // tx is one edit in progress.
@@ -226,6 +232,8 @@ func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 			err = x.upsertWorkload(p.workload)
 		case p.grant != nil:
 			err = x.upsertGrant(p.grant)
+		case p.flagd != nil:
+			err = x.upsertFlagd(FlagdKey(p.flagd.obj.Namespace, p.flagd.obj.Name), p.flagd.obj)
 		}
 		if err == nil {
 			err = x.flushMounts()
@@ -323,6 +331,8 @@ func (x *tx) mark(k Key) {
 		x.d.InProcessConfigs.Add(k)
 	case k.Kind == KindConfigMap:
 		x.d.ConfigMaps.Add(k)
+	case k.Kind == KindFlagd:
+		x.d.Flagds.Add(k)
 	case k.Kind.IsWorkload():
 		x.d.Workloads.Add(k)
 	}

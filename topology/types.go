@@ -19,6 +19,7 @@ const (
 	KindDaemonSet       Kind = "DaemonSet"
 	KindConfigMap       Kind = "ConfigMap"
 	KindGrant           Kind = "ReferenceGrant"
+	// KindFlagd is declared in flagd.go.
 )
 
 // IsWorkload tells whether k is a workload kind: Deployment, StatefulSet,
@@ -36,7 +37,7 @@ func (k Kind) IsWorkload() bool {
 // "<Kind>.<group>", or "<Kind>" for the core group.
 func (k Kind) IsPodOwner() bool {
 	switch k {
-	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, "":
+	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, KindFlagd, "":
 		return false
 	}
 	return true
@@ -177,12 +178,15 @@ type Delta struct {
 	FlagSets KeySet
 	// InProcessConfigs whose status may have changed.
 	InProcessConfigs KeySet
+	// Flagds whose generated objects (Deployment, Service, Ingress,
+	// HTTPRoute, RBAC) or status may have changed.
+	Flagds KeySet
 }
 
 // Empty tells whether the delta names no node.
 func (d Delta) Empty() bool {
 	return len(d.ConfigMaps) == 0 && len(d.Workloads) == 0 && len(d.Sources) == 0 &&
-		len(d.FlagSets) == 0 && len(d.InProcessConfigs) == 0
+		len(d.FlagSets) == 0 && len(d.InProcessConfigs) == 0 && len(d.Flagds) == 0
 }
 
 // Merge adds every key of o to d.
@@ -202,11 +206,14 @@ func (d *Delta) Merge(o Delta) {
 	for k := range o.InProcessConfigs {
 		d.InProcessConfigs.Add(k)
 	}
+	for k := range o.Flagds {
+		d.Flagds.Add(k)
+	}
 }
 
 // Size is the number of keys in the delta.
 func (d Delta) Size() int {
-	return len(d.ConfigMaps) + len(d.Workloads) + len(d.Sources) + len(d.FlagSets) + len(d.InProcessConfigs)
+	return len(d.ConfigMaps) + len(d.Workloads) + len(d.Sources) + len(d.FlagSets) + len(d.InProcessConfigs) + len(d.Flagds)
 }
 
 // Workload is what the topology keeps of a Deployment, StatefulSet or DaemonSet.

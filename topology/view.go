@@ -144,10 +144,10 @@ func (v *View) ConsumerNamespaces(f Key) []string {
 // is not needed is to be deleted.
 func (v *View) ConfigMapNeeded(cm Key) bool { return cm.Kind == KindConfigMap && v.st.g.has(cm) }
 
-// ConfigMapsOfWorkload lists the ConfigMaps a workload mounts.
+// ConfigMapsOfWorkload lists the ConfigMaps a workload (or a Flagd) mounts.
 func (v *View) ConfigMapsOfWorkload(w Key) []Key { return sortedKeys(v.st.g.parents(w, relMounts)) }
 
-// WorkloadsOfConfigMap lists the workloads that mount a ConfigMap.
+// WorkloadsOfConfigMap lists the workloads (and Flagds) that mount a ConfigMap.
 func (v *View) WorkloadsOfConfigMap(cm Key) []Key { return sortedKeys(v.st.g.children(cm, relMounts)) }
 
 // ConfigMapByName finds the needed ConfigMap with this namespace and object
@@ -213,9 +213,10 @@ func (v *View) WithWorkload(w Workload) (*View, error) {
 	return t.Snapshot(), nil
 }
 
-// TargetNamespaces lists, sorted, the namespaces of the workloads a source
-// applies to: its own when it targets a workload there, and those of the
-// workloads of other namespaces whose annotation names it (with a grant).
+// TargetNamespaces lists, sorted, the namespaces of the consumers of a
+// source: its own when it targets a workload or serves a Flagd there, and
+// those of the workloads of other namespaces whose annotation names it and
+// of the Flagds of other namespaces that name it (with a grant).
 // It costs what the source's targets in other namespaces cost, not what all
 // its targets do.
 func (v *View) TargetNamespaces(s Key) []string {

@@ -31,7 +31,7 @@ var manifestDecoder = func() runtime.Decoder {
 }()
 
 // LoadManifests adds the objects of a multi-document YAML stream to a
-// topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations,
+// topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations, Flagds,
 // Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
 // skipped. It lets the graph be built offline, from files, exactly as the
 // controllers build it from informers.
@@ -77,6 +77,8 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		_, err = t.UpsertSource(o)
 	case *v1beta1.InProcessConfiguration:
 		_, err = t.UpsertInProcessConfig(o)
+	case *v1beta1.Flagd:
+		_, err = t.UpsertFlagd(o)
 	case *appsv1.Deployment:
 		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, o, &o.Spec.Template))
 	case *appsv1.StatefulSet:

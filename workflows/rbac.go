@@ -50,7 +50,7 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 	if len(parts) != 3 {
 		return topology.Key{}, false
 	}
-	for _, kind := range []topology.Kind{topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet} {
+	for _, kind := range []topology.Kind{topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet, topology.KindFlagd} {
 		if strings.ToLower(string(kind)) == parts[0] {
 			return topology.WorkloadKey(kind, parts[1], parts[2]), true
 		}
@@ -61,7 +61,7 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 	return topology.Key{}, false
 }
 
-// DesiredRBAC returns, for a workload, one Role and RoleBinding in each
+// DesiredRBAC returns, for a workload (or a Flagd), one Role and RoleBinding in each
 // namespace holding a flag set that the workload reads through the
 // kubernetes provider and may read (topology.View.MayReadDirectly): the Role
 // allows get on exactly those FeatureFlags and list and watch on the
@@ -69,12 +69,12 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 // the workload's service account. It returns nothing for a workload that is
 // gone or uses no kubernetes provider; never a ClusterRole.
 func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
-	w, ok := v.Workload(workload)
+	sa, sources, ok := rbacSubject(v, workload)
 	if !ok {
 		return nil, nil
 	}
 	names := map[string]map[string]struct{}{} // flag-set namespace → FeatureFlag names
-	for _, src := range v.SourcesOfWorkload(workload) {
+	for _, src := range sources {
 		for _, ref := range v.FlagSetRefs(src) {
 			if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderKubernetes) ||
 				!v.MayReadDirectly(workload, ref.FlagSet) {
@@ -86,7 +86,6 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 			names[ref.FlagSet.Namespace][ref.FlagSet.Name] = struct{}{}
 		}
 	}
-	sa := w.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
@@ -113,10 +112,30 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 			ObjectMeta: *meta.DeepCopy(),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: w.Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: workload.Namespace}},
 		})
 	}
 	return roles, bindings
+}
+
+// rbacSubject returns the service account of a workload's pods (or a
+// Flagd's) and the sources whose flag sets they read.
+func rbacSubject(v *topology.View, k topology.Key) (serviceAccount string, sources []topology.Key, ok bool) {
+	if k.Kind == topology.KindFlagd {
+		f, ok := v.Flagd(k)
+		if !ok {
+			return "", nil, false
+		}
+		if src, state, _ := v.FlagdSource(k); state == topology.RefResolved {
+			sources = []topology.Key{src}
+		}
+		return f.Spec.ServiceAccountName, sources, true
+	}
+	w, ok := v.Workload(k)
+	if !ok {
+		return "", nil, false
+	}
+	return w.ServiceAccountName, v.SourcesOfWorkload(k), true
 }
 
 // roleUpToDate tells whether a Role in the cluster grants what desired grants.

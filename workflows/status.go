@@ -169,6 +169,11 @@ func referrersCondition(v *topology.View, target topology.Key, gen int64) metav1
 	c.Message = fmt.Sprintf("workloads of other namespaces name this %s in a pod-template annotation, and no ReferenceGrant in namespace %s "+
 		"permits the pods of their namespace to use it, so nothing is applied to them: %s%s",
 		target.Kind, target.Namespace, strings.Join(names, ", "), more)
+	if slices.ContainsFunc(denied, func(k topology.Key) bool { return k.Kind == topology.KindFlagd }) {
+		c.Message = fmt.Sprintf("workloads or Flagds of other namespaces name this %s (in a pod-template annotation, in spec.featureFlagSource), "+
+			"and no ReferenceGrant in namespace %s permits it (to the pods of their namespace, to kind Flagd), so nothing is applied to them: %s%s",
+			target.Kind, target.Namespace, strings.Join(names, ", "), more)
+	}
 	return c
 }
 

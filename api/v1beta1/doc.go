@@ -1,7 +1,7 @@
 // Package v1beta1 holds the core.openfeature.dev/v1beta1 API served by
 // flagplane: FeatureFlag (a flag set in flagd's format), FeatureFlagSource (how
-// flags reach workloads, and which workloads) and InProcessConfiguration (env
-// vars for in-process SDKs).
+// flags reach workloads, and which workloads), InProcessConfiguration (env
+// vars for in-process SDKs) and Flagd (a standalone flagd with a Service).
 //
 // The schema is a superset of the OpenFeature Operator's v1beta1: every field,
 // JSON name, default and enum of that API is kept, so existing manifests apply
@@ -39,6 +39,18 @@
 // InProcessConfiguration:
 //   - Accepted: the spec is valid.
 //   - ReferrersPermitted: as for a source.
+//
+// Flagd:
+//   - Accepted: the spec is valid. False (Invalid).
+//   - ResolvedRefs: its FeatureFlagSource exists and may be used. False
+//     (SourceNotFound, or RefNotPermitted across namespaces without a
+//     ReferenceGrant, whether or not the source exists).
+//   - Programmed: every object generated for it (Deployment, Service,
+//     Ingress, HTTPRoute, ConfigMaps, RBAC) is in place as desired. False:
+//     Invalid, UnresolvedRefs, Pending, ApplyFailed (e.g. a name taken by an
+//     object flagplane does not manage), GatewayAPINotInstalled (an
+//     HTTPRoute is asked for and Gateway API's CRDs are not installed).
+//   - Available: at least one flagd pod is ready (status.readyReplicas).
 //
 // Events are recorded when a condition turns False, not on every retry.
 //

@@ -25,6 +25,7 @@ const (
 	FeatureFlagKind            = "FeatureFlag"
 	FeatureFlagSourceKind      = "FeatureFlagSource"
 	InProcessConfigurationKind = "InProcessConfiguration"
+	FlagdKind                  = "Flagd"
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
@@ -32,6 +33,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&FeatureFlag{}, &FeatureFlagList{},
 		&FeatureFlagSource{}, &FeatureFlagSourceList{},
 		&InProcessConfiguration{}, &InProcessConfigurationList{},
+		&Flagd{}, &FlagdList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

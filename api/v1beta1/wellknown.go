@@ -45,6 +45,8 @@ const (
 	// set and flagplane serves it, unless the manager runs with
 	// --strict-validation (then it is not Accepted either).
 	ConditionConsistent = "Consistent"
+	// ConditionAvailable, on a Flagd: at least one flagd pod is ready to serve.
+	ConditionAvailable = "Available"
 )
 
 // Condition reasons.
@@ -63,4 +65,9 @@ const (
 	ReasonUnresolvedRefs     = "UnresolvedRefs"
 	ReasonConsistent         = "Consistent"
 	ReasonProbableMistakes   = "ProbableMistakes"
+	// Reasons of a Flagd's conditions.
+	ReasonSourceNotFound         = "SourceNotFound"
+	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
+	ReasonAvailable              = "Available"
+	ReasonUnavailable            = "Unavailable"
 )

@@ -65,6 +65,8 @@ type demo struct {
 	// flagdAddr where its flagd listens on the test node.
 	podKey    types.NamespacedName
 	flagdAddr string
+	// editedAt is when the demo edited the flag.
+	editedAt time.Time
 }
 
 type timing struct {
@@ -135,10 +137,16 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.showSourceStatus(ctx); err != nil {
 		return err
 	}
+	if err := d.showFlagd(ctx); err != nil {
+		return err
+	}
 	if err := d.writeTopology(ctx); err != nil {
 		return err
 	}
 	if err := d.editFlag(ctx); err != nil {
+		return err
+	}
+	if err := d.flagdFollowsEdit(ctx); err != nil {
 		return err
 	}
 	d.summary(time.Since(began))
@@ -527,7 +535,7 @@ func (d *demo) writeTopology(ctx context.Context) error {
 	counts := d.mgr.Controller.Topology().Snapshot().Counts()
 	var parts []string
 	for _, k := range []topology.Kind{topology.KindSource, topology.KindFlagSet, topology.KindConfigMap,
-		topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet, topology.KindInProcessConfig} {
+		topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet, topology.KindInProcessConfig, topology.KindFlagd} {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 		}
@@ -563,6 +571,7 @@ func (d *demo) editFlag(ctx context.Context) error {
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-flags"}}
 	patch := []byte(`{"spec":{"flagSpec":{"flags":{"new-checkout":{"defaultVariant":"on"}}}}}`)
 	start := time.Now()
+	d.editedAt = start
 	if err := d.cp.Client.Patch(ctx, ff, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("editing the flag: %w", err)
 	}

@@ -54,6 +54,10 @@ var _ = Describe("OpenFeature Operator manifests", func() {
 		Entry("InProcessConfiguration, all defaults", "inprocessconfiguration-empty.yaml", map[string]any{
 			"port": 8015, "host": "localhost", "tls": false, "cache": "lru", "cacheMaxSize": 1000, "envVarPrefix": "FLAGD",
 		}),
+		Entry("Flagd, documented form", "flagd-documented.yaml", nil),
+		Entry("Flagd, minimal: replicas and Service type defaulted", "flagd-minimal.yaml",
+			map[string]any{"replicas": 1, "serviceType": "ClusterIP"}),
+		Entry("Flagd with every field", "flagd-full.yaml", nil),
 	)
 
 	It("accepts targetRefs and defaults their group to apps", func(ctx SpecContext) {

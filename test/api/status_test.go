@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flagplanev1beta1 "github.com/flagplane/flagplane/api/v1beta1"
@@ -126,6 +127,29 @@ var _ = Describe("Status subresource and printer columns", func() {
 			specField: []string{"host"}, specValue: "flag-sync.flags.svc",
 			shortName: "inprocessconfigurations",
 			columns:   map[string]string{"NAME": "in-process", "TARGETS": "1", "ACCEPTED": "True"},
+		}),
+		Entry("Flagd", statusCase{
+			object: func() client.Object {
+				f := &flagplanev1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Name: "flagd-sample"}}
+				f.Spec.FeatureFlagSource = "end-to-end"
+				f.Spec.Replicas = ptr.To[int32](2)
+				return f
+			},
+			setStatus: func(obj client.Object) {
+				f := obj.(*flagplanev1beta1.Flagd)
+				f.Status = flagplanev1beta1.FlagdStatus{
+					ObservedGeneration: 1, Replicas: 2, ReadyReplicas: 1,
+					Endpoints: []flagplanev1beta1.FlagdEndpoint{{API: "flagd", Kind: "Service", Host: "flagd-sample.shop.svc", Port: 8013}},
+					Conditions: []metav1.Condition{
+						condition(flagplanev1beta1.ConditionAccepted, flagplanev1beta1.ReasonAccepted),
+						condition(flagplanev1beta1.ConditionProgrammed, flagplanev1beta1.ReasonProgrammed),
+						condition(flagplanev1beta1.ConditionAvailable, flagplanev1beta1.ReasonAvailable),
+					},
+				}
+			},
+			specField: []string{"serviceType"}, specValue: "NodePort",
+			shortName: "flagds",
+			columns:   map[string]string{"NAME": "flagd-sample", "SOURCE": "end-to-end", "REPLICAS": "2", "READY": "1", "AVAILABLE": "True"},
 		}),
 	)
 })

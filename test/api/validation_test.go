@@ -53,6 +53,12 @@ var _ = Describe("Invalid manifests", func() {
 			"spec.sources[0].interval: Invalid value: -5: spec.sources[0].interval in body should be greater than or equal to 0"),
 		Entry("cache neither lru nor disabled", "inprocessconfiguration-bad-cache.yaml",
 			`spec.cache: Invalid value: "fifo": spec.cache in body should match '^(lru|disabled)$'`),
+		Entry("Flagd without a FeatureFlagSource", "flagd-no-source.yaml",
+			"spec.featureFlagSource: Required value"),
+		Entry("Flagd with a Service type Kubernetes does not have", "flagd-bad-service-type.yaml",
+			`spec.serviceType: Unsupported value: "Headless": supported values: "ClusterIP", "NodePort", "LoadBalancer", "ExternalName"`),
+		Entry("Flagd setting a label flagplane sets", "flagd-reserved-label.yaml",
+			"labels must not set app, app.kubernetes.io/name, app.kubernetes.io/managed-by or app.kubernetes.io/version"),
 	)
 
 	It("names the field of a targetRef's kind rule, so that the user finds the entry", func() {

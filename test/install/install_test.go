@@ -43,6 +43,7 @@ func describeDefault() {
 			"customresourcedefinition.apiextensions.k8s.io/featureflags.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/featureflagsources.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/inprocessconfigurations.core.openfeature.dev",
+			"customresourcedefinition.apiextensions.k8s.io/flagds.core.openfeature.dev",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
@@ -131,11 +132,27 @@ func describeDefault() {
 		Entry("may watch DaemonSets in every namespace", true, "watch", "daemonsets.apps", "-A"),
 		Entry("may patch Deployments (rollout restart)", true, "patch", "deployments.apps", "-n", "default"),
 		Entry("may patch StatefulSets (rollout restart)", true, "patch", "statefulsets.apps", "-n", "default"),
-		Entry("may not create Deployments", false, "create", "deployments.apps", "-n", "default"),
+		Entry("may create Deployments (a Flagd's; config/policy admits no other)", true, "create", "deployments.apps", "-n", "default"),
+		Entry("may not update Deployments (it applies, and patches for restarts)", false, "update", "deployments.apps", "-n", "default"),
 		Entry("may not delete Deployments", false, "delete", "deployments.apps", "-n", "default"),
 		Entry("may not scale Deployments", false, "update", "deployments.apps", "--subresource=scale", "-n", "default"),
 		Entry("may list ReplicaSets (Pod to Deployment)", true, "list", "replicasets.apps", "-A"),
 		Entry("may not patch ReplicaSets", false, "patch", "replicasets.apps", "-n", "default"),
+		// Flagds: read everywhere, status only; their Services, Ingresses and
+		// HTTPRoutes (config/policy admits no others)
+		Entry("may watch Flagds in every namespace", true, "watch", "flagds.core.openfeature.dev", "-A"),
+		Entry("may update Flagd status", true, "update", "flagds.core.openfeature.dev", "--subresource=status", "-n", "default"),
+		Entry("may not update a Flagd's spec", false, "update", "flagds.core.openfeature.dev", "-n", "default"),
+		Entry("may not create Flagds", false, "create", "flagds.core.openfeature.dev", "-n", "default"),
+		Entry("may watch Services in every namespace", true, "watch", "services", "-A"),
+		Entry("may create Services", true, "create", "services", "-n", "default"),
+		Entry("may patch Services", true, "patch", "services", "-n", "default"),
+		Entry("may delete Services", true, "delete", "services", "-n", "default"),
+		Entry("may not update Services (it applies)", false, "update", "services", "-n", "default"),
+		Entry("may not proxy to Services", false, "create", "services", "--subresource=proxy", "-n", "default"),
+		Entry("may create Ingresses", true, "create", "ingresses.networking.k8s.io", "-n", "default"),
+		Entry("may delete HTTPRoutes", true, "delete", "httproutes.gateway.networking.k8s.io", "-n", "default"),
+		Entry("may not create Gateways", false, "create", "gateways.gateway.networking.k8s.io", "-n", "default"),
 		// generated ConfigMaps
 		Entry("may create ConfigMaps", true, "create", "configmaps", "-n", "default"),
 		Entry("may delete ConfigMaps", true, "delete", "configmaps", "-n", "default"),
@@ -218,7 +235,7 @@ func describeDefault() {
 		ns := newNamespace(ctx, "team")
 		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
 		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
-		for _, r := range []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev"} {
+		for _, r := range []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev", "flagds.core.openfeature.dev"} {
 			Eventually(func() bool { return canI("alice", "create", r, "-n", ns) }).Should(BeTrue(), "alice may create %s", r)
 			Expect(canI("alice", "delete", r, "-n", ns)).To(BeTrue())
 			Eventually(func() bool { return canI("bob", "list", r, "-n", ns) }).Should(BeTrue(), "bob may list %s", r)

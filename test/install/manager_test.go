@@ -21,6 +21,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -342,6 +343,64 @@ func describeManager() {
 		By("deleting the ConfigMap no workload uses any more")
 		Expect(k8s.Delete(ctx, src)).To(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, cmKey, &corev1.ConfigMap{}) }).Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+	})
+
+	It("writes a Flagd's objects under the admission policy: its Deployment, Service, Ingress, HTTPRoute and RBAC, their updates, and their removal", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "flagd")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags"), {Source: "watched", Provider: v1beta1.SyncProviderKubernetes}})
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"}}
+		fd.Spec.FeatureFlagSource = "src"
+		fd.Spec.Ingress.Enabled = true
+		fd.Spec.GatewayApiRoutes.Enabled = true
+		for _, o := range []client.Object{fixtures.FlagSet(ns, "flags", "on"), fixtures.FlagSet(ns, "watched", "on"), src, fd} {
+			Expect(k8s.Create(ctx, o)).To(Succeed())
+		}
+		rbacName := workflows.RBACName(topology.FlagdKey(ns, "flagd"))
+		route := &metav1.PartialObjectMetadata{}
+		route.SetGroupVersionKind(workflows.HTTPRouteGVK)
+		children := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}, route}
+		Eventually(func(g Gomega) {
+			for _, o := range children {
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, o)).To(Succeed(), "%T", o)
+			}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rbacName}, &rbacv1.RoleBinding{})).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fd), fd)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(fd.Status.Conditions, v1beta1.ConditionProgrammed)).To(BeTrue(), "%v", fd.Status.Conditions)
+		}).Should(Succeed())
+
+		By("applying a source edit to the Deployment")
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(src), src); err != nil {
+				return err
+			}
+			src.Spec.Port = 9013
+			src.Spec.Sources = src.Spec.Sources[:1]
+			return k8s.Update(ctx, src)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("9013"))
+		}).Should(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rbacName}, &rbacv1.Role{}) }).
+			Should(WithTransform(apierrors.IsNotFound, BeTrue()), "the kubernetes entry's grant goes with it")
+
+		By("deleting the Ingress and HTTPRoute it no longer asks for")
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(fd), fd); err != nil {
+				return err
+			}
+			fd.Spec.Ingress.Enabled, fd.Spec.GatewayApiRoutes.Enabled = false, false
+			return k8s.Update(ctx, fd)
+		}).Should(Succeed())
+		for _, o := range []client.Object{&networkingv1.Ingress{}, route} {
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, o) }).
+				Should(WithTransform(apierrors.IsNotFound, BeTrue()), "%T", o)
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fd), fd)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(fd.Status.Conditions, v1beta1.ConditionProgrammed)).To(BeTrue(), "%v", fd.Status.Conditions)
+		}).Should(Succeed())
 	})
 
 	It("serves Prometheus metrics: events, deltas, reconcile latency, writes, graph nodes, queue depth", func() {

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apitypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -30,6 +32,7 @@ const (
 	policyRole          = "flagplane-manager may write only Roles named flagplane:featureflag-reader:"
 	policyRoleBinding   = "flagplane-manager may write only RoleBindings named flagplane:featureflag-reader:"
 	policyRestartOnly   = "flagplane-manager may change a Deployment, StatefulSet or DaemonSet only the way `kubectl rollout restart` does"
+	policyFlagdChildren = "flagplane-manager may create, change and delete only the Services, Ingresses and HTTPRoutes it generates for Flagds"
 )
 
 // refusedByPolicy matches the API server's refusal of a request by
@@ -86,6 +89,45 @@ type target struct {
 	daemonSet     string
 	role          string // a managed Role named as generated, on featureflags
 	heldClusterRo string // a ClusterRole granting only what the manager holds (get ConfigMaps)
+	// flagd is what the manager generates for a Flagd "flags" of ns (not
+	// created: the rows create it as a dry run).
+	flagd *workflows.FlagdObjects
+}
+
+// flagdObjects computes, as the manager does, the objects of a Flagd of ns
+// with a file source and an Ingress.
+func flagdObjects(ns string) *workflows.FlagdObjects {
+	GinkgoHelper()
+	manifests := fmt.Sprintf(`
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: flags, namespace: %[1]s}
+spec: {flagSpec: {flags: {f: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "on"}}}}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {name: src, namespace: %[1]s}
+spec: {sources: [{source: flags, provider: file}]}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: Flagd
+metadata: {name: flags, namespace: %[1]s, uid: 00000000-0000-0000-0000-00000000f1a9}
+spec: {featureFlagSource: src, ingress: {enabled: true}}
+`, ns)
+	topo := topology.New()
+	Expect(workflows.LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
+	objs := workflows.DesiredFlagd(topo.Snapshot(), topology.FlagdKey(ns, "flags"), workflows.DefaultFlagdOptions())
+	Expect(objs.Deployment).NotTo(BeNil())
+	return objs
+}
+
+// flagdDeployment is the Flagd's Deployment, changed by mutate.
+func flagdDeployment(t *target, mutate func(*appsv1.Deployment)) *appsv1.Deployment {
+	d := t.flagd.Deployment.DeepCopy()
+	if mutate != nil {
+		mutate(d)
+	}
+	return d
 }
 
 func managed() map[string]string { return workflows.ManagedLabels() }
@@ -130,6 +172,7 @@ func describePolicy() {
 		t.workload, t.statefulSet, t.daemonSet = "web", "db", "agent"
 		t.role = workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
 		t.heldClusterRo = "flagplane-test-configmap-reader-" + t.ns
+		t.flagd = flagdObjects(t.ns)
 		held := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: t.heldClusterRo},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
 		for _, o := range []client.Object{
@@ -175,6 +218,15 @@ func describePolicy() {
 		})),
 		Entry("restart a DaemonSet (the API server bumps its template generation annotation)", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return restart(ctx, c, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.daemonSet}})
+		})),
+		Entry("create a Flagd's Deployment", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, nil), client.DryRunAll)
+		})),
+		Entry("create a Flagd's Service", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, t.flagd.Service.DeepCopy(), client.DryRunAll)
+		})),
+		Entry("create a Flagd's Ingress", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, t.flagd.Ingress.DeepCopy(), client.DryRunAll)
 		})),
 	)
 
@@ -278,7 +330,55 @@ func describePolicy() {
 		}), refusedByRBAC(), refusedByPolicy(policyRestartOnly)),
 		Entry("create a Deployment", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return c.Create(ctx, fixtures.Deployment(t.ns, "miner", nil, nil), client.DryRunAll)
-		}), refusedByRBAC(), refusedByPolicy(policyRestartOnly)),
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		// A Flagd's Deployment, as the manager would write it, but for one thing
+		Entry("create a labelled Deployment that no Flagd controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) { d.OwnerReferences = nil }), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Deployment controlled by a Flagd of another name", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) { d.Name = "miner" }), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Flagd's Deployment without the label", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) { delete(d.Labels, "app.kubernetes.io/managed-by") }), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Flagd's Deployment with a privileged flagd", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
+				d.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+			}), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Flagd's Deployment with another container", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "miner", Image: "miner:1"})
+			}), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Flagd's Deployment mounting the node's disk", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "root",
+					VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+			}), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		Entry("create a Flagd's Deployment on the node's network", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) { d.Spec.Template.Spec.HostNetwork = true }), client.DryRunAll)
+		}), refusedByPolicy(policyRestartOnly), refusedByPolicy(policyRestartOnly)),
+		// Services, Ingresses
+		Entry("redirect the kubernetes Service", misuse(func(ctx context.Context, c client.Client, _ *target) error {
+			return mergePatch(ctx, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}},
+				`{"spec":{"ports":[{"name":"https","port":443,"targetPort":1234}]}}`)
+		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
+		Entry("delete an unlabelled Service", misuse(func(ctx context.Context, c client.Client, _ *target) error {
+			return c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}}, client.DryRunAll)
+		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
+		Entry("create a labelled Service that no Flagd controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			s := t.flagd.Service.DeepCopy()
+			s.OwnerReferences = nil
+			return c.Create(ctx, s, client.DryRunAll)
+		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
+		Entry("create a Flagd's Ingress without the label", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			i := t.flagd.Ingress.DeepCopy()
+			i.Labels = nil
+			return c.Create(ctx, i, client.DryRunAll)
+		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
 	)
 
 	It("leaves what it refused unchanged", func(ctx SpecContext) {

@@ -55,6 +55,19 @@ func exists(ctx SpecContext, o object) bool {
 	return true
 }
 
+// managedBy is the app.kubernetes.io/managed-by label of o, "" when o
+// does not exist.
+func managedBy(ctx SpecContext, o object) string {
+	GinkgoHelper()
+	obj := o.obj.DeepCopyObject().(client.Object)
+	err := k8s.Get(ctx, o.key(), obj)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return obj.GetLabels()[v1beta1.LabelManagedBy]
+}
+
 func named(obj client.Object, namespace, name string) client.Object {
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
@@ -68,6 +81,13 @@ var (
 		{named(&admissionregistrationv1.ValidatingWebhookConfiguration{}, "", "open-feature-operator-validating-webhook-configuration"), "ValidatingWebhookConfiguration"},
 		{named(&rbacv1.ClusterRoleBinding{}, "", "open-feature-operator-manager-rolebinding"), "ClusterRoleBinding"},
 		{named(&rbacv1.ClusterRole{}, "", "open-feature-operator-manager-role"), "ClusterRole"},
+	}
+	// What the OpenFeature Operator's manager made for a Flagd, removed at
+	// the first --apply: flagplane makes its own of the same names once
+	// these are gone.
+	flagdLeftovers = []object{
+		{named(&appsv1.Deployment{}, shop, "shop-flagd"), "Deployment"},
+		{named(&corev1.Service{}, shop, "shop-flagd"), "Service"},
 	}
 	// Removed once the pods of the OpenFeature Operator's sidecar are gone.
 	inUseLeftovers = []object{
@@ -100,7 +120,10 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 		// What the OpenFeature Operator's injector generated while it ran.
 		raw, err := os.ReadFile(filepath.Join("testdata", "ofo-generated.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = cp.KubectlWithInput(strings.NewReader(strings.ReplaceAll(string(raw), "FEATUREFLAG_UID", string(ff.UID))),
+		flagd := &v1beta1.Flagd{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "shop-flagd"}, flagd)).To(Succeed())
+		generated := strings.NewReplacer("FEATUREFLAG_UID", string(ff.UID), "FLAGD_UID", string(flagd.UID)).Replace(string(raw))
+		_, err = cp.KubectlWithInput(strings.NewReader(generated),
 			"apply", "--field-manager=manager", "-n", shop, "-f", "-")
 		Expect(err).NotTo(HaveOccurred())
 		// The OpenFeature Operator's manager restarted the Deployment once
@@ -125,7 +148,7 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 	It("finds every leftover and says what it means, without changing anything", func(ctx SpecContext) {
 		out, err := migrateCmd()
 		Expect(err).NotTo(HaveOccurred())
-		for _, o := range admissionLeftovers {
+		for _, o := range append(append([]object{}, admissionLeftovers...), flagdLeftovers...) {
 			Expect(out).To(MatchRegexp(`\n  remove\s+%s\n`, regexpQuote(o.String())), "%s", o)
 		}
 		for _, o := range inUseLeftovers {
@@ -139,12 +162,23 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 			ContainSubstring("3 subjects: ServiceAccount open-feature-operator-system/open-feature-operator-controller-manager"),
 			ContainSubstring("the OpenFeature Operator's copy of FeatureFlag shop/shop-flags for the file provider"),
 			ContainSubstring("used by: shop/legacy-file"),
-			ContainSubstring("Taken over as they are: 1 FeatureFlags, 3 FeatureFlagSources."),
-			ContainSubstring("Run flagplane migrate --apply to remove the 4 marked remove."),
+			ContainSubstring("Taken over as they are: 1 FeatureFlags, 3 FeatureFlagSources, 1 Flagds."),
+			ContainSubstring("the Deployment the OpenFeature Operator made for Flagd shop/shop-flagd"),
+			ContainSubstring("Run flagplane migrate --apply to remove the 6 marked remove."),
 		))
-		for _, o := range append(append([]object{}, admissionLeftovers...), inUseLeftovers...) {
+		for _, o := range append(append(append([]object{}, admissionLeftovers...), inUseLeftovers...), flagdLeftovers...) {
 			Expect(exists(ctx, o)).To(BeTrue(), "%s: a scan removes nothing", o)
 		}
+		By("flagplane does not take over the Flagd's objects the OpenFeature Operator made, and says so")
+		Eventually(func(g Gomega) {
+			flagd := &v1beta1.Flagd{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "shop-flagd"}, flagd)).To(Succeed())
+			programmed := meta.FindStatusCondition(flagd.Status.Conditions, v1beta1.ConditionProgrammed)
+			g.Expect(programmed).NotTo(BeNil())
+			g.Expect(programmed.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(programmed.Reason).To(Equal(v1beta1.ReasonApplyFailed))
+		}).Should(Succeed())
+		Expect(managedBy(ctx, flagdLeftovers[0])).To(Equal("open-feature-operator"))
 	})
 
 	It("removes nothing while the OpenFeature Operator's manager is installed", func(ctx SpecContext) {
@@ -176,6 +210,16 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 		for _, o := range inUseLeftovers {
 			Expect(exists(ctx, o)).To(BeTrue(), "%s still used by a running pod", o)
 		}
+		By("the Flagd's objects are flagplane's now, and the Flagd is Programmed")
+		for _, o := range flagdLeftovers {
+			Expect(out).To(ContainSubstring("\n  " + o.String() + "\n"))
+			Eventually(func() string { return managedBy(ctx, o) }).Should(Equal("flagplane"), "%s made again by flagplane", o)
+		}
+		Eventually(func(g Gomega) {
+			flagd := &v1beta1.Flagd{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "shop-flagd"}, flagd)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(flagd.Status.Conditions, v1beta1.ConditionProgrammed)).To(BeTrue())
+		}).Should(Succeed())
 		By("FeatureFlags can be written again: flagplane's validator alone answers")
 		Eventually(func() error { return setDefault(ctx, ff, "on") }).Should(Succeed())
 	})

@@ -29,9 +29,9 @@
 //
 // The OpenFeature Operator's four scenarios of its Flagd kind
 // (flagd-with-custom-ports, flagd-with-ingress-default-paths,
-// flagd-with-ingress-custom-paths, flagd-with-gateway-api) are written
-// (flagd_test.go, their testdata with assert files in chainsaw's shape) but
-// are not part of the suite: flagplane does not serve that kind yet. They
-// build only with the tag ofo_flagd (go test -tags ofo_flagd ./test/ofo),
-// which goes once the kind is served.
+// flagd-with-ingress-custom-paths, flagd-with-gateway-api) are in
+// flagd_test.go, their testdata with assert files in chainsaw's shape; with
+// custom ports, flagd's container declares the ports it listens on and the
+// Service targets them, where the OpenFeature Operator declares and targets
+// 8013 and 8014 while flagd listens on 8888 and 9999.
 package ofo

@@ -204,11 +204,14 @@ func runningOnNode() types.GomegaMatcher {
 // /schema.v1.Service/ResolveBoolean on flagd's port 8013, which nginx
 // proxies to — here on the host port the node gave that port. It returns
 // the answer with whitespace removed.
-func askFlagd(p corev1.Pod) func() (string, error) {
+func askFlagd(p corev1.Pod) func() (string, error) { return askFlagdOn(p, 8013) }
+
+// askFlagdOn is askFlagd on another port of the container flagd.
+func askFlagdOn(p corev1.Pod, port int32) func() (string, error) {
 	return func() (string, error) {
-		addr, ok := n.Addr(key(p), "flagd", 8013)
+		addr, ok := n.Addr(key(p), "flagd", port)
 		if !ok {
-			return "", fmt.Errorf("no container flagd listens on port 8013 of pod %s", p.Name)
+			return "", fmt.Errorf("no container flagd listens on port %d of pod %s", port, p.Name)
 		}
 		body := `{"flagKey":"` + flagKey + `","context":{}}`
 		resp, err := http.Post("http://"+addr+"/schema.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))

@@ -46,9 +46,8 @@ const (
 // ofoCRDs are the CRDs of the kinds flagplane serves; ofoOnlyCRDs those it
 // does not (yet).
 var (
-	ofoCRDs     = []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev"}
+	ofoCRDs     = []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev", "flagds.core.openfeature.dev"}
 	ofoOnlyCRDs = map[string]string{
-		"flagds.core.openfeature.dev":                    "Flagd",
 		"featureflagconfigurations.core.openfeature.dev": "FeatureFlagConfiguration",
 		"flagsourceconfigurations.core.openfeature.dev":  "FlagSourceConfiguration",
 	}

@@ -10,12 +10,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,7 +52,7 @@ func Scan(ctx context.Context, c client.Client) (*Report, error) {
 	}
 	s.pods = pods
 	for _, step := range []func(context.Context) error{
-		s.manager, s.webhooks, s.kubernetesSync, s.ownRBAC, s.flagdProxy, s.configMaps, s.podsToRoll, s.crds, s.takenOver,
+		s.manager, s.webhooks, s.kubernetesSync, s.ownRBAC, s.flagdProxy, s.flagdObjects, s.configMaps, s.podsToRoll, s.crds, s.takenOver,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -399,12 +401,57 @@ func (s *scan) crds(ctx context.Context) error {
 		f := Finding{Object: objectOf(crd, "apiextensions.k8s.io/v1", "CustomResourceDefinition"), Action: Manual,
 			What: fmt.Sprintf("a kind of the OpenFeature Operator's that flagplane does not serve: %s (%d objects)", kind, n),
 			Do:   "when you no longer need them: kubectl delete crd " + name + " (which deletes its objects)"}
-		if kind == "Flagd" {
-			f.Means = "what these objects made (Deployments, Services, Ingresses, HTTPRoutes) keeps running, but nothing reconciles it any more"
-		} else {
-			f.Means = "a kind of older OpenFeature Operator releases; nothing reads it"
-		}
+		f.Means = "a kind of older OpenFeature Operator releases; nothing reads it"
 		s.add(f)
+	}
+	return nil
+}
+
+// flagdObjects finds what the OpenFeature Operator's manager made for a
+// Flagd: a Deployment, Service, Ingress or HTTPRoute named like it, labelled
+// as its, owned by the Flagd. flagplane makes its own of the same names and
+// never takes over an object it did not make, so these must go; the
+// Flagd's pods serve until they do, and flagplane's within seconds after.
+func (s *scan) flagdObjects(ctx context.Context) error {
+	if s.r.ManagerRunning {
+		return nil // its manager would recreate them
+	}
+	ofo := client.MatchingLabels{v1beta1.LabelManagedBy: ofoManagedByValue}
+	route := &unstructured.UnstructuredList{}
+	route.SetGroupVersionKind(workflows.HTTPRouteGVK.GroupVersion().WithKind("HTTPRouteList"))
+	for _, k := range []struct {
+		list client.ObjectList
+		gvk  schema.GroupVersionKind
+	}{
+		{&appsv1.DeploymentList{}, appsv1.SchemeGroupVersion.WithKind("Deployment")},
+		{&corev1.ServiceList{}, corev1.SchemeGroupVersion.WithKind("Service")},
+		{&networkingv1.IngressList{}, networkingv1.SchemeGroupVersion.WithKind("Ingress")},
+		{route, workflows.HTTPRouteGVK},
+	} {
+		err := s.c.List(ctx, k.list, ofo)
+		if meta.IsNoMatchError(err) {
+			continue // Gateway API is not installed: no HTTPRoutes
+		}
+		if err != nil {
+			return fmt.Errorf("listing %ss: %w", k.gvk.Kind, err)
+		}
+		items, err := meta.ExtractList(k.list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.Kind != v1beta1.FlagdKind || !strings.HasPrefix(ref.APIVersion, v1beta1.GroupVersion.Group+"/") || ref.Name != o.GetName() {
+					continue
+				}
+				s.add(Finding{Object: objectOf(o, k.gvk.GroupVersion().String(), k.gvk.Kind), Action: Remove,
+					What: "the " + k.gvk.Kind + " the OpenFeature Operator made for Flagd " + o.GetNamespace() + "/" + ref.Name,
+					Means: "flagplane serves the Flagd and makes its own " + k.gvk.Kind + " of that name once this one is gone (it never takes over what it did not make); " +
+						"until then the Flagd is not Programmed, and its pods keep serving"})
+				break
+			}
+		}
 	}
 	return nil
 }
@@ -426,7 +473,7 @@ func isFlagplaneCRD(crd *apiextensionsv1.CustomResourceDefinition) bool {
 
 // takenOver counts the custom resources flagplane serves as they are.
 func (s *scan) takenOver(ctx context.Context) error {
-	for _, kind := range []string{v1beta1.FeatureFlagKind, v1beta1.FeatureFlagSourceKind, "InProcessConfiguration"} {
+	for _, kind := range []string{v1beta1.FeatureFlagKind, v1beta1.FeatureFlagSourceKind, "InProcessConfiguration", v1beta1.FlagdKind} {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind(kind + "List"))
 		n := 0

@@ -58,6 +58,8 @@ var clusterInputs = []clusterInput{
 	{gk: schema.GroupKind{Group: "apps", Kind: "DaemonSet"}},
 	{gk: schema.GroupKind{Group: workflows.ReferenceGrantGroup, Kind: workflows.ReferenceGrantKind}, optional: true,
 		effect: "cross-namespace references to those namespaces show as not permitted"},
+	{gk: schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FlagdKind}, optional: true,
+		effect: "Flagds are left out"},
 }
 
 // FromCluster builds the topology from the objects of a cluster, read with

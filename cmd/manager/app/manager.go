@@ -140,6 +140,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		ctrlOpts.FlagSetListener = m.Sync
 	}
 	// --- end sync server ---
+	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
+	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
+	ctrlOpts.Namespaces = o.Namespaces
 	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
 	if err != nil {
 		m.unregister()
@@ -177,6 +180,22 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return m, nil
+}
+
+// flagdOptions are the settings of Flagds: the --flagd-* flags, over the
+// settings the sidecar is injected with (a Flagd's container is computed as
+// the sidecar is), whether or not the webhooks run.
+func flagdOptions(o Options, sync *syncserver.Server) workflows.FlagdOptions {
+	fo := o.Flagd
+	fo.Injection = o.Admission.Injection
+	fo.Injection.Sidecar = o.Sidecar
+	fo.Injection.InProcess = o.InProcess
+	if sync != nil && fo.Injection.SyncServerHeaders == nil {
+		if tokens := sync.NamespaceTokens(); tokens != nil {
+			fo.Injection.SyncServerHeaders = tokens.HeadersFor
+		}
+	}
+	return fo
 }
 
 // Start runs the manager until ctx is done. It can be called once.

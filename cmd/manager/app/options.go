@@ -91,6 +91,15 @@ type Options struct {
 	// with namespace tokens a key Secret, that the install manifests provide.
 	Sync syncserver.Config
 
+	// Flagd are the settings of the Flagd kind (--flagd-* flags); its
+	// Injection is filled in from the sidecar's, admission's and the sync
+	// server's settings.
+	Flagd workflows.FlagdOptions
+	// GatewayAPIPoll is how often to look for Gateway API's CRDs
+	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
+	// zero. Not a flag: tests shorten it.
+	GatewayAPIPoll time.Duration
+
 	// Registry receives flagplane's metrics; controller-runtime's
 	// metrics.Registry, which the metrics endpoint serves, when nil. Tests
 	// that run a second manager in one process give it a registry of its own.
@@ -113,6 +122,7 @@ func DefaultOptions() Options {
 		Webhooks:               true,
 		Admission:              webhooks.DefaultOptions(),
 		Sync:                   syncDefaults(),
+		Flagd:                  workflows.DefaultFlagdOptions(),
 	}
 }
 
@@ -148,6 +158,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindQuantity(fs, "sidecar-cpu-limit", corev1.ResourceCPU, true, "CPU limit of the sidecar where a source sets none")
 	o.bindQuantity(fs, "sidecar-ram-limit", corev1.ResourceMemory, true, "memory limit of the sidecar where a source sets none")
 	o.bindOFOFlags(fs)
+	o.bindFlagdFlags(fs)
 	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "serve the admission webhooks (Pod injection, FeatureFlag and FeatureFlagSource validation)")
 	o.Admission.BindFlags(fs)
 	o.Sync.BindFlags(fs)
@@ -184,6 +195,7 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("sidecar flags: %w", err))
 	}
 	errs = append(errs, o.validateOFO()...)
+	errs = append(errs, o.validateFlagd()...)
 	if o.Webhooks {
 		wo := o.Admission
 		wo.Injection.Sidecar = workflows.DefaultSidecarOptions() // o.Sidecar is checked above

@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+)
+
+// FlagdOptions are the operator-wide settings of the Flagd kind, set once
+// from the manager's flags (--flagd-image, --flagd-port, ...): the
+// OpenFeature Operator's flagdConfiguration. The settings of a Flagd's
+// FeatureFlagSource override them where it makes them (a value other than
+// the API's default), as they override the sidecar's.
+type FlagdOptions struct {
+	// Injection are the options the sidecar is computed with (resources,
+	// env var prefix, evaluator, log format, probes, image pull secrets, the
+	// sync server and its credentials...): a Flagd's container is the
+	// sidecar's, computed by the same code, with the image, ports and debug
+	// logging below.
+	Injection InjectionOptions
+	// Image and Tag of flagd; the sidecar's where empty.
+	Image, Tag string
+	// Port, OFREPPort, SyncPort and ManagementPort are the Service's ports
+	// for flagd's evaluation, OFREP, sync and management (metrics) APIs,
+	// and flagd's own where its source sets none.
+	Port, OFREPPort, SyncPort, ManagementPort int32
+	// DebugLogging runs flagd with --debug where its source does not say.
+	DebugLogging bool
+}
+
+// Defaults of FlagdOptions: the OpenFeature Operator's flagdConfiguration.
+const (
+	DefaultFlagdPort           int32 = 8013
+	DefaultFlagdOFREPPort      int32 = 8016
+	DefaultFlagdSyncPort       int32 = 8015
+	DefaultFlagdManagementPort int32 = 8014
+)
+
+// DefaultFlagdOptions are the FlagdOptions when no flag is given.
+func DefaultFlagdOptions() FlagdOptions {
+	return FlagdOptions{
+		Injection:      DefaultInjectionOptions(),
+		Port:           DefaultFlagdPort,
+		OFREPPort:      DefaultFlagdOFREPPort,
+		SyncPort:       DefaultFlagdSyncPort,
+		ManagementPort: DefaultFlagdManagementPort,
+	}
+}
+
+// Validate reports settings that would make every Flagd's objects invalid.
+func (o FlagdOptions) Validate() error {
+	var errs []error
+	seen := map[int32]string{}
+	for _, p := range []struct {
+		name string
+		v    int32
+	}{{"port", o.Port}, {"OFREP port", o.OFREPPort}, {"sync port", o.SyncPort}, {"management port", o.ManagementPort}} {
+		if p.v < 1 || p.v > 65535 {
+			errs = append(errs, fmt.Errorf("flagd %s %d is not a port", p.name, p.v))
+			continue
+		}
+		if other, ok := seen[p.v]; ok {
+			errs = append(errs, fmt.Errorf("flagd %s and %s are both %d", other, p.name, p.v))
+		}
+		seen[p.v] = p.name
+	}
+	return errors.Join(errs...)
+}
+
+// sidecarOptions are the sidecar options a Flagd's container is computed with.
+func (o FlagdOptions) sidecarOptions() InjectionOptions {
+	io := o.Injection
+	if o.Image != "" {
+		io.Sidecar.Image = o.Image
+	}
+	if o.Tag != "" {
+		io.Sidecar.Tag = o.Tag
+	}
+	io.Sidecar.Port = o.Port
+	io.Sidecar.ManagementPort = o.ManagementPort
+	io.Sidecar.DebugLogging = o.DebugLogging
+	return io
+}

@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// FlagdChildren is what the apply step found and did for a Flagd's
+// generated objects, the input of its status besides the graph.
+type FlagdChildren struct {
+	// InPlace are the kinds (Deployment, Service, Ingress, HTTPRoute) whose
+	// object is as desired.
+	InPlace map[string]bool
+	// Pending says what is not in place yet, and why.
+	Pending []string
+	// Failed are the writes that failed.
+	Failed []string
+	// GatewayAPIMissing: an HTTPRoute is wanted and Gateway API's CRDs are
+	// not installed.
+	GatewayAPIMissing bool
+	// Deployment is the Deployment as the cache holds it, or nil.
+	Deployment *appsv1.Deployment
+}
+
+// DesiredFlagdStatus is the status a Flagd should have, from what the graph
+// wants for it (DesiredFlagd) and what its apply step found.
+func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChildren) v1beta1.FlagdStatus {
+	gen := f.Generation
+	st := *f.Status.DeepCopy()
+	st.ObservedGeneration = gen
+	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: gen}
+		if !ok {
+			c.Status = metav1.ConditionFalse
+		}
+		return c
+	}
+
+	accepted := cond(v1beta1.ConditionAccepted, true, v1beta1.ReasonAccepted, "Flagd is valid")
+	if len(objs.Invalid) > 0 {
+		accepted = cond(v1beta1.ConditionAccepted, false, v1beta1.ReasonInvalid, objs.Invalid.ToAggregate().Error())
+	}
+	meta.SetStatusCondition(&st.Conditions, accepted)
+
+	src := objs.Source.Namespace + "/" + objs.Source.Name
+	var resolved metav1.Condition
+	switch objs.SourceState {
+	case topology.RefResolved:
+		resolved = cond(v1beta1.ConditionResolvedRefs, true, v1beta1.ReasonResolvedRefs, "FeatureFlagSource "+src+" resolved")
+	case topology.RefNotPermitted:
+		resolved = cond(v1beta1.ConditionResolvedRefs, false, v1beta1.ReasonRefNotPermitted,
+			fmt.Sprintf("FeatureFlagSource %s is in another namespace and no ReferenceGrant there permits kind Flagd of namespace %s to refer to it", src, f.Namespace))
+	default:
+		resolved = cond(v1beta1.ConditionResolvedRefs, false, v1beta1.ReasonSourceNotFound, "FeatureFlagSource "+src+" does not exist")
+	}
+	meta.SetStatusCondition(&st.Conditions, resolved)
+
+	var programmed metav1.Condition
+	switch {
+	case accepted.Status != metav1.ConditionTrue:
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonInvalid, "Flagd is not accepted: its objects are left as they are")
+	case resolved.Status != metav1.ConditionTrue:
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs, "the FeatureFlagSource does not resolve (see ResolvedRefs): its objects are left as they are")
+	case objs.Unservable != "":
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs,
+			objs.Unservable+": "+summarize(objs.Warnings, 5)+"; its objects are left as they are")
+	case len(children.Failed) > 0:
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, summarize(children.Failed, 5))
+	case children.GatewayAPIMissing:
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonGatewayAPINotInstalled,
+			"spec.gatewayApiRoutes is enabled and Gateway API's HTTPRoute CRD is not installed: the HTTPRoute is created once it is")
+	case len(children.Pending) > 0:
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonPending, summarize(children.Pending, 5))
+	default:
+		msg := strings.Join(kindsInPlace(objs, children), ", ") + " in place"
+		if len(objs.Warnings) > 0 {
+			msg += "; but " + summarize(objs.Warnings, 5)
+		}
+		programmed = cond(v1beta1.ConditionProgrammed, true, v1beta1.ReasonProgrammed, msg)
+	}
+	meta.SetStatusCondition(&st.Conditions, programmed)
+
+	st.Replicas, st.ReadyReplicas = 0, 0
+	available := cond(v1beta1.ConditionAvailable, false, v1beta1.ReasonUnavailable, "no flagd Deployment")
+	if d := children.Deployment; d != nil {
+		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		msg := fmt.Sprintf("%d of %d flagd replicas ready", d.Status.ReadyReplicas, want)
+		available = cond(v1beta1.ConditionAvailable, d.Status.ReadyReplicas > 0,
+			map[bool]string{true: v1beta1.ReasonAvailable, false: v1beta1.ReasonUnavailable}[d.Status.ReadyReplicas > 0], msg)
+	}
+	meta.SetStatusCondition(&st.Conditions, available)
+
+	st.Endpoints = nil
+	for _, e := range objs.Endpoints {
+		if children.InPlace[e.Kind] {
+			st.Endpoints = append(st.Endpoints, e)
+		}
+	}
+	return st
+}
+
+// kindsInPlace lists the kinds of the generated objects, in order.
+func kindsInPlace(objs *FlagdObjects, children FlagdChildren) []string {
+	var out []string
+	for _, k := range []string{"Deployment", "Service", "Ingress", "HTTPRoute"} {
+		if children.InPlace[k] {
+			out = append(out, k)
+		}
+	}
+	if len(objs.ConfigMaps) > 0 {
+		out = append(out, fmt.Sprintf("%d ConfigMap(s)", len(objs.ConfigMaps)))
+	}
+	return out
+}
