@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -24,13 +25,14 @@ import (
 // charts/flagplane, as a user of the OpenFeature Operator's chart would run
 // it (no --namespace: the chart installs into flagplane-system, which it
 // creates), holds it to config/default's RBAC matrix, runs its manager,
-// upgrades it and uninstalls it.
+// upgrades it, rolls its replicas and uninstalls it.
 func describeHelm() {
 	chart := func() string { return filepath.Join(rootDir, "charts", "flagplane") }
 	manager := serviceAccount(systemNS, managerSA)
 	var (
-		mgr  *installedManager
-		shop string
+		mgr      *installedManager
+		shop     string
+		services map[string]*admissionregistrationv1.ServiceReference
 	)
 
 	BeforeAll(func(ctx SpecContext) {
@@ -46,6 +48,12 @@ func describeHelm() {
 
 		helm("install", "flagplane", chart())
 		waitForPolicy(ctx)
+		services = webhookServices(ctx, "flagplane-injector", "flagplane-validator")
+		// Started here, so that it runs until the last spec (a DeferCleanup
+		// in an It would stop it after that It).
+		mgr = runInstalled(ctx, systemNS, nil)
+		pointWebhooksAt(ctx, mgr.webhookBase, "flagplane-injector", "flagplane-validator")
+		shop = newNamespace(ctx, "helm-shop")
 	})
 
 	It("installs what config/default installs, and only that", func() {
@@ -75,15 +83,16 @@ func describeHelm() {
 	)
 
 	It("runs its manager: ready, elected, its caBundle kept, the samples reconciled, flagd injected", func(ctx SpecContext) {
-		mgr = runInstalled(ctx, systemNS, nil)
-		pointWebhooksAt(ctx, mgr.webhookBase, "flagplane-injector", "flagplane-validator")
-		shop = newNamespace(ctx, "helm-shop")
 		expectServing(ctx, mgr, "flagplane-validator", shop)
 	})
 
 	It("upgrades in place: every object kept, the caBundle too, and injection goes on", func(ctx SpecContext) {
 		before := objects(helm("get", "manifest", "flagplane"))
+		// The webhooks back at their Service, as installed: helm's patch
+		// would otherwise leave both a url (the suite's) and a service.
+		restoreWebhookServices(ctx, services)
 		helm("upgrade", "flagplane", chart(), "--set", "controllerManager.replicas=3,sidecarConfiguration.debugLogging=true")
+		pointWebhooksAt(ctx, mgr.webhookBase, "flagplane-injector", "flagplane-validator")
 		after := objects(helm("get", "manifest", "flagplane"))
 		Expect(slices.Sorted(maps.Keys(after))).To(Equal(slices.Sorted(maps.Keys(before))))
 		d := &appsv1.Deployment{}
@@ -111,6 +120,8 @@ func describeHelm() {
 		}).Should(Succeed())
 	})
 
+	describeRollout(func() *installedManager { return mgr }, func() string { return shop })
+
 	It("uninstalls, keeping the CRDs and so every flag set", func(ctx SpecContext) {
 		// As its Pods would be, before its namespace goes.
 		Expect(mgr.stop()).To(Succeed())
@@ -130,4 +141,60 @@ func groupOf(obj map[string]any) string {
 		return ""
 	}
 	return group
+}
+
+// webhookServices are the Service references of the webhooks of the named
+// configurations, by configuration and webhook name.
+func webhookServices(ctx context.Context, mutating, validating string) map[string]*admissionregistrationv1.ServiceReference {
+	GinkgoHelper()
+	out := map[string]*admissionregistrationv1.ServiceReference{}
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: mutating}, m)).To(Succeed())
+	for _, w := range m.Webhooks {
+		Expect(w.ClientConfig.Service).NotTo(BeNil(), w.Name)
+		out["mutating/"+mutating+"/"+w.Name] = w.ClientConfig.Service.DeepCopy()
+	}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: validating}, v)).To(Succeed())
+	for _, w := range v.Webhooks {
+		Expect(w.ClientConfig.Service).NotTo(BeNil(), w.Name)
+		out["validating/"+validating+"/"+w.Name] = w.ClientConfig.Service.DeepCopy()
+	}
+	return out
+}
+
+// restoreWebhookServices points the webhooks of webhookServices back at
+// their Services, keeping their caBundle.
+func restoreWebhookServices(ctx context.Context, services map[string]*admissionregistrationv1.ServiceReference) {
+	GinkgoHelper()
+	for key, svc := range services {
+		kind, rest, _ := strings.Cut(key, "/")
+		name, webhook, _ := strings.Cut(rest, "/")
+		Eventually(func(g Gomega) {
+			var obj client.Object
+			var configs []*admissionregistrationv1.WebhookClientConfig
+			if kind == "mutating" {
+				m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, m)).To(Succeed())
+				for i := range m.Webhooks {
+					if m.Webhooks[i].Name == webhook {
+						configs = append(configs, &m.Webhooks[i].ClientConfig)
+					}
+				}
+				obj = m
+			} else {
+				v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, v)).To(Succeed())
+				for i := range v.Webhooks {
+					if v.Webhooks[i].Name == webhook {
+						configs = append(configs, &v.Webhooks[i].ClientConfig)
+					}
+				}
+				obj = v
+			}
+			g.Expect(configs).To(HaveLen(1), key)
+			configs[0].URL, configs[0].Service = nil, svc.DeepCopy()
+			g.Expect(k8s.Update(ctx, obj)).To(Succeed())
+		}).Should(Succeed())
+	}
 }
