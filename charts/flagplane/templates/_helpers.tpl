@@ -142,6 +142,19 @@ operator-level settings, one flag each (docs/openfeature-operator.md).
 {{- end }}
 {{- if not (kindIs "invalid" $p.cache.type) }}{{ $flags = append $flags (printf "--in-process-cache=%v" $p.cache.type) }}{{ end }}
 {{- if not (kindIs "invalid" $p.cache.size) }}{{ $flags = append $flags (printf "--in-process-cache-max-size=%v" $p.cache.size) }}{{ end }}
+{{- $f := .Values.flagdConfiguration -}}
+{{- range $value, $flag := dict
+  "port" "--flagd-port"
+  "ofrepPort" "--flagd-ofrep-port"
+  "syncPort" "--flagd-sync-port"
+  "managementPort" "--flagd-management-port"
+  "debugLogging" "--flagd-debug-logging" }}
+{{- if not (kindIs "invalid" (index $f $value)) }}
+{{- $flags = append $flags (printf "%s=%v" $flag (index $f $value)) }}
+{{- end }}
+{{- end }}
+{{- with $f.image.repository }}{{ $flags = append $flags (printf "--flagd-image=%s" .) }}{{ end }}
+{{- with $f.image.tag }}{{ $flags = append $flags (printf "--flagd-tag=%s" .) }}{{ end }}
 {{- with .Values.imagePullSecrets }}
 {{- $names := list }}
 {{- range . }}{{ $names = append $names .name }}{{ end }}
