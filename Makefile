@@ -1,8 +1,9 @@
 # flagplane — build, generate, test.
 #
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
-# controller-gen, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl. Each binary is
-# built once per machine and rebuilt when its pinned version changes.
+# controller-gen, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+# helm and crane. Each binary is built once per machine and rebuilt when its pinned
+# version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -31,6 +32,16 @@ FLAGD_PROVIDER_VERSION := $(shell awk '$$1=="github.com/open-feature/go-sdk-cont
 GATEWAY_API_VERSION := v1.7.0
 GATEWAY_API_GO := go1.27.0
 GATEWAY_API_STAMP := $(BIN)/.gateway-api-$(GATEWAY_API_VERSION)
+
+# helm (charts/flagplane: lint, template, the install suite's helm install) and
+# crane (pushing the image), from wrapper modules like kubectl's.
+HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
+CRANE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/google/go-containerregistry" {print $$3}' hack/tools/crane/go.mod)
+# The Kubernetes version helm assumes without a cluster (helm template, lint):
+# its client-go's, as helm's own Makefile sets it.
+HELM_KUBE_MINOR := $(shell awk '$$1=="k8s.io/client-go" {split($$2, v, "."); print v[2]}' hack/tools/helm/go.mod)
+HELM_STAMP := $(BIN)/.helm-$(HELM_VERSION)-kube1.$(HELM_KUBE_MINOR)
+CRANE_STAMP := $(BIN)/.crane-$(CRANE_VERSION)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
@@ -68,16 +79,17 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package.
+manifests: $(CONTROLLER_GEN) $(HELM_STAMP) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package; keep config/ and charts/flagplane one source (hack/manifests).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=flagplane-manager paths=./... output:rbac:artifacts:config=config/rbac
+	go run ./hack/manifests -helm $(BIN)/helm
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated code or manifests differ from what is committed.
-	@changed=$$(git status --porcelain -- api config); \
+	@changed=$$(git status --porcelain -- api config charts); \
 	if [ -n "$$changed" ]; then \
 	  echo "generated files differ from what is committed: run 'make generate manifests' and commit the result" >&2; \
-	  echo "$$changed" >&2; git --no-pager diff -- api config | head -40 >&2; exit 1; fi
+	  echo "$$changed" >&2; git --no-pager diff -- api config charts | head -40 >&2; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -94,6 +106,36 @@ install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
 .PHONY: build
 build: ## Build the flagplane binaries into bin/: manager (the operator) and flagplane (the CLI: topology dumps).
 	go build -o $(BIN)/ ./cmd/...
+
+##@ Image
+
+# The manager's OCI image, built without a container engine (hack/image, on
+# go-containerregistry): the static manager binary on an empty base, run as
+# 65532 (non-root), with OCI labels. Reproducible: the same commit gives the
+# same digest (every timestamp is the commit's time, the binary is built with
+# -trimpath). It is written as an OCI image layout into IMAGE_DIR; push it
+# with `make image-push` (crane) or skopeo (README, Install).
+IMAGE ?= flagplane:dev
+IMAGE_DIR ?= $(CURDIR)/dist/image
+IMAGE_ARCH ?= $(shell go env GOARCH)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_BINARY := $(IMAGE_DIR)-bin/manager-linux-$(IMAGE_ARCH)
+
+.PHONY: image
+image: ## Build the manager's image (IMAGE=<registry>/flagplane:<tag>, default flagplane:dev) into IMAGE_DIR (dist/image, an OCI layout); prints its digest.
+	@mkdir -p $(dir $(IMAGE_BINARY))
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath \
+	  -ldflags "-s -w -buildid= -X main.version=$(VERSION)" -o $(IMAGE_BINARY) ./cmd/manager
+	@cd hack/image && go run . -binary $(IMAGE_BINARY) -o $(IMAGE_DIR) -name $(IMAGE) -arch $(IMAGE_ARCH) \
+	  -version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH) \
+	  -source https://github.com/flagplane/flagplane > $(IMAGE_DIR).digest
+	@echo "image $(IMAGE) $$(cat $(IMAGE_DIR).digest) (version $(VERSION)), OCI layout in $(IMAGE_DIR)"
+
+.PHONY: image-push
+image-push: image $(CRANE_STAMP) ## Push the image to IMAGE (<registry>/flagplane:<tag>) with crane, with the credentials of your docker config.
+	$(BIN)/crane push $(IMAGE_DIR) $(IMAGE)
 
 ##@ Try it
 
@@ -116,7 +158,28 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet controlplane test-unit test-integration ## Everything: generated-file check, vet, unit and integration tests.
+test: verify-generated vet controlplane test-chart test-unit test-integration ## Everything: generated-file check, vet, the chart's lint and renders, unit and integration tests.
+
+# Value sets the chart is linted and rendered with: its defaults, every
+# component, cert-manager with an issuer of your own, and the
+# namespace-scoped mode (the team's part, the administrator's part, both).
+CHART_VALUE_SETS := \
+	"" \
+	"certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
+	"sync.enabled=false,certManager.enabled=true,certManager.issuerRef.kind=ClusterIssuer,certManager.issuerRef.name=ca" \
+	"namespaced.enabled=true" \
+	"namespaced.enabled=true,namespaced.clusterObjects=false,certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
+	"namespaced.enabled=true,namespaced.teamObjects=false,namespaced.extraNamespaces={team-a-jobs}"
+
+.PHONY: test-chart
+test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with its defaults and other value sets.
+	@for set in $(CHART_VALUE_SETS); do \
+	  args=""; if [ -n "$$set" ]; then args="--set $$set"; fi; \
+	  echo ">> helm lint / template charts/flagplane $$args"; \
+	  $(BIN)/helm lint --strict charts/flagplane --namespace flagplane-system $$args >/dev/null || \
+	    { $(BIN)/helm lint --strict charts/flagplane --namespace flagplane-system $$args; exit 1; }; \
+	  $(BIN)/helm template flagplane charts/flagplane --namespace flagplane-system $$args >/dev/null; \
+	done
 
 # Packages under test/ that need no control plane (plain Go tests): they
 # run with the unit tests.
@@ -164,6 +227,29 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 	@echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))"
 	cd $(SDKCLIENT_DIR) && GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
 	@rm -f $(BIN)/.sdkclient-* && touch $@
+
+##@ Tools (built from Go modules into bin/)
+
+.PHONY: helm
+helm: $(HELM_STAMP) ## Build helm into bin/.
+
+.PHONY: crane
+crane: $(CRANE_STAMP) ## Build crane into bin/.
+
+$(HELM_STAMP): hack/tools/helm/go.mod
+	@mkdir -p $(BIN)
+	@echo ">> building helm $(HELM_VERSION) (about 3 minutes cold)"
+	cd hack/tools/helm && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
+	  -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+	@rm -f $(BIN)/.helm-* && touch $@
+
+$(CRANE_STAMP): hack/tools/crane/go.mod
+	@mkdir -p $(BIN)
+	@echo ">> building crane $(CRANE_VERSION) (about a minute cold)"
+	cd hack/tools/crane && go build -trimpath -ldflags "-s -w" -o $(BIN)/crane github.com/google/go-containerregistry/cmd/crane
+	@rm -f $(BIN)/.crane-* && touch $@
 
 ##@ Control plane (built from Go modules into bin/)
 

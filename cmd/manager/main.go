@@ -3,7 +3,7 @@
 // ConfigMaps, status and RBAC that follow from it.
 //
 // It watches the whole cluster by default, or only the namespaces of
-// --namespaces; run with -h for every flag.
+// --namespaces; run with -h for every flag, --version for its version.
 package main
 
 import (
@@ -17,6 +17,9 @@ import (
 	"github.com/flagplane/flagplane/cmd/manager/app"
 )
 
+// version is set at build time (`make image`: -ldflags -X main.version=...).
+var version = "dev"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "flagplane:", err)
@@ -29,8 +32,14 @@ func run() error {
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
+	printVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *printVersion {
+		fmt.Println("flagplane manager", version)
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.Log.Info("flagplane manager", "version", version)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -19,10 +19,13 @@ import (
 // then install config/namespaced for a team (namespaced_test.go).
 // ContinueOnFailure: a failed row of the RBAC matrix does not hide the others.
 var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
+	Describe("every combination of config/components", describeCombinations)
 	Describe("config/default", Ordered, describeDefault)
 	Describe("the manager with the RBAC and the admission policy of config/default", Ordered, describeManager)
 	Describe("the manager's misuse, refused by config/default's admission policy", Ordered, describePolicy)
-	Describe("config/namespaced", Ordered, describeNamespaced)
+	Describe("config/default with every component", Ordered, describeFullest)
+	Describe("the namespace-scoped mode, for two teams (config/namespaced; Helm)", Ordered, describeNamespaced)
+	Describe("helm install of charts/flagplane, instead of config/default", Ordered, describeHelm)
 })
 
 // describeDefault applies config/default, as a platform team would, and
@@ -118,7 +121,44 @@ func describeDefault() {
 		func(want bool, args ...string) {
 			Expect(canI(manager, args...)).To(Equal(want), "kubectl auth can-i %s", strings.Join(args, " "))
 		},
-		// flag sets, sources and in-process configurations: read everywhere, status only
+		managerMatrix(),
+	)
+
+	It("turns the built-in sync server on, so that flagd-proxy sources work: its Service, its flags, a key Secret the manager keeps", func(ctx SpecContext) {
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-sync"}, svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Port", int32(8015)), HaveField("TargetPort.StrVal", "sync"))))
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-manager"}, dep)).To(Succeed())
+		c := dep.Spec.Template.Spec.Containers[0]
+		Expect(c.Args).To(ContainElements("--sync-bind-address=:8015",
+			"--sync-namespace-token-key-secret=flagplane-sync-keys",
+			"--sync-server-address=flagplane-sync.$(POD_NAMESPACE).svc:8015"))
+		Expect(c.Ports).To(ContainElement(HaveField("Name", "sync")))
+		Expect(dep.Spec.Template.Spec.Volumes).To(BeEmpty(), "no Secret to create beforehand: the manager makes it")
+	})
+
+	It("lets namespace editors manage flags and viewers read them, through the aggregated roles", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
+		for _, r := range []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev", "flagds.core.openfeature.dev"} {
+			Eventually(func() bool { return canI("alice", "create", r, "-n", ns) }).Should(BeTrue(), "alice may create %s", r)
+			Expect(canI("alice", "delete", r, "-n", ns)).To(BeTrue())
+			Eventually(func() bool { return canI("bob", "list", r, "-n", ns) }).Should(BeTrue(), "bob may list %s", r)
+			Expect(canI("bob", "create", r, "-n", ns)).To(BeFalse())
+			Expect(canI("alice", "create", r, "-n", "default")).To(BeFalse(), "only in her namespace")
+		}
+		Expect(canI("alice", "update", "featureflags.core.openfeature.dev", "--subresource=status", "-n", ns)).To(BeFalse(),
+			"status is flagplane's to write")
+	})
+}
+
+// managerMatrix is what the cluster-wide manager's ServiceAccount may and
+// may not do (`kubectl auth can-i`): config/default's and the chart's
+// install are held to the same rows.
+func managerMatrix() []TableEntry {
+	return []TableEntry{
 		Entry("may list FeatureFlags in every namespace", true, "list", "featureflags.core.openfeature.dev", "-A"),
 		Entry("may watch FeatureFlagSources in every namespace", true, "watch", "featureflagsources.core.openfeature.dev", "-A"),
 		Entry("may watch InProcessConfigurations in every namespace", true, "watch", "inprocessconfigurations.core.openfeature.dev", "-A"),
@@ -215,34 +255,5 @@ func describeDefault() {
 		Entry("may not get Nodes", false, "get", "nodes"),
 		Entry("may not create CRDs", false, "create", "customresourcedefinitions.apiextensions.k8s.io"),
 		Entry("is not cluster-admin", false, "*", "*"),
-	)
-
-	It("turns the built-in sync server on, so that flagd-proxy sources work: its Service, its flags, a key Secret the manager keeps", func(ctx SpecContext) {
-		svc := &corev1.Service{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-sync"}, svc)).To(Succeed())
-		Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Port", int32(8015)), HaveField("TargetPort.StrVal", "sync"))))
-		dep := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-manager"}, dep)).To(Succeed())
-		c := dep.Spec.Template.Spec.Containers[0]
-		Expect(c.Args).To(ContainElements("--sync-bind-address=:8015",
-			"--sync-namespace-token-key-secret=flagplane-sync-keys",
-			"--sync-server-address=flagplane-sync.$(POD_NAMESPACE).svc:8015"))
-		Expect(c.Ports).To(ContainElement(HaveField("Name", "sync")))
-		Expect(dep.Spec.Template.Spec.Volumes).To(BeEmpty(), "no Secret to create beforehand: the manager makes it")
-	})
-
-	It("lets namespace editors manage flags and viewers read them, through the aggregated roles", func(ctx SpecContext) {
-		ns := newNamespace(ctx, "team")
-		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
-		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
-		for _, r := range []string{"featureflags.core.openfeature.dev", "featureflagsources.core.openfeature.dev", "inprocessconfigurations.core.openfeature.dev", "flagds.core.openfeature.dev"} {
-			Eventually(func() bool { return canI("alice", "create", r, "-n", ns) }).Should(BeTrue(), "alice may create %s", r)
-			Expect(canI("alice", "delete", r, "-n", ns)).To(BeTrue())
-			Eventually(func() bool { return canI("bob", "list", r, "-n", ns) }).Should(BeTrue(), "bob may list %s", r)
-			Expect(canI("bob", "create", r, "-n", ns)).To(BeFalse())
-			Expect(canI("alice", "create", r, "-n", "default")).To(BeFalse(), "only in her namespace")
-		}
-		Expect(canI("alice", "update", "featureflags.core.openfeature.dev", "--subresource=status", "-n", ns)).To(BeFalse(),
-			"status is flagplane's to write")
-	})
+	}
 }

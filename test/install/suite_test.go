@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,6 +201,20 @@ type runningManager struct {
 	metricsAddr, probeAddr string
 	cancel                 context.CancelFunc
 	done                   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// stop stops the manager and waits until it has; it returns what Start
+// returned. It may be called more than once (the spec's cleanup calls it).
+func (rm *runningManager) stop() error {
+	GinkgoHelper()
+	rm.stopOnce.Do(func() {
+		rm.cancel()
+		Eventually(rm.done, time.Minute).Should(Receive(&rm.stopErr))
+	})
+	return rm.stopErr
 }
 
 // startManager builds the manager with opts (addresses are chosen here) and
@@ -217,12 +232,7 @@ func startManager(cfg *rest.Config, metricsHost string, opts app.Options) *runni
 	rm := &runningManager{Manager: m, metricsAddr: opts.MetricsBindAddress, probeAddr: opts.HealthProbeBindAddress,
 		cancel: cancel, done: make(chan error, 1)}
 	go func() { rm.done <- m.Start(ctx) }()
-	DeferCleanup(func() {
-		rm.cancel()
-		var err error
-		Eventually(rm.done, time.Minute).Should(Receive(&err))
-		Expect(err).NotTo(HaveOccurred())
-	})
+	DeferCleanup(func() { Expect(rm.stop()).To(Succeed()) })
 	return rm
 }
 

@@ -169,6 +169,16 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			m.unregister()
 			return nil, fmt.Errorf("setting up admission: %w", err)
 		}
+		// Ready only once the webhook server answers TLS: with certificates
+		// from a Secret (cert-manager) it starts only when they are there.
+		// An update then waits for a replica that serves admission before
+		// it stops an old one.
+		if ws, ok := m.GetWebhookServer().(*webhook.DefaultServer); ok {
+			if err := m.AddReadyzCheck("webhook-server", ws.StartedChecker()); err != nil {
+				m.unregister()
+				return nil, fmt.Errorf("adding the webhook server's readiness check: %w", err)
+			}
+		}
 	}
 
 	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -161,6 +161,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindFlagdFlags(fs)
 	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "serve the admission webhooks (Pod injection, FeatureFlag and FeatureFlagSource validation)")
 	o.Admission.BindFlags(fs)
+	// A namespace-scoped manager's webhook configurations are its team's
+	// (flagplane-injector-<namespace>, ...): several teams' configurations
+	// live side by side in the cluster.
+	fs.StringVar(&o.Admission.MutatingWebhookConfiguration, "mutating-webhook-configuration", o.Admission.MutatingWebhookConfiguration,
+		"MutatingWebhookConfiguration whose caBundle the manager keeps (self-managed certificates)")
+	fs.StringVar(&o.Admission.ValidatingWebhookConfiguration, "validating-webhook-configuration", o.Admission.ValidatingWebhookConfiguration,
+		"ValidatingWebhookConfiguration whose caBundle the manager keeps (self-managed certificates)")
 	o.Sync.BindFlags(fs)
 }
 

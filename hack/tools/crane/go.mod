@@ -1,0 +1,24 @@
+// Module crane wraps github.com/google/go-containerregistry so that crane is
+// built from the Go module proxy into bin/: it pushes the image `make image`
+// writes (an OCI layout) to a registry.
+module github.com/flagplane/flagplane/hack/tools/crane
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/docker/cli v29.7.2+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	gotest.tools/v3 v3.5.2 // indirect
+)
