@@ -188,6 +188,8 @@ TEST_LIBRARIES := ./test/faultproxy
 # callbacks, queues, graph snapshots read while written) and its API-call
 # accounting. The others run without it, to keep CI's time in proportion.
 RACE_SUITES := ./test/reconcile ./test/accounting
+# Plain Go tests under test/ (no Ginkgo flags): the image, built by make image.
+PLAIN_TESTS := ./test/image
 
 .PHONY: test-unit
 test-unit: ## Unit, golden and property tests of the pure packages, with the race detector.
@@ -196,7 +198,8 @@ test-unit: ## Unit, golden and property tests of the pure packages, with the rac
 .PHONY: test-integration
 test-integration: controlplane realclients ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v $(GINKGO_FLAGS)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v $(GINKGO_FLAGS)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
 
 .PHONY: bench
 bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node.
