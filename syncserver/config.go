@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -225,7 +226,7 @@ func (c Config) keySecret() (namespace, name string) {
 // to the controllers as their controllers.Options.FlagSetListener. With
 // NamespaceTokenKeySecret it reads (or creates) the Secret with mgr's
 // API reader and client, within ctx.
-func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
+func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, flagSets *flagsets.Validator, ready func() bool, observer Observer) (*Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -272,6 +273,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 		Ready:            ready,
 		Observer:         observer,
 		Log:              mgr.GetLogger(),
+		FlagSets:         flagSets,
 	})
 	if err != nil {
 		return nil, err
