@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/flagplane/flagplane/topology"
-
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
