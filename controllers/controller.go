@@ -50,6 +50,11 @@ type Options struct {
 	GrantCRDPoll time.Duration
 	// Flagd are the settings of the Flagd kind.
 	Flagd workflows.FlagdOptions
+	// Settings are the operator-wide inputs of the workflows: the flag-set
+	// validator, the metadata of generated objects, the options the webhook
+	// injects with. nil is workflows.DefaultSettings. Topology, when set,
+	// must have been made with Settings.FlagSets.TopologyOptions.
+	Settings *workflows.Settings
 	// Namespaces the manager's cache is restricted to (empty: all), for the
 	// caches the controllers start themselves (HTTPRoutes).
 	Namespaces []string
@@ -144,9 +149,16 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.GrantCRDPoll <= 0 {
 		opts.GrantCRDPoll = 15 * time.Second
 	}
+	if opts.Settings == nil {
+		s := workflows.DefaultSettings()
+		opts.Settings = &s
+	}
+	settings := *opts.Settings
+	// A Flagd's objects carry the operator's metadata like every generated object.
+	opts.Flagd.Generated = settings.Generated
 	topo := opts.Topology
 	if topo == nil {
-		topo = topology.New(workflows.TopologyOptions()...)
+		topo = topology.New(settings.FlagSets.TopologyOptions()...)
 	}
 	c := &Controller{
 		topo:   topo,
@@ -163,12 +175,12 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	events := mgr.GetEventRecorder("flagplane")
-	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Writes: writes("ConfigMap"), Events: events,
+	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.statusWF = &workflows.StatusUpdater{Client: c.client, Writes: writes("status"), Events: events, Failures: &c.failures}
-	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Writes: writes("RBAC"), Events: events,
+	c.statusWF = &workflows.StatusUpdater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
+	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
+	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)

@@ -4,6 +4,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // EmptyFlagSet is what the server serves for a flag set that does not exist
@@ -14,20 +15,20 @@ const EmptyFlagSet = `{"flags":{}}`
 // served is what a flag set serves in a view: the flagd JSON document that
 // the ConfigMaps of file-mode consumers hold too (workflows.RenderFlagSet), or
 // EmptyFlagSet when it does not exist. ok is false when the flag set is
-// invalid: the caller keeps serving its last valid content, as the
+// invalid (by val): the caller keeps serving its last valid content, as the
 // ConfigMaps keep theirs.
-func served(v *topology.View, flagSet topology.Key) (content string, exists, ok bool) {
+func served(v *topology.View, flagSet topology.Key, val *flagsets.Validator) (content string, exists, ok bool) {
 	ff, found := v.FlagSet(flagSet)
 	if !found {
 		return EmptyFlagSet, false, true
 	}
-	content, ok = render(ff)
+	content, ok = render(ff, val)
 	return content, true, ok
 }
 
 // render renders and validates a FeatureFlag.
-func render(ff *v1beta1.FeatureFlag) (string, bool) {
-	if err := workflows.ValidateFlagSet(ff); err != nil {
+func render(ff *v1beta1.FeatureFlag, val *flagsets.Validator) (string, bool) {
+	if err := val.Validate(ff); err != nil {
 		return "", false
 	}
 	content, err := workflows.RenderFlagSet(ff)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Snapshotter gives views of the topology; *topology.Topology is one.
@@ -92,6 +93,8 @@ type flagSetState struct {
 // subscriber can never be offered an older state after a newer one.
 type hub struct {
 	topo Snapshotter
+	// flagSets tells which flag sets can be served.
+	flagSets *flagsets.Validator
 
 	mu      sync.Mutex
 	subs    map[topology.Key]*subscriberSet
@@ -110,13 +113,14 @@ type hub struct {
 	publishes   atomic.Uint64
 }
 
-func newHub(topo Snapshotter) *hub {
+func newHub(topo Snapshotter, flagSets *flagsets.Validator) *hub {
 	return &hub{
-		topo:    topo,
-		subs:    map[topology.Key]*subscriberSet{},
-		states:  map[topology.Key]*flagSetState{},
-		pending: map[topology.Key]struct{}{},
-		kick:    make(chan struct{}, 1),
+		topo:     topo,
+		flagSets: flagSets,
+		subs:     map[topology.Key]*subscriberSet{},
+		states:   map[topology.Key]*flagSetState{},
+		pending:  map[topology.Key]struct{}{},
+		kick:     make(chan struct{}, 1),
 
 		renderings: map[topology.Key]rendering{},
 	}
@@ -332,7 +336,7 @@ func (h *hub) served(v *topology.View, flagSet topology.Key) (content string, ex
 		return r.content, true, r.valid
 	}
 	h.renders.Add(1)
-	content, valid = render(ff)
+	content, valid = render(ff, h.flagSets)
 	h.renderings[flagSet] = rendering{ff: ff, content: content, valid: valid}
 	return content, true, valid
 }

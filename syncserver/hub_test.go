@@ -26,7 +26,7 @@ func TestOffersCoalesceToTheNewest(t *testing.T) {
 func TestHubBookkeeping(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo)
+	h := newHub(w.topo, nil)
 	checkout := topology.FlagSetKey("shop", "checkout")
 	w.flagSet("shop", "checkout", "off")
 
@@ -54,7 +54,7 @@ func TestHubBookkeeping(t *testing.T) {
 func TestHubRendersEachObjectOnce(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo)
+	h := newHub(w.topo, nil)
 	checkout := topology.FlagSetKey("shop", "checkout")
 	ff := w.flagSet("shop", "checkout", "off")
 	for range 50 {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Defaults of Options.
@@ -96,6 +97,11 @@ type Options struct {
 
 	// Log receives the server's logs.
 	Log logr.Logger
+
+	// FlagSets tells which flag sets can be served (the controllers'
+	// validator, so that the server and the ConfigMaps agree); nil is a
+	// non-strict one.
+	FlagSets *flagsets.Validator
 }
 
 // Server is flagplane's flagd sync server: flagd.sync.v1.FlagSyncService
@@ -133,7 +139,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.KeepaliveTimeout = orDefault(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	opts.MaxConnectionAgeGrace = orDefault(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	opts.MaxStreamsPerConnection = orDefault(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
-	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
+	s := &Server{opts: opts, hub: newHub(topo, opts.FlagSets), log: opts.Log.WithName("syncserver")}
 	s.stopping, s.stopStreams = context.WithCancel(context.Background())
 	if opts.TLSCertFile != "" {
 		s.tls = &certReloader{certFile: opts.TLSCertFile, keyFile: opts.TLSKeyFile}
@@ -430,7 +436,7 @@ func (s *Server) FetchAllFlags(ctx context.Context, req *syncv1.FetchAllFlagsReq
 	if err != nil {
 		return nil, err
 	}
-	content, _, valid := served(v, flagSet)
+	content, _, valid := served(v, flagSet, s.opts.FlagSets)
 	if !valid {
 		var ok bool
 		if content, ok = s.hub.lastValid(flagSet); !ok {

@@ -128,7 +128,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 	f.mutator = &PodMutator{
 		Graph:        g,
 		Resolver:     workflows.Owners{Reader: cache},
-		ConfigMaps:   NewConfigMapEnsurer(cache, api, api),
+		ConfigMaps:   NewConfigMapEnsurer(cache, api, api, workflows.DefaultSettings()),
 		Options:      workflows.DefaultInjectionOptions(),
 		WorkloadWait: time.Second,
 	}

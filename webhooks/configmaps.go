@@ -26,9 +26,10 @@ import (
 // Concurrent pods of one workload make one write; a ConfigMap written in the
 // last ten seconds is not written again while the cache catches up.
 type ConfigMapEnsurer struct {
-	cache  client.Reader
-	client client.Client
-	live   client.Reader
+	cache    client.Reader
+	client   client.Client
+	live     client.Reader
+	settings workflows.Settings
 
 	group singleflight.Group
 	mu    sync.Mutex
@@ -37,9 +38,10 @@ type ConfigMapEnsurer struct {
 
 // NewConfigMapEnsurer reads from cache and writes with c; live reads from the
 // API server whether a ConfigMap of a generated name that the cache does not
-// hold is flagplane's (it is never taken over otherwise).
-func NewConfigMapEnsurer(cache client.Reader, c client.Client, live client.Reader) *ConfigMapEnsurer {
-	return &ConfigMapEnsurer{cache: cache, client: c, live: live, done: map[client.ObjectKey]time.Time{}}
+// hold is flagplane's (it is never taken over otherwise); settings are the
+// controllers' (how flag sets are validated, what generated objects carry).
+func NewConfigMapEnsurer(cache client.Reader, c client.Client, live client.Reader, settings workflows.Settings) *ConfigMapEnsurer {
+	return &ConfigMapEnsurer{cache: cache, client: c, live: live, settings: settings, done: map[client.ObjectKey]time.Time{}}
 }
 
 // errNoValidContent: the flag set was never valid, so there is nothing to write.
@@ -66,7 +68,7 @@ func (e *ConfigMapEnsurer) Ensure(ctx context.Context, v *topology.View, key top
 	}
 	_, err, _ := e.group.Do(ok.String(), func() (any, error) {
 		applied := false
-		r := &workflows.ConfigMapReconciler{Client: e.client, Live: e.live, Writes: func(verb string) {
+		r := &workflows.ConfigMapReconciler{Client: e.client, Live: e.live, Settings: e.settings, Writes: func(verb string) {
 			if verb == "apply" || verb == "create" {
 				applied = true
 			}

@@ -33,7 +33,7 @@
 //
 // # The validating webhooks
 //
-// FeatureFlag: workflows.ValidateFlagSpec, the semantic rules plus flagd's
+// FeatureFlag: flagsets.ValidateFlagSpec, the semantic rules plus flagd's
 // JSON schema. FeatureFlagSource: reference and URI syntax per provider,
 // ports, env var names, resources, the securityContext annotation. Both deny
 // with an Invalid status whose causes are field paths, the way the API

@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks/certs"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Paths the webhooks are served at; config/webhook points the
@@ -90,9 +91,14 @@ type Options struct {
 	// FlagsValidation validates FeatureFlags on admission (default true;
 	// the OpenFeature Operator's managerConfig.flagsValidationEnabled).
 	FlagsValidation bool
-	// StrictValidation refuses FeatureFlags with warnings; the manager sets
-	// it from --strict-validation, with workflows.SetStrictValidation.
-	StrictValidation bool
+	// FlagSets validates flag sets: the FeatureFlag webhook refuses those
+	// with warnings when it is strict (--strict-validation), and the
+	// ConfigMaps written on admission hold only valid content. The manager
+	// passes the controllers' validator; nil is a non-strict one.
+	FlagSets *flagsets.Validator
+	// Generated are the labels and annotations of the ConfigMaps written on
+	// admission (--labels, --annotations), as the controllers write them.
+	Generated workflows.GeneratedMetadata
 }
 
 // DefaultOptions are the options of a manager started without flags.
@@ -167,9 +173,10 @@ type Admission struct {
 
 // Setup registers flagplane's admission with mgr: the three webhooks on
 // mgr's webhook server, the certificate manager (self-managed mode), the
-// healer, and a readiness check that the certificate is served. It sets the
-// process-wide injection options (workflows.SetInjectionOptions) so that
-// rollouts follow what the webhook injects. The graph g is the controllers'.
+// healer, and a readiness check that the certificate is served. The graph g
+// is the controllers', which must have been given the same injection
+// options (workflows.Settings.Injection) so that rollouts follow what the
+// webhook injects.
 func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admission, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -184,7 +191,6 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	if o.HealBackoff <= 0 {
 		o.HealBackoff = def.HealBackoff
 	}
-	workflows.SetInjectionOptions(o.Injection)
 	a := &Admission{}
 	srv := mgr.GetWebhookServer()
 
@@ -218,14 +224,15 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	resolver := workflows.Owners{Reader: mgr.GetCache()}
 	admissions := &EmptyAdmissions{}
 	a.PodMutator = &PodMutator{
-		Admissions:   admissions,
-		Graph:        g,
-		Resolver:     resolver,
-		ConfigMaps:   NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient(), mgr.GetAPIReader()),
+		Admissions: admissions,
+		Graph:      g,
+		Resolver:   resolver,
+		ConfigMaps: NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient(), mgr.GetAPIReader(),
+			workflows.Settings{FlagSets: o.FlagSets, Generated: o.Generated, Injection: o.Injection}),
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
 	}
-	a.FlagSetValidator = &FlagSetValidator{Strict: o.StrictValidation, Disabled: !o.FlagsValidation}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation}
 	a.SourceValidator = &SourceValidator{Graph: g}
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: a.PodMutator})
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: a.FlagSetValidator})

@@ -14,10 +14,11 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // FlagSetValidator is the FeatureFlag validating webhook: flagd's flag
-// schema plus flagplane's semantic rules (workflows.ValidateFlagSpec). It
+// schema plus flagplane's semantic rules (flagsets.ValidateFlagSpec). It
 // refuses what flagd cannot load and what the OpenFeature Operator refuses,
 // and admits what is probably a mistake with warnings, which kubectl prints
 // (refused too when Strict).
@@ -44,7 +45,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	if req.Operation == admissionv1.Update && reflect.DeepEqual(ff.Spec, old.Spec) {
 		return admission.Allowed("spec unchanged")
 	}
-	errs, warnings := workflows.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	errs, warnings := flagsets.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
 	if v.Strict {
 		return invalid(v1beta1.FeatureFlagKind, ff.Name, append(errs, warnings...), nil)
 	}

@@ -43,8 +43,8 @@ func RenderFlagSet(ff *v1beta1.FeatureFlag) (string, error) {
 }
 
 // ManagedLabels are the labels by which flagplane knows (and its informers
-// select) the objects it generates; GeneratedLabels adds the operator's
-// --labels.
+// select) the objects it generates; Settings.Generated adds
+// the operator's --labels.
 func ManagedLabels() map[string]string {
 	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
 }
@@ -55,7 +55,7 @@ func ManagedLabels() map[string]string {
 // It returns an *InvalidFlagSetError when the flag set fails validation: the
 // caller then keeps whatever the ConfigMap holds, so that bad input never
 // replaces the last good configuration.
-func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, error) {
+func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.ConfigMap, error) {
 	if !v.ConfigMapNeeded(key) {
 		return nil, nil
 	}
@@ -66,7 +66,7 @@ func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, er
 		// and the view disagreeing is a bug, not a user error.
 		return nil, fmt.Errorf("ConfigMap %s needed but flag set %s is not in the graph", key, fsKey)
 	}
-	if err := ValidateFlagSet(ff); err != nil {
+	if err := s.FlagSets.Validate(ff); err != nil {
 		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: err}
 	}
 	content, err := RenderFlagSet(ff)
@@ -78,8 +78,8 @@ func DesiredConfigMap(v *topology.View, key topology.Key) (*corev1.ConfigMap, er
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        topology.ConfigMapName(fsKey),
 			Namespace:   key.Namespace,
-			Labels:      GeneratedLabels(),
-			Annotations: GeneratedAnnotations(),
+			Labels:      s.Generated.labels(),
+			Annotations: s.Generated.annotations(),
 		},
 		Data: map[string]string{ConfigMapDataKey(fsKey): content},
 	}

@@ -26,6 +26,9 @@ import (
 type ConfigMapReconciler struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
+	// Settings are the operator's: how flag sets are validated, what
+	// generated objects carry.
+	Settings Settings
 	// Writes counts the requests that changed the cluster, by verb.
 	Writes func(verb string)
 	// Events receives a Warning on the FeatureFlag when its ConfigMap cannot be written.
@@ -71,7 +74,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		return nil
 	}
 
-	desired, err := DesiredConfigMap(v, key)
+	desired, err := DesiredConfigMap(v, key, r.Settings)
 	var invalid *InvalidFlagSetError
 	if errors.As(err, &invalid) {
 		// The FeatureFlag's status says why; the ConfigMap keeps its last
@@ -192,7 +195,7 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 		}
 		if content, ok := other.Data[dataKey]; ok && hasManagedLabel(other.Labels) {
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: GeneratedLabels(), Annotations: GeneratedAnnotations()},
+				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.labels(), Annotations: r.Settings.Generated.annotations()},
 				Data:       map[string]string{dataKey: content},
 			}
 			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {

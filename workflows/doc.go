@@ -7,6 +7,12 @@
 // InjectionFingerprint — tested with golden files, and a thin apply step that
 // compares with the cache and writes only what differs.
 //
+// The operator-wide inputs (the flag-set validator of package flagsets, the
+// metadata of generated objects, the options the webhook injects with) are
+// a Settings value made once at start: the reconcilers hold it and the pure
+// functions take it, or the part of it they need, as an argument. The
+// package keeps no process-wide mutable state.
+//
 // Workflows never decide which objects to recompute: the controllers hand
 // them the keys of a topology.Delta.
 package workflows

@@ -214,9 +214,9 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 		{Name: "sync", ContainerPort: ports.sync, Protocol: corev1.ProtocolTCP},
 	}
 
-	labels := flagdLabels(f, io.Sidecar.Tag)
+	labels := flagdLabels(f, io.Sidecar.Tag, opts.Generated)
 	owner := flagdOwner(f)
-	podAnnotations := flagdAnnotations(f)
+	podAnnotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(podAnnotations, inj.PodAnnotations)
 	var pullSecrets []corev1.LocalObjectReference
 	for _, s := range io.Sidecar.ImagePullSecrets {
@@ -224,7 +224,7 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 	}
 	out.Deployment = &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: flagdMeta(f, labels, flagdAnnotations(f), owner),
+		ObjectMeta: flagdMeta(f, labels, flagdAnnotations(f, opts.Generated), owner),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(f.Spec.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelApp: f.Name}},
@@ -240,7 +240,7 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 		},
 	}
 
-	serviceAnnotations := flagdAnnotations(f)
+	serviceAnnotations := flagdAnnotations(f, opts.Generated)
 	for k, val := range f.Annotations {
 		if k != lastAppliedAnnotation {
 			serviceAnnotations[k] = val
@@ -330,8 +330,8 @@ func flagdOwnLabels(f *v1beta1.Flagd, tag string) map[string]string {
 }
 
 // flagdLabels: the operator's --labels, then spec.labels, then flagplane's own.
-func flagdLabels(f *v1beta1.Flagd, tag string) map[string]string {
-	l := GeneratedLabels()
+func flagdLabels(f *v1beta1.Flagd, tag string, gen GeneratedMetadata) map[string]string {
+	l := gen.labels()
 	for k, val := range f.Spec.Labels {
 		if k != v1beta1.LabelManagedBy {
 			l[k] = val
@@ -343,8 +343,8 @@ func flagdLabels(f *v1beta1.Flagd, tag string) map[string]string {
 }
 
 // flagdAnnotations: the operator's --annotations, then spec.annotations.
-func flagdAnnotations(f *v1beta1.Flagd) map[string]string {
-	a := GeneratedAnnotations()
+func flagdAnnotations(f *v1beta1.Flagd, gen GeneratedMetadata) map[string]string {
+	a := gen.annotations()
 	if a == nil {
 		a = map[string]string{}
 	}
@@ -381,7 +381,7 @@ func orDefault(s, def string) string {
 
 func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts FlagdOptions) *networkingv1.Ingress {
 	spec := f.Spec.Ingress
-	annotations := flagdAnnotations(f)
+	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
 	pathType := networkingv1.PathTypePrefix
 	if spec.PathType != "" {
@@ -418,7 +418,7 @@ func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.O
 
 func desiredHTTPRoute(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts FlagdOptions) *gatewayapiv1.HTTPRoute {
 	spec := f.Spec.GatewayApiRoutes
-	annotations := flagdAnnotations(f)
+	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
 	rule := func(path string, port int32) gatewayapiv1.HTTPRouteRule {
 		return gatewayapiv1.HTTPRouteRule{

@@ -25,6 +25,10 @@ type FlagdOptions struct {
 	Port, OFREPPort, SyncPort, ManagementPort int32
 	// DebugLogging runs flagd with --debug where its source does not say.
 	DebugLogging bool
+	// Generated are the operator's labels and annotations of generated
+	// objects, which a Flagd's objects carry too (the controllers set it
+	// from their workflows.Settings).
+	Generated GeneratedMetadata
 }
 
 // Defaults of FlagdOptions: the OpenFeature Operator's flagdConfiguration.

@@ -90,7 +90,7 @@ func deriveFlagds(v *topology.View, opts FlagdOptions) flagdGolden {
 		for _, cm := range objs.ConfigMaps {
 			out.ConfigMaps = append(out.ConfigMaps, cm.Namespace+"/"+topology.ConfigMapName(cm.FlagSet()))
 		}
-		roles, bindings := DesiredRBAC(v, k)
+		roles, bindings := DesiredRBAC(v, k, testSettings.Generated)
 		out.Roles = append(out.Roles, roles...)
 		out.RoleBindings = append(out.RoleBindings, bindings...)
 		if len(objs.Warnings) > 0 {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -46,26 +46,10 @@ func (g GeneratedMetadata) Validate() error {
 	return errors.Join(errs...)
 }
 
-var generatedMetadata atomic.Pointer[GeneratedMetadata]
-
-// SetGeneratedMetadata sets, process-wide, the labels and annotations of
-// the objects flagplane generates. The manager calls it once, at start.
-func SetGeneratedMetadata(g GeneratedMetadata) {
-	g.Labels, g.Annotations = maps.Clone(g.Labels), maps.Clone(g.Annotations)
-	generatedMetadata.Store(&g)
-}
-
-func currentGeneratedMetadata() GeneratedMetadata {
-	if g := generatedMetadata.Load(); g != nil {
-		return *g
-	}
-	return GeneratedMetadata{}
-}
-
-// GeneratedLabels are the labels of a generated object: ManagedLabels and
-// the operator's --labels.
-func GeneratedLabels() map[string]string {
-	out := maps.Clone(currentGeneratedMetadata().Labels)
+// Labels are the labels of a generated object: ManagedLabels and the
+// operator's --labels.
+func (g GeneratedMetadata) labels() map[string]string {
+	out := maps.Clone(g.Labels)
 	if out == nil {
 		out = map[string]string{}
 	}
@@ -73,14 +57,13 @@ func GeneratedLabels() map[string]string {
 	return out
 }
 
-// GeneratedAnnotations are the annotations of a generated object (the
-// operator's --annotations), or nil.
-func GeneratedAnnotations() map[string]string {
-	a := currentGeneratedMetadata().Annotations
-	if len(a) == 0 {
+// annotations are the annotations of a generated object (the operator's
+// --annotations), or nil.
+func (g GeneratedMetadata) annotations() map[string]string {
+	if len(g.Annotations) == 0 {
 		return nil
 	}
-	return maps.Clone(a)
+	return maps.Clone(g.Annotations)
 }
 
 // hasAll tells whether have holds every key of want with its value.
@@ -91,4 +74,9 @@ func hasAll(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// sortedKeys are the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -15,8 +15,8 @@ import (
 // label, and an object without them is not up to date.
 func TestGeneratedMetadata(t *testing.T) {
 	g := NewWithT(t)
-	defer SetGeneratedMetadata(GeneratedMetadata{})
-	SetGeneratedMetadata(GeneratedMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"backup.example.com/skip": "true"}})
+	s := DefaultSettings()
+	s.Generated = GeneratedMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"backup.example.com/skip": "true"}}
 
 	topo := topology.New()
 	g.Expect(LoadManifests(topo, strings.NewReader(`
@@ -25,11 +25,11 @@ func TestGeneratedMetadata(t *testing.T) {
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
 `))).To(Succeed())
 	v := topo.Snapshot()
-	cm, err := DesiredConfigMap(v, topology.ConfigMapKey(topology.FlagSetKey("shop", "flags"), "shop"))
+	cm, err := DesiredConfigMap(v, topology.ConfigMapKey(topology.FlagSetKey("shop", "flags"), "shop"), s)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cm.Labels).To(Equal(map[string]string{"team": "platform", v1beta1.LabelManagedBy: v1beta1.ManagedByValue}))
 	g.Expect(cm.Annotations).To(Equal(map[string]string{"backup.example.com/skip": "true"}))
-	roles, bindings := DesiredRBAC(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"))
+	roles, bindings := DesiredRBAC(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), s.Generated)
 	g.Expect(roles).To(HaveLen(1))
 	for _, m := range []map[string]string{roles[0].Labels, bindings[0].Labels} {
 		g.Expect(m).To(HaveKeyWithValue("team", "platform"))

@@ -19,6 +19,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
+// testSettings are the settings of an operator started without flags.
+var testSettings = DefaultSettings()
+
 // goldenOutput is everything the workflows derive from a set of objects.
 type goldenOutput struct {
 	ConfigMaps       []any                                           `json:"configMaps,omitempty"`
@@ -41,7 +44,7 @@ func (o appliedObserved) ConfigMapData(namespace, name string) (map[string]strin
 	if !ok {
 		return nil, false
 	}
-	cm, err := DesiredConfigMap(o.v, key)
+	cm, err := DesiredConfigMap(o.v, key, testSettings)
 	if err != nil || cm == nil {
 		return nil, false
 	}
@@ -52,7 +55,7 @@ func (appliedObserved) WriteFailure(string, string, string) string { return "" }
 
 func (o appliedObserved) Role(namespace, name string) *rbacv1.Role {
 	if w, ok := WorkloadOfRBACName(name); ok {
-		roles, _ := DesiredRBAC(o.v, w)
+		roles, _ := DesiredRBAC(o.v, w, testSettings.Generated)
 		for _, r := range roles {
 			if r.Namespace == namespace {
 				return r
@@ -64,7 +67,7 @@ func (o appliedObserved) Role(namespace, name string) *rbacv1.Role {
 
 func (o appliedObserved) RoleBinding(namespace, name string) *rbacv1.RoleBinding {
 	if w, ok := WorkloadOfRBACName(name); ok {
-		_, bindings := DesiredRBAC(o.v, w)
+		_, bindings := DesiredRBAC(o.v, w, testSettings.Generated)
 		for _, b := range bindings {
 			if b.Namespace == namespace {
 				return b
@@ -113,7 +116,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		WorkloadWarnings: map[string][]string{},
 	}
 	for _, k := range v.ConfigMaps() {
-		cm, err := DesiredConfigMap(v, k)
+		cm, err := DesiredConfigMap(v, k, testSettings)
 		if err != nil {
 			out.Invalid = append(out.Invalid, err.Error())
 			continue
@@ -121,10 +124,10 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		out.ConfigMaps = append(out.ConfigMaps, cm)
 	}
 	for _, w := range v.Workloads() {
-		roles, bindings := DesiredRBAC(v, w)
+		roles, bindings := DesiredRBAC(v, w, testSettings.Generated)
 		out.Roles = append(out.Roles, roles...)
 		out.RoleBindings = append(out.RoleBindings, bindings...)
-		if fp, rollout := InjectionFingerprint(v, w); fp != "" {
+		if fp, rollout := InjectionFingerprint(v, w, testSettings.Injection); fp != "" {
 			out.RolloutTriggered[w.String()] = rollout
 		}
 		if warnings := AnnotationWarnings(v, w); len(warnings) > 0 {
@@ -133,11 +136,11 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 	}
 	for _, k := range v.FlagSets() {
 		ff, _ := v.FlagSet(k)
-		out.FlagSetStatus[k.String()] = zeroTimes(DesiredFlagSetStatus(v, ff))
+		out.FlagSetStatus[k.String()] = zeroTimes(DesiredFlagSetStatus(v, ff, testSettings.FlagSets))
 	}
 	for _, k := range v.Sources() {
 		s, _ := v.Source(k)
-		st := DesiredSourceStatus(v, s, appliedObserved{v})
+		st := DesiredSourceStatus(v, s, appliedObserved{v}, testSettings)
 		for i := range st.Conditions {
 			st.Conditions[i].LastTransitionTime = fixedTime
 		}

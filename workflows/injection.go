@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -109,22 +108,6 @@ func DefaultInjectionOptions() InjectionOptions {
 	return InjectionOptions{Sidecar: DefaultSidecarOptions(), InProcess: DefaultInProcessOptions()}
 }
 
-var injectionOptions atomic.Pointer[InjectionOptions]
-
-// SetInjectionOptions sets the process-wide injection options that
-// InjectionFingerprint renders with. The admission webhook's setup calls it
-// once, with the options it injects with, so that a rollout follows exactly
-// what the webhook would inject.
-func SetInjectionOptions(o InjectionOptions) { injectionOptions.Store(&o) }
-
-// CurrentInjectionOptions are the options of SetInjectionOptions, or the defaults.
-func CurrentInjectionOptions() InjectionOptions {
-	if o := injectionOptions.Load(); o != nil {
-		return *o
-	}
-	return DefaultInjectionOptions()
-}
-
 // Injection is what a pod of a workload gets. The zero value injects nothing.
 type Injection struct {
 	// Workload is the workload the injection was computed for.
@@ -176,9 +159,8 @@ func (c SettingConflict) String() string {
 // applies to, in workload order, at most limit of them (0: all). The status
 // of a source reports them, so that the losing side of a merge is never
 // silent.
-func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int) []SettingConflict {
+func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int, opts InjectionOptions) []SettingConflict {
 	var out []SettingConflict
-	opts := CurrentInjectionOptions()
 	for _, w := range v.WorkloadsOfSource(source) {
 		if len(v.SourcesOfWorkload(w)) < 2 && len(v.InProcessConfigsOfWorkload(w)) == 0 {
 			continue // nothing to lose against

@@ -281,10 +281,11 @@ func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
 	topo := topology.New()
 	g.Expect(LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
-	fp := func() string { f, _ := InjectionFingerprint(topo.Snapshot(), web); return f }
+	opts := DefaultInjectionOptions()
+	fp := func() string { f, _ := InjectionFingerprint(topo.Snapshot(), web, opts); return f }
 	base := fp()
 	g.Expect(base).NotTo(BeEmpty())
-	api, _ := InjectionFingerprint(topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "api"))
+	api, _ := InjectionFingerprint(topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "api"), opts)
 	g.Expect(api).To(BeEmpty(), "a workload no source applies to")
 
 	ff, _ := topo.Snapshot().FlagSet(topology.FlagSetKey("shop", "checkout"))
@@ -302,10 +303,7 @@ func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
 	g.Expect(fp()).NotTo(Equal(base), "a sidecar setting")
 
 	withDebug := fp()
-	defer SetInjectionOptions(CurrentInjectionOptions())
-	o := DefaultInjectionOptions()
-	o.Sidecar.Tag = "v0.17.0"
-	SetInjectionOptions(o)
+	opts.Sidecar.Tag = "v0.17.0"
 	g.Expect(fp()).NotTo(Equal(withDebug), "the image the webhook injects")
 }
 
@@ -328,7 +326,7 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 	v := loadView(t, "several-sources")
 	lost := func(name string) []string {
 		var out []string
-		for _, c := range InjectionConflictsOfSource(v, topology.SourceKey("shop", name), 0) {
+		for _, c := range InjectionConflictsOfSource(v, topology.SourceKey("shop", name), 0, DefaultInjectionOptions()) {
 			out = append(out, c.Setting)
 		}
 		return out
@@ -336,7 +334,7 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 	g.Expect(lost("z-annotated")).To(ConsistOf("port", "envVars[LOG_LEVEL]", "contextValues[region]", "resources.requests[memory]"))
 	g.Expect(lost("a-flags")).To(BeEmpty())
 	g.Expect(lost("b-flags")).To(BeEmpty())
-	g.Expect(InjectionConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2)).To(HaveLen(2))
+	g.Expect(InjectionConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2, DefaultInjectionOptions())).To(HaveLen(2))
 }
 
 // TestOperatorDefaults: the operator's sidecar and in-process settings
@@ -422,7 +420,7 @@ func TestDefaultSyncProvider(t *testing.T) {
 			inj := DesiredInjection(v, web, DefaultInjectionOptions())
 			g.Expect(flagdSources(t, inj.Sidecar)).To(ConsistOf(HaveField("Provider", tc.provider)))
 			g.Expect(inj.ConfigMaps).To(HaveLen(tc.cms))
-			roles, _ := DesiredRBAC(v, web)
+			roles, _ := DesiredRBAC(v, web, GeneratedMetadata{})
 			g.Expect(roles).To(HaveLen(tc.roles))
 			if tc.roles > 0 {
 				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(AnnotationAllowKubernetesSync, "true"))

@@ -72,7 +72,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 
 		obs := CacheObserved{Ctx: context.Background(), Reader: emptyCache{c}, Failures: failures}
 		src, _ := v.Source(topology.SourceKey("shop", "src"))
-		st := DesiredSourceStatus(v, src, obs)
+		st := DesiredSourceStatus(v, src, obs, testSettings)
 		programmed := findCondition(st.Conditions, v1beta1.ConditionProgrammed)
 		g.Expect(programmed.Reason).To(Equal(v1beta1.ReasonApplyFailed))
 		g.Expect(programmed.Message).To(ContainSubstring("ConfigMap shop/" + cmName + " exists and is not managed by flagplane"))

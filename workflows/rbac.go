@@ -68,7 +68,7 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 // namespace's FeatureFlags (see flagWatchVerbs), the binding grants it to
 // the workload's service account. It returns nothing for a workload that is
 // gone or uses no kubernetes provider; never a ClusterRole.
-func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
+func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
 	sa, sources, ok := rbacSubject(v, workload)
 	if !ok {
 		return nil, nil
@@ -93,7 +93,7 @@ func DesiredRBAC(v *topology.View, workload topology.Key) ([]*rbacv1.Role, []*rb
 	var roles []*rbacv1.Role
 	var bindings []*rbacv1.RoleBinding
 	for _, ns := range sortedKeys(names) {
-		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: GeneratedLabels(), Annotations: GeneratedAnnotations()}
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.labels(), Annotations: gen.annotations()}
 		roles = append(roles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: meta,

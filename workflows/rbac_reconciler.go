@@ -31,7 +31,10 @@ func IndexByName(obj client.Object) []string { return []string{obj.GetName()} }
 // the workload no longer needs.
 type RBACReconciler struct {
 	Client client.Client
-	Writes func(verb string)
+	// Generated are the operator's labels and annotations of the Roles and
+	// RoleBindings.
+	Generated GeneratedMetadata
+	Writes    func(verb string)
 	// Events receives a Warning on the workload when its grants cannot be written.
 	Events events.EventRecorder
 	// Live reads from the API server, when a Role or RoleBinding to create
@@ -44,7 +47,7 @@ type RBACReconciler struct {
 // Reconcile brings the RBAC of a workload in line with the graph.
 func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	logger := log.FromContext(ctx).WithValues("workload", workload.String())
-	roles, bindings := DesiredRBAC(v, workload)
+	roles, bindings := DesiredRBAC(v, workload, r.Generated)
 	name := RBACName(workload)
 	wantNS := map[string]bool{}
 	// A namespace that refuses a write (terminating, a name taken by

@@ -21,13 +21,13 @@ import (
 const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 
 // InjectionFingerprint hashes the injection a pod of the workload would get
-// now — DesiredInjection rendered with the process-wide options (see
-// SetInjectionOptions) — and tells whether any of its sources asks for a
+// now — DesiredInjection rendered with the options the webhook injects
+// with — and tells whether any of its sources asks for a
 // rollout on change. Equal fingerprints mean the webhook would inject the
 // same thing; "" means it would inject nothing. A flag edit changes only the
 // content of a mounted ConfigMap, never the fingerprint.
-func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool) {
-	inj := DesiredInjection(v, workload, CurrentInjectionOptions())
+func InjectionFingerprint(v *topology.View, workload topology.Key, opts InjectionOptions) (string, bool) {
+	inj := DesiredInjection(v, workload, opts)
 	return inj.Fingerprint(), inj.RolloutOnChange(v)
 }
 
@@ -43,6 +43,8 @@ func InjectionFingerprint(v *topology.View, workload topology.Key) (string, bool
 // annotation are the healer's.
 type RolloutReconciler struct {
 	Client client.Client
+	// Injection are the options the admission webhook injects with.
+	Injection InjectionOptions
 	// Pods reads the workload and its pods from the cache.
 	Pods WorkloadPods
 	Now  func() time.Time
@@ -56,7 +58,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 	if _, ok := v.Workload(workload); !ok {
 		return nil
 	}
-	fp, rollout := InjectionFingerprint(v, workload)
+	fp, rollout := InjectionFingerprint(v, workload, r.Injection)
 	obj, pods, err := r.Pods.CurrentPods(ctx, workload)
 	if err != nil || obj == nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // maxStatusTargets caps status.targets so that a source selecting thousands
@@ -34,7 +35,7 @@ type Observed interface {
 }
 
 // DesiredFlagSetStatus is the status a FeatureFlag should have.
-func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag) v1beta1.FeatureFlagStatus {
+func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	st := *ff.Status.DeepCopy()
 	st.ObservedGeneration = ff.Generation
@@ -43,14 +44,14 @@ func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag) v1beta1.Fea
 	st.Namespaces = v.ConsumerNamespaces(key)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
-	if err := ValidateFlagSet(ff); err != nil {
+	if err := val.Validate(ff); err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1beta1.ReasonInvalid
 		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	consistent := metav1.Condition{Type: v1beta1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonConsistent,
 		Message: "nothing in the flag set looks like a mistake", ObservedGeneration: ff.Generation}
-	if warnings := FlagSetWarnings(ff); len(warnings) > 0 {
+	if warnings := val.Warnings(ff); len(warnings) > 0 {
 		consistent.Status, consistent.Reason = metav1.ConditionFalse, v1beta1.ReasonProbableMistakes
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
@@ -70,7 +71,7 @@ func summarizeWarnings(warnings []string, max int) string {
 // Accepted (its spec makes sense), ResolvedRefs (every flag set it names
 // exists and may be read, naming each one that does not), Programmed (every
 // workload it targets has its ConfigMaps and RBAC in place), and its targets.
-func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed) v1beta1.FeatureFlagSourceStatus {
+func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s Settings) v1beta1.FeatureFlagSourceStatus {
 	key := topology.SourceKey(src.Namespace, src.Name)
 	gen := src.Generation
 	st := *src.Status.DeepCopy()
@@ -96,7 +97,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
-	switch pending := pendingOutputs(v, key, workloads, obs); {
+	switch pending := pendingOutputs(v, key, workloads, obs, s); {
 	case accepted.Status != metav1.ConditionTrue:
 		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
 	case resolved.Status != metav1.ConditionTrue:
@@ -118,7 +119,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 		programmed.Message = fmt.Sprintf("%d workload(s) programmed", len(workloads))
 		// Where several sources configure one sidecar, a later one wins a
 		// setting; the source that lost it is told which and to whom.
-		if cs := InjectionConflictsOfSource(v, key, 5); len(cs) > 0 {
+		if cs := InjectionConflictsOfSource(v, key, 5, s.Injection); len(cs) > 0 {
 			programmed.Reason = v1beta1.ReasonSettingsConflict
 			for _, c := range cs {
 				programmed.Message += "; overridden: " + c.String()
@@ -232,7 +233,7 @@ type pending struct {
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
 // the current flag set content, and the RBAC of the kubernetes provider.
-func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed) []pending {
+func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed, s Settings) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
 	// ConfigMaps: one per file flag set and namespace of its workloads, found
@@ -247,7 +248,7 @@ func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.
 			if ref.Provider != string(v1beta1.SyncProviderFile) {
 				continue
 			}
-			if p, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs); ok && !slices.Contains(out, p) {
+			if p, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs, s); ok && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
@@ -257,7 +258,7 @@ func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.
 	}
 	// RBAC: a Role and RoleBinding per workload.
 	for _, w := range workloads {
-		roles, bindings := DesiredRBAC(v, w)
+		roles, bindings := DesiredRBAC(v, w, s.Generated)
 		for i := range roles {
 			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
 				roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
@@ -274,9 +275,9 @@ func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.
 	return out
 }
 
-func configMapPending(v *topology.View, cm topology.Key, obs Observed) (pending, bool) {
+func configMapPending(v *topology.View, cm topology.Key, obs Observed, s Settings) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
-	desired, err := DesiredConfigMap(v, cm)
+	desired, err := DesiredConfigMap(v, cm, s)
 	var invalid *InvalidFlagSetError
 	switch {
 	case errors.As(err, &invalid):

@@ -24,7 +24,10 @@ import (
 type StatusUpdater struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
-	Writes func(verb string)
+	// Settings are the operator's: how flag sets are validated, what
+	// generated objects carry, what the webhook injects with.
+	Settings Settings
+	Writes   func(verb string)
 	// Events receives a Warning when a resource turns invalid or unresolved.
 	Events events.EventRecorder
 	// Failures are the generated objects whose last write failed.
@@ -42,7 +45,7 @@ func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSetStatus(v, ff)
+	desired := DesiredFlagSetStatus(v, ff, u.Settings.FlagSets)
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
@@ -59,7 +62,7 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
 		return err
 	}
-	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
+	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures}, u.Settings)
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}

@@ -123,4 +123,3 @@ type FeatureFlagList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FeatureFlag `json:"items"`
 }
-

@@ -269,4 +269,3 @@ type FeatureFlagSourceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FeatureFlagSource `json:"items"`
 }
-

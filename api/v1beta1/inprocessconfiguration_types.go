@@ -109,4 +109,3 @@ type InProcessConfigurationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []InProcessConfiguration `json:"items"`
 }
-

@@ -21,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/controllers"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/webhooks"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 func TestAdmission(t *testing.T) {
@@ -59,8 +60,6 @@ func startOperator() *runningOperator {
 		Logger:                 zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	c, err := controllers.New(ctx, mgr, controllers.Options{})
-	Expect(err).NotTo(HaveOccurred())
 	opts := webhooks.DefaultOptions()
 	opts.Namespace = operatorNamespace
 	// The API server reaches the webhook by URL, at envtest's address.
@@ -73,6 +72,12 @@ func startOperator() *runningOperator {
 	// events (and one resync when the healer starts).
 	opts.HealResync = time.Hour
 	opts.HealBackoff = 10 * time.Second
+	// The controllers roll workloads out by what the webhook injects.
+	settings := workflows.DefaultSettings()
+	settings.Injection = opts.Injection
+	opts.FlagSets = settings.FlagSets
+	c, err := controllers.New(ctx, mgr, controllers.Options{Settings: &settings})
+	Expect(err).NotTo(HaveOccurred())
 	a, err := webhooks.Setup(ctx, mgr, c, opts)
 	Expect(err).NotTo(HaveOccurred())
 	rec := &recordingConfigMaps{next: a.PodMutator.ConfigMaps}

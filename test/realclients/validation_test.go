@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // flagSetCase is a flag set with one flag, "f", and what flagplane's
@@ -76,7 +77,7 @@ var _ = Describe("flagd, on the flag sets flagplane refuses and warns about", fu
 			if c.evaluators != "" {
 				spec.Evaluators = json.RawMessage(c.evaluators)
 			}
-			errs, warnings := workflows.ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
+			errs, warnings := flagsets.ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
 			verdict := ""
 			switch {
 			case len(errs) > 0:

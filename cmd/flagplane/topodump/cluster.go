@@ -23,6 +23,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // ClusterOptions say what FromCluster reads.
@@ -121,7 +122,7 @@ func LoadCluster(ctx context.Context, cfg *rest.Config, o ClusterOptions) (*topo
 			}
 		}
 	}
-	t := topology.New(append(workflows.TopologyOptions(), o.Topology...)...)
+	t := topology.New(append(flagsets.NewValidator(false).TopologyOptions(), o.Topology...)...)
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from the cluster's objects: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // FromDir builds the topology offline from the manifests under dir (*.yaml,
@@ -47,7 +48,7 @@ func LoadDir(dir, defaultNamespace string, opts ...topology.Option) (*topology.T
 			return nil, err
 		}
 	}
-	t := topology.New(append(workflows.TopologyOptions(), opts...)...)
+	t := topology.New(append(flagsets.NewValidator(false).TopologyOptions(), opts...)...)
 	if err := workflows.LoadManifests(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from %s: %w", dir, err)
 	}

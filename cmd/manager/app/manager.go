@@ -23,6 +23,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // The manager's own namespace: the leader election Lease, and the Events
@@ -122,24 +123,44 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
-	// Process-wide settings of the workflows: what generated objects carry,
-	// and whether warnings about a flag set are errors.
-	workflows.SetGeneratedMetadata(o.Generated)
-	workflows.SetStrictValidation(o.StrictValidation)
-	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics,
-		Topology: topology.New(append(workflows.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
+	// The operator-wide settings of the workflows, one value shared by the
+	// controllers, the sync server and admission: whether warnings about a
+	// flag set are errors (and the verdicts on flag sets, remembered once),
+	// what generated objects carry.
+	flagSets := flagsets.NewValidator(o.StrictValidation)
+	settings := workflows.Settings{FlagSets: flagSets, Generated: o.Generated,
+		// Rollouts follow what this process's webhook injects; without
+		// webhooks, the options of an operator started without flags.
+		Injection: workflows.DefaultInjectionOptions()}
+	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Settings: &settings,
+		Topology: topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {
 			o.Sync.SecretNamespace = o.Admission.Namespace
 		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
-		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
+		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, flagSets, graphBuilt, m.Metrics); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}
 		ctrlOpts.FlagSetListener = m.Sync
 	}
 	// --- end sync server ---
+	// The options the webhook injects with, which rollouts follow.
+	wo := o.Admission
+	wo.Injection.Sidecar = o.Sidecar
+	wo.Injection.InProcess = o.InProcess
+	wo.FlagSets, wo.Generated = flagSets, o.Generated
+	// Sidecars of flagd-proxy sources prove their namespace to the sync
+	// server with a token the webhook writes into their arguments.
+	if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {
+		if tokens := m.Sync.NamespaceTokens(); tokens != nil {
+			wo.Injection.SyncServerHeaders = tokens.HeadersFor
+		}
+	}
+	if o.Webhooks {
+		settings.Injection = wo.Injection
+	}
 	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
 	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
 	ctrlOpts.Namespaces = o.Namespaces
@@ -154,17 +175,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	// Admission (the Pod injector and the validators) on every replica: a
 	// standby serves it too, from its own graph.
 	if o.Webhooks {
-		wo := o.Admission
-		wo.Injection.Sidecar = o.Sidecar
-		wo.Injection.InProcess = o.InProcess
-		wo.StrictValidation = o.StrictValidation
-		// Sidecars of flagd-proxy sources prove their namespace to the sync
-		// server with a token the webhook writes into their arguments.
-		if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {
-			if tokens := m.Sync.NamespaceTokens(); tokens != nil {
-				wo.Injection.SyncServerHeaders = tokens.HeadersFor
-			}
-		}
 		if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("setting up admission: %w", err)

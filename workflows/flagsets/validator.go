@@ -1,4 +1,4 @@
-package workflows
+package flagsets
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -30,7 +29,7 @@ import (
 //     rule object with two operators, ... It is admitted with admission
 //     warnings (kubectl prints them) and reported by the FeatureFlag's
 //     Consistent condition; the flag set is served. With strict validation
-//     (SetStrictValidation, the manager's --strict-validation) warnings are
+//     (NewValidator(true), the manager's --strict-validation) warnings are
 //     errors.
 
 // problem is what a check finds: an error, or a warning (see above).
@@ -66,31 +65,67 @@ var flagChecks = []flagCheck{
 	checkUnreachableVariants,
 }
 
-// ValidateFlagSet tells whether a flag set can be served: nil, or an error
-// whose message lists every problem, each naming the flag and the rule.
-// Warnings count only with strict validation.
-func ValidateFlagSet(ff *v1beta1.FeatureFlag) error {
-	v := verdicts.validate(&ff.Spec.FlagSpec, func() verdict {
+// Validator tells whether flag sets can be served. It holds the one
+// operator-wide setting of the rules (strict: warnings are errors, the
+// manager's --strict-validation) and a cache of verdicts by content; one
+// Validator is made at start and handed to whatever validates flag sets
+// (the topology's validity, the ConfigMap and status workflows, the sync
+// server). It is safe for concurrent use. A nil *Validator is a non-strict
+// one without a cache.
+type Validator struct {
+	strict   bool
+	verdicts *verdictCache
+}
+
+// verdictCacheSize bounds the verdicts a Validator remembers.
+const verdictCacheSize = 4096
+
+// NewValidator returns a Validator; strict makes warnings errors: flag sets
+// with a warning are then refused on admission and not served.
+func NewValidator(strict bool) *Validator {
+	return &Validator{strict: strict, verdicts: newVerdictCache(verdictCacheSize)}
+}
+
+// Strict tells whether warnings are errors.
+func (v *Validator) Strict() bool { return v != nil && v.strict }
+
+// verdict returns what ValidateFlagSpec finds in ff, remembered by content.
+func (v *Validator) verdict(ff *v1beta1.FeatureFlag) verdict {
+	compute := func() verdict {
 		errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
 		return verdict{errs: errs.ToAggregate(), warnings: fieldMessages(warnings)}
-	})
-	if !StrictValidation() || len(v.warnings) == 0 {
-		return v.errs
 	}
-	msgs := slices.Clone(v.warnings)
-	if v.errs != nil {
-		msgs = append([]string{v.errs.Error()}, msgs...)
+	if v == nil || v.verdicts == nil {
+		return compute()
+	}
+	return v.verdicts.validate(&ff.Spec.FlagSpec, compute)
+}
+
+// Validate tells whether a flag set can be served: nil, or an error whose
+// message lists every problem, each naming the flag and the rule. Warnings
+// count only when the Validator is strict.
+func (v *Validator) Validate(ff *v1beta1.FeatureFlag) error {
+	vd := v.verdict(ff)
+	if !v.Strict() || len(vd.warnings) == 0 {
+		return vd.errs
+	}
+	msgs := slices.Clone(vd.warnings)
+	if vd.errs != nil {
+		msgs = append([]string{vd.errs.Error()}, msgs...)
 	}
 	return errors.New(strings.Join(msgs, ", "))
 }
 
-// FlagSetWarnings lists what flagd loads in a flag set but is probably a
-// mistake (see the rules above), whatever the strictness.
-func FlagSetWarnings(ff *v1beta1.FeatureFlag) []string {
-	return verdicts.validate(&ff.Spec.FlagSpec, func() verdict {
-		errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
-		return verdict{errs: errs.ToAggregate(), warnings: fieldMessages(warnings)}
-	}).warnings
+// Warnings lists what flagd loads in a flag set but is probably a mistake
+// (see the rules above), whatever the strictness.
+func (v *Validator) Warnings(ff *v1beta1.FeatureFlag) []string {
+	return v.verdict(ff).warnings
+}
+
+// TopologyOptions are the options of every topology flagplane keeps: a flag
+// set is valid when flagd can load it (Validate).
+func (v *Validator) TopologyOptions() []topology.Option {
+	return []topology.Option{topology.WithFlagSetValidity(func(ff *v1beta1.FeatureFlag) bool { return v.Validate(ff) == nil })}
 }
 
 func fieldMessages(l field.ErrorList) []string {
@@ -104,16 +139,6 @@ func fieldMessages(l field.ErrorList) []string {
 	return out
 }
 
-var strictValidation atomic.Bool
-
-// SetStrictValidation makes warnings errors, process-wide: flag sets with a
-// warning are refused on admission and not served. The manager sets it
-// once, from --strict-validation.
-func SetStrictValidation(strict bool) { strictValidation.Store(strict) }
-
-// StrictValidation tells whether warnings are errors.
-func StrictValidation() bool { return strictValidation.Load() }
-
 // ValidateFlagSpec returns the problems of a flag set, errors and warnings
 // (see the rules above): flag-set level ones first, then per flag in flag
 // key order.
@@ -124,7 +149,7 @@ func StrictValidation() bool { return strictValidation.Load() }
 // variants, one value type per flag, every $ref names an entry of
 // $evaluators, targeting only uses operators flagd knows, every variant a
 // rule can return exists, ...). Then flagd's own JSON schema (flagd-schemas,
-// embedded, see flagset_validator_schema.go) for whatever the rules did not
+// embedded, see schema.go) for whatever the rules did not
 // report already, so that a flag set without errors is one flagd and the
 // OpenFeature Operator accept, and a flag gets one message, not two.
 func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings field.ErrorList) {
@@ -360,10 +385,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// TopologyOptions are the options of every topology flagplane keeps: a flag
-// set is valid when flagd can load it (ValidateFlagSet).
-func TopologyOptions() []topology.Option {
-	return []topology.Option{topology.WithFlagSetValidity(func(ff *v1beta1.FeatureFlag) bool { return ValidateFlagSet(ff) == nil })}
 }

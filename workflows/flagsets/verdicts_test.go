@@ -1,4 +1,4 @@
-package workflows
+package flagsets
 
 import (
 	"encoding/json"
@@ -33,34 +33,39 @@ func TestVerdictCache(t *testing.T) {
 }
 
 // An edit in place (same object, same generation) must not get a stale verdict.
-func TestValidateFlagSetFollowsContent(t *testing.T) {
+func TestValidateFollowsContent(t *testing.T) {
 	g := NewWithT(t)
+	val := NewValidator(false)
 	ff := &v1beta1.FeatureFlag{}
 	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{"on":true}`), DefaultVariant: "on"}}
-	g.Expect(ValidateFlagSet(ff)).To(Succeed())
+	g.Expect(val.Validate(ff)).To(Succeed())
 	f := ff.Spec.FlagSpec.Flags["f"]
 	f.DefaultVariant = "off"
 	ff.Spec.FlagSpec.Flags["f"] = f
-	g.Expect(ValidateFlagSet(ff)).To(MatchError(ContainSubstring("defaultVariant")))
+	g.Expect(val.Validate(ff)).To(MatchError(ContainSubstring("defaultVariant")))
 }
 
-// Strict validation makes warnings errors, read at every call: the cached
-// verdict keeps both.
+// Strict validation makes warnings errors: the verdict keeps both, so that
+// a strict and a lenient Validator find the same problems. A nil Validator
+// is a lenient one.
 func TestStrictValidation(t *testing.T) {
 	g := NewWithT(t)
-	defer SetStrictValidation(false)
+	lenient, strict := NewValidator(false), NewValidator(true)
 	ff := &v1beta1.FeatureFlag{}
 	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`),
 		DefaultVariant: "off", Targeting: json.RawMessage(`{"if":[{"$ref":"missing"},"on","off"]}`)}}
-	g.Expect(ValidateFlagSet(ff)).To(Succeed(), "flagd loads it: served")
-	g.Expect(FlagSetWarnings(ff)).To(ConsistOf(ContainSubstring(`$ref "missing" does not name an entry of $evaluators`)))
-	SetStrictValidation(true)
-	g.Expect(ValidateFlagSet(ff)).To(MatchError(ContainSubstring(`$ref "missing"`)), "strict: not served")
-	SetStrictValidation(false)
-	g.Expect(ValidateFlagSet(ff)).To(Succeed())
+	g.Expect(lenient.Validate(ff)).To(Succeed(), "flagd loads it: served")
+	g.Expect(lenient.Warnings(ff)).To(ConsistOf(ContainSubstring(`$ref "missing" does not name an entry of $evaluators`)))
+	g.Expect(strict.Validate(ff)).To(MatchError(ContainSubstring(`$ref "missing"`)), "strict: not served")
+	g.Expect(strict.Warnings(ff)).To(Equal(lenient.Warnings(ff)))
+	g.Expect(strict.Strict()).To(BeTrue())
+	var none *Validator
+	g.Expect(none.Validate(ff)).To(Succeed())
+	g.Expect(none.Warnings(ff)).To(Equal(lenient.Warnings(ff)))
+	g.Expect(none.Strict()).To(BeFalse())
 }
 
-func BenchmarkValidateFlagSet(b *testing.B) {
+func BenchmarkValidate(b *testing.B) {
 	ff := &v1beta1.FeatureFlag{}
 	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{}
 	for i := range 20 {
@@ -74,10 +79,11 @@ func BenchmarkValidateFlagSet(b *testing.B) {
 			_, _ = ValidateFlagSpec(&ff.Spec.FlagSpec, nil)
 		}
 	})
+	val := NewValidator(false)
 	b.Run("remembered", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = ValidateFlagSet(ff)
+			_ = val.Validate(ff)
 		}
 	})
 }

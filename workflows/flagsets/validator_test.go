@@ -1,4 +1,4 @@
-package workflows
+package flagsets
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func boolFlag() v1beta1.Flag {
 	return v1beta1.Flag{State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "on"}
 }
 
-func TestValidateFlagSet(t *testing.T) {
+func TestValidate(t *testing.T) {
 	withTargeting := func(rule string) v1beta1.Flag {
 		f := boolFlag()
 		f.Targeting = json.RawMessage(rule)
@@ -96,11 +96,12 @@ func TestValidateFlagSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ff := flagSet(tc.flags, tc.evaluators)
-			err := ValidateFlagSet(ff)
+			val := NewValidator(false)
+			err := val.Validate(ff)
 			if tc.wantWarning == "" && tc.wantErr == "" {
-				g.Expect(FlagSetWarnings(ff)).To(BeEmpty())
+				g.Expect(val.Warnings(ff)).To(BeEmpty())
 			} else if tc.wantWarning != "" {
-				g.Expect(FlagSetWarnings(ff)).To(ContainElement(ContainSubstring(tc.wantWarning)))
+				g.Expect(val.Warnings(ff)).To(ContainElement(ContainSubstring(tc.wantWarning)))
 			}
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -117,6 +118,6 @@ func FuzzValidateFlagSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, variants, def, targeting, evaluators string) {
 		ff := flagSet(map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(variants),
 			DefaultVariant: def, Targeting: json.RawMessage(targeting)}}, evaluators)
-		_ = ValidateFlagSet(ff) // must not panic, whatever the input
+		_ = NewValidator(false).Validate(ff) // must not panic, whatever the input
 	})
 }

@@ -1,4 +1,4 @@
-package workflows
+package flagsets
 
 import (
 	"crypto/sha256"
@@ -8,21 +8,19 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
-// verdicts remembers ValidateFlagSet's answers by the content of the flag
-// set. One flag set is validated for its own status, for every ConfigMap
-// that renders it and for the status of every source that reads it, and the
-// JSON-schema layer costs milliseconds per flag set; its content (not its
-// name or generation, which offline and test objects do not keep honest) is
-// what the verdict depends on.
-var verdicts = newVerdictCache(4096)
-
 // verdict is what ValidateFlagSpec finds in a flag set: its errors, and
-// its warnings (which StrictValidation makes errors when read).
+// its warnings (which a strict Validator makes errors when read).
 type verdict struct {
 	errs     error
 	warnings []string
 }
 
+// verdictCache remembers a Validator's answers by the content of the flag
+// set. One flag set is validated for its own status, for every ConfigMap
+// that renders it and for the status of every source that reads it, and the
+// JSON-schema layer costs milliseconds per flag set; its content (not its
+// name or generation, which offline and test objects do not keep honest) is
+// what the verdict depends on.
 type verdictCache struct {
 	mu    sync.Mutex
 	max   int

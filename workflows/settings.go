@@ -1,0 +1,27 @@
+package workflows
+
+import "github.com/flagplane/flagplane/workflows/flagsets"
+
+// Settings are the operator-wide inputs of the workflows, from the
+// manager's flags; everything else comes from the graph. They are made once,
+// at start, and passed explicitly: the reconcilers hold them, the pure
+// functions take them as an argument. The zero value is the settings of an
+// operator started without flags, but for the injection (see
+// DefaultSettings).
+type Settings struct {
+	// FlagSets validates flag sets (--strict-validation); nil is a
+	// non-strict validator without a cache.
+	FlagSets *flagsets.Validator
+	// Generated are the labels and annotations of the objects flagplane
+	// generates (--labels, --annotations).
+	Generated GeneratedMetadata
+	// Injection are the options the admission webhook injects with, which
+	// the rollout fingerprint and the status of sources render with, so
+	// that they follow exactly what the webhook would inject.
+	Injection InjectionOptions
+}
+
+// DefaultSettings are the settings of an operator started without flags.
+func DefaultSettings() Settings {
+	return Settings{FlagSets: flagsets.NewValidator(false), Injection: DefaultInjectionOptions()}
+}
