@@ -272,6 +272,24 @@ func (g *graph[P]) adjacent(k Key, r rel, up bool) []Key {
 	return out
 }
 
+// countParents counts the parents of k by relation r, up to limit (0: all).
+func (g *graph[P]) countParents(k Key, r rel, limit int) int {
+	n, ok := g.nodes.get(k)
+	if !ok {
+		return 0
+	}
+	c := 0
+	for _, pr := range n.in.all() {
+		if pr == r {
+			c++
+			if c == limit {
+				break
+			}
+		}
+	}
+	return c
+}
+
 // countChildren counts the children of k by relation r.
 func (g *graph[P]) countChildren(k Key, r rel) int {
 	n, ok := g.nodes.get(k)

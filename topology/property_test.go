@@ -667,6 +667,21 @@ func checkEqualsRebuild(t *testing.T, top *Topology, w *world, log []string, shu
 		}
 		slices.Sort(want)
 		g.Expect(inc.TargetNamespaces(s)).To(Equal(want), "TargetNamespaces of %s\nevents:\n  %s", s, strings.Join(log, "\n  "))
+		// FirstWorkloadsOfSource and ContestedWorkloadsOfSource are
+		// shortcuts of WorkloadsOfSource too.
+		all := inc.WorkloadsOfSource(s)
+		for _, limit := range []int{1, 2, 3, 256} {
+			n, first := inc.FirstWorkloadsOfSource(s, limit)
+			g.Expect(n).To(Equal(len(all)), "FirstWorkloadsOfSource(%s, %d): count", s, limit)
+			g.Expect(first).To(Equal(all[:min(limit, len(all))]), "FirstWorkloadsOfSource(%s, %d)", s, limit)
+		}
+		var contested []Key
+		for _, w := range all {
+			if len(inc.SourcesOfWorkload(w))+len(inc.InProcessConfigsOfWorkload(w)) >= 2 {
+				contested = append(contested, w)
+			}
+		}
+		g.Expect(inc.ContestedWorkloadsOfSource(s)).To(Equal(contested), "ContestedWorkloadsOfSource of %s", s)
 	}
 	for _, shuffle := range append([]func([]func() (Delta, error)){nil}, shuffles...) {
 		reb := rebuild(t, w, shuffle).Snapshot()

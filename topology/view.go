@@ -100,6 +100,49 @@ func (v *View) InProcessConfigsOfWorkload(w Key) []Key { return v.st.ipcsOfWorkl
 // WorkloadsOfSource lists the workloads a source applies to, by any means.
 func (v *View) WorkloadsOfSource(s Key) []Key { return sortedKeys(v.st.g.children(s, relTargets)) }
 
+// FirstWorkloadsOfSource returns how many workloads a source applies to and
+// the first limit of them in WorkloadsOfSource's order, without sorting
+// them all: a status that lists a few of thousands of targets costs one
+// comparison per target, not a sort.
+func (v *View) FirstWorkloadsOfSource(s Key, limit int) (count int, first []Key) {
+	n, ok := v.st.g.node(s)
+	if !ok || limit <= 0 {
+		return v.st.g.countChildren(s, relTargets), nil
+	}
+	for w, r := range n.out.all() {
+		if r != relTargets {
+			continue
+		}
+		count++
+		if len(first) == limit && compareKeys(w, first[limit-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(first, w, compareKeys)
+		if len(first) == limit {
+			first = first[:limit-1]
+		}
+		first = slices.Insert(first, i, w)
+	}
+	return count, first
+}
+
+// ContestedWorkloadsOfSource lists, sorted, the workloads a source applies
+// to that something else applies to as well (another source or an
+// in-process configuration): the only ones where it can lose a setting.
+func (v *View) ContestedWorkloadsOfSource(s Key) []Key {
+	n, ok := v.st.g.node(s)
+	if !ok {
+		return nil
+	}
+	var out []Key
+	for w, r := range n.out.all() {
+		if r == relTargets && v.st.g.countParents(w, relTargets, 2) >= 2 {
+			out = append(out, w)
+		}
+	}
+	return sortedKeys(out)
+}
+
 // WorkloadsOfInProcessConfig lists the workloads an in-process configuration applies to.
 func (v *View) WorkloadsOfInProcessConfig(c Key) []Key {
 	return sortedKeys(v.st.g.children(c, relTargets))

@@ -161,10 +161,8 @@ func (c SettingConflict) String() string {
 // silent.
 func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int, opts InjectionOptions) []SettingConflict {
 	var out []SettingConflict
-	for _, w := range v.WorkloadsOfSource(source) {
-		if len(v.SourcesOfWorkload(w)) < 2 && len(v.InProcessConfigsOfWorkload(w)) == 0 {
-			continue // nothing to lose against
-		}
+	// Only where something else applies too is there anything to lose against.
+	for _, w := range v.ContestedWorkloadsOfSource(source) {
 		for _, c := range DesiredInjection(v, w, opts).Conflicts {
 			if c.Loser == source && !slices.ContainsFunc(out, func(o SettingConflict) bool { return o == c }) {
 				out = append(out, c)

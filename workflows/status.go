@@ -76,9 +76,9 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 	gen := src.Generation
 	st := *src.Status.DeepCopy()
 	st.ObservedGeneration = gen
-	workloads := v.WorkloadsOfSource(key)
-	st.TargetCount = int32(len(workloads))
-	st.Targets = workloadRefs(src.Namespace, workloads)
+	targets, first := v.FirstWorkloadsOfSource(key, maxStatusTargets)
+	st.TargetCount = int32(targets)
+	st.Targets = workloadRefs(src.Namespace, first)
 
 	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
@@ -97,7 +97,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
-	switch pending := pendingOutputs(v, key, workloads, obs, s); {
+	switch pending := pendingOutputs(v, key, obs, s); {
 	case accepted.Status != metav1.ConditionTrue:
 		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
 	case resolved.Status != metav1.ConditionTrue:
@@ -113,10 +113,10 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 			}
 		}
 		programmed.Message = summarize(msgs, 5)
-	case len(workloads) == 0:
+	case targets == 0:
 		programmed.Message = "source targets no workload"
 	default:
-		programmed.Message = fmt.Sprintf("%d workload(s) programmed", len(workloads))
+		programmed.Message = fmt.Sprintf("%d workload(s) programmed", targets)
 		// Where several sources configure one sidecar, a later one wins a
 		// setting; the source that lost it is told which and to whom.
 		if cs := InjectionConflictsOfSource(v, key, 5, s.Injection); len(cs) > 0 {
@@ -233,7 +233,7 @@ type pending struct {
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
 // the current flag set content, and the RBAC of the kubernetes provider.
-func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.Key, obs Observed, s Settings) []pending {
+func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Settings) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
 	// ConfigMaps: one per file flag set and namespace of its workloads, found
@@ -257,7 +257,7 @@ func pendingOutputs(v *topology.View, source topology.Key, workloads []topology.
 		return out
 	}
 	// RBAC: a Role and RoleBinding per workload.
-	for _, w := range workloads {
+	for _, w := range v.WorkloadsOfSource(source) {
 		roles, bindings := DesiredRBAC(v, w, s.Generated)
 		for i := range roles {
 			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
