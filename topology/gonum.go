@@ -5,9 +5,9 @@ import (
 	"gonum.org/v1/gonum/graph/iterator"
 )
 
-// The graph layer speaks gonum's graph interfaces, so that gonum's
-// traversals run on it directly (the cycle check uses them) and readers can
-// run any gonum algorithm on a View through View.Graph. The storage is not
+// The graph layer speaks gonum's graph interfaces, so that readers (and the
+// property test's acyclicity check) can run any gonum algorithm on a View
+// through View.Graph. The storage is not
 // one of gonum's graph types because those are mutable maps: a consistent
 // snapshot of one would cost a full copy per event.
 //
@@ -158,18 +158,4 @@ func (a gonumGraph[P]) Edge(uid, vid int64) gonum.Edge {
 	}
 	uk, _ := a.ix.key(uid)
 	return GraphEdge{from: GraphNode{id: uid, key: uk}, to: GraphNode{id: vid, key: vk}, rel: r}
-}
-
-// reversedGraph walks a graph against its edges, for the backward search
-// of the cycle check.
-type reversedGraph[P any] struct{ gonumGraph[P] }
-
-func (a reversedGraph[P]) From(id int64) gonum.Nodes { return a.gonumGraph.To(id) }
-
-func (a reversedGraph[P]) Edge(uid, vid int64) gonum.Edge {
-	e := a.gonumGraph.Edge(vid, uid)
-	if e == nil {
-		return nil
-	}
-	return e.ReversedEdge()
 }

@@ -4,16 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	gonum "gonum.org/v1/gonum/graph"
-	"gonum.org/v1/gonum/graph/traverse"
 )
 
 // This file is the graph layer: a persistent directed acyclic graph of keys
 // with labelled edges, knowing nothing about flags. The typed layer
 // (topology.go and the per-kind files) decides which edges exist; this layer
-// stores them, keeps both directions, and refuses any edge that would close a
-// cycle.
+// stores them, keeps both directions, and refuses any edge that does not go
+// from a lower layer to a higher one, which keeps it acyclic.
 
 // rel is the relation an edge stands for.
 type rel uint8
@@ -48,17 +45,20 @@ func (r rel) String() string {
 	return fmt.Sprintf("rel(%d)", uint8(r))
 }
 
-// ErrCycle is returned (wrapped) for an edit that would close a cycle.
-var ErrCycle = errors.New("edge would close a cycle")
+// ErrCycle is returned (wrapped) for an edge that does not go from a lower
+// layer to a higher one. Every edge the schema makes does (sources above flag
+// sets above ConfigMaps above workloads), which is what rules out cycles; an
+// edge that does not is a bug of the typed layer, refused before it can
+// close one.
+var ErrCycle = errors.New("edge against the layer order (it could close a cycle)")
 
 // gnode is a node of the graph. Like trie nodes, a gnode is owned by the
 // token it was made under and is copied, not changed, by other tokens.
 type gnode[P any] struct {
 	owner edit
-	// ord is the node's position in a topological order of the graph that
-	// the graph keeps at all times (every edge goes from a lower to a higher
-	// ord), so that most edges are checked for cycles in O(1).
-	ord     int64
+	// layer is the node's layer: every edge goes from a lower layer to a
+	// higher one, so the layers are a topological order of the graph.
+	layer   int
 	out, in pmap[Key, rel]
 	payload P
 }
@@ -70,15 +70,7 @@ type graph[P any] struct {
 	// scans them all: lists are for startup and garbage collection, while a
 	// per-kind index would cost every create and delete.
 	counts [len(allKinds)]int
-	// seq numbers nodes in the order they are added, to order them initially.
-	seq int64
 }
-
-// layerShift places a node's layer above its sequence number in the initial
-// ord, so that a caller that knows its schema (sources above flag sets above
-// ConfigMaps above workloads) makes every edge respect the order from the
-// start and the cycle check never has to search.
-const layerShift = 40
 
 func (g *graph[P]) node(k Key) (*gnode[P], bool) { return g.nodes.get(k) }
 
@@ -99,13 +91,12 @@ func (g *graph[P]) mut(o edit, k Key) *gnode[P] {
 	return &c
 }
 
-// addNode adds a node; layer orders it initially (lower layers are parents).
+// addNode adds a node in a layer (lower layers are parents).
 func (g *graph[P]) addNode(o edit, k Key, layer int, p P) error {
 	if g.nodes.has(k) {
 		return fmt.Errorf("adding node %s: already present", k)
 	}
-	g.seq++
-	n := &gnode[P]{owner: o, ord: int64(layer)<<layerShift | g.seq, payload: p}
+	n := &gnode[P]{owner: o, layer: layer, payload: p}
 	g.nodes.set(o, k, n)
 	if i := kindIndex(k.Kind); i >= 0 {
 		g.counts[i]++
@@ -148,12 +139,10 @@ func (g *graph[P]) edge(from, to Key) (rel, bool) {
 }
 
 // addEdge adds the edge from → to and tells whether it is new. It refuses,
-// with an error wrapping ErrCycle, an edge that would close a cycle, and
-// leaves the graph as it was.
+// with an error wrapping ErrCycle, an edge that does not go from a lower
+// layer to a higher one, and leaves the graph as it was: one comparison
+// keeps the graph acyclic.
 func (g *graph[P]) addEdge(o edit, from, to Key, r rel) (bool, error) {
-	if from == to {
-		return false, fmt.Errorf("adding edge %s → %s: %w", from, to, ErrCycle)
-	}
 	fn, ok := g.nodes.get(from)
 	if !ok {
 		return false, fmt.Errorf("adding edge %s → %s: no node %s", from, to, from)
@@ -168,10 +157,8 @@ func (g *graph[P]) addEdge(o edit, from, to Key, r rel) (bool, error) {
 		}
 		return false, nil
 	}
-	if fn.ord > tn.ord {
-		if err := g.reorder(o, from, to); err != nil {
-			return false, fmt.Errorf("adding edge %s → %s: %w", from, to, err)
-		}
+	if fn.layer >= tn.layer {
+		return false, fmt.Errorf("adding edge %s → %s (layer %d to %d): %w", from, to, fn.layer, tn.layer, ErrCycle)
 	}
 	g.mut(o, from).out.set(o, to, r)
 	g.mut(o, to).in.set(o, from, r)
@@ -186,66 +173,6 @@ func (g *graph[P]) removeEdge(o edit, from, to Key) bool {
 	g.mut(o, from).out.del(o, to)
 	g.mut(o, to).in.del(o, from)
 	return true
-}
-
-// reorder restores the topological order before the edge x → y is added,
-// where y comes before x, or reports the cycle the edge would close. It is
-// the Pearce–Kelly algorithm ("A dynamic topological sort algorithm for
-// directed acyclic graphs", 2006): only nodes between y and x in the order
-// are searched and renumbered, using gonum's depth-first traversal.
-func (g *graph[P]) reorder(o edit, x, y Key) error {
-	xn, _ := g.nodes.get(x)
-	yn, _ := g.nodes.get(y)
-	lower, upper := yn.ord, xn.ord
-	ordOf := func(n gonum.Node) int64 {
-		gn, _ := g.nodes.get(n.(GraphNode).key)
-		return gn.ord
-	}
-	fwd := gonumGraph[P]{g: g, ix: &nodeIndex{ids: map[Key]int64{}}}
-	xNode, yNode := fwd.ix.node(x), fwd.ix.node(y)
-
-	// Forward from y through nodes ordered before x: reaching x is a cycle.
-	var forward []GraphNode
-	fw := traverse.DepthFirst{
-		Visit:    func(n gonum.Node) { forward = append(forward, n.(GraphNode)) },
-		Traverse: func(e gonum.Edge) bool { return ordOf(e.To()) <= upper },
-	}
-	if fw.Walk(fwd, yNode, func(n gonum.Node) bool { return n.ID() == xNode.id }) != nil {
-		return ErrCycle
-	}
-	// Backward from x through nodes ordered after y.
-	var backward []GraphNode
-	bw := traverse.DepthFirst{
-		Visit:    func(n gonum.Node) { backward = append(backward, n.(GraphNode)) },
-		Traverse: func(e gonum.Edge) bool { return ordOf(e.To()) > lower },
-	}
-	bw.Walk(reversedGraph[P]{fwd}, xNode, nil)
-
-	// The affected nodes keep their pool of positions: x's ancestors take
-	// the lowest ones, y's descendants the highest, each group in its order.
-	byOrd := func(a, b GraphNode) int { return cmpInt64(ordOf(a), ordOf(b)) }
-	slices.SortFunc(backward, byOrd)
-	slices.SortFunc(forward, byOrd)
-	affected := append(backward, forward...)
-	pool := make([]int64, len(affected))
-	for i, n := range affected {
-		pool[i] = ordOf(n)
-	}
-	slices.Sort(pool)
-	for i, n := range affected {
-		g.mut(o, n.key).ord = pool[i]
-	}
-	return nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // children lists the children of k by relation r, unordered.

@@ -77,8 +77,9 @@ type payload struct {
 	flagd    *flagdRec
 }
 
-// Initial layers of the graph's topological order: parents above children.
-// With them every edge this schema makes respects the order as it is added.
+// Layers of the graph: every edge goes from a lower layer to a higher one
+// (parents above children), which keeps the graph acyclic; the graph
+// refuses any other edge.
 const (
 	layerSource = iota // sources, in-process configurations, grants
 	layerFlagSet
@@ -163,10 +164,10 @@ type tx struct {
 // rebuilt from its objects with k as it was, so that a refused edit leaves
 // no trace, and the Delta is empty.
 //
-// Edits fail only when the graph refuses an edge that would close a cycle,
-// which this schema cannot produce (its edges run from sources to flag sets
-// to ConfigMaps to workloads): the rebuild is a backstop that costs nothing
-// until it is needed.
+// Edits fail only when the graph refuses an edge against its layers, which
+// this schema cannot produce (its edges run from sources to flag sets to
+// ConfigMaps to workloads): only a bug of this package could, and the
+// rebuild then keeps the topology consistent (TestFailedEditLeavesNoTrace).
 func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
