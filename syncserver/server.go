@@ -1,6 +1,7 @@
 package syncserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -133,12 +134,12 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
 	}
-	opts.MaxMessageSize = orDefault(opts.MaxMessageSize, DefaultMaxMessageSize)
-	opts.KeepaliveMinTime = orDefault(opts.KeepaliveMinTime, DefaultKeepaliveMinTime)
-	opts.KeepaliveTime = orDefault(opts.KeepaliveTime, DefaultKeepaliveTime)
-	opts.KeepaliveTimeout = orDefault(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
-	opts.MaxConnectionAgeGrace = orDefault(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
-	opts.MaxStreamsPerConnection = orDefault(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
+	opts.MaxMessageSize = cmp.Or(opts.MaxMessageSize, DefaultMaxMessageSize)
+	opts.KeepaliveMinTime = cmp.Or(opts.KeepaliveMinTime, DefaultKeepaliveMinTime)
+	opts.KeepaliveTime = cmp.Or(opts.KeepaliveTime, DefaultKeepaliveTime)
+	opts.KeepaliveTimeout = cmp.Or(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
+	opts.MaxConnectionAgeGrace = cmp.Or(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
+	opts.MaxStreamsPerConnection = cmp.Or(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
 	s := &Server{opts: opts, hub: newHub(topo, opts.FlagSets), log: opts.Log.WithName("syncserver")}
 	s.stopping, s.stopStreams = context.WithCancel(context.Background())
 	if opts.TLSCertFile != "" {
@@ -148,14 +149,6 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // FlagSetsChanged tells the server that the served content of these flag

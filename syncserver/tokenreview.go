@@ -1,6 +1,7 @@
 package syncserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -179,9 +180,9 @@ type reviewResult struct {
 func (t *TokenReviews) setUp() {
 	t.SuccessTTL = ttl(t.SuccessTTL, DefaultSuccessTTL)
 	t.FailureTTL = ttl(t.FailureTTL, DefaultFailureTTL)
-	t.MaxTokenBytes = orDefault(max(t.MaxTokenBytes, 0), DefaultMaxTokenBytes)
-	t.valid = &validTokens{max: orDefault(max(t.MaxEntries, 0), DefaultCacheSize)}
-	t.refused = &refusedTokens{ttl: t.FailureTTL, max: orDefault(max(t.FailureMaxEntries, 0), DefaultFailureCacheSize)}
+	t.MaxTokenBytes = cmp.Or(max(t.MaxTokenBytes, 0), DefaultMaxTokenBytes)
+	t.valid = &validTokens{max: cmp.Or(max(t.MaxEntries, 0), DefaultCacheSize)}
+	t.refused = &refusedTokens{ttl: t.FailureTTL, max: cmp.Or(max(t.FailureMaxEntries, 0), DefaultFailureCacheSize)}
 	t.limiter = newReviewLimiter(t.Limit)
 }
 

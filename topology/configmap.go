@@ -85,7 +85,7 @@ func (x *tx) wantedMounts(w Key) []Key {
 			continue
 		}
 		for _, f := range resolvedFlagSets(n.payload.source.refs, v1beta1.SyncProviderFile) {
-			if cm := ConfigMapKey(f, w.Namespace); !containsKey(want, cm) {
+			if cm := ConfigMapKey(f, w.Namespace); !slices.Contains(want, cm) {
 				want = append(want, cm)
 			}
 		}

@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -67,7 +68,7 @@ func (v *View) DOT() []byte {
 func refProviders(refs []FlagSetRef, f Key) []string {
 	var out []string
 	for _, r := range refs {
-		if r.FlagSet == f && r.State == RefResolved && !contains(out, r.Provider) {
+		if r.FlagSet == f && r.State == RefResolved && !slices.Contains(out, r.Provider) {
 			out = append(out, r.Provider)
 		}
 	}

@@ -274,7 +274,7 @@ func (x *tx) regrantFlagds(namespace string, before, after *Grant) error {
 			}
 		}
 	}
-	for _, from := range sortedStrings(froms) {
+	for _, from := range slices.Sorted(maps.Keys(froms)) {
 		for _, f := range indexGet(x.st.crossFlagdRefs, nsPair{to: namespace, from: from}) {
 			if err := x.reevalFlagd(f); err != nil {
 				return err
@@ -282,15 +282,6 @@ func (x *tx) regrantFlagds(namespace string, before, after *Grant) error {
 		}
 	}
 	return nil
-}
-
-func sortedStrings(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // consumerSources lists the sources whose flag sets a consumer (a workload

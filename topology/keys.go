@@ -2,6 +2,7 @@ package topology
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/kuadrant/policy-machinery/machinery"
@@ -114,20 +115,11 @@ func parseList(value, defaultNamespace string, key func(namespace, name string) 
 			continue
 		}
 		k := key(parseObjectRef(item, defaultNamespace))
-		if !containsKey(out, k) {
+		if !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
 	return out
-}
-
-func containsKey(keys []Key, k Key) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // Hashing for the persistent maps. The seed is per process: nothing the

@@ -56,7 +56,7 @@ func parseTargeting(s *v1beta1.FeatureFlagSource) (targetRefs []Key, sel selecto
 		if (r.Group != "" && r.Group != GroupApps) || kind.IsPodOwner() || !kind.IsWorkload() {
 			continue // refused by the CRD's validation; never matches
 		}
-		if k := WorkloadKey(kind, s.Namespace, r.Name); !containsKey(targetRefs, k) {
+		if k := WorkloadKey(kind, s.Namespace, r.Name); !slices.Contains(targetRefs, k) {
 			targetRefs = append(targetRefs, k)
 		}
 	}
@@ -88,7 +88,7 @@ func ProviderInForce(e v1beta1.Source, sourceDefault, operatorDefault v1beta1.Sy
 func resolvedFlagSets(refs []FlagSetRef, provider v1beta1.SyncProviderType) []Key {
 	var out []Key
 	for _, r := range refs {
-		if r.State == RefResolved && (provider == "" || r.Provider == string(provider)) && !containsKey(out, r.FlagSet) {
+		if r.State == RefResolved && (provider == "" || r.Provider == string(provider)) && !slices.Contains(out, r.FlagSet) {
 			out = append(out, r.FlagSet)
 		}
 	}
@@ -98,7 +98,7 @@ func resolvedFlagSets(refs []FlagSetRef, provider v1beta1.SyncProviderType) []Ke
 func refFlagSets(refs []FlagSetRef) []Key {
 	out := make([]Key, 0, len(refs))
 	for _, r := range refs {
-		if !containsKey(out, r.FlagSet) {
+		if !slices.Contains(out, r.FlagSet) {
 			out = append(out, r.FlagSet)
 		}
 	}
@@ -110,7 +110,7 @@ func refFlagSets(refs []FlagSetRef) []Key {
 func crossNamespacePairs(namespace string, refs []FlagSetRef) []nsPair {
 	var out []nsPair
 	for _, r := range refs {
-		if p := (nsPair{to: r.FlagSet.Namespace, from: namespace}); r.FlagSet.Namespace != namespace && !contains(out, p) {
+		if p := (nsPair{to: r.FlagSet.Namespace, from: namespace}); r.FlagSet.Namespace != namespace && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -363,7 +363,7 @@ func (x *tx) retarget(from Key, p payload, w Key) error {
 	case p.source != nil:
 		want = x.st.targets(from, p.source, wn.payload.workload)
 	case p.ipc != nil:
-		want = containsKey(wn.payload.workload.annotIPCs, from) && x.st.workloadMayRef(w, from)
+		want = slices.Contains(wn.payload.workload.annotIPCs, from) && x.st.workloadMayRef(w, from)
 	}
 	if _, have := wn.in.get(from); want == have {
 		return nil
@@ -406,11 +406,11 @@ func (x *tx) retargetKey(from, w Key) error {
 // annotation names it and the tenancy rule permits that.
 func (st *state) targets(k Key, s *sourceRec, w *workloadRec) bool {
 	if k.Namespace == w.w.Namespace {
-		if containsKey(s.targetRefs, w.w.Key()) || s.selector.matches(w.w.Labels) {
+		if slices.Contains(s.targetRefs, w.w.Key()) || s.selector.matches(w.w.Labels) {
 			return true
 		}
 	}
-	return containsKey(w.annotSources, k) && st.workloadMayRef(w.w.Key(), k)
+	return slices.Contains(w.annotSources, k) && st.workloadMayRef(w.w.Key(), k)
 }
 
 // observeReaders takes, before the edge from a source to a workload of

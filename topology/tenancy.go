@@ -245,7 +245,7 @@ func (st *state) deniedReferrers(target Key) []Key {
 func crossAnnotationPairs(w Key, rec *workloadRec) []nsPair {
 	var out []nsPair
 	for _, t := range slices.Concat(rec.annotSources, rec.annotIPCs) {
-		if p := (nsPair{to: t.Namespace, from: w.Namespace}); t.Namespace != w.Namespace && !contains(out, p) {
+		if p := (nsPair{to: t.Namespace, from: w.Namespace}); t.Namespace != w.Namespace && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -257,7 +257,7 @@ func crossAnnotationPairs(w Key, rec *workloadRec) []nsPair {
 func kubernetesRefNamespaces(refs []FlagSetRef) []nsKey {
 	var out []nsKey
 	for _, r := range refs {
-		if ns := nsKey(r.FlagSet.Namespace); r.Provider == string(v1beta1.SyncProviderKubernetes) && !contains(out, ns) {
+		if ns := nsKey(r.FlagSet.Namespace); r.Provider == string(v1beta1.SyncProviderKubernetes) && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
 	}

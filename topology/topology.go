@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/samber/lo"
+
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -295,29 +297,10 @@ func indexUpdate[K hashable](o edit, m *pmap[K, pset[Key]], before, after []K, m
 	}
 }
 
-// diff returns what is in after but not before, and the other way round.
-// The lists are short (a source's refs, a workload's labels).
+// diff returns what is in after but not before, and the other way round,
+// each without repeats.
 func diff[T comparable](before, after []T) (added, removed []T) {
-	for _, a := range after {
-		if !contains(before, a) && !contains(added, a) {
-			added = append(added, a)
-		}
-	}
-	for _, b := range before {
-		if !contains(after, b) && !contains(removed, b) {
-			removed = append(removed, b)
-		}
-	}
-	return added, removed
-}
-
-func contains[T comparable](s []T, v T) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return lo.Difference(lo.Uniq(after), lo.Uniq(before))
 }
 
 // Delta bookkeeping: mark records that a node's desired state may have changed.

@@ -249,13 +249,13 @@ func (st *state) ipcsOfWorkload(w Key) []Key {
 func annotationOrder(annotated, all []Key) []Key {
 	out := make([]Key, 0, len(all))
 	for _, k := range annotated {
-		if containsKey(all, k) {
+		if slices.Contains(all, k) {
 			out = append(out, k)
 		}
 	}
 	var rest []Key
 	for _, k := range all {
-		if !containsKey(out, k) {
+		if !slices.Contains(out, k) {
 			rest = append(rest, k)
 		}
 	}

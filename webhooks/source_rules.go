@@ -99,12 +99,12 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(specPath.Child("syncProviderArgs").Index(i), a, "must be key=value"))
 		}
 	}
-	for _, k := range sortedStringKeys(spec.ContextValues) {
+	for _, k := range slices.Sorted(maps.Keys(spec.ContextValues)) {
 		if k == "" {
 			errs = append(errs, field.Invalid(specPath.Child("contextValues").Key(k), k, "a context key must not be empty"))
 		}
 	}
-	for _, h := range sortedStringKeys(spec.HeaderToContextMappings) {
+	for _, h := range slices.Sorted(maps.Keys(spec.HeaderToContextMappings)) {
 		p := specPath.Child("headerToContextMappings").Key(h)
 		for _, msg := range validation.IsHTTPHeaderName(h) {
 			errs = append(errs, field.Invalid(p, h, msg))
@@ -118,10 +118,10 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(specPath.Child("cors").Index(i), o, "an origin must not be empty"))
 		}
 	}
-	if spec.LogFormat != "" && !contains(knownLogFormats, spec.LogFormat) {
+	if spec.LogFormat != "" && !slices.Contains(knownLogFormats, spec.LogFormat) {
 		errs = append(errs, field.NotSupported(specPath.Child("logFormat"), spec.LogFormat, knownLogFormats))
 	}
-	if spec.Evaluator != "" && !contains(knownEvaluators, spec.Evaluator) {
+	if spec.Evaluator != "" && !slices.Contains(knownEvaluators, spec.Evaluator) {
 		errs = append(errs, field.NotSupported(specPath.Child("evaluator"), spec.Evaluator, knownEvaluators))
 	}
 	if spec.SocketPath != "" && !path.IsAbs(spec.SocketPath) {
@@ -224,7 +224,7 @@ func entryWarnings(p *field.Path, provider v1beta1.SyncProviderType, e v1beta1.S
 			ignored("selector")
 		}
 	}
-	if e.Interval != 0 && !containsProvider(intervalProviders, provider) {
+	if e.Interval != 0 && !slices.Contains(intervalProviders, provider) {
 		ignored("interval")
 	}
 	return out
@@ -234,23 +234,3 @@ func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n > 0 && n < 65536
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsProvider(list []v1beta1.SyncProviderType, p v1beta1.SyncProviderType) bool {
-	for _, x := range list {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedStringKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

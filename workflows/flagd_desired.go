@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -133,7 +134,7 @@ func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), f.Name,
 			"names the Service too, which must be a DNS label starting with a letter"))
 	}
-	for _, k := range sortedKeys(f.Spec.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(f.Spec.Labels)) {
 		p := spec.Child("labels").Key(k)
 		if slices.Contains([]string{LabelApp, LabelName, LabelVersion, v1beta1.LabelManagedBy}, k) {
 			errs = append(errs, field.Forbidden(p, "flagplane sets this label itself"))
@@ -145,7 +146,7 @@ func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
 			errs = append(errs, field.Invalid(p, f.Spec.Labels[k], msg))
 		}
 	}
-	for _, k := range sortedKeys(f.Spec.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(f.Spec.Annotations)) {
 		for _, msg := range validation.IsQualifiedName(strings.ToLower(k)) {
 			errs = append(errs, field.Invalid(spec.Child("annotations").Key(k), k, msg))
 		}
@@ -372,13 +373,6 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts FlagdOptions) *networkingv1.Ingress {
 	spec := f.Spec.Ingress
 	annotations := flagdAnnotations(f, opts.Generated)
@@ -399,9 +393,9 @@ func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.O
 	for _, h := range hosts {
 		rules = append(rules, networkingv1.IngressRule{Host: h, IngressRuleValue: networkingv1.IngressRuleValue{
 			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
-				{Path: orDefault(spec.FlagdPath, DefaultFlagdPath), PathType: ptr.To(pathType), Backend: backend(opts.Port)},
-				{Path: orDefault(spec.OFREPPath, DefaultOFREPPath), PathType: ptr.To(pathType), Backend: backend(opts.OFREPPort)},
-				{Path: orDefault(spec.SyncPath, DefaultSyncPath), PathType: ptr.To(pathType), Backend: backend(opts.SyncPort)},
+				{Path: cmp.Or(spec.FlagdPath, DefaultFlagdPath), PathType: ptr.To(pathType), Backend: backend(opts.Port)},
+				{Path: cmp.Or(spec.OFREPPath, DefaultOFREPPath), PathType: ptr.To(pathType), Backend: backend(opts.OFREPPort)},
+				{Path: cmp.Or(spec.SyncPath, DefaultSyncPath), PathType: ptr.To(pathType), Backend: backend(opts.SyncPort)},
 			}},
 		}})
 	}

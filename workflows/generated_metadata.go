@@ -26,7 +26,7 @@ type GeneratedMetadata struct {
 // labels that would take over flagplane's own.
 func (g GeneratedMetadata) Validate() error {
 	var errs []error
-	for _, k := range sortedKeys(g.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(g.Labels)) {
 		if k == v1beta1.LabelManagedBy {
 			errs = append(errs, fmt.Errorf("--labels: %s is flagplane's: it selects the objects flagplane generates", k))
 			continue
@@ -38,7 +38,7 @@ func (g GeneratedMetadata) Validate() error {
 			errs = append(errs, fmt.Errorf("--labels: value %q of %s: %s", g.Labels[k], k, strings.Join(msgs, "; ")))
 		}
 	}
-	for _, k := range sortedKeys(g.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(g.Annotations)) {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--annotations: key %q: %s", k, strings.Join(msgs, "; ")))
 		}
@@ -74,9 +74,4 @@ func hasAll(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// sortedKeys are the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

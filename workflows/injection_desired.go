@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -369,10 +370,10 @@ func (m *sidecarMerge) container(opts InjectionOptions) *corev1.Container {
 	if otel := m.otelCollector.or(opts.Sidecar.OtelCollectorURI); otel != "" {
 		args = append(args, "--metrics-exporter", "otel", "--otel-collector-uri", otel)
 	}
-	for _, k := range sortedKeys(m.contextValues) {
+	for _, k := range slices.Sorted(maps.Keys(m.contextValues)) {
 		args = append(args, "--context-value", k+"="+m.contextValues[k].value)
 	}
-	for _, k := range sortedKeys(m.headerMappings) {
+	for _, k := range slices.Sorted(maps.Keys(m.headerMappings)) {
 		args = append(args, "--context-from-header", k+"="+m.headerMappings[k].value)
 	}
 	for _, o := range m.cors {
@@ -724,7 +725,7 @@ func envValue(e corev1.EnvVar) string {
 }
 
 func mergeMap(inj *Injection, name string, into map[string]keyedValue, from map[string]string, src topology.Key) {
-	for _, k := range sortedKeys(from) {
+	for _, k := range slices.Sorted(maps.Keys(from)) {
 		v := from[k]
 		if old, ok := into[k]; ok && old.value != v {
 			inj.Conflicts = append(inj.Conflicts, SettingConflict{Setting: name + "[" + k + "]",

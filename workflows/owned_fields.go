@@ -3,7 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +35,7 @@ func fieldsMismatch(got, want any, path string) string {
 		if !ok {
 			return orRoot(path)
 		}
-		for _, k := range sortedKeys(w) {
+		for _, k := range slices.Sorted(maps.Keys(w)) {
 			gv, ok := g[k]
 			if !ok {
 				if w[k] == nil {
@@ -116,7 +118,7 @@ func OwnsUndesiredFields(managed []metav1.ManagedFieldsEntry, want map[string]an
 }
 
 func ownsUndesired(owned map[string]any, want map[string]any, path string) string {
-	for _, k := range sortedKeys(owned) {
+	for _, k := range slices.Sorted(maps.Keys(owned)) {
 		name, ok := strings.CutPrefix(k, "f:")
 		if !ok {
 			continue // ".", and list elements: k:, v:, i:

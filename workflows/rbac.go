@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -92,7 +94,7 @@ func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata)
 	name := RBACName(workload)
 	var roles []*rbacv1.Role
 	var bindings []*rbacv1.RoleBinding
-	for _, ns := range sortedKeys(names) {
+	for _, ns := range slices.Sorted(maps.Keys(names)) {
 		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.labels(), Annotations: gen.annotations()}
 		roles = append(roles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -101,7 +103,7 @@ func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata)
 				APIGroups:     []string{v1beta1.GroupVersion.Group},
 				Resources:     []string{"featureflags"},
 				Verbs:         flagGetVerbs,
-				ResourceNames: sortedKeys(names[ns]),
+				ResourceNames: slices.Sorted(maps.Keys(names[ns])),
 			}, {
 				APIGroups: []string{v1beta1.GroupVersion.Group},
 				Resources: []string{"featureflags"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,7 +200,7 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 
 	// Flags, each against its own type's schema.
 	flags, _ := doc["flags"].(map[string]any)
-	for _, key := range sortedKeys(flags) {
+	for _, key := range slices.Sorted(maps.Keys(flags)) {
 		owner := ownerFlag(key)
 		if reported[owner] {
 			continue
@@ -215,7 +216,7 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 	}
 	// Evaluators, each against targeting.json.
 	if evaluators, ok := doc[ownerEvaluators].(map[string]any); ok {
-		for _, name := range sortedKeys(evaluators) {
+		for _, name := range slices.Sorted(maps.Keys(evaluators)) {
 			var ve *jsonschema.ValidationError
 			if err := schemas.Targeting.Validate(evaluators[name]); err != nil && asValidationError(err, &ve) {
 				add(ownerEvaluators+"/"+name, ve, []string{ownerEvaluators, name})
@@ -250,7 +251,7 @@ func variantsType(raw json.RawMessage) string {
 	if decodeObject(raw, &variants) != nil || len(variants) == 0 {
 		return ""
 	}
-	return jsonType(variants[sortedKeys(variants)[0]])
+	return jsonType(variants[slices.Sorted(maps.Keys(variants))[0]])
 }
 
 func asValidationError(err error, into **jsonschema.ValidationError) bool {

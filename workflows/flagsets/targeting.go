@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,7 +60,7 @@ func checkTargetingResults(path *field.Path, _ string, flag *v1beta1.Flag, ctx *
 		if _, ok := ctx.variants[name]; !ok {
 			return warningOf(field.Invalid(path.Child("targeting"), name,
 				fmt.Sprintf("targeting can return variant %q, which the flag does not have (variants: %s): flagd evaluates the flag to an error then",
-					name, strings.Join(sortedKeys(ctx.variants), ", "))))
+					name, strings.Join(slices.Sorted(maps.Keys(ctx.variants)), ", "))))
 		}
 	}
 	return nil
@@ -85,7 +86,7 @@ func checkUnreachableVariants(path *field.Path, _ string, flag *v1beta1.Flag, ct
 		}
 	}
 	var unreachable []string
-	for _, name := range sortedKeys(ctx.variants) {
+	for _, name := range slices.Sorted(maps.Keys(ctx.variants)) {
 		if name != flag.DefaultVariant && !slices.Contains(results, name) {
 			unreachable = append(unreachable, name)
 		}
@@ -161,7 +162,7 @@ func ruleProblem(n any) (msg string, warn bool) {
 		}
 		if _, ok := t["$ref"]; ok {
 			if len(t) > 1 {
-				return fmt.Sprintf("a $ref object takes no other key, found %s", strings.Join(sortedKeys(t), ", ")), false
+				return fmt.Sprintf("a $ref object takes no other key, found %s", strings.Join(slices.Sorted(maps.Keys(t)), ", ")), false
 			}
 			if _, ok := t["$ref"].(string); !ok {
 				return "$ref must name an evaluator as a string", false
@@ -169,12 +170,12 @@ func ruleProblem(n any) (msg string, warn bool) {
 			return "", false
 		}
 		if len(t) > 1 {
-			for _, op := range sortedKeys(t) {
+			for _, op := range slices.Sorted(maps.Keys(t)) {
 				if !slices.Contains(knownOperators, op) {
 					return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " ")), false
 				}
 			}
-			return fmt.Sprintf("a rule object names exactly one operator, found %s: JSONLogic uses one of them", strings.Join(sortedKeys(t), ", ")), true
+			return fmt.Sprintf("a rule object names exactly one operator, found %s: JSONLogic uses one of them", strings.Join(slices.Sorted(maps.Keys(t)), ", ")), true
 		}
 		for op, args := range t {
 			if !slices.Contains(knownOperators, op) {

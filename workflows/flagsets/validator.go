@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -174,7 +175,7 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 			add(errorOf(field.Invalid(path.Child("metadata"), string(spec.Metadata), "must be a JSON object")), ownerMetadata)
 		}
 	}
-	for _, name := range sortedKeys(ctx.evaluators) {
+	for _, name := range slices.Sorted(maps.Keys(ctx.evaluators)) {
 		if p := checkEvaluator(path.Child("$evaluators").Key(name), name, ctx); p != nil {
 			add(p, ownerEvaluators+"/"+name)
 			// One message per evaluator, warning or not.
@@ -250,7 +251,7 @@ func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fl
 	}
 	if _, ok := ctx.variants[flag.DefaultVariant]; !ok {
 		return errorOf(field.Invalid(path.Child("defaultVariant"), flag.DefaultVariant,
-			"must be one of the variants: "+strings.Join(sortedKeys(ctx.variants), ", ")))
+			"must be one of the variants: "+strings.Join(slices.Sorted(maps.Keys(ctx.variants)), ", ")))
 	}
 	return nil
 }
@@ -259,7 +260,7 @@ func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fl
 // type, and none to be null or an array.
 func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSetContext) *problem {
 	var first, firstType string
-	for _, name := range sortedKeys(ctx.variants) {
+	for _, name := range slices.Sorted(maps.Keys(ctx.variants)) {
 		t := jsonType(ctx.variants[name])
 		switch t {
 		case "null":
@@ -336,7 +337,7 @@ func collectRefs(rule any) []string {
 			if r, ok := t["$ref"].(string); ok {
 				refs = append(refs, r)
 			}
-			for _, k := range sortedKeys(t) {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(t[k])
 			}
 		case []any:
@@ -376,13 +377,4 @@ func jsonType(raw json.RawMessage) string {
 	default:
 		return "number"
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
