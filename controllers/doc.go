@@ -8,5 +8,10 @@
 // desired state itself. Updates that change nothing relevant (resyncs,
 // status-only writes) are dropped before they reach the graph.
 //
+// Each workflow's queue is run by a controller-runtime typed controller
+// without a source (queue.go): the Deltas are its events. The startup pass
+// reconciles every node once through the same reconcilers before the
+// controllers start (docs/architecture.md, "The work queues").
+//
 // Reconciliation reads only the cache and the graph, never the API server.
 package controllers

@@ -7,10 +7,13 @@ import (
 	"runtime/debug"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/go-logr/logr"
 
 	"github.com/flagplane/flagplane/workflows"
 )
@@ -25,30 +28,65 @@ import (
 // its own last write waits before it runs again.
 const cacheBehindDelay = 50 * time.Millisecond
 
-// workQueue is the queue of one workflow: keys are deduplicated while
-// waiting, a key is never processed by two workers at once, and failures are
-// retried with exponential backoff (unless terminal).
+// reconcileTimeout bounds one reconciliation (its API requests included):
+// a request that hangs fails, and the key is retried with backoff.
+const reconcileTimeout = time.Minute
+
+// workQueue is the queue of one workflow, run by a controller-runtime typed
+// controller: keys are deduplicated while waiting, a key is never processed
+// by two workers at once, failures are retried with exponential backoff
+// (unless terminal), a panic is a failure, and controller-runtime's
+// controller_runtime_reconcile_* and workqueue_* metrics are kept under the
+// workflow's name.
+//
+// The keys come from topology Deltas, not from informers, so the controller
+// has no source: the queue is made here, before the controller starts, and
+// Add puts keys on it directly. Keys added before the controller starts
+// (during the startup pass) wait on it, as they would on any queue.
 type workQueue[T comparable] struct {
 	name      string
 	queue     workqueue.TypedRateLimitingInterface[T]
+	ctrl      controller.TypedController[T]
 	reconcile func(ctx context.Context, key T) error
-	workers   int
 	observe   func(queue string, d time.Duration, err error)
 	pending   pending[T]
 }
 
-func newWorkQueue[T comparable](name string, workers int, reconcile func(context.Context, T) error) *workQueue[T] {
+func newWorkQueue[T comparable](name string, workers int, reconcileKey func(context.Context, T) error) *workQueue[T] {
+	rateLimiter := workqueue.DefaultTypedControllerRateLimiter[T]()
 	q := &workQueue[T]{
-		name:    name,
-		workers: workers,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[T](),
-			workqueue.TypedRateLimitingQueueConfig[T]{Name: name},
-		),
+		name: name,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,
+			workqueue.TypedRateLimitingQueueConfig[T]{Name: name}),
 	}
 	q.reconcile = func(ctx context.Context, key T) error {
-		return q.pending.run(key, func() error { return reconcile(ctx, key) })
+		return q.pending.run(key, func() error { return q.reconcileSafely(ctx, key, reconcileKey) })
 	}
+	logger := log.Log.WithName("controllers").WithValues("workflow", name)
+	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[T]{
+		Reconciler:              reconcile.TypedFunc[T](q.reconcileKey),
+		MaxConcurrentReconciles: max(workers, 1),
+		RateLimiter:             rateLimiter,
+		NewQueue: func(string, workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+			return q.queue
+		},
+		UsePriorityQueue:      ptr.To(false),
+		ReconciliationTimeout: reconcileTimeout,
+		// Each manager of a process (tests, the demo) has its own queues of
+		// these names.
+		SkipNameValidation: ptr.To(true),
+		LogConstructor: func(key *T) logr.Logger {
+			if key == nil {
+				return logger
+			}
+			return logger.WithValues("key", *key)
+		},
+	})
+	if err != nil {
+		// Only a missing reconciler or name is refused, and both are set above.
+		panic(fmt.Sprintf("creating the %s controller: %v", name, err))
+	}
+	q.ctrl = ctrl
 	return q
 }
 
@@ -63,62 +101,57 @@ func (q *workQueue[T]) Len() int { return q.queue.Len() }
 
 // run processes keys until ctx is done.
 func (q *workQueue[T]) run(ctx context.Context) {
-	defer q.queue.ShutDown()
-	for range q.workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for q.processNext(ctx) {
-			}
-		}, time.Second)
+	if err := q.ctrl.Start(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "workflow controller stopped", "workflow", q.name)
 	}
-	<-ctx.Done()
 }
 
-func (q *workQueue[T]) processNext(ctx context.Context) bool {
-	key, quit := q.queue.Get()
-	if quit {
-		return false
-	}
-	defer q.queue.Done(key)
-	q.process(ctx, key)
-	return true
-}
-
-// process reconciles one key and decides whether it is retried.
-func (q *workQueue[T]) process(ctx context.Context, key T) {
-	logger := log.FromContext(ctx).WithValues("workflow", q.name, "key", key)
+// reconcileKey is the controller's reconciler: a workflow's error becomes
+// the controller's answer (RequeueAfter a result, not a failure).
+func (q *workQueue[T]) reconcileKey(ctx context.Context, key T) (reconcile.Result, error) {
 	start := time.Now()
-	err := q.reconcileSafely(log.IntoContext(ctx, logger), key)
+	err := q.reconcile(ctx, key)
 	var later workflows.RequeueAfter
+	isLater := errors.As(err, &later)
 	if q.observe != nil {
 		observed := err
-		if errors.As(err, &later) {
+		if isLater {
 			observed = nil
 		}
 		q.observe(q.name, time.Since(start), observed)
 	}
+	if isLater {
+		log.FromContext(ctx).V(1).Info("not done yet, will run again", "reason", err.Error(), "after", time.Duration(later).String())
+		return reconcile.Result{RequeueAfter: time.Duration(later)}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// process reconciles one key outside the controller (the startup pass, before
+// the controller starts) and puts it on the queue again where the controller
+// would: after a failure (with backoff) or when asked to run again later.
+func (q *workQueue[T]) process(ctx context.Context, key T) {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workflow", q.name, "key", key))
+	res, err := q.reconcileKey(ctx, key)
 	switch {
+	case err == nil && res.RequeueAfter > 0:
+		q.queue.AddAfter(key, res.RequeueAfter)
 	case err == nil:
-		q.queue.Forget(key)
-	case errors.As(err, &later):
-		logger.V(1).Info("not done yet, will run again", "reason", err.Error(), "after", time.Duration(later).String())
-		q.queue.Forget(key)
-		q.queue.AddAfter(key, time.Duration(later))
 	case errors.Is(err, reconcile.TerminalError(nil)):
-		logger.Error(err, "giving up on key: retrying cannot fix it")
-		q.queue.Forget(key)
+		log.FromContext(ctx).Error(err, "giving up on key: retrying cannot fix it")
 	default:
-		logger.Error(err, "reconcile failed, will retry")
+		log.FromContext(ctx).Error(err, "reconcile failed, will retry")
 		q.queue.AddRateLimited(key)
 	}
 }
 
 // reconcileSafely turns a panic of a reconcile into an error, so that one
-// bad key is retried with backoff instead of ending the process.
-func (q *workQueue[T]) reconcileSafely(ctx context.Context, key T) (err error) {
+// bad key is retried with backoff and its pending count stays right.
+func (q *workQueue[T]) reconcileSafely(ctx context.Context, key T, reconcileKey func(context.Context, T) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic in the %s workflow: %v\n%s", q.name, r, debug.Stack())
 		}
 	}()
-	return q.reconcile(ctx, key)
+	return reconcileKey(ctx, key)
 }

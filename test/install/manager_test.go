@@ -403,7 +403,7 @@ func describeManager() {
 		}).Should(Succeed())
 	})
 
-	It("serves Prometheus metrics: events, deltas, reconcile latency, writes, graph nodes, queue depth", func() {
+	It("serves Prometheus metrics: events, deltas, reconcile latency, writes, graph nodes, queue depth, controller-runtime's per workflow", func() {
 		Eventually(func() (string, error) { return securedGet(metricsURL("/metrics"), readerToken) }).Should(And(
 			ContainSubstring(`flagplane_events_total{event="created",kind="FeatureFlag"}`),
 			ContainSubstring(`flagplane_delta_size_count`),
@@ -412,6 +412,8 @@ func describeManager() {
 			MatchRegexp(`flagplane_topology_nodes\{kind="FeatureFlag"\} [1-9]`),
 			MatchRegexp(`flagplane_topology_nodes\{kind="Deployment"\} [1-9]`),
 			ContainSubstring(`workqueue_depth{controller="configmaps",name="configmaps"`),
+			MatchRegexp(`controller_runtime_reconcile_total\{controller="configmaps",result="success"\} [1-9]`),
+			MatchRegexp(`controller_runtime_max_concurrent_reconciles\{controller="status"\} [1-9]`),
 			ContainSubstring(`leader_election_master_status{name="flagplane.core.openfeature.dev"} 1`),
 		))
 	})
