@@ -22,6 +22,12 @@
 // finds what the OpenFeature Operator left on a cluster, says what each
 // leftover means now that flagplane runs, and with --apply removes what
 // flagplane replaces (see package migrate).
+//
+//	flagplane explain KIND/NAME [-n NAMESPACE] [--kubeconfig FILE | --from-dir DIR] [-o text|json|yaml]
+//
+// explains, from the graph, why a workload gets the sources, flag sets and
+// sidecar it gets (and what does not resolve), or what a flag set, source or
+// in-process configuration reaches (see package explain).
 package main
 
 import (
@@ -49,9 +55,10 @@ const usage = `flagplane: the flagplane operator's command-line companion
 Usage:
   flagplane topology [flags]   dump the topology as Graphviz DOT, SVG or PNG
   flagplane migrate [flags]    find what the OpenFeature Operator left, and remove what flagplane replaces
+  flagplane explain KIND/NAME  why a workload gets what it gets; what a flag set or source reaches
   flagplane help               this text
 
-Run 'flagplane topology -h' or 'flagplane migrate -h' for their flags.
+Run 'flagplane topology -h', 'flagplane migrate -h' or 'flagplane explain -h' for their flags.
 `
 
 func main() {
@@ -84,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return topologyCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr)
+	case "explain":
+		return explainCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

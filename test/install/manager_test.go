@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -530,6 +531,31 @@ func describeManager() {
 			Expect(err).NotTo(HaveOccurred(), "%s", b)
 			Expect(os.ReadFile(svg)).To(ContainSubstring("<svg"))
 		}
+	})
+
+	It("has `flagplane explain --kubeconfig` say, from the API, why the sample workload gets its flags and what the flag set reaches", func(ctx SpecContext) {
+		b, err := exec.CommandContext(ctx, cliPath, "explain", "deployment/shop-web", "-n", shop, "--kubeconfig", cp.KubeconfigPath, "-o", "json").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		var workload struct {
+			Sources []struct {
+				Source string
+				Why    []string
+			} `json:"sources"`
+			FlagSets []struct{ FlagSet, Provider, ConfigMap string } `json:"flagSets"`
+			Sidecar  *struct{ Image string }                         `json:"sidecar"`
+		}
+		Expect(json.Unmarshal(b, &workload)).To(Succeed(), "%s", b)
+		Expect(workload.Sources).To(ConsistOf(And(HaveField("Source", shop+"/shop"), HaveField("Why", ContainElement(ContainSubstring("targetRefs"))))))
+		Expect(workload.FlagSets).To(ContainElement(And(HaveField("FlagSet", shop+"/shop-flags"), HaveField("Provider", "file"),
+			HaveField("ConfigMap", shop+"/flagd."+shop+".shop-flags"))))
+		Expect(workload.Sidecar).NotTo(BeNil())
+
+		b, err = exec.CommandContext(ctx, cliPath, "explain", "ff/shop-flags", "-n", shop, "--kubeconfig", cp.KubeconfigPath).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		Expect(string(b)).To(And(ContainSubstring("Deployment "+shop+"/shop-web"), ContainSubstring(shop+"/flagd."+shop+".shop-flags")))
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "flagd." + shop + ".shop-flags"}, cm)).To(Succeed(),
+			"the ConfigMap the explanation names is the one the manager wrote")
 	})
 
 	It("has `flagplane topology` read only what its user may read", func(ctx SpecContext) {

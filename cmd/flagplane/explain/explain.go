@@ -1,0 +1,271 @@
+// Package explain answers "why" from the topology: for a workload, every
+// source that applies to it and why (targetRefs, selector, annotation), the
+// flag sets it gets and by which provider, every reference that does not
+// resolve and why, and the sidecar settings that one source lost to
+// another; for a FeatureFlag, a FeatureFlagSource or an
+// InProcessConfiguration, everything it reaches.
+//
+// It reads a topology.View and computes nothing the manager does not: the
+// same graph (built from a cluster with the caller's permissions, or
+// offline from manifests), the same tenancy rule, the same injection merge.
+// It makes no API call of its own.
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// Report is the explanation of one object.
+type Report struct {
+	// Object is "<kind> <namespace>/<name>".
+	Object string `json:"object"`
+
+	// A workload's.
+	Sources          []AppliedSource `json:"sources,omitempty"`
+	InProcessConfigs []string        `json:"inProcessConfigurations,omitempty"`
+	FlagSets         []Delivery      `json:"flagSets,omitempty"`
+	Unresolved       []string        `json:"unresolved,omitempty"`
+	Sidecar          *Sidecar        `json:"sidecar,omitempty"`
+	Overridden       []string        `json:"overridden,omitempty"`
+
+	// A FeatureFlag's, a source's or an in-process configuration's.
+	Reaches *Reach `json:"reaches,omitempty"`
+}
+
+// AppliedSource is a source that applies to a workload and why.
+type AppliedSource struct {
+	Source string   `json:"source"`
+	Why    []string `json:"why"`
+}
+
+// Delivery is a flag set a workload gets, through which source and how.
+type Delivery struct {
+	FlagSet  string `json:"flagSet"`
+	Source   string `json:"source"`
+	Provider string `json:"provider"`
+	// ConfigMap is the generated ConfigMap the sidecar mounts (file).
+	ConfigMap string `json:"configMap,omitempty"`
+}
+
+// Sidecar is the flagd container the workload's pods get.
+type Sidecar struct {
+	Image string   `json:"image"`
+	Args  []string `json:"args"`
+	// Volumes are the generated ConfigMaps it mounts.
+	Volumes []string `json:"volumes,omitempty"`
+	// Note says what the computation assumed.
+	Note string `json:"note"`
+}
+
+// Reach is what a flag set, source or in-process configuration reaches.
+type Reach struct {
+	Sources    []string `json:"sources,omitempty"`
+	FlagSets   []string `json:"flagSets,omitempty"`
+	Workloads  []string `json:"workloads,omitempty"`
+	Flagds     []string `json:"flagds,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	ConfigMaps []string `json:"configMaps,omitempty"`
+	// Denied are referrers of other namespaces that no ReferenceGrant permits.
+	Denied []string `json:"denied,omitempty"`
+	// Unresolved are the source's flag-set references that do not resolve.
+	Unresolved []string `json:"unresolved,omitempty"`
+}
+
+// ErrNotFound is returned for an object the graph does not hold.
+type ErrNotFound struct{ Object string }
+
+func (e ErrNotFound) Error() string {
+	return e.Object + " is not in the graph (it does not exist, or you may not list it)"
+}
+
+// Explain explains the object of kind (deployment, statefulset, daemonset,
+// featureflag, featureflagsource, inprocessconfiguration; short names
+// deploy, sts, ds, ff, ffs, ipc) namespace/name. opts are the injection
+// options the sidecar is computed with.
+func Explain(v *topology.View, kind, namespace, name string, opts workflows.InjectionOptions) (*Report, error) {
+	k, err := keyOf(kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Object: describe(k)}
+	switch k.Kind {
+	case topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet:
+		if _, ok := v.Workload(k); !ok {
+			return nil, ErrNotFound{r.Object}
+		}
+		explainWorkload(v, k, opts, r)
+	case topology.KindFlagSet:
+		if _, ok := v.FlagSet(k); !ok {
+			return nil, ErrNotFound{r.Object}
+		}
+		r.Reaches = flagSetReach(v, k)
+	case topology.KindSource:
+		if _, ok := v.Source(k); !ok {
+			return nil, ErrNotFound{r.Object}
+		}
+		r.Reaches = sourceReach(v, k)
+	case topology.KindInProcessConfig:
+		if _, ok := v.InProcessConfig(k); !ok {
+			return nil, ErrNotFound{r.Object}
+		}
+		r.Reaches = &Reach{Workloads: names(v.WorkloadsOfInProcessConfig(k)), Denied: names(v.DeniedReferrers(k))}
+	}
+	return r, nil
+}
+
+func keyOf(kind, namespace, name string) (topology.Key, error) {
+	switch strings.ToLower(kind) {
+	case "deployment", "deployments", "deploy":
+		return topology.WorkloadKey(topology.KindDeployment, namespace, name), nil
+	case "statefulset", "statefulsets", "sts":
+		return topology.WorkloadKey(topology.KindStatefulSet, namespace, name), nil
+	case "daemonset", "daemonsets", "ds":
+		return topology.WorkloadKey(topology.KindDaemonSet, namespace, name), nil
+	case "featureflag", "featureflags", "ff":
+		return topology.FlagSetKey(namespace, name), nil
+	case "featureflagsource", "featureflagsources", "ffs":
+		return topology.SourceKey(namespace, name), nil
+	case "inprocessconfiguration", "inprocessconfigurations", "ipc":
+		return topology.InProcessConfigKey(namespace, name), nil
+	}
+	return topology.Key{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource or inprocessconfiguration", kind)
+}
+
+func explainWorkload(v *topology.View, w topology.Key, opts workflows.InjectionOptions, r *Report) {
+	wl, _ := v.Workload(w)
+	annotated := map[topology.Key]topology.RefState{}
+	for _, ref := range v.AnnotationRefs(w) {
+		annotated[ref.Target] = ref.State
+		if ref.State == topology.RefResolved {
+			continue
+		}
+		what := "FeatureFlagSource"
+		if ref.Target.Kind == topology.KindInProcessConfig {
+			what = "InProcessConfiguration"
+		}
+		switch ref.State {
+		case topology.RefNotPermitted:
+			r.Unresolved = append(r.Unresolved, fmt.Sprintf("the pod annotation names %s %s: no ReferenceGrant in %s permits %s's Pods (or %ss) to refer to it",
+				what, ref.Target.Namespace+"/"+ref.Target.Name, ref.Target.Namespace, w.Namespace, w.Kind))
+		default:
+			r.Unresolved = append(r.Unresolved, fmt.Sprintf("the pod annotation names %s %s, which does not exist",
+				what, ref.Target.Namespace+"/"+ref.Target.Name))
+		}
+	}
+	for _, s := range v.SourcesOfWorkload(w) {
+		src, _ := v.Source(s)
+		applied := AppliedSource{Source: s.Namespace + "/" + s.Name}
+		if src != nil && src.Namespace == w.Namespace {
+			for _, t := range src.Spec.TargetRefs {
+				if t.Kind == string(w.Kind) && t.Name == w.Name {
+					applied.Why = append(applied.Why, fmt.Sprintf("its targetRefs name %s %s", t.Kind, t.Name))
+				}
+			}
+			if src.Spec.Selector != nil {
+				if sel, err := metav1.LabelSelectorAsSelector(src.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(wl.Labels)) {
+					applied.Why = append(applied.Why, fmt.Sprintf("its selector %s matches the workload's labels", sel))
+				}
+			}
+		}
+		if state, ok := annotated[s]; ok && state == topology.RefResolved {
+			why := "the pod annotation " + v1beta1.AnnotationFeatureFlagSource + " names it"
+			if s.Namespace != w.Namespace {
+				why += " (a ReferenceGrant in " + s.Namespace + " permits it)"
+			}
+			applied.Why = append(applied.Why, why)
+		}
+		r.Sources = append(r.Sources, applied)
+		for _, ref := range v.FlagSetRefs(s) {
+			switch ref.State {
+			case topology.RefResolved:
+				d := Delivery{FlagSet: ref.FlagSet.Namespace + "/" + ref.FlagSet.Name, Source: applied.Source, Provider: ref.Provider}
+				if ref.Provider == string(v1beta1.SyncProviderFile) {
+					d.ConfigMap = w.Namespace + "/" + topology.ConfigMapName(ref.FlagSet)
+				}
+				r.FlagSets = append(r.FlagSets, d)
+			default:
+				r.Unresolved = append(r.Unresolved, unresolvedRef(s, ref))
+			}
+		}
+	}
+	r.InProcessConfigs = names(v.InProcessConfigsOfWorkload(w))
+
+	inj := workflows.DesiredInjection(v, w, opts)
+	if inj.Sidecar != nil {
+		r.Sidecar = &Sidecar{Image: inj.Sidecar.Image, Args: inj.Sidecar.Args,
+			Note: "computed with the manager's default options; your install's --sidecar-* flags may differ"}
+		for _, vol := range inj.Volumes {
+			if vol.ConfigMap != nil {
+				r.Sidecar.Volumes = append(r.Sidecar.Volumes, vol.ConfigMap.Name)
+			}
+		}
+	}
+	for _, c := range inj.Conflicts {
+		r.Overridden = append(r.Overridden, c.String())
+	}
+}
+
+func unresolvedRef(s topology.Key, ref topology.FlagSetRef) string {
+	at := fmt.Sprintf("FeatureFlagSource %s/%s sources[%d] names FeatureFlag %s/%s", s.Namespace, s.Name, ref.Index, ref.FlagSet.Namespace, ref.FlagSet.Name)
+	if ref.State == topology.RefNotPermitted {
+		return at + ": no ReferenceGrant in " + ref.FlagSet.Namespace + " permits FeatureFlagSources of " + s.Namespace + " to read it"
+	}
+	return at + ", which does not exist"
+}
+
+func flagSetReach(v *topology.View, f topology.Key) *Reach {
+	r := &Reach{Sources: names(v.SourcesOfFlagSet(f)), Namespaces: v.ConsumerNamespaces(f)}
+	var workloads, flagds []topology.Key
+	for _, s := range v.SourcesOfFlagSet(f) {
+		workloads = append(workloads, v.WorkloadsOfSource(s)...)
+		flagds = append(flagds, v.FlagdsOfSource(s)...)
+	}
+	r.Workloads, r.Flagds = names(workloads), names(flagds)
+	for _, ns := range r.Namespaces {
+		cm := topology.ConfigMapKey(f, ns)
+		if v.ConfigMapNeeded(cm) {
+			r.ConfigMaps = append(r.ConfigMaps, ns+"/"+topology.ConfigMapName(f))
+		}
+	}
+	return r
+}
+
+func sourceReach(v *topology.View, s topology.Key) *Reach {
+	r := &Reach{Workloads: names(v.WorkloadsOfSource(s)), Flagds: names(v.FlagdsOfSource(s)),
+		Namespaces: v.TargetNamespaces(s), Denied: names(v.DeniedReferrers(s))}
+	var flagSets []topology.Key
+	for _, ref := range v.FlagSetRefs(s) {
+		if ref.State == topology.RefResolved {
+			flagSets = append(flagSets, ref.FlagSet)
+		} else {
+			r.Unresolved = append(r.Unresolved, unresolvedRef(s, ref))
+		}
+	}
+	r.FlagSets = names(flagSets)
+	return r
+}
+
+// names are keys as "<kind> <namespace>/<name>", sorted, without repeats.
+func names(keys []topology.Key) []string {
+	var out []string
+	for _, k := range keys {
+		if n := describe(k); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func describe(k topology.Key) string {
+	return string(k.Kind) + " " + k.Namespace + "/" + k.Name
+}

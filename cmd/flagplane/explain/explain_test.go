@@ -1,0 +1,103 @@
+package explain_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/flagplane/flagplane/cmd/flagplane/explain"
+	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+func view(t *testing.T) *topology.View {
+	t.Helper()
+	top, err := topodump.LoadDir("testdata", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top.Snapshot()
+}
+
+func TestWorkload(t *testing.T) {
+	g := NewWithT(t)
+	r, err := explain.Explain(view(t), "deploy", "shop", "web", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Object).To(Equal("Deployment shop/web"))
+	g.Expect(r.Sources).To(ConsistOf(
+		explain.AppliedSource{Source: "shop/by-name", Why: []string{"its targetRefs name Deployment web"}},
+		explain.AppliedSource{Source: "shop/by-label", Why: []string{"its selector tier=front matches the workload's labels"}},
+	))
+	g.Expect(r.FlagSets).To(ConsistOf(
+		explain.Delivery{FlagSet: "shop/checkout", Source: "shop/by-name", Provider: "file", ConfigMap: "shop/flagd.shop.checkout"},
+		explain.Delivery{FlagSet: "shop/checkout", Source: "shop/by-label", Provider: "kubernetes"},
+	))
+	g.Expect(r.Unresolved).To(ConsistOf(
+		ContainSubstring("FeatureFlagSource platform/shared: no ReferenceGrant in platform permits"),
+		ContainSubstring("sources[1] names FeatureFlag shop/missing, which does not exist"),
+	))
+	g.Expect(r.Sidecar).NotTo(BeNil())
+	g.Expect(r.Sidecar.Args).To(ContainElements("--port", "9013"), "the source that wins the port")
+	g.Expect(r.Sidecar.Volumes).To(ConsistOf("flagd.shop.checkout"))
+	g.Expect(r.Overridden).To(ConsistOf(
+		"port: FeatureFlagSource shop/by-label sets 9014 but FeatureFlagSource shop/by-name overrides it with 9013"))
+	g.Expect(r.Reaches).To(BeNil())
+}
+
+func TestWorkloadNothingApplies(t *testing.T) {
+	g := NewWithT(t)
+	r, err := explain.Explain(view(t), "deployment", "shop", "batch", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Sources).To(BeEmpty())
+	g.Expect(r.Sidecar).To(BeNil())
+	var out bytes.Buffer
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("its pods get no flagd"))
+}
+
+func TestFlagSetAndSourceReach(t *testing.T) {
+	g := NewWithT(t)
+	v := view(t)
+	r, err := explain.Explain(v, "ff", "shop", "checkout", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*r.Reaches).To(Equal(explain.Reach{
+		Sources:    []string{"FeatureFlagSource shop/by-label", "FeatureFlagSource shop/by-name"},
+		Workloads:  []string{"Deployment shop/web"},
+		Namespaces: []string{"shop"},
+		ConfigMaps: []string{"shop/flagd.shop.checkout"},
+	}))
+
+	r, err = explain.Explain(v, "ffs", "platform", "shared", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Reaches.Workloads).To(BeEmpty(), "the annotation is not granted")
+	g.Expect(r.Reaches.Denied).To(ConsistOf("Deployment shop/web"))
+	g.Expect(r.Reaches.FlagSets).To(ConsistOf("FeatureFlag platform/checkout"))
+
+	r, err = explain.Explain(v, "featureflagsource", "shop", "by-label", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring("FeatureFlag shop/missing, which does not exist")))
+}
+
+func TestErrors(t *testing.T) {
+	g := NewWithT(t)
+	v := view(t)
+	_, err := explain.Explain(v, "ff", "shop", "nope", workflows.DefaultInjectionOptions())
+	g.Expect(err).To(MatchError("FeatureFlag shop/nope is not in the graph (it does not exist, or you may not list it)"))
+	_, err = explain.Explain(v, "pod", "shop", "web-1", workflows.DefaultInjectionOptions())
+	g.Expect(err).To(MatchError(ContainSubstring(`cannot explain kind "pod"`)))
+	g.Expect(explain.Write(&bytes.Buffer{}, &explain.Report{}, "xml")).To(MatchError(ContainSubstring(`unknown output format "xml"`)))
+}
+
+func TestJSON(t *testing.T) {
+	g := NewWithT(t)
+	r, err := explain.Explain(view(t), "deploy", "shop", "web", workflows.DefaultInjectionOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	var out bytes.Buffer
+	g.Expect(explain.Write(&out, r, "json")).To(Succeed())
+	var back explain.Report
+	g.Expect(json.Unmarshal(out.Bytes(), &back)).To(Succeed())
+	g.Expect(back).To(Equal(*r))
+}
