@@ -256,6 +256,30 @@ func (v *View) WithWorkload(w Workload) (*View, error) {
 	return t.Snapshot(), nil
 }
 
+// WithFlagSet returns a view of the graph with ff upserted, and leaves v as
+// it is: the FeatureFlag webhook tells what an edit will reach before it is
+// stored.
+func (v *View) WithFlagSet(ff *v1beta1.FeatureFlag) (*View, error) {
+	st := *v.st
+	t := &Topology{st: &st, token: newToken()}
+	if _, err := t.UpsertFlagSet(ff); err != nil {
+		return nil, err
+	}
+	return t.Snapshot(), nil
+}
+
+// WithSource returns a view of the graph with s upserted, and leaves v as it
+// is: the FeatureFlagSource webhook tells what an edit will change before it
+// is stored.
+func (v *View) WithSource(s *v1beta1.FeatureFlagSource) (*View, error) {
+	st := *v.st
+	t := &Topology{st: &st, token: newToken()}
+	if _, err := t.UpsertSource(s); err != nil {
+		return nil, err
+	}
+	return t.Snapshot(), nil
+}
+
 // TargetNamespaces lists, sorted, the namespaces of the consumers of a
 // source: its own when it targets a workload or serves a Flagd there, and
 // those of the workloads of other namespaces whose annotation names it and

@@ -232,8 +232,8 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
 	}
-	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation}
-	a.SourceValidator = &SourceValidator{Graph: g}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g}
+	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: a.PodMutator})
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: a.FlagSetValidator})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: a.SourceValidator})

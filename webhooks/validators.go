@@ -29,6 +29,22 @@ type FlagSetValidator struct {
 	// OpenFeature Operator's managerConfig.flagsValidationEnabled false);
 	// what flagd cannot load is still not served, and its status says why.
 	Disabled bool
+	// Graph, when set and built, adds the change's blast radius to the
+	// warnings of an admitted flag set (flagSetBlast).
+	Graph Graph
+}
+
+// blast is the blast-radius warning of ff, or none while the graph is not
+// built (or cannot take the object).
+func (v *FlagSetValidator) blast(ff *v1beta1.FeatureFlag) []string {
+	if v.Graph == nil || !v.Graph.GraphBuilt() {
+		return nil
+	}
+	msg, err := flagSetBlast(v.Graph.Topology().Snapshot(), ff)
+	if err != nil {
+		return nil
+	}
+	return []string{msg}
 }
 
 var _ admission.Handler = (*FlagSetValidator)(nil)
@@ -39,19 +55,26 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	if resp, done := decodeForValidation(req, &ff, &old); done {
 		return resp
 	}
-	if v.Disabled {
-		return admission.Allowed("flag set validation is off")
-	}
 	if req.Operation == admissionv1.Update && reflect.DeepEqual(ff.Spec, old.Spec) {
 		return admission.Allowed("spec unchanged")
 	}
+	if ff.Namespace == "" {
+		ff.Namespace = req.Namespace
+	}
+	if v.Disabled {
+		return admission.Allowed("flag set validation is off").WithWarnings(v.blast(&ff)...)
+	}
 	errs, warnings := flagsets.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
 	if v.Strict {
-		return invalid(v1beta1.FeatureFlagKind, ff.Name, append(errs, warnings...), nil)
+		errs = append(errs, warnings...)
+		warnings = nil
 	}
 	msgs := make([]string, len(warnings))
 	for i, w := range warnings {
 		msgs[i] = w.Error()
+	}
+	if len(errs) == 0 {
+		msgs = append(msgs, v.blast(&ff)...)
 	}
 	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, msgs)
 }
@@ -59,7 +82,12 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 // SourceValidator is the FeatureFlagSource validating webhook (see ValidateSourceSpec).
 type SourceValidator struct {
 	// Graph gives the operator's default provider (topology.View.DefaultSyncProvider); nil is file.
+	// When it is built, an admitted source gets its blast radius as a
+	// warning (sourceBlast).
 	Graph Graph
+	// Injection are the options sidecars are injected with, to tell whose
+	// sidecar a change changes.
+	Injection workflows.InjectionOptions
 }
 
 var _ admission.Handler = (*SourceValidator)(nil)
@@ -82,6 +110,11 @@ func (s *SourceValidator) Handle(_ context.Context, req admission.Request) admis
 		def = s.Graph.Topology().Snapshot().DefaultSyncProvider()
 	}
 	errs, warnings := ValidateSourceSpec(&src, def)
+	if len(errs) == 0 && s.Graph != nil && s.Graph.GraphBuilt() {
+		if msg, err := sourceBlast(s.Graph.Topology().Snapshot(), &src, s.Injection); err == nil {
+			warnings = append(warnings, msg)
+		}
+	}
 	return invalid(v1beta1.FeatureFlagSourceKind, src.Name, errs, warnings)
 }
 

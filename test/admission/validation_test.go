@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
 )
 
 // kubectlStderr runs kubectl against the control plane, expects it to
@@ -95,6 +96,24 @@ var _ = Describe("Validation", func() {
 		Entry("a variant nothing can return", "featureflag-unreachable-variant.yaml",
 			`spec.flagSpec.flags[color].variants: Invalid value: "green": can never be served: the targeting returns only "red" and the defaultVariant is "blue"`),
 	)
+
+	It("answers kubectl apply --dry-run=server with what the change reaches, from the graph, and stores nothing", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		ff := flagSet(ns, "checkout")
+		create(ctx, ff,
+			fixtures.Source(ns, "web", []v1beta1.Source{fixtures.FileRef("checkout")}, fixtures.Targeting("Deployment", "web")),
+			fixtures.Deployment(ns, "web", nil, nil))
+		edited := fixtures.FlagSet(ns, "checkout", "on")
+		edited.TypeMeta = metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: v1beta1.FeatureFlagKind}
+		raw, err := yaml.Marshal(edited)
+		Expect(err).NotTo(HaveOccurred())
+		path := filepath.Join(GinkgoT().TempDir(), "checkout.yaml")
+		Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
+		Eventually(func() string { return kubectlStderr("apply", "--dry-run=server", "-n", ns, "-f", path) }).Should(ContainSubstring(
+			"Warning: flagplane: this flag set reaches 1 namespace, 1 workload and 0 Flagds through 1 FeatureFlagSource (" + ns + ")"))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff)).To(Succeed())
+		Expect(ff.Spec.FlagSpec.Flags["new-checkout"].DefaultVariant).To(Equal("off"), "a dry run stores nothing")
+	})
 
 	It("lets a FeatureFlag through that the CRD's schema and the webhook accept, and checks its updates", func(ctx SpecContext) {
 		ns := newNamespace(ctx)

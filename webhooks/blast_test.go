@@ -1,0 +1,105 @@
+package webhooks
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+var blastManifests = `
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {namespace: shop, name: flags}
+spec:
+  flagSpec:
+    flags:
+      f: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: web}
+spec:
+  sources: [{source: flags, provider: file}]
+  selector: {matchLabels: {tier: web}}
+  rolloutOnChange: true
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: api}
+spec:
+  sources: [{source: flags, provider: kubernetes}]
+  targetRefs: [{group: apps, kind: Deployment, name: api}]
+` + blastWorkload("web-1", "web") + blastWorkload("web-2", "web") + blastWorkload("api", "api")
+
+func blastWorkload(name, tier string) string {
+	return `
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: ` + name + `, labels: {tier: ` + tier + `}}
+spec:
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec: {containers: [{name: app, image: app}]}
+`
+}
+
+func TestFlagSetBlastRadius(t *testing.T) {
+	g := NewWithT(t)
+	graph := newGraph(t, blastManifests)
+	v := &FlagSetValidator{Graph: graph}
+	ff, ok := graph.Topology().Snapshot().FlagSet(topology.FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeTrue())
+	edited := ff.DeepCopy()
+	edited.Spec.FlagSpec.Flags["f"] = v1beta1.Flag{State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "on"}
+	resp := v.Handle(t.Context(), admissionOf(t, admissionv1.Update, edited, ff))
+	g.Expect(resp.Allowed).To(BeTrue())
+	g.Expect(resp.Warnings).To(ContainElement(
+		"flagplane: this flag set reaches 1 namespace, 3 workloads and 0 Flagds through 2 FeatureFlagSources (shop); its flagd processes read the new content without a restart"))
+
+	unused := edited.DeepCopy()
+	unused.Name = "new-flags"
+	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Create, unused, nil))
+	g.Expect(resp.Warnings).To(ContainElement("flagplane: no FeatureFlagSource uses this flag set: it reaches no workload"))
+
+	graph.built = false
+	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Update, edited, ff))
+	g.Expect(resp.Warnings).To(BeEmpty(), "no claim before the graph is built")
+}
+
+func TestSourceBlastRadius(t *testing.T) {
+	g := NewWithT(t)
+	graph := newGraph(t, blastManifests)
+	v := &SourceValidator{Graph: graph, Injection: workflows.DefaultInjectionOptions()}
+	src, ok := graph.Topology().Snapshot().Source(topology.SourceKey("shop", "web"))
+	g.Expect(ok).To(BeTrue())
+
+	port := src.DeepCopy()
+	port.Spec.Port = 9013
+	resp := v.Handle(t.Context(), admissionOf(t, admissionv1.Update, port, src))
+	g.Expect(resp.Allowed).To(BeTrue())
+	g.Expect(resp.Warnings).To(ContainElement(
+		"flagplane: this source reaches 1 namespace, 2 workloads and 0 Flagds; 2 workloads get a different sidecar (their new pods), 2 of them restart now (rolloutOnChange)"))
+
+	wider := src.DeepCopy()
+	wider.Spec.Selector = nil
+	wider.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web-1"}, {Group: "apps", Kind: "Deployment", Name: "api"}}
+	wider.Spec.RolloutOnChange = ptr.To(false)
+	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Update, wider, src))
+	g.Expect(resp.Warnings).To(ContainElement(
+		"flagplane: this source reaches 1 namespace, 2 workloads and 0 Flagds; 1 more than before, 1 fewer; 2 workloads get a different sidecar (their new pods), 1 of them restart now (rolloutOnChange)"),
+		"api gains a second source; web-2 loses its sidecar and restarts, as the old source asked")
+
+	same := src.DeepCopy()
+	same.Annotations = map[string]string{"note": "x"}
+	same.Spec.DebugLogging = ptr.To(false)
+	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Update, same, src))
+	g.Expect(resp.Warnings).To(ContainElement(HaveSuffix("; no workload's sidecar changes")))
+}
