@@ -327,11 +327,13 @@ func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 // FlagMountDir is the directory the sidecar mounts a flag set's ConfigMap at.
-func FlagMountDir(flagSet topology.Key) string { return FlagMountRoot + "/" + FlagSetID(flagSet) }
+func FlagMountDir(flagSet topology.Key) string {
+	return FlagMountRoot + "/" + topology.FlagSetID(flagSet)
+}
 
 // FlagFilePath is the file flagd reads a mounted flag set from.
 func FlagFilePath(flagSet topology.Key) string {
-	return FlagMountDir(flagSet) + "/" + ConfigMapDataKey(flagSet)
+	return FlagMountDir(flagSet) + "/" + topology.ConfigMapDataKey(flagSet)
 }
 
 // FlagVolumeName is the pod volume of a flag set's ConfigMap: a DNS label

@@ -39,7 +39,6 @@ import (
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 )
 
 // operatorNamespace is where the operator keeps its webhook certificate.
@@ -414,7 +413,7 @@ func (d *demo) showConfigMap(ctx context.Context) error {
 	}
 	b, _ := yaml.Marshal(map[string]any{"metadata": meta})
 	d.block(string(b))
-	dataKey := workflows.ConfigMapDataKey(flags)
+	dataKey := topology.ConfigMapDataKey(flags)
 	d.block("data:\n  " + dataKey + ": |")
 	d.block(indentJSON(cm.Data[dataKey], "    "))
 	return nil
@@ -565,7 +564,7 @@ func (d *demo) editFlag(ctx context.Context) error {
 	ns := d.o.namespace
 	flags := topology.FlagSetKey(ns, "shop-flags")
 	key := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(flags)}
-	dataKey := workflows.ConfigMapDataKey(flags)
+	dataKey := topology.ConfigMapDataKey(flags)
 	d.step("Editing a flag: new-checkout's defaultVariant from \"off\" to \"on\"")
 	d.say("$ kubectl patch featureflag shop-flags -n %s --type merge -p '{\"spec\":{\"flagSpec\":{\"flags\":{\"new-checkout\":{\"defaultVariant\":\"on\"}}}}}'", ns)
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-flags"}}

@@ -151,7 +151,7 @@ func describeManager() {
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: topology.ConfigMapName(flags)}, cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue(workflows.ConfigMapDataKey(flags), ContainSubstring(`"new-checkout"`)))
+			g.Expect(cm.Data).To(HaveKeyWithValue(topology.ConfigMapDataKey(flags), ContainSubstring(`"new-checkout"`)))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			s := &v1beta1.FeatureFlagSource{}
@@ -272,7 +272,7 @@ func describeManager() {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
 		cmKey := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(ns, "checkout"))}
-		dataKey := workflows.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
+		dataKey := topology.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
 		grants := []string{
 			workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web")),
 			workflows.RBACName(topology.WorkloadKey(topology.KindStatefulSet, ns, "db")),
