@@ -443,7 +443,7 @@ func (d *demo) showPod(ctx context.Context) error {
 				continue
 			}
 			pod = p
-			if !wantInjection || len(injection(dep.Spec.Template.ObjectMeta, tmpl, p)) > 0 {
+			if !wantInjection || len(addedByInjection(dep.Spec.Template.ObjectMeta, tmpl, p)) > 0 {
 				return true, nil
 			}
 		}
@@ -453,7 +453,7 @@ func (d *demo) showPod(ctx context.Context) error {
 		return fmt.Errorf("waiting for a Pod of shop-web: %w", err)
 	}
 	d.say("pod/%s (owner: ReplicaSet/%s)", pod.Name, metav1.GetControllerOf(pod).Name)
-	added := injection(dep.Spec.Template.ObjectMeta, tmpl, pod)
+	added := addedByInjection(dep.Spec.Template.ObjectMeta, tmpl, pod)
 	if len(added) == 0 {
 		d.say("nothing was injected into this Pod: see %s", d.logPath)
 		return nil

@@ -36,6 +36,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // describeManager runs the manager in the test process but with exactly
@@ -171,7 +172,7 @@ func describeManager() {
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels{"app": "shop-web"})).To(Succeed())
 			g.Expect(pods.Items).NotTo(BeEmpty())
 			g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(And(
-				HaveField("Name", workflows.SidecarName),
+				HaveField("Name", injection.SidecarName),
 				HaveField("Image", app.DefaultOptions().Sidecar.ImageReference()),
 				HaveField("RestartPolicy", HaveValue(Equal(corev1.ContainerRestartPolicyAlways))),
 			)))
@@ -206,7 +207,7 @@ func describeManager() {
 			g.Expect(pods.Items).NotTo(BeEmpty())
 			var sidecar *corev1.Container
 			for i, c := range pods.Items[0].Spec.InitContainers {
-				if c.Name == workflows.SidecarName {
+				if c.Name == injection.SidecarName {
 					sidecar = &pods.Items[0].Spec.InitContainers[i]
 				}
 			}
