@@ -34,7 +34,7 @@
 //   - NamespaceTokens: flagplane's own HMAC token of a namespace, for the
 //     injected flagd sidecar, which can only send a fixed header written at
 //     admission (see SidecarSource, and NamespaceTokens.HeadersFor, which
-//     the webhook's InjectionOptions.SyncServerHeaders is).
+//     the webhook's injection.Options.SyncServerHeaders is).
 //
 // A call without a valid credential fails with Unauthenticated. Identity is
 // checked when a stream opens; entitlement for as long as it lives.

@@ -32,6 +32,20 @@ func ConfigMapName(flagSet Key) string {
 	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], ".-") + suffix
 }
 
+// FlagSetID identifies a flag set across namespaces as "<namespace>_<name>",
+// the form the OpenFeature Operator uses for data keys and mount directories.
+// Neither part can contain an underscore, so the ID is unambiguous.
+func FlagSetID(flagSet Key) string {
+	return flagSet.Namespace + "_" + flagSet.Name
+}
+
+// ConfigMapDataKey is the key under which a generated ConfigMap holds the
+// flag set: "<namespace>_<name>.flagd.json", as in the OpenFeature Operator,
+// so that a sidecar reads the file at the same path.
+func ConfigMapDataKey(flagSet Key) string {
+	return FlagSetID(flagSet) + ".flagd.json"
+}
+
 // remountLater queues a workload for flushMounts at the end of the edit.
 func (x *tx) remountLater(w Key) { x.remount = append(x.remount, w) }
 

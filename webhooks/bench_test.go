@@ -21,6 +21,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // clusterManifests is a graph of n Deployments in n/100 namespaces: in
@@ -129,7 +130,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 		Graph:        g,
 		Resolver:     workflows.Owners{Reader: cache},
 		ConfigMaps:   NewConfigMapEnsurer(cache, api, api, workflows.DefaultSettings()),
-		Options:      workflows.DefaultInjectionOptions(),
+		Options:      injection.DefaultOptions(),
 		WorkloadWait: time.Second,
 	}
 	return f

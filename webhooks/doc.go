@@ -14,7 +14,7 @@
 // is at best useless). A pod's workload is resolved from its controller
 // reference (Pod → ReplicaSet → Deployment through the ReplicaSet metadata
 // cache, or StatefulSet, or DaemonSet) and what it gets is
-// workflows.DesiredInjection over a topology snapshot: no API read on this
+// injection.Desired over a topology snapshot: no API read on this
 // path. Outside dry-run, the ConfigMaps the pod is to mount are made to
 // exist before the pod is admitted (the ConfigMap workflow usually created
 // them when the workload appeared); a ConfigMap that cannot be made (a flag

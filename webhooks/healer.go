@@ -20,6 +20,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Reasons of the Event on a workload that the Healer restarts.
@@ -67,7 +68,7 @@ type Healer struct {
 	// Client writes the restarts.
 	Client  client.Client
 	Events  events.EventRecorder
-	Options workflows.InjectionOptions
+	Options injection.Options
 	Resync  time.Duration
 	Backoff time.Duration
 	Now     func() time.Time
@@ -264,7 +265,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	}
 	h.mu.Unlock()
 	v := h.Graph.Topology().Snapshot()
-	inj := workflows.DesiredInjection(v, w, h.Options)
+	inj := injection.Desired(v, w, h.Options)
 	if inj.Empty() {
 		return 0, nil
 	}
@@ -375,7 +376,7 @@ func (h *Healer) reader() client.Reader {
 	return h.Cache
 }
 
-func (h *Healer) configMapsExist(ctx context.Context, inj *workflows.Injection) bool {
+func (h *Healer) configMapsExist(ctx context.Context, inj *injection.Injection) bool {
 	for _, cm := range inj.ConfigMaps {
 		if h.reader().Get(ctx, objectKeyOf(cm), &corev1.ConfigMap{}) != nil {
 			return false

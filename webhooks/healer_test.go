@@ -16,6 +16,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client, *events.FakeRecorder, *time.Time) {
@@ -32,7 +33,7 @@ func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client,
 	rec := events.NewFakeRecorder(10)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: workflows.Owners{Reader: c}, Reader: c, Client: c,
-		Events: rec, Options: workflows.DefaultInjectionOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
+		Events: rec, Options: injection.DefaultOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
 	return h, c, rec, &now
 }
 
@@ -182,7 +183,7 @@ func TestHealer(t *testing.T) {
 	t.Run("a pod admitted with references that did not resolve is healed once what it would get differs, backoff or not", func(t *testing.T) {
 		g := NewWithT(t)
 		probe, _, _, _ := healerFixture(t)
-		desired := workflows.DesiredInjection(probe.Graph.Topology().Snapshot(), web, probe.Options).Fingerprint()
+		desired := injection.Desired(probe.Graph.Topology().Snapshot(), web, probe.Options).Fingerprint()
 		unresolved := func(fingerprint string) map[string]string {
 			return map[string]string{workflows.AnnotationInjection: fingerprint, workflows.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // ConfigMaps is what the Pod webhook needs of a ConfigMapEnsurer.
@@ -29,7 +30,7 @@ type PodMutator struct {
 	Graph      Graph
 	Resolver   workflows.Owners
 	ConfigMaps ConfigMaps
-	Options    workflows.InjectionOptions
+	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
 	WorkloadWait time.Duration
 	// Admissions, when set, records the pods admitted with nothing to
@@ -71,7 +72,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Allowed("not opted in")
 	}
 	v := p.view(ctx, res.Workload, pod)
-	inj := workflows.DesiredInjection(v, res.Workload, p.Options)
+	inj := injection.Desired(v, res.Workload, p.Options)
 	warnings := append(workflows.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
 		if req.DryRun == nil || !*req.DryRun {

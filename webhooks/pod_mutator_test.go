@@ -25,6 +25,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 const graphManifests = `
@@ -198,14 +199,14 @@ func newMutator(t testing.TB, reader client.Reader, ensurer ConfigMaps) *PodMuta
 		Graph:        newGraph(t, graphManifests),
 		Resolver:     workflows.Owners{Reader: reader},
 		ConfigMaps:   ensurer,
-		Options:      workflows.DefaultInjectionOptions(),
+		Options:      injection.DefaultOptions(),
 		WorkloadWait: 50 * time.Millisecond,
 	}
 }
 
 func sidecarOf(pod *corev1.Pod) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == workflows.SidecarName {
+		if pod.Spec.InitContainers[i].Name == injection.SidecarName {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
@@ -229,7 +230,7 @@ func TestPodMutator(t *testing.T) {
 		g.Expect(got.Spec.Volumes).To(HaveLen(1))
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}))
 		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationInjection, Not(BeEmpty())))
-		g.Expect(got.Annotations).NotTo(HaveKey(workflows.AnnotationAllowKubernetesSync), "the file provider")
+		g.Expect(got.Annotations).NotTo(HaveKey(injection.AnnotationAllowKubernetesSync), "the file provider")
 		g.Expect(ens.calls).To(ConsistOf(cmKey))
 
 		By := "the same pod again (reinvocation, or re-created from its own YAML) is left alone"

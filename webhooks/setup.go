@@ -18,6 +18,7 @@ import (
 	"github.com/flagplane/flagplane/webhooks/certs"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Paths the webhooks are served at; config/webhook points the
@@ -55,7 +56,7 @@ type Graph interface {
 type Options struct {
 	// Injection is what the Pod webhook injects with; Sidecar is normally
 	// the manager's sidecar options.
-	Injection workflows.InjectionOptions
+	Injection injection.Options
 
 	// Namespace is the operator's namespace, which holds the certificate
 	// Secret (default: $POD_NAMESPACE, else flagplane-system).
@@ -108,7 +109,7 @@ func DefaultOptions() Options {
 		ns = defaultNamespace
 	}
 	return Options{
-		Injection:                      workflows.DefaultInjectionOptions(),
+		Injection:                      injection.DefaultOptions(),
 		Namespace:                      ns,
 		Certificates:                   CertsSelfManaged,
 		ServiceName:                    defaultServiceName,
@@ -137,7 +138,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.FlagsValidation, "flags-validation", o.FlagsValidation,
 		"validate FeatureFlags on admission (the OpenFeature Operator's managerConfig.flagsValidationEnabled); false admits every FeatureFlag, and what flagd cannot load is still not served")
 	fs.BoolVar(&o.Injection.AllowSecurityContextOverride, "allow-sidecar-security-context-override", o.Injection.AllowSecurityContextOverride,
-		"honour the "+workflows.AnnotationSidecarSecurityContext+" annotation of FeatureFlagSources (for workloads of their own namespace); off, the hardened securityContext always applies")
+		"honour the "+injection.AnnotationSidecarSecurityContext+" annotation of FeatureFlagSources (for workloads of their own namespace); off, the hardened securityContext always applies")
 }
 
 // Validate reports options that cannot work.

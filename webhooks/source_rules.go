@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // flagdSyncPort is the port flagd serves its own sync service on in the
@@ -146,9 +147,9 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(p, r.Name, msg))
 		}
 	}
-	if sc, ok := src.Annotations[workflows.AnnotationSidecarSecurityContext]; ok {
-		if _, err := workflows.ParseSecurityContextOverride(sc); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(workflows.AnnotationSidecarSecurityContext), sc, err.Error()))
+	if sc, ok := src.Annotations[injection.AnnotationSidecarSecurityContext]; ok {
+		if _, err := injection.ParseSecurityContextOverride(sc); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(injection.AnnotationSidecarSecurityContext), sc, err.Error()))
 		}
 	}
 	return errs, warnings

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // FlagSetValidator is the FeatureFlag validating webhook: flagd's flag
@@ -99,7 +99,7 @@ func (s *SourceValidator) Handle(_ context.Context, req admission.Request) admis
 		return resp
 	}
 	if req.Operation == admissionv1.Update && reflect.DeepEqual(src.Spec, old.Spec) &&
-		src.Annotations[workflows.AnnotationSidecarSecurityContext] == old.Annotations[workflows.AnnotationSidecarSecurityContext] {
+		src.Annotations[injection.AnnotationSidecarSecurityContext] == old.Annotations[injection.AnnotationSidecarSecurityContext] {
 		return admission.Allowed("spec unchanged")
 	}
 	if src.Namespace == "" {

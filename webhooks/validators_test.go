@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func admissionOf(t *testing.T, op admissionv1.Operation, obj, old any) admission.Request {
@@ -166,7 +166,7 @@ func TestValidateSourceSpec(t *testing.T) {
 			s.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "other/web"}}
 		}), `spec.targetRefs[0].name: Invalid value: "other/web": a source targets workloads of its own namespace: a name, without a namespace`, nil},
 		{"securityContext annotation that is not one", sourceWith(func(s *v1beta1.FeatureFlagSource) {
-			s.Annotations = map[string]string{workflows.AnnotationSidecarSecurityContext: `{"runAsRoot": true}`}
+			s.Annotations = map[string]string{injection.AnnotationSidecarSecurityContext: `{"runAsRoot": true}`}
 		}), `metadata.annotations[flagplane.core.openfeature.dev/sidecar-security-context]: Invalid value: "{\"runAsRoot\": true}": annotation flagplane.core.openfeature.dev/sidecar-security-context must be a JSON securityContext: json: unknown field "runAsRoot"`, nil},
 		{"settings the provider ignores are warnings", sourceWith(func(s *v1beta1.FeatureFlagSource) {
 			s.Spec.Sources = []v1beta1.Source{{Source: "checkout", TLS: true, Interval: 5}, {Source: "checkout"}}

@@ -12,20 +12,6 @@ import (
 	"github.com/flagplane/flagplane/topology"
 )
 
-// FlagSetID identifies a flag set across namespaces as "<namespace>_<name>",
-// the form the OpenFeature Operator uses for data keys and mount directories.
-// Neither part can contain an underscore, so the ID is unambiguous.
-func FlagSetID(flagSet topology.Key) string {
-	return flagSet.Namespace + "_" + flagSet.Name
-}
-
-// ConfigMapDataKey is the key under which a generated ConfigMap holds the
-// flag set: "<namespace>_<name>.flagd.json", as in the OpenFeature Operator,
-// so that a sidecar reads the file at the same path.
-func ConfigMapDataKey(flagSet topology.Key) string {
-	return FlagSetID(flagSet) + ".flagd.json"
-}
-
 // RenderFlagSet returns the flagd JSON document of a flag set: its flags,
 // $evaluators and metadata. encoding/json sorts map keys, so equal flag sets
 // render to equal bytes.
@@ -81,7 +67,7 @@ func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.C
 			Labels:      s.Generated.labels(),
 			Annotations: s.Generated.annotations(),
 		},
-		Data: map[string]string{ConfigMapDataKey(fsKey): content},
+		Data: map[string]string{topology.ConfigMapDataKey(fsKey): content},
 	}
 	// Kubernetes only collects garbage by owners of the same namespace.
 	if key.Namespace == fsKey.Namespace {

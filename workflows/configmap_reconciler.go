@@ -184,7 +184,7 @@ func (r *ConfigMapReconciler) count(verb string) {
 // existing copy of the same flag set in another namespace, or nil.
 func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.View, key topology.Key) *corev1.ConfigMap {
 	fs := key.FlagSet()
-	dataKey := ConfigMapDataKey(fs)
+	dataKey := topology.ConfigMapDataKey(fs)
 	for _, ns := range v.ConsumerNamespaces(fs) {
 		if ns == key.Namespace {
 			continue

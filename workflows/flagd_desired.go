@@ -23,6 +23,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // A Flagd's generated objects, all named like the Flagd, in its namespace,
@@ -174,35 +175,27 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 	if out.Invalid = ValidateFlagd(f); len(out.Invalid) > 0 || out.SourceState != topology.RefResolved {
 		return out
 	}
-	src, _ := v.Source(out.Source)
 	io := opts.sidecarOptions()
 
-	// The sidecar's merge, over this one source.
-	inj := &Injection{Workload: key, Sources: []topology.Key{out.Source}}
-	m := newSidecarMerge(inj)
-	m.mayReadDirectly = func(fs topology.Key) bool { return v.MayReadDirectly(key, fs) }
-	m.defaultProvider = v.DefaultSyncProvider()
-	m.providerArgs = slices.Clone(io.Sidecar.ProviderArgs)
-	m.addSource(v, out.Source, src, io)
-	if len(m.entries) == 0 {
+	// The sidecar's container, over this one source.
+	sc := injection.ContainerOfSource(v, key, out.Source, io)
+	out.Warnings = sc.Warnings
+	if sc.Container == nil {
 		out.Unservable = "none of the entries of FeatureFlagSource " + out.Source.Namespace + "/" + out.Source.Name + " can be served"
-		out.Warnings = inj.Warnings
 		return out
 	}
-	c := m.container(io)
-	c.Env = m.sidecarEnv(io.Sidecar)
-	out.Warnings = inj.Warnings
-	out.ConfigMaps = m.configMaps
+	c := sc.Container
+	out.ConfigMaps = sc.ConfigMaps
 
 	// A regular container, with the OpenFeature Operator's port names.
 	c.RestartPolicy = nil
 	ports := flagdPorts{
-		evaluation: m.port.or(io.Sidecar.Port),
-		management: m.managementPort.or(io.Sidecar.ManagementPort),
-		ofrep:      m.ofrepPort.or(opts.OFREPPort),
+		evaluation: sc.Port,
+		management: sc.ManagementPort,
+		ofrep:      cmp.Or(sc.OFREPPort, opts.OFREPPort),
 		sync:       opts.SyncPort,
 	}
-	if !m.ofrepPort.set && ports.ofrep != DefaultOFREPPort {
+	if sc.OFREPPort == 0 && ports.ofrep != injection.DefaultOFREPPort {
 		c.Args = append(c.Args, "--ofrep-port", strconv.Itoa(int(ports.ofrep)))
 	}
 	if ports.sync != DefaultFlagdSyncPort {
@@ -218,7 +211,6 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 	labels := flagdLabels(f, io.Sidecar.Tag, opts.Generated)
 	owner := flagdOwner(f)
 	podAnnotations := flagdAnnotations(f, opts.Generated)
-	maps.Copy(podAnnotations, inj.PodAnnotations)
 	var pullSecrets []corev1.LocalObjectReference
 	for _, s := range io.Sidecar.ImagePullSecrets {
 		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})
@@ -234,7 +226,7 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 				Spec: corev1.PodSpec{
 					ServiceAccountName: f.Spec.ServiceAccountName,
 					Containers:         []corev1.Container{*c},
-					Volumes:            m.volumes,
+					Volumes:            sc.Volumes,
 					ImagePullSecrets:   pullSecrets,
 				},
 			},

@@ -3,6 +3,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
+
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // FlagdOptions are the operator-wide settings of the Flagd kind, set once
@@ -16,7 +18,7 @@ type FlagdOptions struct {
 	// sync server and its credentials...): a Flagd's container is the
 	// sidecar's, computed by the same code, with the image, ports and debug
 	// logging below.
-	Injection InjectionOptions
+	Injection injection.Options
 	// Image and Tag of flagd; the sidecar's where empty.
 	Image, Tag string
 	// Port, OFREPPort, SyncPort and ManagementPort are the Service's ports
@@ -42,7 +44,7 @@ const (
 // DefaultFlagdOptions are the FlagdOptions when no flag is given.
 func DefaultFlagdOptions() FlagdOptions {
 	return FlagdOptions{
-		Injection:      DefaultInjectionOptions(),
+		Injection:      injection.DefaultOptions(),
 		Port:           DefaultFlagdPort,
 		OFREPPort:      DefaultFlagdOFREPPort,
 		SyncPort:       DefaultFlagdSyncPort,
@@ -71,7 +73,7 @@ func (o FlagdOptions) Validate() error {
 }
 
 // sidecarOptions are the sidecar options a Flagd's container is computed with.
-func (o FlagdOptions) sidecarOptions() InjectionOptions {
+func (o FlagdOptions) sidecarOptions() injection.Options {
 	io := o.Injection
 	if o.Image != "" {
 		io.Sidecar.Image = o.Image

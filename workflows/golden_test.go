@@ -15,6 +15,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -127,7 +128,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		roles, bindings := DesiredRBAC(v, w, testSettings.Generated)
 		out.Roles = append(out.Roles, roles...)
 		out.RoleBindings = append(out.RoleBindings, bindings...)
-		if fp, rollout := InjectionFingerprint(v, w, testSettings.Injection); fp != "" {
+		if fp, rollout := injection.Fingerprint(v, w, testSettings.Injection); fp != "" {
 			out.RolloutTriggered[w.String()] = rollout
 		}
 		if warnings := AnnotationWarnings(v, w); len(warnings) > 0 {

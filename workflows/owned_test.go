@@ -102,7 +102,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		g.Expect(r.Reconcile(context.Background(), v, "shop", cmName)).To(Succeed())
 		got := &corev1.ConfigMap{}
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: cmName}, got)).To(Succeed())
-		g.Expect(got.Data).To(HaveKey(ConfigMapDataKey(topology.FlagSetKey("shop", "flags"))))
+		g.Expect(got.Data).To(HaveKey(topology.ConfigMapDataKey(topology.FlagSetKey("shop", "flags"))))
 	})
 }
 

@@ -14,22 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // RestartedAtAnnotation is the pod-template annotation `kubectl rollout
 // restart` sets; setting it the same way rolls a workload's pods.
 const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
-
-// InjectionFingerprint hashes the injection a pod of the workload would get
-// now — DesiredInjection rendered with the options the webhook injects
-// with — and tells whether any of its sources asks for a
-// rollout on change. Equal fingerprints mean the webhook would inject the
-// same thing; "" means it would inject nothing. A flag edit changes only the
-// content of a mounted ConfigMap, never the fingerprint.
-func InjectionFingerprint(v *topology.View, workload topology.Key, opts InjectionOptions) (string, bool) {
-	inj := DesiredInjection(v, workload, opts)
-	return inj.Fingerprint(), inj.RolloutOnChange(v)
-}
 
 // RolloutReconciler restarts a workload, the way `kubectl rollout restart`
 // does, when the injection its running pods got differs from what they
@@ -44,7 +34,7 @@ func InjectionFingerprint(v *topology.View, workload topology.Key, opts Injectio
 type RolloutReconciler struct {
 	Client client.Client
 	// Injection are the options the admission webhook injects with.
-	Injection InjectionOptions
+	Injection injection.Options
 	// Pods reads the workload and its pods from the cache.
 	Pods WorkloadPods
 	Now  func() time.Time
@@ -58,7 +48,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 	if _, ok := v.Workload(workload); !ok {
 		return nil
 	}
-	fp, rollout := InjectionFingerprint(v, workload, r.Injection)
+	fp, rollout := injection.Fingerprint(v, workload, r.Injection)
 	obj, pods, err := r.Pods.CurrentPods(ctx, workload)
 	if err != nil || obj == nil {
 		return err

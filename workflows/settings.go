@@ -1,6 +1,9 @@
 package workflows
 
-import "github.com/flagplane/flagplane/workflows/flagsets"
+import (
+	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
+)
 
 // Settings are the operator-wide inputs of the workflows, from the
 // manager's flags; everything else comes from the graph. They are made once,
@@ -18,10 +21,10 @@ type Settings struct {
 	// Injection are the options the admission webhook injects with, which
 	// the rollout fingerprint and the status of sources render with, so
 	// that they follow exactly what the webhook would inject.
-	Injection InjectionOptions
+	Injection injection.Options
 }
 
 // DefaultSettings are the settings of an operator started without flags.
 func DefaultSettings() Settings {
-	return Settings{FlagSets: flagsets.NewValidator(false), Injection: DefaultInjectionOptions()}
+	return Settings{FlagSets: flagsets.NewValidator(false), Injection: injection.DefaultOptions()}
 }

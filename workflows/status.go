@@ -14,6 +14,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // maxStatusTargets caps status.targets so that a source selecting thousands
@@ -119,7 +120,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 		programmed.Message = fmt.Sprintf("%d workload(s) programmed", targets)
 		// Where several sources configure one sidecar, a later one wins a
 		// setting; the source that lost it is told which and to whom.
-		if cs := InjectionConflictsOfSource(v, key, 5, s.Injection); len(cs) > 0 {
+		if cs := injection.ConflictsOfSource(v, key, 5, s.Injection); len(cs) > 0 {
 			programmed.Reason = v1beta1.ReasonSettingsConflict
 			for _, c := range cs {
 				programmed.Message += "; overridden: " + c.String()

@@ -19,7 +19,7 @@ import (
 // them. The workflows compare them with what a pod would get now.
 const (
 	// AnnotationInjection is the fingerprint of what the pod got
-	// (Injection.Fingerprint). A pod that has it is never mutated again; a
+	// (injection.Injection.Fingerprint). A pod that has it is never mutated again; a
 	// pod of a targeted workload without it was admitted before its
 	// workload was targeted or while the webhook was unreachable, and the
 	// healer rolls its workload; a pod with another fingerprint than its

@@ -5,7 +5,7 @@ package v1beta1
 const (
 	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
 	// injected sidecar's hardened securityContext (flagplane's own; see
-	// workflows.AnnotationSidecarSecurityContext for when it is honoured).
+	// injection.AnnotationSidecarSecurityContext for when it is honoured).
 	AnnotationSidecarSecurityContext = "flagplane.core.openfeature.dev/sidecar-security-context"
 	// AnnotationEnabled must be "true" for the other annotations to count.
 	AnnotationEnabled = "openfeature.dev/enabled"

@@ -39,7 +39,6 @@ import (
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 )
 
 // operatorNamespace is where the operator keeps its webhook certificate.
@@ -414,7 +413,7 @@ func (d *demo) showConfigMap(ctx context.Context) error {
 	}
 	b, _ := yaml.Marshal(map[string]any{"metadata": meta})
 	d.block(string(b))
-	dataKey := workflows.ConfigMapDataKey(flags)
+	dataKey := topology.ConfigMapDataKey(flags)
 	d.block("data:\n  " + dataKey + ": |")
 	d.block(indentJSON(cm.Data[dataKey], "    "))
 	return nil
@@ -444,7 +443,7 @@ func (d *demo) showPod(ctx context.Context) error {
 				continue
 			}
 			pod = p
-			if !wantInjection || len(injection(dep.Spec.Template.ObjectMeta, tmpl, p)) > 0 {
+			if !wantInjection || len(addedByInjection(dep.Spec.Template.ObjectMeta, tmpl, p)) > 0 {
 				return true, nil
 			}
 		}
@@ -454,7 +453,7 @@ func (d *demo) showPod(ctx context.Context) error {
 		return fmt.Errorf("waiting for a Pod of shop-web: %w", err)
 	}
 	d.say("pod/%s (owner: ReplicaSet/%s)", pod.Name, metav1.GetControllerOf(pod).Name)
-	added := injection(dep.Spec.Template.ObjectMeta, tmpl, pod)
+	added := addedByInjection(dep.Spec.Template.ObjectMeta, tmpl, pod)
 	if len(added) == 0 {
 		d.say("nothing was injected into this Pod: see %s", d.logPath)
 		return nil
@@ -565,7 +564,7 @@ func (d *demo) editFlag(ctx context.Context) error {
 	ns := d.o.namespace
 	flags := topology.FlagSetKey(ns, "shop-flags")
 	key := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(flags)}
-	dataKey := workflows.ConfigMapDataKey(flags)
+	dataKey := topology.ConfigMapDataKey(flags)
 	d.step("Editing a flag: new-checkout's defaultVariant from \"off\" to \"on\"")
 	d.say("$ kubectl patch featureflag shop-flags -n %s --type merge -p '{\"spec\":{\"flagSpec\":{\"flags\":{\"new-checkout\":{\"defaultVariant\":\"on\"}}}}}'", ns)
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-flags"}}

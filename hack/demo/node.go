@@ -10,7 +10,7 @@ import (
 
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/node"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // startNode starts the test node: the Pods that kube-scheduler binds to it
@@ -52,7 +52,7 @@ func podReady(p *corev1.Pod) bool {
 // evaluate asks the Pod's flagd for a boolean flag over its HTTP API and
 // returns its answer as flagd gives it.
 func (d *demo) evaluate(ctx context.Context, flag string) (string, error) {
-	addr, ok := d.node.Addr(d.podKey, workflows.SidecarName, 8013)
+	addr, ok := d.node.Addr(d.podKey, injection.SidecarName, 8013)
 	if !ok {
 		return "", fmt.Errorf("the test node knows no port 8013 of %s's flagd", d.podKey)
 	}

@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// injection is what a Pod has beyond the template it was created from:
+// addedByInjection is what a Pod has beyond the template it was created from:
 // annotations, containers, init containers (flagd runs as a native sidecar)
 // and volumes it adds, and env vars and mounts added to the template's
 // containers.
-func injection(tmplMeta metav1.ObjectMeta, tmpl corev1.PodSpec, p *corev1.Pod) map[string]any {
+func addedByInjection(tmplMeta metav1.ObjectMeta, tmpl corev1.PodSpec, p *corev1.Pod) map[string]any {
 	out := map[string]any{}
 	pod := p.Spec
 	annotations := map[string]string{}

@@ -19,7 +19,7 @@ func TestInjection(t *testing.T) {
 		// what the API server adds for the service account is not injection
 		pod.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access-x1"}}
 		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-x1", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
-		NewWithT(t).Expect(injection(tmplMeta, tmpl, pod)).To(BeEmpty())
+		NewWithT(t).Expect(addedByInjection(tmplMeta, tmpl, pod)).To(BeEmpty())
 	})
 
 	t.Run("the sidecar, its volume, the app's env and the annotation", func(t *testing.T) {
@@ -29,7 +29,7 @@ func TestInjection(t *testing.T) {
 			{Name: "flags", MountPath: "/etc/flagd"}, {Name: "kube-api-access-x1", MountPath: "/var/run/secrets"}}}}
 		pod.Spec.Volumes = []corev1.Volume{{Name: "flags"}, {Name: "kube-api-access-x1"}}
 		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "FLAGD_PORT", Value: "8013"})
-		got := injection(tmplMeta, tmpl, pod)
+		got := addedByInjection(tmplMeta, tmpl, pod)
 		g.Expect(got).To(HaveKeyWithValue("annotations", map[string]string{"flagplane.core.openfeature.dev/injection": "abc"}))
 		g.Expect(got).To(HaveKeyWithValue("initContainers", []corev1.Container{{Name: "flagd",
 			VolumeMounts: []corev1.VolumeMount{{Name: "flags", MountPath: "/etc/flagd"}}}}))

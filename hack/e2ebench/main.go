@@ -542,7 +542,7 @@ func (b *bench) waitProgrammed(ctx context.Context, ns string, n int) error {
 func (b *bench) measure(ctx context.Context, ns string, direct bool) (editResult, error) {
 	var r editResult
 	cmName := topology.ConfigMapName(topology.FlagSetKey(ns, "flags"))
-	dataKey := workflows.ConfigMapDataKey(topology.FlagSetKey(ns, "flags"))
+	dataKey := topology.ConfigMapDataKey(topology.FlagSetKey(ns, "flags"))
 	if direct {
 		cmName, dataKey = "bench-baseline", "flags.json"
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cmName}, Data: map[string]string{dataKey: contentWith(0)}}

@@ -157,7 +157,7 @@ func contentOf(ctx context.Context, cm client.ObjectKey, ff *v1beta1.FeatureFlag
 			Expect(client.IgnoreNotFound(err)).To(Succeed())
 			return ""
 		}
-		return got.Data[workflows.ConfigMapDataKey(topology.FlagSetKey(ff.Namespace, ff.Name))]
+		return got.Data[topology.ConfigMapDataKey(topology.FlagSetKey(ff.Namespace, ff.Name))]
 	}
 }
 

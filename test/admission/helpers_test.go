@@ -16,7 +16,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // recordingConfigMaps wraps the Pod webhook's ConfigMap ensurer and
@@ -89,7 +89,7 @@ func pods(ctx context.Context, ns, app string) func() []corev1.Pod {
 // sidecar returns the injected flagd init container of a pod, or nil.
 func sidecar(p corev1.Pod) *corev1.Container {
 	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == workflows.SidecarName {
+		if p.Spec.InitContainers[i].Name == injection.SidecarName {
 			return &p.Spec.InitContainers[i]
 		}
 	}
@@ -109,11 +109,11 @@ func mountsFlagSet(fsNS, fsName string) OmegaMatcher {
 	f := topology.FlagSetKey(fsNS, fsName)
 	return And(
 		HaveField("Spec.Volumes", ContainElement(And(
-			HaveField("Name", workflows.FlagVolumeName(f)),
+			HaveField("Name", injection.FlagVolumeName(f)),
 			HaveField("ConfigMap.Name", topology.ConfigMapName(f)),
 		))),
 		WithTransform(func(p corev1.Pod) []corev1.VolumeMount { return sidecar(p).VolumeMounts },
-			ContainElement(HaveField("MountPath", workflows.FlagMountDir(f)))),
+			ContainElement(HaveField("MountPath", injection.FlagMountDir(f)))),
 	)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/webhooks/certs"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 var _ = Describe("Pod injection", func() {
@@ -94,10 +95,10 @@ var _ = Describe("Pod injection", func() {
 		pod := pods(ctx, ns, "web")()[0]
 		Expect(pod).To(And(mountsFlagSet(ns, "checkout"), mountsFlagSet(ns, "search"), appEnv("FLAGD_PORT", "9100"), appEnv("FLAGD_TEAM", "shop")))
 		Expect(pod.Spec.Volumes).To(HaveLen(2 + 1)) // two flag sets, and the service account token
-		var entries []workflows.FlagdSourceConfig
+		var entries []injection.FlagdSourceConfig
 		Expect(json.Unmarshal([]byte(arg(sidecar(pod), "--sources")), &entries)).To(Succeed())
 		Expect(entries).To(HaveLen(3))
-		Expect(entries[2]).To(Equal(workflows.FlagdSourceConfig{URI: "flagplane-sync.flagplane-system.svc:8015", Provider: "grpc",
+		Expect(entries[2]).To(Equal(injection.FlagdSourceConfig{URI: "flagplane-sync.flagplane-system.svc:8015", Provider: "grpc",
 			Selector: "core.openfeature.dev/" + ns + "/checkout"}))
 	})
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // rolloutOnChange compares a workload's running pods (the injection the
@@ -59,7 +60,7 @@ var _ = Describe("rolloutOnChange", func() {
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(HaveSidecar()))
 
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
-		src.Annotations = map[string]string{workflows.AnnotationSidecarSecurityContext: `{"runAsUser": 1000, "runAsGroup": 1000}`}
+		src.Annotations = map[string]string{injection.AnnotationSidecarSecurityContext: `{"runAsUser": 1000, "runAsGroup": 1000}`}
 		Expect(k8s.Update(ctx, src)).To(Succeed())
 		Eventually(restartedAt(ctx, web)).ShouldNot(BeEmpty(), "metadata, but the injection reads it")
 		Eventually(func() []*int64 {

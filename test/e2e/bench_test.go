@@ -36,6 +36,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The edit-to-served benchmark: how long after a FeatureFlag edit the
@@ -189,7 +190,7 @@ func newBenchRun(ctx context.Context, w *world, p v1beta1.SyncProviderType) (*be
 			return false, nil
 		}
 		r.pod = types.NamespacedName{Namespace: ns, Name: pods.Items[0].Name}
-		addr, ok := w.node.Addr(r.pod, workflows.SidecarName, 8013)
+		addr, ok := w.node.Addr(r.pod, injection.SidecarName, 8013)
 		if !ok {
 			return false, nil
 		}
@@ -414,12 +415,12 @@ func (r *benchRun) watchServed(ctx context.Context) error {
 // container sees it, changes: an inotify watch of its mount directory
 // (through the process's root), which the node's ..data swap renames into.
 func (r *benchRun) watchProjected() error {
-	pid, ok := r.w.node.PID(r.pod, workflows.SidecarName)
+	pid, ok := r.w.node.PID(r.pod, injection.SidecarName)
 	if !ok {
 		return errors.New("flagd does not run")
 	}
 	f := topology.FlagSetKey(r.ns, benchFlagSet)
-	dir := "/proc/" + strconv.Itoa(pid) + "/root" + workflows.FlagMountDir(f)
+	dir := "/proc/" + strconv.Itoa(pid) + "/root" + injection.FlagMountDir(f)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("inotify: %w", err)
@@ -436,7 +437,7 @@ func (r *benchRun) watchProjected() error {
 			if _, err := events.Read(buf); err != nil {
 				return
 			}
-			if data, err := r.w.node.ReadFile(r.pod, workflows.SidecarName, workflows.FlagFilePath(f)); err == nil {
+			if data, err := r.w.node.ReadFile(r.pod, injection.SidecarName, injection.FlagFilePath(f)); err == nil {
 				r.record(stageProjected, variantIn(string(data)))
 			}
 		}

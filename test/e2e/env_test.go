@@ -14,7 +14,7 @@ import (
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/test/operator"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // sdkClientImage stands for an application image built on the OpenFeature
@@ -36,7 +36,7 @@ type world struct {
 }
 
 // startWorld starts the control plane, the node and the operator. The node
-// runs the image flagplane injects (workflows.DefaultSidecarImage, at any
+// runs the image flagplane injects (injection.DefaultSidecarImage, at any
 // tag or registry) as the real flagd binary. dir holds the operator's
 // files.
 func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err error) {
@@ -75,7 +75,7 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 	}
 	w.node, err = node.Start(ctx, w.cp, node.Options{
 		Log:        log,
-		FlagdImage: workflows.DefaultSidecarImage,
+		FlagdImage: injection.DefaultSidecarImage,
 		Binaries:   map[string]string{sdkClientImage: sdkClient},
 		// An SDK client that starts before its sync source is up exits and
 		// is restarted: soon, not after the kubelet's 10 s.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 var _ = Describe("the file provider", func() {
@@ -23,12 +23,12 @@ var _ = Describe("the file provider", func() {
 		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", topology.ConfigMapName(f))))
 		addr := flagdAddr(pod)
 		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
-		pid := pidOf(pod, workflows.SidecarName)
+		pid := pidOf(pod, injection.SidecarName)
 
 		By("editing the FeatureFlag: ConfigMap, the node's ..data swap, flagd's file watch")
 		setVariant(ctx, ff, "on")
 		Eventually(resolve(addr)).Should(Equal(evaluated("on")))
-		Expect(pidOf(pod, workflows.SidecarName)).To(Equal(pid), "flagd followed the edit without a restart")
+		Expect(pidOf(pod, injection.SidecarName)).To(Equal(pid), "flagd followed the edit without a restart")
 
 		By("deleting the FeatureFlag")
 		Expect(k8s.Delete(ctx, ff)).To(Succeed())
@@ -41,7 +41,7 @@ var _ = Describe("the file provider", func() {
 			HaveField("Reason", "FailedMount"),
 			HaveField("Note", ContainSubstring(`configmap "`+topology.ConfigMapName(f)+`" not found`)))))
 		Consistently(resolve(addr)).Should(Equal(evaluated("on")), "flagd serves its last projection")
-		Expect(n.ReadFile(key(pod), workflows.SidecarName, workflows.FlagFilePath(f))).To(ContainSubstring(`"defaultVariant":"on"`))
+		Expect(n.ReadFile(key(pod), injection.SidecarName, injection.FlagFilePath(f))).To(ContainSubstring(`"defaultVariant":"on"`))
 		Expect(podsOf(ctx, ns, "web")()).To(ConsistOf(And(HaveField("Name", pod.Name), beReady())),
 			"the workload is not rolled: admission changes pods only when they are created")
 	})

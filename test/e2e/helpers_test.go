@@ -26,6 +26,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // flagKey is the one flag of the flag sets (fixtures.FlagSet).
@@ -168,7 +169,7 @@ func onePod(ctx context.Context, ns, app string, m types.GomegaMatcher) *corev1.
 func sidecarOf(pod *corev1.Pod) *corev1.Container {
 	GinkgoHelper()
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == workflows.SidecarName {
+		if pod.Spec.InitContainers[i].Name == injection.SidecarName {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
@@ -180,7 +181,7 @@ func sidecarOf(pod *corev1.Pod) *corev1.Container {
 // (its port 8013, remapped).
 func flagdAddr(pod *corev1.Pod) string {
 	GinkgoHelper()
-	addr, ok := n.Addr(key(pod), workflows.SidecarName, 8013)
+	addr, ok := n.Addr(key(pod), injection.SidecarName, 8013)
 	Expect(ok).To(BeTrue(), "no host port for flagd's evaluation port of pod %s", pod.Name)
 	return addr
 }
@@ -247,7 +248,7 @@ func startUpstream(ctx context.Context, ns, variant string) *upstream {
 		Data:       map[string]string{"flags.flagd.json": flagFile(variant)},
 	}
 	flagd := corev1.Container{
-		Name: "flagd", Image: workflows.DefaultSidecarOptions().ImageReference(),
+		Name: "flagd", Image: injection.DefaultSidecarOptions().ImageReference(),
 		Args: []string{"start", "--port", "8013", "--management-port", "8014", "--sync-port", "8015",
 			"--sources", `[{"uri":"` + upstreamFlagFile + `","provider":"file"}]`},
 		Ports: []corev1.ContainerPort{{Name: "flagd", ContainerPort: 8013}, {Name: "flagd-mgmt", ContainerPort: 8014}, {Name: "flagd-sync", ContainerPort: 8015}},
@@ -256,7 +257,7 @@ func startUpstream(ctx context.Context, ns, variant string) *upstream {
 			PeriodSeconds: 1,
 		},
 		VolumeMounts:    []corev1.VolumeMount{{Name: "flags", MountPath: filepath.Dir(upstreamFlagFile), ReadOnly: true}},
-		SecurityContext: workflows.HardenedSecurityContext(),
+		SecurityContext: injection.HardenedSecurityContext(),
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upstream"},

@@ -13,6 +13,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // flagd's kubernetes sync runs in the sidecar with nothing but what the
@@ -35,7 +36,7 @@ var _ = Describe("the kubernetes provider", func() {
 		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
 
 		By("flagd reads as the pod's service account, not as anyone with more rights")
-		token, err := n.ReadFile(key(pod), workflows.SidecarName, "/var/run/secrets/kubernetes.io/serviceaccount/token")
+		token, err := n.ReadFile(key(pod), injection.SidecarName, "/var/run/secrets/kubernetes.io/serviceaccount/token")
 		Expect(err).NotTo(HaveOccurred())
 		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: string(token)}}
 		Expect(k8s.Create(ctx, review)).To(Succeed())

@@ -10,6 +10,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 var _ = Describe("rolloutOnChange", func() {
@@ -21,7 +22,7 @@ var _ = Describe("rolloutOnChange", func() {
 		create(ctx, flagSet(ns, "checkout", "off"), src, deployment(ns, "web", appImage, nil))
 		old := readyPod(ctx, ns, "web")
 		Eventually(resolve(flagdAddr(old))).Should(Equal(evaluated("off")))
-		oldPID := pidOf(old, workflows.SidecarName)
+		oldPID := pidOf(old, injection.SidecarName)
 
 		By("moving flagd's evaluation port")
 		Eventually(func() error {
@@ -34,7 +35,7 @@ var _ = Describe("rolloutOnChange", func() {
 
 		next := successor(ctx, old)
 		Expect(sidecarOf(next).Args).To(ContainElements("--port", "8090"))
-		addr, ok := n.Addr(key(next), workflows.SidecarName, 8090)
+		addr, ok := n.Addr(key(next), injection.SidecarName, 8090)
 		Expect(ok).To(BeTrue(), "the new sidecar declares port 8090")
 		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
 		Eventually(func() error { return k8s.Get(ctx, key(old), old) }).Should(Satisfy(apierrors.IsNotFound))

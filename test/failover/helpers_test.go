@@ -135,7 +135,7 @@ func (w world) converged(ctx context.Context) error {
 			if err := k8s.Get(ctx, key, cm); err != nil {
 				return fmt.Errorf("ConfigMap %s: %w", key, err)
 			}
-			if got := cm.Data[workflows.ConfigMapDataKey(topology.FlagSetKey(w.home, fs))]; got != want {
+			if got := cm.Data[topology.ConfigMapDataKey(topology.FlagSetKey(w.home, fs))]; got != want {
 				return fmt.Errorf("ConfigMap %s holds edit %d, the flag set is at edit %d", key, counterIn(got), counterIn(want))
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // One Describe per event of the kind; each spec starts from a Flagd that
@@ -54,7 +55,7 @@ var _ = Describe("a Flagd", func() {
 			Expect(dep.ManagedFields).To(ContainElement(And(HaveField("Manager", v1beta1.FieldManager), HaveField("Operation", metav1.ManagedFieldsOperationApply))),
 				"written with server-side apply by field manager flagplane")
 			c := dep.Spec.Template.Spec.Containers[0]
-			Expect(c.Image).To(Equal(workflows.DefaultSidecarImage + ":" + workflows.DefaultSidecarTag))
+			Expect(c.Image).To(Equal(injection.DefaultSidecarImage + ":" + injection.DefaultSidecarTag))
 			Expect(c.Ports).To(HaveLen(4))
 			Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", topology.ConfigMapName(topology.FlagSetKey(ns, "flags")))),
 				"the file entry's generated ConfigMap")
@@ -165,7 +166,7 @@ var _ = Describe("a Flagd", func() {
 			})
 			Eventually(getter(ctx, dep)).Should(And(
 				HaveField("Spec.Replicas", HaveValue(Equal(int32(1)))),
-				HaveField("Spec.Template.Spec.Containers", ContainElement(HaveField("Image", workflows.DefaultSidecarImage+":"+workflows.DefaultSidecarTag))),
+				HaveField("Spec.Template.Spec.Containers", ContainElement(HaveField("Image", injection.DefaultSidecarImage+":"+injection.DefaultSidecarTag))),
 			))
 			Expect(dep.Annotations).To(HaveKeyWithValue("example.com/owner", "someone"), "a field of another manager stays")
 

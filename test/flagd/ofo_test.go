@@ -9,14 +9,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flagplane/flagplane/workflows/injection"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	"github.com/flagplane/flagplane/workflows"
 )
 
 // The OpenFeature Operator's four Flagd scenarios (testdata/ofo, see its
@@ -34,7 +33,7 @@ var _ = Describe("the OpenFeature Operator's Flagd scenarios, in its manifest fo
 			_, err := cp.Kubectl("apply", "-n", ns, "-f", filepath.Join(dir, "00-install.yaml"))
 			Expect(err).NotTo(HaveOccurred())
 
-			bindings := map[string]any{"namespace": ns, "flagdImage": workflows.DefaultSidecarImage + ":" + workflows.DefaultSidecarTag}
+			bindings := map[string]any{"namespace": ns, "flagdImage": injection.DefaultSidecarImage + ":" + injection.DefaultSidecarTag}
 			for _, want := range assertDocs(filepath.Join(dir, "00-assert.yaml")) {
 				want = bind(want, bindings).(map[string]any)
 				u := &unstructured.Unstructured{Object: want}

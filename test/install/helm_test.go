@@ -18,7 +18,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // describeHelm replaces the kustomize install with `helm install` of
@@ -116,7 +116,7 @@ func describeHelm() {
 			var pods corev1.PodList
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels(web.Spec.Selector.MatchLabels))).To(Succeed())
 			g.Expect(pods.Items).NotTo(BeEmpty())
-			g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(HaveField("Name", workflows.SidecarName)))
+			g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(HaveField("Name", injection.SidecarName)))
 		}).Should(Succeed())
 	})
 

@@ -22,7 +22,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // An installed manager is run in the test process, since no Pod runs here
@@ -176,6 +176,6 @@ func expectServing(ctx context.Context, m *installedManager, validating, ns stri
 		var pods corev1.PodList
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "shop-web"})).To(Succeed())
 		g.Expect(pods.Items).NotTo(BeEmpty())
-		g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(HaveField("Name", workflows.SidecarName)))
+		g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(HaveField("Name", injection.SidecarName)))
 	}).Should(Succeed())
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // describeManager runs the manager in the test process but with exactly
@@ -152,7 +153,7 @@ func describeManager() {
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: topology.ConfigMapName(flags)}, cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue(workflows.ConfigMapDataKey(flags), ContainSubstring(`"new-checkout"`)))
+			g.Expect(cm.Data).To(HaveKeyWithValue(topology.ConfigMapDataKey(flags), ContainSubstring(`"new-checkout"`)))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			s := &v1beta1.FeatureFlagSource{}
@@ -172,7 +173,7 @@ func describeManager() {
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels{"app": "shop-web"})).To(Succeed())
 			g.Expect(pods.Items).NotTo(BeEmpty())
 			g.Expect(pods.Items[0].Spec.InitContainers).To(ContainElement(And(
-				HaveField("Name", workflows.SidecarName),
+				HaveField("Name", injection.SidecarName),
 				HaveField("Image", app.DefaultOptions().Sidecar.ImageReference()),
 				HaveField("RestartPolicy", HaveValue(Equal(corev1.ContainerRestartPolicyAlways))),
 			)))
@@ -207,7 +208,7 @@ func describeManager() {
 			g.Expect(pods.Items).NotTo(BeEmpty())
 			var sidecar *corev1.Container
 			for i, c := range pods.Items[0].Spec.InitContainers {
-				if c.Name == workflows.SidecarName {
+				if c.Name == injection.SidecarName {
 					sidecar = &pods.Items[0].Spec.InitContainers[i]
 				}
 			}
@@ -273,7 +274,7 @@ func describeManager() {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
 		cmKey := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(ns, "checkout"))}
-		dataKey := workflows.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
+		dataKey := topology.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
 		grants := []string{
 			workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web")),
 			workflows.RBACName(topology.WorkloadKey(topology.KindStatefulSet, ns, "db")),

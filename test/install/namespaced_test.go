@@ -21,7 +21,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // teamB is the second team: installed with Helm (team-a with kustomize).
@@ -276,7 +276,7 @@ func optedInPod(ns, source string) *corev1.Pod {
 // sidecarOf is the injected flagd of pod, or nil.
 func sidecarOf(pod *corev1.Pod) *corev1.Container {
 	for i, c := range pod.Spec.InitContainers {
-		if c.Name == workflows.SidecarName {
+		if c.Name == injection.SidecarName {
 			return &pod.Spec.InitContainers[i]
 		}
 	}

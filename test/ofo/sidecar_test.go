@@ -1,18 +1,17 @@
 package ofo
 
 import (
+	"github.com/flagplane/flagplane/workflows/injection"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/flagplane/flagplane/workflows"
 )
 
 // flagdImage is the image flagplane injects by default. The OpenFeature
 // Operator's scenarios assert its own default, the same image with tag
 // v0.15.4; flagplane pins the flagd release it is tested with (README,
 // "Differences from the OpenFeature Operator": sidecar image tag).
-var flagdImage = workflows.DefaultSidecarImage + ":" + workflows.DefaultSidecarTag
+var flagdImage = injection.DefaultSidecarImage + ":" + injection.DefaultSidecarTag
 
 var _ = Describe("flagd-disabled", func() {
 	It("injects nothing into a pod that says openfeature.dev/enabled: \"false\", and no flagd answers", func(ctx SpecContext) {

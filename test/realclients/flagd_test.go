@@ -23,7 +23,7 @@ var _ = Describe("flagd reading the ConfigMap flagplane generated", func() {
 		create(ctx, ff, src, deployment(ns, "web"))
 
 		volume := kubelet(ctx, k8s, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(key(ff))})
-		file := volume.path(workflows.ConfigMapDataKey(key(ff)))
+		file := volume.path(topology.ConfigMapDataKey(key(ff)))
 		f := startFlagd("--uri", "file:"+file)
 
 		Eventually(f.resolve("Boolean", "new-checkout", nil)).Should(Equal(evaluation{Value: false, Variant: "off", Reason: "STATIC"}))

@@ -9,12 +9,12 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // A source entry with provider flagd-proxy makes the injected sidecar sync
 // from the sync server: flagd runs here with the very arguments the Pod
-// webhook injects (workflows.DesiredInjection, with the sync server's
+// webhook injects (injection.Desired, with the sync server's
 // address and the namespace-token headers the manager configures), only its
 // ports moved to free ones.
 var _ = Describe("the sidecar injected for a flagd-proxy source", func() {
@@ -24,13 +24,13 @@ var _ = Describe("the sidecar injected for a flagd-proxy source", func() {
 		src := webSource(ns, v1beta1.SyncProviderFlagdProxy)
 		create(ctx, ff, src, deployment(ns, "web"))
 
-		opts := workflows.DefaultInjectionOptions()
+		opts := injection.DefaultOptions()
 		opts.SyncServer = syncAddr
 		opts.SyncServerHeaders = namespaceTokens.HeadersFor
 		web := topology.WorkloadKey(topology.KindDeployment, ns, "web")
-		var inj *workflows.Injection
-		Eventually(func() *workflows.Injection {
-			inj = workflows.DesiredInjection(operator.Controller.Topology().Snapshot(), web, opts)
+		var inj *injection.Injection
+		Eventually(func() *injection.Injection {
+			inj = injection.Desired(operator.Controller.Topology().Snapshot(), web, opts)
 			return inj
 		}).Should(HaveField("Sidecar", Not(BeNil())), "the graph never gave web a sidecar")
 		Expect(inj.Warnings).To(BeEmpty())

@@ -68,7 +68,7 @@ func flagContent(ctx context.Context, cm client.ObjectKey, fsNS, fsName string) 
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "reading ConfigMap: %v", err)
 			return ""
 		}
-		return got.Data[workflows.ConfigMapDataKey(topology.FlagSetKey(fsNS, fsName))]
+		return got.Data[topology.ConfigMapDataKey(topology.FlagSetKey(fsNS, fsName))]
 	}
 }
 

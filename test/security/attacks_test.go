@@ -21,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The attack table: each row is mallory, admin of namespace tenant, trying to
@@ -321,17 +322,17 @@ var _ = Describe("squatting on a name flagplane generates", func() {
 var _ = It("relaxing the sidecar's securityContext from a source she writes: ignored unless the operator allows it (off by default)", func(ctx SpecContext) {
 	t := newTenancy(ctx)
 	src := fixtures.Source(t.tenant, "src", []v1beta1.Source{fixtures.FileRef("flags")}, fixtures.Targeting("Deployment", "web"))
-	src.Annotations = map[string]string{workflows.AnnotationSidecarSecurityContext: `{"privileged": true, "runAsUser": 0, "runAsNonRoot": false, "allowPrivilegeEscalation": true}`}
+	src.Annotations = map[string]string{injection.AnnotationSidecarSecurityContext: `{"privileged": true, "runAsUser": 0, "runAsNonRoot": false, "allowPrivilegeEscalation": true}`}
 	create(ctx, t.mallory, fixtures.FlagSet(t.tenant, "flags", "on"), src, fixtures.Deployment(t.tenant, "web", nil, nil))
 	var sidecar *corev1.Container
 	pod := firstPod(ctx, t.tenant, "web")
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == workflows.SidecarName {
+		if pod.Spec.InitContainers[i].Name == injection.SidecarName {
 			sidecar = &pod.Spec.InitContainers[i]
 		}
 	}
 	Expect(sidecar).NotTo(BeNil())
-	Expect(sidecar.SecurityContext).To(Equal(workflows.HardenedSecurityContext()))
+	Expect(sidecar.SecurityContext).To(Equal(injection.HardenedSecurityContext()))
 })
 
 // nsToken is the sync server's namespace token of ns, as the webhook writes

@@ -40,7 +40,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // secretFlag is the flag of the platform's flag set: a tenant that can read
@@ -158,7 +158,7 @@ func firstPod(ctx context.Context, ns, app string) corev1.Pod {
 func injected(p corev1.Pod) []string {
 	var out []string
 	for _, c := range p.Spec.InitContainers {
-		if c.Name == workflows.SidecarName {
+		if c.Name == injection.SidecarName {
 			out = append(out, "sidecar "+strings.Join(c.Args, " "))
 		}
 	}
@@ -271,7 +271,7 @@ func (b *bearer) NewStream(ctx context.Context, desc *grpc.StreamDesc, method st
 func fetch(ctx context.Context, c syncv1grpc.FlagSyncServiceClient, ns, name string) (codes.Code, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := c.FetchAllFlags(ctx, &syncv1.FetchAllFlagsRequest{Selector: workflows.FlagdProxySelectorPrefix + ns + "/" + name})
+	resp, err := c.FetchAllFlags(ctx, &syncv1.FetchAllFlagsRequest{Selector: injection.FlagdProxySelectorPrefix + ns + "/" + name})
 	if err != nil {
 		return status.Code(err), false
 	}

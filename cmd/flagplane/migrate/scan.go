@@ -26,6 +26,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Scheme is what a client given to Scan and Apply must know: client-go's
@@ -91,7 +92,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 		var flagd *corev1.Container
 		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 			for i := range list {
-				if list[i].Name == workflows.SidecarName {
+				if list[i].Name == injection.SidecarName {
 					flagd = &list[i]
 				}
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The manager's own namespace: the leader election Lease, and the Events
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	settings := workflows.Settings{FlagSets: flagSets, Generated: o.Generated,
 		// Rollouts follow what this process's webhook injects; without
 		// webhooks, the options of an operator started without flags.
-		Injection: workflows.DefaultInjectionOptions()}
+		Injection: injection.DefaultOptions()}
 	ctrlOpts := controllers.Options{Workers: o.Workers, Metrics: m.Metrics, Settings: &settings,
 		Topology: topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {

@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Options configure the manager. DefaultOptions gives the values of the
@@ -68,9 +69,9 @@ type Options struct {
 
 	// Sidecar are the defaults of the injected flagd sidecar, which the
 	// admission webhook reads.
-	Sidecar workflows.SidecarOptions
+	Sidecar injection.SidecarOptions
 	// InProcess are the defaults of in-process configurations.
-	InProcess workflows.InProcessOptions
+	InProcess injection.InProcessOptions
 	// DefaultSyncProvider is the provider of a source entry that names
 	// none, where its source has no defaultSyncProvider (file).
 	DefaultSyncProvider v1beta1.SyncProviderType
@@ -116,8 +117,8 @@ func DefaultOptions() Options {
 		LeaderElectionID:       "flagplane.core.openfeature.dev",
 		Workers:                2,
 		WebhookPort:            9443,
-		Sidecar:                workflows.DefaultSidecarOptions(),
-		InProcess:              workflows.DefaultInProcessOptions(),
+		Sidecar:                injection.DefaultSidecarOptions(),
+		InProcess:              injection.DefaultInProcessOptions(),
 		DefaultSyncProvider:    v1beta1.SyncProviderFile,
 		Webhooks:               true,
 		Admission:              webhooks.DefaultOptions(),
@@ -205,7 +206,7 @@ func (o Options) Validate() error {
 	errs = append(errs, o.validateFlagd()...)
 	if o.Webhooks {
 		wo := o.Admission
-		wo.Injection.Sidecar = workflows.DefaultSidecarOptions() // o.Sidecar is checked above
+		wo.Injection.Sidecar = injection.DefaultSidecarOptions() // o.Sidecar is checked above
 		if err := wo.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("webhook flags: %w", err))
 		}
@@ -232,7 +233,7 @@ func (l *stringList) Set(v string) error {
 
 // quantityFlag sets one request or limit of the sidecar's resources.
 type quantityFlag struct {
-	opts  *workflows.SidecarOptions
+	opts  *injection.SidecarOptions
 	name  corev1.ResourceName
 	limit bool
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func parse(args ...string) (Options, error) {
@@ -41,12 +41,12 @@ func TestFlags(t *testing.T) {
 				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
 				g.Expect(o.WebhookPort).To(Equal(9443))
 				g.Expect(o.TopologyEndpoint).To(BeTrue())
-				g.Expect(o.Sidecar.ImageReference()).To(Equal(workflows.DefaultSidecarImage+":v0.16.0"), "the image the OpenFeature Operator injects")
+				g.Expect(o.Sidecar.ImageReference()).To(Equal(injection.DefaultSidecarImage+":v0.16.0"), "the image the OpenFeature Operator injects")
 				g.Expect(o.DefaultSyncProvider).To(Equal(v1beta1.SyncProviderFile))
 				g.Expect(o.Sidecar.Port).To(Equal(int32(8013)))
 				g.Expect(o.Sidecar.EnvVarPrefix).To(Equal("FLAGD"))
 				g.Expect(o.Sidecar.ProbesEnabled).To(BeTrue())
-				g.Expect(o.InProcess).To(Equal(workflows.DefaultInProcessOptions()))
+				g.Expect(o.InProcess).To(Equal(injection.DefaultInProcessOptions()))
 				g.Expect(o.Admission.FlagsValidation).To(BeTrue())
 				g.Expect(o.StrictValidation).To(BeFalse())
 				g.Expect(o.Sidecar.Resources.Requests.Cpu().String()).To(Equal("200m"))
@@ -119,7 +119,7 @@ func TestFlags(t *testing.T) {
 				"--in-process-offline-flag-source-path=/f.json", "--in-process-selector=sel", "--in-process-cache=disabled",
 				"--in-process-cache-max-size=10", "--in-process-env-var-prefix=OF"},
 			check: func(g Gomega, o Options) {
-				g.Expect(o.InProcess).To(Equal(workflows.InProcessOptions{Port: 9015, Host: "sync", SocketPath: "/s", TLS: true,
+				g.Expect(o.InProcess).To(Equal(injection.InProcessOptions{Port: 9015, Host: "sync", SocketPath: "/s", TLS: true,
 					OfflineFlagSourcePath: "/f.json", Selector: "sel", Cache: "disabled", CacheMaxSize: 10, EnvVarPrefix: "OF"}))
 			},
 		},

@@ -1,4 +1,4 @@
-package workflows
+package injection
 
 import (
 	"crypto/sha256"
@@ -13,36 +13,6 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 )
-
-// The injection: what the admission webhook adds to a pod of a workload,
-// computed from the graph alone by DesiredInjection, so that the webhook,
-// the golden tests, the rollout fingerprint and the healing of pods admitted
-// without it all see the same thing.
-//
-//   - flagd as a native sidecar: an init container with restartPolicy
-//     Always, appended after the pod's own init containers, so that they run
-//     first and flagd is up before the app containers start (a startup probe
-//     on /healthz holds them back until it serves);
-//   - for every file source, the generated ConfigMap as a volume, mounted
-//     read-only at /etc/flagd/<ns>_<name>/ in the sidecar; the file URI is
-//     /etc/flagd/<ns>_<name>/<ns>_<name>.flagd.json, as in the OpenFeature
-//     Operator;
-//   - the prefixed env vars that point the app containers' flagd providers at
-//     the sidecar (FLAGD_PORT, FLAGD_RESOLVER=rpc, ...) or, for in-process
-//     configurations, at their sync source (FLAGD_RESOLVER=in-process, ...).
-//
-// Several sources on one workload are merged in the order
-// topology.View.SourcesOfWorkload gives (annotation order, then targeting
-// sources by key). A later source's setting overrides an earlier one's, as
-// in the OpenFeature Operator, but a setting counts only where a source sets
-// it to something else than the API's default, so that a source that leaves
-// the port alone never overrides one that sets it (in the OpenFeature
-// Operator the CRD's defaults make the last source win) nor the operator's
-// default (SidecarOptions). Every overridden setting is a SettingConflict.
-// Lists (sources, CORS origins, sync provider args) are concatenated without
-// repeats; maps (env vars, context values, header mappings, resources) merge
-// by key. In-process configurations merge by the OpenFeature Operator's rule
-// (see inProcessMerge).
 
 // Sidecar container and mount layout.
 const (
@@ -62,7 +32,7 @@ const (
 	// AnnotationSidecarSecurityContext, on a FeatureFlagSource, relaxes the
 	// sidecar's hardened securityContext: a JSON corev1.SecurityContext whose
 	// set fields replace the hardened ones. It is honoured only when the
-	// operator allows it (InjectionOptions.AllowSecurityContextOverride, off
+	// operator allows it (Options.AllowSecurityContextOverride, off
 	// by default: whoever may edit a source could otherwise run a privileged
 	// container in every pod it targets) and only for workloads of the
 	// source's own namespace. It takes effect for pods created after it is
@@ -70,9 +40,9 @@ const (
 	AnnotationSidecarSecurityContext = v1beta1.AnnotationSidecarSecurityContext
 )
 
-// InjectionOptions are the operator-wide inputs of the injection; the rest
+// Options are the operator-wide inputs of the injection; the rest
 // comes from the graph.
-type InjectionOptions struct {
+type Options struct {
 	// Sidecar is the image and the defaults of the sidecar.
 	Sidecar SidecarOptions
 	// InProcess are the defaults of in-process configurations.
@@ -103,9 +73,9 @@ type InjectionOptions struct {
 	AllowSecurityContextOverride bool
 }
 
-// DefaultInjectionOptions are the options of an operator started without flags.
-func DefaultInjectionOptions() InjectionOptions {
-	return InjectionOptions{Sidecar: DefaultSidecarOptions(), InProcess: DefaultInProcessOptions()}
+// DefaultOptions are the options of an operator started without flags.
+func DefaultOptions() Options {
+	return Options{Sidecar: DefaultSidecarOptions(), InProcess: DefaultInProcessOptions()}
 }
 
 // Injection is what a pod of a workload gets. The zero value injects nothing.
@@ -154,16 +124,16 @@ func (c SettingConflict) String() string {
 		c.Winner.Kind, c.Winner.Namespace+"/"+c.Winner.Name, c.WinnerValue)
 }
 
-// InjectionConflictsOfSource lists the settings of a source that another
+// ConflictsOfSource lists the settings of a source that another
 // source (or in-process configuration) overrides on some workload it
 // applies to, in workload order, at most limit of them (0: all). The status
 // of a source reports them, so that the losing side of a merge is never
 // silent.
-func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int, opts InjectionOptions) []SettingConflict {
+func ConflictsOfSource(v *topology.View, source topology.Key, limit int, opts Options) []SettingConflict {
 	var out []SettingConflict
 	// Only where something else applies too is there anything to lose against.
 	for _, w := range v.ContestedWorkloadsOfSource(source) {
-		for _, c := range DesiredInjection(v, w, opts).Conflicts {
+		for _, c := range Desired(v, w, opts).Conflicts {
 			if c.Loser == source && !slices.ContainsFunc(out, func(o SettingConflict) bool { return o == c }) {
 				out = append(out, c)
 				if limit > 0 && len(out) == limit {
@@ -173,6 +143,17 @@ func InjectionConflictsOfSource(v *topology.View, source topology.Key, limit int
 		}
 	}
 	return out
+}
+
+// Fingerprint hashes the injection a pod of the workload would get now —
+// Desired rendered with the options the webhook injects with — and tells
+// whether any of its sources asks for a rollout on change. Equal
+// fingerprints mean the webhook would inject the same thing; "" means it
+// would inject nothing. A flag edit changes only the content of a mounted
+// ConfigMap, never the fingerprint.
+func Fingerprint(v *topology.View, workload topology.Key, opts Options) (string, bool) {
+	inj := Desired(v, workload, opts)
+	return inj.Fingerprint(), inj.RolloutOnChange(v)
 }
 
 // RolloutOnChange tells whether one of the sources of the injection asks
@@ -327,11 +308,13 @@ func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
 }
 
 // FlagMountDir is the directory the sidecar mounts a flag set's ConfigMap at.
-func FlagMountDir(flagSet topology.Key) string { return FlagMountRoot + "/" + FlagSetID(flagSet) }
+func FlagMountDir(flagSet topology.Key) string {
+	return FlagMountRoot + "/" + topology.FlagSetID(flagSet)
+}
 
 // FlagFilePath is the file flagd reads a mounted flag set from.
 func FlagFilePath(flagSet topology.Key) string {
-	return FlagMountDir(flagSet) + "/" + ConfigMapDataKey(flagSet)
+	return FlagMountDir(flagSet) + "/" + topology.ConfigMapDataKey(flagSet)
 }
 
 // FlagVolumeName is the pod volume of a flag set's ConfigMap: a DNS label

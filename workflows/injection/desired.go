@@ -1,4 +1,4 @@
-package workflows
+package injection
 
 import (
 	"encoding/json"
@@ -55,10 +55,10 @@ type FlagdSourceConfig struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// DesiredInjection computes what a pod of workload gets, from the graph and
+// Desired computes what a pod of workload gets, from the graph and
 // the operator-wide options. It reads no cluster state. A workload no source
 // or in-process configuration applies to gets an empty Injection.
-func DesiredInjection(v *topology.View, workload topology.Key, opts InjectionOptions) *Injection {
+func Desired(v *topology.View, workload topology.Key, opts Options) *Injection {
 	inj := &Injection{Workload: workload}
 	if _, ok := v.Workload(workload); !ok {
 		return inj
@@ -114,6 +114,52 @@ func DesiredInjection(v *topology.View, workload topology.Key, opts InjectionOpt
 		inj.Sidecar.Env = m.sidecarEnv(opts.Sidecar)
 	}
 	return inj
+}
+
+// SourceContainer is flagd's container for one source alone, rendered by
+// the sidecar's code: a Flagd's Deployment runs it (as a regular
+// container: the caller drops the restartPolicy and sets its own ports).
+type SourceContainer struct {
+	// Container is the sidecar container, with its env; nil when none of
+	// the source's entries can be served.
+	Container *corev1.Container
+	// Volumes are the ConfigMap volumes it mounts, ConfigMaps the
+	// generated ConfigMaps they are (topology keys).
+	Volumes    []corev1.Volume
+	ConfigMaps []topology.Key
+	// Warnings say what was left out and why.
+	Warnings []string
+	// Port and ManagementPort are flagd's ports in force: the source's,
+	// else the options'. OFREPPort is the source's, 0 where it sets none.
+	Port, ManagementPort, OFREPPort int32
+}
+
+// ContainerOfSource renders the sidecar of one source for owner (a Flagd:
+// its namespace is the pod's, for tenancy and the sync server's
+// credentials), as Desired does for a workload the source alone applies to.
+// It reads no cluster state.
+func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Options) SourceContainer {
+	inj := &Injection{Workload: owner, Sources: []topology.Key{source}}
+	src, ok := v.Source(source)
+	if !ok {
+		return SourceContainer{Warnings: []string{keyString(source) + " does not exist"}}
+	}
+	m := newSidecarMerge(inj)
+	m.mayReadDirectly = func(fs topology.Key) bool { return v.MayReadDirectly(owner, fs) }
+	m.defaultProvider = v.DefaultSyncProvider()
+	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
+	m.addSource(v, source, src, opts)
+	if len(m.entries) == 0 {
+		return SourceContainer{Warnings: inj.Warnings}
+	}
+	c := m.container(opts)
+	c.Env = m.sidecarEnv(opts.Sidecar)
+	out := SourceContainer{Container: c, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
+		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
+	if m.ofrepPort.set {
+		out.OFREPPort = m.ofrepPort.value
+	}
+	return out
 }
 
 // setting is one merged scalar: its value, and the source it came from.
@@ -188,7 +234,7 @@ func newSidecarMerge(inj *Injection) *sidecarMerge {
 	}
 }
 
-func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1.FeatureFlagSource, opts InjectionOptions) {
+func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1.FeatureFlagSource, opts Options) {
 	s := &src.Spec
 	inj := m.inj
 	m.managementPort.merge(inj, "managementPort", s.ManagementPort, s.ManagementPort != 0 && s.ManagementPort != DefaultManagementPort, sk)
@@ -256,7 +302,7 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 // addEntry turns one spec.sources entry into a flagd source (and, for a
 // file source, its volume and mount), or a warning saying why it cannot be.
 func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1beta1.SyncProviderType,
-	refs map[int]topology.FlagSetRef, opts InjectionOptions) {
+	refs map[int]topology.FlagSetRef, opts Options) {
 	provider := topology.ProviderInForce(e, def, m.defaultProvider)
 	var cfg FlagdSourceConfig
 	if provider.ReferencesFlagSet() {
@@ -348,7 +394,7 @@ func (m *sidecarMerge) mount(f, cm topology.Key) {
 }
 
 // container renders the sidecar.
-func (m *sidecarMerge) container(opts InjectionOptions) *corev1.Container {
+func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	mgmt := m.managementPort.or(opts.Sidecar.ManagementPort)
 	port := m.port.or(opts.Sidecar.Port)
 	sources, _ := json.Marshal(m.entries) // plain data: cannot fail

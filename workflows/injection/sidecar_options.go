@@ -1,4 +1,4 @@
-package workflows
+package injection
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ type SidecarOptions struct {
 	DebugLogging         bool
 	OtelCollectorURI     string
 	// ProviderArgs come before the sources' syncProviderArgs (and, like
-	// them, reach flagd only with InjectionOptions.PassSyncProviderArgs).
+	// them, reach flagd only with Options.PassSyncProviderArgs).
 	ProviderArgs []string
 	// ImagePullSecrets are added to every pod the sidecar is injected into
 	// (the Secrets must exist in the pod's namespace), for a registry that

@@ -1,9 +1,10 @@
-package workflows
+package injection_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,17 +18,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// podDecoder reads the workloads of a manifest stream (podTemplates); the
+// graph is built by workflows.LoadManifests.
+var podDecoder = clientgoscheme.Codecs.UniversalDeserializer()
 
 // goldenInjectionOptions are the options of every injection golden: the
 // defaults, with a sync server for flagd-proxy sources.
-func goldenInjectionOptions() InjectionOptions {
-	o := DefaultInjectionOptions()
+func goldenInjectionOptions() injection.Options {
+	o := injection.DefaultOptions()
 	// The image without its registry, so that no registry's name is written
 	// into test data; TestSidecarOptions checks the default image.
 	o.Sidecar.Image = "open-feature/flagd"
@@ -49,12 +59,12 @@ func TestSecurityContextOverride(t *testing.T) {
 	for _, manifest := range []string{
 		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"team","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}`,
 		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"team","name":"src","annotations":{"` +
-			AnnotationSidecarSecurityContext + `":` + strconv.Quote(privileged) + `}},"spec":{"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"own"}]}}`,
+			injection.AnnotationSidecarSecurityContext + `":` + strconv.Quote(privileged) + `}},"spec":{"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"own"}]}}`,
 		`{"apiVersion":"gateway.networking.k8s.io/v1","kind":"ReferenceGrant","metadata":{"namespace":"team","name":"g"},"spec":{"from":[{"group":"","kind":"Pod","namespace":"other"}],"to":[{"group":"core.openfeature.dev","kind":"FeatureFlagSource"}]}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"team","name":"own"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"other","name":"granted"},"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true","openfeature.dev/featureflagsource":"team/src"}},"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
 	} {
-		if err := LoadManifests(topo, strings.NewReader(manifest)); err != nil {
+		if err := workflows.LoadManifests(topo, strings.NewReader(manifest)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,16 +84,16 @@ func TestSecurityContextOverride(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			o := DefaultInjectionOptions()
+			o := injection.DefaultOptions()
 			o.AllowSecurityContextOverride = tc.allow
-			inj := DesiredInjection(v, tc.workload, o)
+			inj := injection.Desired(v, tc.workload, o)
 			g.Expect(inj.Sidecar).NotTo(BeNil())
 			g.Expect(*inj.Sidecar.SecurityContext.Privileged).To(Equal(tc.privileged))
 			if tc.warning == "" {
 				g.Expect(inj.Warnings).To(BeEmpty())
 			} else {
 				g.Expect(inj.Warnings).To(ContainElement(ContainSubstring(tc.warning)))
-				g.Expect(inj.Sidecar.SecurityContext).To(Equal(HardenedSecurityContext()))
+				g.Expect(inj.Sidecar.SecurityContext).To(Equal(injection.HardenedSecurityContext()))
 			}
 		})
 	}
@@ -91,22 +101,22 @@ func TestSecurityContextOverride(t *testing.T) {
 
 // injectionGolden is what the golden files record per workload.
 type injectionGolden struct {
-	Fingerprint string              `json:"fingerprint,omitempty"`
-	ConfigMaps  []string            `json:"configMaps,omitempty"`
-	Conflicts   []string            `json:"conflicts,omitempty"`
-	Warnings    []string            `json:"warnings,omitempty"`
-	Sources     []FlagdSourceConfig `json:"flagdSources,omitempty"`
+	Fingerprint string                        `json:"fingerprint,omitempty"`
+	ConfigMaps  []string                      `json:"configMaps,omitempty"`
+	Conflicts   []string                      `json:"conflicts,omitempty"`
+	Warnings    []string                      `json:"warnings,omitempty"`
+	Sources     []injection.FlagdSourceConfig `json:"flagdSources,omitempty"`
 	// PodAnnotations are what the pod's metadata gets.
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// Pod is the workload's pod template spec with the injection applied.
 	Pod corev1.PodSpec `json:"pod"`
 }
 
-// TestInjectionGolden: for testdata/injection/<case>.in.yaml, the pod spec
+// TestInjectionGolden: for testdata/<case>.in.yaml, the pod spec
 // every workload's pods get, with what was mounted, overridden and left
-// out, equals <case>.out.yaml (go test ./workflows -run TestInjectionGolden -update).
+// out, equals <case>.out.yaml (go test ./workflows/injection -run TestInjectionGolden -update).
 func TestInjectionGolden(t *testing.T) {
-	inputs, err := filepath.Glob(filepath.Join("testdata", "injection", "*.in.yaml"))
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
 	if err != nil || len(inputs) < 10 {
 		t.Fatalf("want the injection golden inputs, found %d: %v", len(inputs), err)
 	}
@@ -117,11 +127,11 @@ func TestInjectionGolden(t *testing.T) {
 			raw, err := os.ReadFile(in)
 			g.Expect(err).NotTo(HaveOccurred())
 			topo := topology.New()
-			g.Expect(LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+			g.Expect(workflows.LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
 			v := topo.Snapshot()
 			out := map[string]injectionGolden{}
 			for key, tmpl := range podTemplates(t, raw) {
-				inj := DesiredInjection(v, key, goldenInjectionOptions())
+				inj := injection.Desired(v, key, goldenInjectionOptions())
 				pod := *tmpl.Spec.DeepCopy()
 				_, applyWarnings := inj.ApplyTo(&pod)
 				gold := injectionGolden{Fingerprint: inj.Fingerprint(), PodAnnotations: inj.PodAnnotations, Pod: pod}
@@ -138,12 +148,12 @@ func TestInjectionGolden(t *testing.T) {
 			}
 			got, err := yaml.Marshal(out)
 			g.Expect(err).NotTo(HaveOccurred())
-			outPath := filepath.Join("testdata", "injection", name+".out.yaml")
+			outPath := filepath.Join("testdata", name+".out.yaml")
 			if *update {
 				g.Expect(os.WriteFile(outPath, got, 0o644)).To(Succeed())
 			}
 			want, err := os.ReadFile(outPath)
-			g.Expect(err).NotTo(HaveOccurred(), "run go test ./workflows -run TestInjectionGolden -update")
+			g.Expect(err).NotTo(HaveOccurred(), "run go test ./workflows/injection -run TestInjectionGolden -update")
 			g.Expect(string(got)).To(Equal(string(want)))
 		})
 	}
@@ -162,7 +172,7 @@ func podTemplates(t *testing.T, raw []byte) map[topology.Key]corev1.PodTemplateS
 			}
 			t.Fatal(err)
 		}
-		obj, _, err := manifestDecoder.Decode(doc.Raw, nil, nil)
+		obj, _, err := podDecoder.Decode(doc.Raw, nil, nil)
 		if err != nil {
 			continue
 		}
@@ -179,13 +189,13 @@ func podTemplates(t *testing.T, raw []byte) map[topology.Key]corev1.PodTemplateS
 
 // flagdSources decodes the sidecar's --sources, so that the goldens show
 // them readably as well as in the args.
-func flagdSources(t *testing.T, c *corev1.Container) []FlagdSourceConfig {
+func flagdSources(t *testing.T, c *corev1.Container) []injection.FlagdSourceConfig {
 	if c == nil {
 		return nil
 	}
 	for i, a := range c.Args {
 		if a == "--sources" && i+1 < len(c.Args) {
-			var out []FlagdSourceConfig
+			var out []injection.FlagdSourceConfig
 			if err := json.Unmarshal([]byte(c.Args[i+1]), &out); err != nil {
 				t.Fatalf("--sources is not JSON: %v", err)
 			}
@@ -235,7 +245,7 @@ func validatePodSpec(t *testing.T, key topology.Key, pod corev1.PodSpec) {
 func TestApplyToIsIdempotent(t *testing.T) {
 	g := NewWithT(t)
 	v := loadView(t, "several-sources")
-	inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), DefaultInjectionOptions())
+	inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), injection.DefaultOptions())
 	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}
 	changed, _ := inj.ApplyTo(&pod)
 	g.Expect(changed).To(BeTrue())
@@ -249,7 +259,7 @@ func TestApplyToIsIdempotent(t *testing.T) {
 func TestApplyToLeavesAPodWithItsOwnFlagdContainerAlone(t *testing.T) {
 	g := NewWithT(t)
 	v := loadView(t, "targetrefs")
-	inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), DefaultInjectionOptions())
+	inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), injection.DefaultOptions())
 	pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "flagd"}}}
 	changed, warnings := inj.ApplyTo(&pod)
 	g.Expect(changed).To(BeFalse())
@@ -264,7 +274,7 @@ func TestFlagVolumeNameIsAUniqueDNSLabel(t *testing.T) {
 		topology.FlagSetKey("shop", "checkout"), topology.FlagSetKey("other", "checkout"),
 		topology.FlagSetKey("shop", "flags.v2"), topology.FlagSetKey("shop", long), topology.FlagSetKey("shop", long+"y"),
 	} {
-		n := FlagVolumeName(f)
+		n := injection.FlagVolumeName(f)
 		g.Expect(validation.IsDNS1123Label(n)).To(BeEmpty(), n)
 		g.Expect(names).NotTo(HaveKey(n))
 		names[n] = true
@@ -276,16 +286,16 @@ func TestFlagVolumeNameIsAUniqueDNSLabel(t *testing.T) {
 // the webhook injects with do.
 func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
 	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join("testdata", "injection", "targetrefs.in.yaml"))
+	raw, err := os.ReadFile(filepath.Join("testdata", "targetrefs.in.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	topo := topology.New()
-	g.Expect(LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+	g.Expect(workflows.LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
-	opts := DefaultInjectionOptions()
-	fp := func() string { f, _ := InjectionFingerprint(topo.Snapshot(), web, opts); return f }
+	opts := injection.DefaultOptions()
+	fp := func() string { f, _ := injection.Fingerprint(topo.Snapshot(), web, opts); return f }
 	base := fp()
 	g.Expect(base).NotTo(BeEmpty())
-	api, _ := InjectionFingerprint(topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "api"), opts)
+	api, _ := injection.Fingerprint(topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "api"), opts)
 	g.Expect(api).To(BeEmpty(), "a workload no source applies to")
 
 	ff, _ := topo.Snapshot().FlagSet(topology.FlagSetKey("shop", "checkout"))
@@ -309,13 +319,13 @@ func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
 
 func loadView(t *testing.T, name string) *topology.View {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "injection", name+".in.yaml"))
+	f, err := os.Open(filepath.Join("testdata", name+".in.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	topo := topology.New()
-	if err := LoadManifests(topo, f); err != nil {
+	if err := workflows.LoadManifests(topo, f); err != nil {
 		t.Fatal(err)
 	}
 	return topo.Snapshot()
@@ -326,7 +336,7 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 	v := loadView(t, "several-sources")
 	lost := func(name string) []string {
 		var out []string
-		for _, c := range InjectionConflictsOfSource(v, topology.SourceKey("shop", name), 0, DefaultInjectionOptions()) {
+		for _, c := range injection.ConflictsOfSource(v, topology.SourceKey("shop", name), 0, injection.DefaultOptions()) {
 			out = append(out, c.Setting)
 		}
 		return out
@@ -334,7 +344,7 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 	g.Expect(lost("z-annotated")).To(ConsistOf("port", "envVars[LOG_LEVEL]", "contextValues[region]", "resources.requests[memory]"))
 	g.Expect(lost("a-flags")).To(BeEmpty())
 	g.Expect(lost("b-flags")).To(BeEmpty())
-	g.Expect(InjectionConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2, DefaultInjectionOptions())).To(HaveLen(2))
+	g.Expect(injection.ConflictsOfSource(v, topology.SourceKey("shop", "z-annotated"), 2, injection.DefaultOptions())).To(HaveLen(2))
 }
 
 // TestOperatorDefaults: the operator's sidecar and in-process settings
@@ -352,11 +362,11 @@ func TestOperatorDefaults(t *testing.T) {
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"inproc"},"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true","openfeature.dev/inprocessconfiguration":"inproc"}},"spec":{"containers":[{"name":"app","image":"app"}]}}}}
 `
 	topo := topology.New()
-	if err := LoadManifests(topo, strings.NewReader(manifests)); err != nil {
+	if err := workflows.LoadManifests(topo, strings.NewReader(manifests)); err != nil {
 		t.Fatal(err)
 	}
 	v := topo.Snapshot()
-	o := DefaultInjectionOptions()
+	o := injection.DefaultOptions()
 	o.Sidecar.Image, o.Sidecar.Tag = "mirror/flagd", "v9"
 	o.Sidecar.Port, o.Sidecar.ManagementPort = 7013, 7014
 	o.Sidecar.LogFormat, o.Sidecar.EnvVarPrefix, o.Sidecar.SocketPath = "console", "", "/tmp/flagd.sock"
@@ -366,7 +376,7 @@ func TestOperatorDefaults(t *testing.T) {
 
 	t.Run("the operator's values where the source keeps the API's defaults", func(t *testing.T) {
 		g := NewWithT(t)
-		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "plain"), o)
+		inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "plain"), o)
 		c := inj.Sidecar
 		g.Expect(c.Image).To(Equal("mirror/flagd:v9"))
 		g.Expect(c.Args).To(ContainElements("--port", "7013", "--management-port", "7014", "--log-format", "console",
@@ -383,13 +393,13 @@ func TestOperatorDefaults(t *testing.T) {
 	})
 	t.Run("a source's own values win", func(t *testing.T) {
 		g := NewWithT(t)
-		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "own"), o)
+		inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "own"), o)
 		g.Expect(inj.Sidecar.Args).To(ContainElements("--port", "9000", "--management-port", "7014"))
 		g.Expect(inj.Sidecar.ReadinessProbe).NotTo(BeNil(), "the source asks for probes")
 	})
 	t.Run("in-process defaults", func(t *testing.T) {
 		g := NewWithT(t)
-		inj := DesiredInjection(v, topology.WorkloadKey(topology.KindDeployment, "shop", "inproc"), o)
+		inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "inproc"), o)
 		g.Expect(inj.Sidecar).To(BeNil())
 		g.Expect(inj.ImagePullSecrets).To(BeEmpty(), "no sidecar, nothing to pull")
 		g.Expect(inj.Env).To(ContainElements(corev1.EnvVar{Name: "OF_HOST", Value: "flagplane-sync.flagplane-system.svc"},
@@ -414,16 +424,16 @@ func TestDefaultSyncProvider(t *testing.T) {
 		t.Run(string(tc.def), func(t *testing.T) {
 			g := NewWithT(t)
 			topo := topology.New(topology.WithDefaultSyncProvider(tc.def))
-			g.Expect(LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
+			g.Expect(workflows.LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
 			v := topo.Snapshot()
 			web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
-			inj := DesiredInjection(v, web, DefaultInjectionOptions())
+			inj := injection.Desired(v, web, injection.DefaultOptions())
 			g.Expect(flagdSources(t, inj.Sidecar)).To(ConsistOf(HaveField("Provider", tc.provider)))
 			g.Expect(inj.ConfigMaps).To(HaveLen(tc.cms))
-			roles, _ := DesiredRBAC(v, web, GeneratedMetadata{})
+			roles, _ := workflows.DesiredRBAC(v, web, workflows.GeneratedMetadata{})
 			g.Expect(roles).To(HaveLen(tc.roles))
 			if tc.roles > 0 {
-				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(AnnotationAllowKubernetesSync, "true"))
+				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(injection.AnnotationAllowKubernetesSync, "true"))
 			}
 		})
 	}
