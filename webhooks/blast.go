@@ -6,7 +6,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The blast radius of a change: the FeatureFlag and FeatureFlagSource
@@ -52,7 +52,7 @@ func flagSetBlast(v *topology.View, ff *v1beta1.FeatureFlag) (string, error) {
 // reaches and changes: the workloads it applies to before and after, those
 // whose sidecar changes (new pods get it) and, of those, the ones that
 // restart now (rolloutOnChange).
-func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts workflows.InjectionOptions) (string, error) {
+func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.Options) (string, error) {
 	after, err := v.WithSource(src)
 	if err != nil {
 		return "", err
@@ -86,7 +86,7 @@ func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts workflow
 	}
 	var changed, restarts int
 	for w := range all {
-		old, next := workflows.DesiredInjection(v, w, opts), workflows.DesiredInjection(after, w, opts)
+		old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
 		if old.Fingerprint() == next.Fingerprint() {
 			continue
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 var blastManifests = `
@@ -77,7 +77,7 @@ func TestFlagSetBlastRadius(t *testing.T) {
 func TestSourceBlastRadius(t *testing.T) {
 	g := NewWithT(t)
 	graph := newGraph(t, blastManifests)
-	v := &SourceValidator{Graph: graph, Injection: workflows.DefaultInjectionOptions()}
+	v := &SourceValidator{Graph: graph, Injection: injection.DefaultOptions()}
 	src, ok := graph.Topology().Snapshot().Source(topology.SourceKey("shop", "web"))
 	g.Expect(ok).To(BeTrue())
 

@@ -87,7 +87,7 @@ type SourceValidator struct {
 	Graph Graph
 	// Injection are the options sidecars are injected with, to tell whose
 	// sidecar a change changes.
-	Injection workflows.InjectionOptions
+	Injection injection.Options
 }
 
 var _ admission.Handler = (*SourceValidator)(nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,7 +101,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	report, err := explain.Explain(top.Snapshot(), kind, namespace, name, workflows.DefaultInjectionOptions())
+	report, err := explain.Explain(top.Snapshot(), kind, namespace, name, injection.DefaultOptions())
 	if err != nil {
 		return err
 	}

@@ -16,12 +16,12 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Report is the explanation of one object.
@@ -91,7 +91,7 @@ func (e ErrNotFound) Error() string {
 // featureflag, featureflagsource, inprocessconfiguration; short names
 // deploy, sts, ds, ff, ffs, ipc) namespace/name. opts are the injection
 // options the sidecar is computed with.
-func Explain(v *topology.View, kind, namespace, name string, opts workflows.InjectionOptions) (*Report, error) {
+func Explain(v *topology.View, kind, namespace, name string, opts injection.Options) (*Report, error) {
 	k, err := keyOf(kind, namespace, name)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func keyOf(kind, namespace, name string) (topology.Key, error) {
 	return topology.Key{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource or inprocessconfiguration", kind)
 }
 
-func explainWorkload(v *topology.View, w topology.Key, opts workflows.InjectionOptions, r *Report) {
+func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r *Report) {
 	wl, _ := v.Workload(w)
 	annotated := map[topology.Key]topology.RefState{}
 	for _, ref := range v.AnnotationRefs(w) {
@@ -199,7 +199,7 @@ func explainWorkload(v *topology.View, w topology.Key, opts workflows.InjectionO
 	}
 	r.InProcessConfigs = names(v.InProcessConfigsOfWorkload(w))
 
-	inj := workflows.DesiredInjection(v, w, opts)
+	inj := injection.Desired(v, w, opts)
 	if inj.Sidecar != nil {
 		r.Sidecar = &Sidecar{Image: inj.Sidecar.Image, Args: inj.Sidecar.Args,
 			Note: "computed with the manager's default options; your install's --sidecar-* flags may differ"}

@@ -10,7 +10,7 @@ import (
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func view(t *testing.T) *topology.View {
@@ -24,7 +24,7 @@ func view(t *testing.T) *topology.View {
 
 func TestWorkload(t *testing.T) {
 	g := NewWithT(t)
-	r, err := explain.Explain(view(t), "deploy", "shop", "web", workflows.DefaultInjectionOptions())
+	r, err := explain.Explain(view(t), "deploy", "shop", "web", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Object).To(Equal("Deployment shop/web"))
 	g.Expect(r.Sources).To(ConsistOf(
@@ -49,7 +49,7 @@ func TestWorkload(t *testing.T) {
 
 func TestWorkloadNothingApplies(t *testing.T) {
 	g := NewWithT(t)
-	r, err := explain.Explain(view(t), "deployment", "shop", "batch", workflows.DefaultInjectionOptions())
+	r, err := explain.Explain(view(t), "deployment", "shop", "batch", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Sources).To(BeEmpty())
 	g.Expect(r.Sidecar).To(BeNil())
@@ -61,7 +61,7 @@ func TestWorkloadNothingApplies(t *testing.T) {
 func TestFlagSetAndSourceReach(t *testing.T) {
 	g := NewWithT(t)
 	v := view(t)
-	r, err := explain.Explain(v, "ff", "shop", "checkout", workflows.DefaultInjectionOptions())
+	r, err := explain.Explain(v, "ff", "shop", "checkout", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*r.Reaches).To(Equal(explain.Reach{
 		Sources:    []string{"FeatureFlagSource shop/by-label", "FeatureFlagSource shop/by-name"},
@@ -70,13 +70,13 @@ func TestFlagSetAndSourceReach(t *testing.T) {
 		ConfigMaps: []string{"shop/flagd.shop.checkout"},
 	}))
 
-	r, err = explain.Explain(v, "ffs", "platform", "shared", workflows.DefaultInjectionOptions())
+	r, err = explain.Explain(v, "ffs", "platform", "shared", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Reaches.Workloads).To(BeEmpty(), "the annotation is not granted")
 	g.Expect(r.Reaches.Denied).To(ConsistOf("Deployment shop/web"))
 	g.Expect(r.Reaches.FlagSets).To(ConsistOf("FeatureFlag platform/checkout"))
 
-	r, err = explain.Explain(v, "featureflagsource", "shop", "by-label", workflows.DefaultInjectionOptions())
+	r, err = explain.Explain(v, "featureflagsource", "shop", "by-label", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring("FeatureFlag shop/missing, which does not exist")))
 }
@@ -84,16 +84,16 @@ func TestFlagSetAndSourceReach(t *testing.T) {
 func TestErrors(t *testing.T) {
 	g := NewWithT(t)
 	v := view(t)
-	_, err := explain.Explain(v, "ff", "shop", "nope", workflows.DefaultInjectionOptions())
+	_, err := explain.Explain(v, "ff", "shop", "nope", injection.DefaultOptions())
 	g.Expect(err).To(MatchError("FeatureFlag shop/nope is not in the graph (it does not exist, or you may not list it)"))
-	_, err = explain.Explain(v, "pod", "shop", "web-1", workflows.DefaultInjectionOptions())
+	_, err = explain.Explain(v, "pod", "shop", "web-1", injection.DefaultOptions())
 	g.Expect(err).To(MatchError(ContainSubstring(`cannot explain kind "pod"`)))
 	g.Expect(explain.Write(&bytes.Buffer{}, &explain.Report{}, "xml")).To(MatchError(ContainSubstring(`unknown output format "xml"`)))
 }
 
 func TestJSON(t *testing.T) {
 	g := NewWithT(t)
-	r, err := explain.Explain(view(t), "deploy", "shop", "web", workflows.DefaultInjectionOptions())
+	r, err := explain.Explain(view(t), "deploy", "shop", "web", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	g.Expect(explain.Write(&out, r, "json")).To(Succeed())
