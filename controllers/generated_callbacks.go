@@ -32,7 +32,8 @@ func (c *Controller) onConfigMapCreated(cm *corev1.ConfigMap) {
 	c.configMapChanged(cm)
 }
 
-// onConfigMapEdited: repair drift, and update the status of its sources.
+// onConfigMapEdited: repair drift, and update the status of its flag set
+// and its sources.
 func (c *Controller) onConfigMapEdited(cm *corev1.ConfigMap) {
 	c.event("ConfigMap", "edited")
 	c.configMapChanged(cm)
@@ -52,6 +53,8 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
 	c.configMaps.Add(client.ObjectKeyFromObject(cm))
 	v := c.topo.Snapshot()
 	if key, ok := v.ConfigMapByName(cm.Namespace, cm.Name); ok {
+		// The flag set's status counts the ConfigMaps that hold its revision.
+		c.statuses.Add(key.FlagSet())
 		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
 			c.statuses.Add(s)
 		}

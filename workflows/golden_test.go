@@ -137,7 +137,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 	}
 	for _, k := range v.FlagSets() {
 		ff, _ := v.FlagSet(k)
-		out.FlagSetStatus[k.String()] = zeroTimes(DesiredFlagSetStatus(v, ff, testSettings.FlagSets))
+		out.FlagSetStatus[k.String()] = zeroTimes(DesiredFlagSetStatus(v, ff, testSettings.FlagSets, appliedObserved{v}))
 	}
 	for _, k := range v.Sources() {
 		s, _ := v.Source(k)
@@ -163,6 +163,11 @@ var fixedTime = metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func zeroTimes(st v1beta1.FeatureFlagStatus) v1beta1.FeatureFlagStatus {
 	for i := range st.Conditions {
 		st.Conditions[i].LastTransitionTime = fixedTime
+	}
+	for i := range st.Consumers {
+		if st.Consumers[i].Since != nil {
+			st.Consumers[i].Since = &fixedTime
+		}
 	}
 	return st
 }

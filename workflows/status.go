@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,14 +38,17 @@ type Observed interface {
 	WriteFailure(kind, namespace, name string) string
 }
 
-// DesiredFlagSetStatus is the status a FeatureFlag should have.
-func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator) v1beta1.FeatureFlagStatus {
+// DesiredFlagSetStatus is the status a FeatureFlag should have. obs gives
+// the generated ConfigMaps as the cache holds them, for the revision each
+// holds (Revision, Delivered, Consumers).
+func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	st := *ff.Status.DeepCopy()
 	st.ObservedGeneration = ff.Generation
 	st.Flags = int32(len(ff.Spec.FlagSpec.Flags))
 	st.Sources = int32(len(v.SourcesOfFlagSet(key)))
 	st.Namespaces = v.ConsumerNamespaces(key)
+	st.Revision, st.Delivered, st.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
 	if err := val.Validate(ff); err != nil {
@@ -341,4 +347,76 @@ func summarize(items []string, max int) string {
 		return "waiting for " + strings.Join(items, "; ")
 	}
 	return fmt.Sprintf("waiting for %s; and %d more", strings.Join(items[:max], "; "), len(items)-max)
+}
+
+// maxConsumers caps status.consumers (the CRD's MaxItems).
+const maxConsumers = 32
+
+// Revision is the content hash of a flag set's flagd document: the content
+// of its generated ConfigMaps once they are up to date.
+func Revision(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:6])
+}
+
+// delivery computes a flag set's revision and, over its generated
+// ConfigMaps as the cache holds them, which hold it: "<up to date>/<all>"
+// and the consumers, those behind first. A consumer keeps its Since while it
+// holds the same revision.
+func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
+	content, err := RenderFlagSet(ff)
+	if err != nil {
+		return "", "", nil
+	}
+	revision := Revision(content)
+	key := topology.FlagSetKey(ff.Namespace, ff.Name)
+	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
+	var consumers []v1beta1.ConsumerRevision
+	upToDate := 0
+	for _, ns := range v.ConsumerNamespaces(key) {
+		if !v.ConfigMapNeeded(topology.ConfigMapKey(key, ns)) {
+			continue
+		}
+		c := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: name}
+		if data, ok := obs.ConfigMapData(ns, name); ok {
+			if held, ok := data[dataKey]; ok {
+				c.Revision = Revision(held)
+			}
+		}
+		if c.Revision == revision {
+			upToDate++
+		}
+		c.Since = sinceOf(prev, c)
+		consumers = append(consumers, c)
+	}
+	if len(consumers) == 0 {
+		return revision, "", nil
+	}
+	delivered := fmt.Sprintf("%d/%d", upToDate, len(consumers))
+	slices.SortStableFunc(consumers, func(a, b v1beta1.ConsumerRevision) int {
+		// Those behind first; then by namespace, as ConsumerNamespaces lists them.
+		return cmp.Compare(boolInt(a.Revision == revision), boolInt(b.Revision == revision))
+	})
+	return revision, delivered, consumers[:min(len(consumers), maxConsumers)]
+}
+
+// sinceOf keeps the Since of a consumer that held the same revision before.
+func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision) *metav1.Time {
+	if c.Revision == "" {
+		return nil
+	}
+	for _, p := range prev {
+		if p.Kind == c.Kind && p.Namespace == c.Namespace && p.Name == c.Name && p.Revision == c.Revision && p.Since != nil {
+			return p.Since
+		}
+	}
+	now := metav1.Now()
+	return &now
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -45,7 +45,7 @@ func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSetStatus(v, ff, u.Settings.FlagSets)
+	desired := DesiredFlagSetStatus(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}

@@ -96,6 +96,39 @@ type FeatureFlagStatus struct {
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
+
+	// Revision is the content hash of the flag set as flagplane serves it:
+	// the content its generated ConfigMaps hold once they are up to date.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Delivered is "<up to date>/<all>" over the generated ConfigMaps of the
+	// flag set (the file provider's copies, in every consuming namespace):
+	// how many hold Revision. What flagd reads itself (the kubernetes
+	// provider) and what the sync server pushes are not counted here.
+	// +optional
+	Delivered string `json:"delivered,omitempty"`
+
+	// Consumers lists generated ConfigMaps of the flag set and the revision
+	// each holds, those behind first, at most 32.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Consumers []ConsumerRevision `json:"consumers,omitempty"`
+}
+
+// ConsumerRevision is the revision of a flag set that one consumer holds.
+type ConsumerRevision struct {
+	// Kind of the consumer: ConfigMap.
+	Kind string `json:"kind"`
+	// Namespace of the consumer.
+	Namespace string `json:"namespace"`
+	// Name of the consumer.
+	Name string `json:"name"`
+	// Revision it holds ("" when it does not exist yet).
+	Revision string `json:"revision,omitempty"`
+	// Since is when flagplane first saw it hold that revision.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -104,6 +137,8 @@ type FeatureFlagStatus struct {
 // +kubebuilder:resource:shortName=ff
 // +kubebuilder:printcolumn:name="Flags",type=integer,JSONPath=`.status.flags`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Delivered",type=string,JSONPath=`.status.delivered`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // FeatureFlag is a flag set in flagd's format.

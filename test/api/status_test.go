@@ -83,11 +83,16 @@ var _ = Describe("Status subresource and printer columns", func() {
 				ff.Status = flagplanev1beta1.FeatureFlagStatus{
 					ObservedGeneration: 1, Flags: 3, Sources: 1, Namespaces: []string{"shop"},
 					Conditions: []metav1.Condition{condition(flagplanev1beta1.ConditionAccepted, flagplanev1beta1.ReasonAccepted)},
+					Revision:   "6047d4b262a7", Delivered: "1/2",
+					Consumers: []flagplanev1beta1.ConsumerRevision{
+						{Kind: "ConfigMap", Namespace: "web", Name: "flagd.shop.checkout-flags", Revision: "0a1b2c3d4e5f"},
+						{Kind: "ConfigMap", Namespace: "shop", Name: "flagd.shop.checkout-flags", Revision: "6047d4b262a7"},
+					},
 				}
 			},
 			specField: []string{"flagSpec", "flags", "new-checkout", "defaultVariant"}, specValue: "on",
 			shortName: "ff",
-			columns:   map[string]string{"NAME": "checkout-flags", "FLAGS": "3", "ACCEPTED": "True"},
+			columns:   map[string]string{"NAME": "checkout-flags", "FLAGS": "3", "ACCEPTED": "True", "DELIVERED": "1/2"},
 		}),
 		Entry("FeatureFlagSource", statusCase{
 			object: func() client.Object {

@@ -60,6 +60,36 @@ var _ = Describe("FeatureFlag", func() {
 		Eventually(flagSetStatus(ctx, ns, "checkout")).Should(HaveField("Flags", int32(2)))
 	})
 
+	It("delivery: status records the revision served and which generated ConfigMaps hold it, an invalid edit showing as not delivered", func(ctx SpecContext) {
+		revisionOf := func(f *v1beta1.FeatureFlag) string {
+			content, err := workflows.RenderFlagSet(f)
+			Expect(err).NotTo(HaveOccurred())
+			return workflows.Revision(content)
+		}
+		first := revisionOf(ff)
+		Eventually(flagSetStatus(ctx, ns, "checkout")).Should(And(HaveField("Revision", first), HaveField("Delivered", "1/1"),
+			HaveField("Consumers", ConsistOf(And(HaveField("Kind", "ConfigMap"), HaveField("Namespace", ns), HaveField("Name", cm.Name),
+				HaveField("Revision", first), HaveField("Since", Not(BeNil())))))))
+
+		update(ctx, ff, func(f *v1beta1.FeatureFlag) {
+			fl := f.Spec.FlagSpec.Flags["new-checkout"]
+			fl.DefaultVariant = "on"
+			f.Spec.FlagSpec.Flags["new-checkout"] = fl
+		})
+		second := revisionOf(ff)
+		Expect(second).NotTo(Equal(first))
+		Eventually(flagSetStatus(ctx, ns, "checkout")).Should(And(HaveField("Revision", second), HaveField("Delivered", "1/1"),
+			HaveField("Consumers", ConsistOf(HaveField("Revision", second)))))
+
+		update(ctx, ff, func(f *v1beta1.FeatureFlag) {
+			fl := f.Spec.FlagSpec.Flags["new-checkout"]
+			fl.DefaultVariant = "maybe" // not a variant: flagd cannot load it
+			f.Spec.FlagSpec.Flags["new-checkout"] = fl
+		})
+		Eventually(flagSetStatus(ctx, ns, "checkout")).Should(And(HaveField("Revision", revisionOf(ff)), HaveField("Delivered", "0/1"),
+			HaveField("Consumers", ConsistOf(HaveField("Revision", second)))), "the ConfigMap keeps the last valid content, and status says so")
+	})
+
 	It("spec changed to invalid: the ConfigMap keeps the last good content and status says why", func(ctx SpecContext) {
 		good := flagContent(ctx, cm, ns, "checkout")()
 		update(ctx, ff, func(f *v1beta1.FeatureFlag) {
