@@ -188,3 +188,47 @@ func BenchmarkAdmission(b *testing.B) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(f.apiCalls.Load()), "api-requests")
 }
+
+// BenchmarkValidatorBlastRadius is a FeatureFlag and a FeatureFlagSource
+// update admitted with 10,000 workloads in the graph, with the blast-radius
+// warning (graph) and without it (baseline: validation alone), reporting
+// p50 and p99 per request.
+func BenchmarkValidatorBlastRadius(b *testing.B) {
+	g := newGraph(b, clusterManifests(10000))
+	v := g.topo.Snapshot()
+	ff, _ := v.FlagSet(topology.FlagSetKey("ns0", "flags"))
+	editedFF := ff.DeepCopy()
+	flag := editedFF.Spec.FlagSpec.Flags["f"]
+	flag.DefaultVariant = "on"
+	editedFF.Spec.FlagSpec.Flags["f"] = flag
+	src, _ := v.Source(topology.SourceKey("ns0", "by-label"))
+	editedSrc := src.DeepCopy()
+	editedSrc.Spec.Port = 9013
+	ffReq := admissionOf(b, admissionv1.Update, editedFF, ff)
+	srcReq := admissionOf(b, admissionv1.Update, editedSrc, src)
+	for _, c := range []struct {
+		name    string
+		handler admission.Handler
+		req     admission.Request
+	}{
+		{"featureflag/baseline", &FlagSetValidator{}, ffReq},
+		{"featureflag/graph", &FlagSetValidator{Graph: g}, ffReq},
+		{"featureflagsource/baseline", &SourceValidator{Injection: injection.DefaultOptions()}, srcReq},
+		{"featureflagsource/graph", &SourceValidator{Graph: g, Injection: injection.DefaultOptions()}, srcReq},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var took []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				resp := c.handler.Handle(context.Background(), c.req)
+				took = append(took, time.Since(start))
+				if !resp.Allowed {
+					b.Fatalf("refused: %v", resp.Result)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
-func admissionOf(t *testing.T, op admissionv1.Operation, obj, old any) admission.Request {
+func admissionOf(t testing.TB, op admissionv1.Operation, obj, old any) admission.Request {
 	t.Helper()
 	raw, _ := json.Marshal(obj)
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "shop", Object: runtime.RawExtension{Raw: raw}}}
