@@ -33,12 +33,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // operatorNamespace is where the operator keeps its webhook certificate.
@@ -140,6 +142,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	if err := d.writeTopology(ctx); err != nil {
+		return err
+	}
+	if err := d.explainAndPreview(ctx); err != nil {
 		return err
 	}
 	if err := d.editFlag(ctx); err != nil {
@@ -555,6 +560,41 @@ func (d *demo) writeTopology(ctx context.Context) error {
 		d.say("wrote %s", svgPath)
 	}
 	d.say("the same from any manager: flagplane topology --url %s --format svg -o topology.svg", d.metricsURL)
+	return nil
+}
+
+// explainAndPreview shows `flagplane explain` on the sample Deployment and
+// the warning the FeatureFlag webhook gives a server-side dry run of the
+// edit that follows: what it will reach, before it is made.
+func (d *demo) explainAndPreview(ctx context.Context) error {
+	ns := d.o.namespace
+	d.step("Why does Deployment %s/shop-web get these flags? (flagplane explain, from the API with the demo's credentials)", ns)
+	d.say("$ flagplane explain deployment/shop-web -n %s", ns)
+	top, err := topodump.LoadCluster(ctx, d.cp.Config, topodump.ClusterOptions{Namespaces: []string{ns}})
+	if err != nil {
+		return fmt.Errorf("reading the graph for explain: %w", err)
+	}
+	report, err := explain.Explain(top.Snapshot(), "deployment", ns, "shop-web", injection.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := explain.Write(&out, report, "text"); err != nil {
+		return err
+	}
+	d.block(out.String())
+
+	d.step("What will the edit reach? (a server-side dry run: the webhook answers from the graph, nothing is stored)")
+	patch := `{"spec":{"flagSpec":{"flags":{"new-checkout":{"defaultVariant":"on"}}}}}`
+	d.say("$ kubectl patch featureflag shop-flags -n %s --type merge -p '%s' --dry-run=server", ns, patch)
+	cmd := exec.CommandContext(ctx, d.cp.KubectlPath, "--kubeconfig="+d.cp.KubeconfigPath,
+		"patch", "featureflag", "shop-flags", "-n", ns, "--type", "merge", "-p", patch, "--dry-run=server")
+	cmd.Env = append(os.Environ(), "KUBERC=off")
+	combined, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("the dry run: %w: %s", err, combined)
+	}
+	d.block(string(combined))
 	return nil
 }
 
