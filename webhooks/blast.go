@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -84,14 +85,24 @@ func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts injectio
 	if len(all) > maxCompared {
 		return msg + fmt.Sprintf("; too many workloads (%d) to compare their sidecars at admission", len(all)), nil
 	}
+	// Workloads whose sidecar is computed from the same inputs get the same
+	// one: each group is computed once.
+	type outcome struct{ changed, restarts bool }
+	outcomes := map[string]outcome{}
 	var changed, restarts int
 	for w := range all {
-		old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
-		if old.Fingerprint() == next.Fingerprint() {
-			continue
+		group := injectionInputs(v, after, w)
+		o, ok := outcomes[group]
+		if !ok {
+			old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
+			o.changed = old.Fingerprint() != next.Fingerprint()
+			o.restarts = o.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
+			outcomes[group] = o
 		}
-		changed++
-		if next.RolloutOnChange(after) || old.RolloutOnChange(v) {
+		if o.changed {
+			changed++
+		}
+		if o.restarts {
 			restarts++
 		}
 	}
@@ -103,6 +114,22 @@ func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts injectio
 			count(changed, "workload"), restarts)
 	}
 	return msg, nil
+}
+
+// injectionInputs is everything injection.Desired reads of a workload in
+// the two views but its name: its kind and namespace (the tenancy rule),
+// its pod annotations and service account, and the sources and in-process
+// configurations that apply to it, in order.
+func injectionInputs(before, after *topology.View, w topology.Key) string {
+	wl, _ := after.Workload(w) // a source edit changes no workload: the same in both views
+	annotations := make([]string, 0, len(wl.PodAnnotations))
+	for k, v := range wl.PodAnnotations {
+		annotations = append(annotations, k+"="+v)
+	}
+	slices.Sort(annotations)
+	return fmt.Sprint(w.Kind, "|", w.Namespace, "|", wl.ServiceAccountName, "|", annotations, "|",
+		before.SourcesOfWorkload(w), before.InProcessConfigsOfWorkload(w), "|",
+		after.SourcesOfWorkload(w), after.InProcessConfigsOfWorkload(w))
 }
 
 func count(n int, noun string) string {

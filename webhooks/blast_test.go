@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -102,4 +103,43 @@ func TestSourceBlastRadius(t *testing.T) {
 	same.Spec.DebugLogging = ptr.To(false)
 	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Update, same, src))
 	g.Expect(resp.Warnings).To(ContainElement(HaveSuffix("; no workload's sidecar changes")))
+}
+
+// TestSourceBlastGroupsLikeOneByOne: computing each group of workloads with
+// the same injection inputs once counts what computing every workload does.
+func TestSourceBlastGroupsLikeOneByOne(t *testing.T) {
+	g := NewWithT(t)
+	v := newGraph(t, clusterManifests(1000)).topo.Snapshot()
+	opts := injection.DefaultOptions()
+	for _, name := range []string{"by-label", "by-ref"} {
+		src, ok := v.Source(topology.SourceKey("ns3", name))
+		g.Expect(ok).To(BeTrue())
+		for _, edit := range []func(*v1beta1.FeatureFlagSource){
+			func(s *v1beta1.FeatureFlagSource) { s.Spec.Port = 9013 },
+			func(s *v1beta1.FeatureFlagSource) {
+				s.Spec.RolloutOnChange = ptr.To(true)
+				s.Spec.LogFormat = "console"
+			},
+			func(s *v1beta1.FeatureFlagSource) { s.Spec.DebugLogging = ptr.To(true) },
+		} {
+			edited := src.DeepCopy()
+			edit(edited)
+			after, err := v.WithSource(edited)
+			g.Expect(err).NotTo(HaveOccurred())
+			changed, restarts := 0, 0
+			for _, w := range after.WorkloadsOfSource(topology.SourceKey("ns3", name)) {
+				old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
+				if old.Fingerprint() != next.Fingerprint() {
+					changed++
+					if next.RolloutOnChange(after) || old.RolloutOnChange(v) {
+						restarts++
+					}
+				}
+			}
+			g.Expect(changed).To(BeNumerically(">", 0))
+			msg, err := sourceBlast(v, edited, opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(msg).To(HaveSuffix(fmt.Sprintf("%d workloads get a different sidecar (their new pods), %d of them restart now (rolloutOnChange)", changed, restarts)), name)
+		}
+	}
 }
