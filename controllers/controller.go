@@ -226,7 +226,8 @@ func (c *Controller) OnWorkloadsChanged(fn func(workloads []topology.Key)) {
 }
 
 // ReadyCheck is a healthz.Checker: ready once the graph was built from the
-// caches and every node reconciled once.
+// caches and every generated object (ConfigMaps, RBAC, rollouts, Flagds)
+// reconciled once; the statuses are written right after.
 func (c *Controller) ReadyCheck(_ *http.Request) error {
 	if !c.ready.Load() {
 		return errors.New("topology not built yet")
@@ -234,7 +235,8 @@ func (c *Controller) ReadyCheck(_ *http.Request) error {
 	return nil
 }
 
-// Ready tells whether the startup pass is done.
+// Ready tells whether the startup pass has put every generated object in
+// place (the statuses may still be being written).
 func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // addHandler registers a typed handler on the informer of obj.
@@ -360,8 +362,12 @@ func (c *Controller) run(ctx context.Context) error {
 	// From now on the Pod webhook may write a ConfigMap for a pod that the
 	// graph learns of a moment later.
 	c.configMapWF.UnneededGrace = workflows.UnneededGrace
+	// Ready once what workloads use is in place; the statuses, which only
+	// report, are written next, before the queues start.
 	c.ready.Store(true)
-	logger.Info("ready: every node reconciled once", "duration", time.Since(start).String())
+	logger.Info("ready: every generated object reconciled once", "duration", time.Since(start).String())
+	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs())))
+	logger.Info("every status reconciled once", "duration", time.Since(start).String())
 
 	go c.configMaps.run(ctx)
 	go c.statuses.run(ctx)
@@ -379,10 +385,10 @@ func (c *Controller) handlerSynced() bool {
 	return true
 }
 
-// initialPass reconciles every node of the graph, and every generated object
-// in the cache that the graph no longer wants, once: ConfigMaps, then
-// workloads, then statuses, several keys at a time. Events that arrive
-// meanwhile wait on the queues.
+// initialPass reconciles every generated object the graph wants, and every
+// one in the cache that the graph no longer wants, once: ConfigMaps, then
+// workloads (RBAC, rollouts), then Flagds, several keys at a time. Events
+// that arrive meanwhile wait on the queues. The statuses follow it (run).
 func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	cms := map[client.ObjectKey]bool{}
 	for _, k := range v.ConfigMaps() {
@@ -410,7 +416,6 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	}
 	processAll(ctx, c.configMaps, maps.Keys(cms))
 	processAll(ctx, c.workloads, maps.Keys(workloads))
-	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs())))
 	processAll(ctx, c.flagds, slices.Values(v.Flagds()))
 	return nil
 }

@@ -322,7 +322,7 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 		}
 		return nil, fmt.Errorf("waiting for the operator to be ready: %w", err)
 	}
-	d.measured("operator ready (topology built, every node reconciled once)", time.Since(start))
+	d.measured("operator ready (topology built, every generated object reconciled once)", time.Since(start))
 	d.metricsURL = "http://" + metricsAddr
 	d.say("ready in %s: topology built from the caches", time.Since(start).Round(time.Millisecond))
 	d.say("metrics:  %s/metrics", d.metricsURL)

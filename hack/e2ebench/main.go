@@ -361,7 +361,7 @@ func (b *bench) startManager(ctx context.Context, name string) (startup, error) 
 		switch e.Msg {
 		case "topology built from the caches":
 			built = &logs[i]
-		case "ready: every node reconciled once":
+		case "ready: every generated object reconciled once":
 			ready = &logs[i]
 		}
 	}

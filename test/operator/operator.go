@@ -70,7 +70,7 @@ type Operator struct {
 }
 
 // Start builds and starts the manager against cp and returns once its
-// topology is built, every node reconciled once, and the API server calls
+// topology is built, every generated object reconciled once, and the API server calls
 // its webhooks (a dry-run create passes the FeatureFlag validator).
 func Start(ctx context.Context, cp *controlplane.ControlPlane, o Options) (*Operator, error) {
 	opts := app.DefaultOptions()
