@@ -87,6 +87,9 @@ type Metrics interface {
 	Delta(d topology.Delta)
 	Reconciled(workflow string, d time.Duration, err error)
 	Write(kind, verb string)
+	// EditDelivered records how long a FeatureFlag edit took to reach a
+	// consumer, by path ("configmap").
+	EditDelivered(path string, d time.Duration)
 }
 
 // Controller owns the topology and the workflow queues.
@@ -95,6 +98,10 @@ type Controller struct {
 	client client.Client
 	cache  cache.Cache
 	opts   Options
+
+	// edits remembers, per flag set, its last edit, until each of its
+	// generated ConfigMaps was seen holding it (edit → delivered).
+	edits edits
 
 	configMaps *workQueue[client.ObjectKey]
 	statuses   *workQueue[topology.Key]

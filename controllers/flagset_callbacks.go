@@ -21,11 +21,13 @@ func (c *Controller) flagSetHandler() typedHandler[*v1beta1.FeatureFlag] {
 
 func (c *Controller) onFlagSetCreated(ff *v1beta1.FeatureFlag) {
 	c.event(v1beta1.FeatureFlagKind, "created")
+	c.edits.edited(ff)
 	c.upsertFlagSet(ff)
 }
 
 func (c *Controller) onFlagSetSpecChanged(ff *v1beta1.FeatureFlag) {
 	c.event(v1beta1.FeatureFlagKind, "spec-changed")
+	c.edits.edited(ff)
 	c.upsertFlagSet(ff)
 }
 
@@ -40,5 +42,6 @@ func (c *Controller) upsertFlagSet(ff *v1beta1.FeatureFlag) {
 
 func (c *Controller) onFlagSetDeleted(ff *v1beta1.FeatureFlag) {
 	c.event(v1beta1.FeatureFlagKind, "deleted")
+	c.edits.forget(topology.FlagSetKey(ff.Namespace, ff.Name))
 	c.dispatch(c.topo.DeleteFlagSet(ff.Namespace, ff.Name))
 }

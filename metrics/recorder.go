@@ -31,6 +31,7 @@ type Recorder struct {
 	streamEnds     *prometheus.CounterVec
 	refusals       *prometheus.CounterVec
 	tokenReviews   *prometheus.CounterVec
+	delivered      *prometheus.HistogramVec
 	apiRequests    *APIRequests
 	pending        *prometheus.Desc
 	topologyMu     sync.Mutex
@@ -91,6 +92,13 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Namespace: namespace, Name: "sync_token_reviews_total",
 			Help: "Service-account tokens presented to the built-in sync server, by how they were checked: reviewed (a TokenReview was made), cached and cached_refusal (an earlier review's answer), shared (a concurrent review of the same token), limited (refused by the TokenReview rate limit), rejected (refused by its form without a review).",
 		}, []string{"result"}),
+		delivered: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "edit_delivered_seconds",
+			Help: "From a FeatureFlag edit reaching the manager (its informer event) to its content being handed on, by path: " +
+				"configmap (a generated ConfigMap holding it, seen by the manager's watch; once per ConfigMap), " +
+				"sync (the sync server offering it to the streams of the flag set). The kubelet's projection into a running pod is not seen.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"path"}),
 		apiRequests: NewAPIRequests(),
 		pending: prometheus.NewDesc(namespace+"_pending_keys",
 			"Keys of the workflow queues that wait, are being reconciled or wait for a retry: 0 when the manager has nothing left to do.", nil, nil),
@@ -188,6 +196,19 @@ func (r *Recorder) WatchPending(pending func() int) {
 	r.pendingKeys = pending
 }
 
+// EditDelivered records how long a FeatureFlag edit took to be handed on
+// by path (configmap, sync).
+func (r *Recorder) EditDelivered(path string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.delivered.WithLabelValues(path).Observe(d.Seconds())
+}
+
+// SyncPushed implements syncserver's Observer: the sync server offered a
+// flag set's new content to its streams d after the change reached it.
+func (r *Recorder) SyncPushed(d time.Duration) { r.EditDelivered("sync", d) }
+
 // SyncSubscribed records a flagd sync stream opened for a flag set selector
 // on the built-in sync server; call SyncUnsubscribed when it closes.
 func (r *Recorder) SyncSubscribed(selector string) {
@@ -273,7 +294,7 @@ func (r *Recorder) Unregister(reg prometheus.Registerer) {
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.events, r.deltaSize, r.deltaKeys, r.reconcileTime, r.reconcileErrs, r.writes,
-		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals, r.tokenReviews,
+		topologyCollector{r}, r.subscribers, r.subscriptions, r.streamEnds, r.refusals, r.tokenReviews, r.delivered,
 		r.apiRequests, pendingCollector{r},
 	}
 }

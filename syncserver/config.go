@@ -190,6 +190,9 @@ type Observer interface {
 	// with its gRPC status code ("Unauthenticated", "PermissionDenied",
 	// "InvalidArgument", "Unavailable").
 	SyncRefused(code string)
+	// SyncPushed is called when a flag set's new content is offered to its
+	// streams, with the time since the server was told of the change.
+	SyncPushed(d time.Duration)
 }
 
 // Why a stream ended, as Observer.SyncUnsubscribed reports it.

@@ -118,6 +118,8 @@ func (r *recordingObserver) counts() (ended, refused map[string]int) {
 	return maps.Clone(r.ended), maps.Clone(r.refused)
 }
 
+func (r *recordingObserver) SyncPushed(time.Duration) {}
+
 func (r *recordingObserver) SyncSubscribed(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagsets"
@@ -100,8 +101,13 @@ type hub struct {
 	subs    map[topology.Key]*subscriberSet
 	states  map[topology.Key]*flagSetState
 	pending map[topology.Key]struct{} // changed flag sets with subscribers
-	joined  []*subscriber             // subscribers waiting for their first state
-	kick    chan struct{}             // capacity 1
+	// changedAt is when a pending flag set was first told changed since its
+	// last new content, for the push latency.
+	changedAt map[topology.Key]time.Time
+	// pushed, when set, hears how long a change took to be offered.
+	pushed func(time.Duration)
+	joined []*subscriber // subscribers waiting for their first state
+	kick   chan struct{} // capacity 1
 
 	// renderings is used by the publishing goroutine only.
 	renderings map[topology.Key]rendering
@@ -115,12 +121,13 @@ type hub struct {
 
 func newHub(topo Snapshotter, flagSets *flagsets.Validator) *hub {
 	return &hub{
-		topo:     topo,
-		flagSets: flagSets,
-		subs:     map[topology.Key]*subscriberSet{},
-		states:   map[topology.Key]*flagSetState{},
-		pending:  map[topology.Key]struct{}{},
-		kick:     make(chan struct{}, 1),
+		topo:      topo,
+		flagSets:  flagSets,
+		subs:      map[topology.Key]*subscriberSet{},
+		states:    map[topology.Key]*flagSetState{},
+		pending:   map[topology.Key]struct{}{},
+		changedAt: map[topology.Key]time.Time{},
+		kick:      make(chan struct{}, 1),
 
 		renderings: map[topology.Key]rendering{},
 	}
@@ -139,9 +146,13 @@ func (h *hub) signal() {
 func (h *hub) changed(keys []topology.Key) {
 	n := 0
 	h.mu.Lock()
+	now := time.Now()
 	for _, k := range keys {
 		if _, ok := h.subs[k]; ok {
 			h.pending[k] = struct{}{}
+			if _, ok := h.changedAt[k]; !ok {
+				h.changedAt[k] = now
+			}
 			n++
 		}
 	}
@@ -175,6 +186,7 @@ func (h *hub) leave(sub *subscriber) {
 			delete(h.subs, sub.flagSet)
 			delete(h.states, sub.flagSet)
 			delete(h.pending, sub.flagSet)
+			delete(h.changedAt, sub.flagSet)
 		}
 	}
 	h.mu.Unlock()
@@ -246,10 +258,18 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 		st = &flagSetState{}
 		h.states[flagSet] = st
 	}
+	fresh := false
 	if valid && (st.last == nil || st.last.content != content) {
 		encoded, err := encodeResponse(content)
 		if err == nil {
+			fresh = st.last != nil // a first state is no change pushed
 			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded}
+		}
+	}
+	if at, ok := h.changedAt[flagSet]; ok && subs == nil {
+		delete(h.changedAt, flagSet)
+		if fresh && h.pushed != nil {
+			defer func(at time.Time) { h.pushed(time.Since(at)) }(at)
 		}
 	}
 	offer := func(s *subscriber) {

@@ -3,6 +3,7 @@ package syncserver
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -107,4 +108,34 @@ func TestSubscriberSetGroupsByConnection(t *testing.T) {
 	}
 	g.Expect(set.n).To(BeZero())
 	g.Expect(set.byConn).To(BeEmpty())
+}
+
+// A change offered to the streams is timed once, from when the hub was told
+// of it; a first state, a join and a change that renders the same content
+// are not.
+func TestHubTimesPushes(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	h := newHub(w.topo, nil)
+	var pushes []time.Duration
+	h.pushed = func(d time.Duration) { pushes = append(pushes, d) }
+	checkout := topology.FlagSetKey("shop", "checkout")
+	ff := w.flagSet("shop", "checkout", "off")
+	sub := h.join(checkout, "shop", "")
+	h.round()
+	g.Expect(pushes).To(BeEmpty(), "a first state is no change pushed")
+
+	w.setFlagSet(withDefault(ff, "on"))
+	h.changed([]topology.Key{checkout})
+	time.Sleep(5 * time.Millisecond)
+	h.changed([]topology.Key{checkout}) // a second tell before the round: timed from the first
+	h.round()
+	g.Expect(pushes).To(HaveLen(1))
+	g.Expect(pushes[0]).To(BeNumerically(">=", 5*time.Millisecond))
+	g.Expect(sub.latest.Load().content).To(ContainSubstring(`"defaultVariant":"on"`))
+
+	h.changed([]topology.Key{checkout}) // nothing new to push
+	h.round()
+	g.Expect(pushes).To(HaveLen(1))
+	g.Expect(h.changedAt).To(BeEmpty())
 }

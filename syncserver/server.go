@@ -141,6 +141,9 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.MaxConnectionAgeGrace = cmp.Or(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	opts.MaxStreamsPerConnection = cmp.Or(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
 	s := &Server{opts: opts, hub: newHub(topo, opts.FlagSets), log: opts.Log.WithName("syncserver")}
+	if opts.Observer != nil {
+		s.hub.pushed = opts.Observer.SyncPushed
+	}
 	s.stopping, s.stopStreams = context.WithCancel(context.Background())
 	if opts.TLSCertFile != "" {
 		s.tls = &certReloader{certFile: opts.TLSCertFile, keyFile: opts.TLSKeyFile}

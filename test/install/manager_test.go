@@ -415,6 +415,7 @@ func describeManager() {
 			MatchRegexp(`flagplane_topology_nodes\{kind="Deployment"\} [1-9]`),
 			ContainSubstring(`workqueue_depth{controller="configmaps",name="configmaps"`),
 			MatchRegexp(`controller_runtime_reconcile_total\{controller="configmaps",result="success"\} [1-9]`),
+			MatchRegexp(`flagplane_edit_delivered_seconds_count\{path="configmap"\} [1-9]`),
 			MatchRegexp(`controller_runtime_max_concurrent_reconciles\{controller="status"\} [1-9]`),
 			ContainSubstring(`leader_election_master_status{name="flagplane.core.openfeature.dev"} 1`),
 		))
