@@ -28,6 +28,11 @@
 // explains, from the graph, why a workload gets the sources, flag sets and
 // sidecar it gets (and what does not resolve), or what a flag set, source or
 // in-process configuration reaches (see package explain).
+//
+//	flagplane diff -f FILE [--kubeconfig FILE | --from-dir DIR] [-o text|json|yaml]
+//
+// says what applying FILE's FeatureFlags and FeatureFlagSources would reach
+// and change (see package blast), before anything is applied.
 package main
 
 import (
@@ -56,9 +61,10 @@ Usage:
   flagplane topology [flags]   dump the topology as Graphviz DOT, SVG or PNG
   flagplane migrate [flags]    find what the OpenFeature Operator left, and remove what flagplane replaces
   flagplane explain KIND/NAME  why a workload gets what it gets; what a flag set or source reaches
+  flagplane diff -f FILE       what applying FILE's flag sets and sources would reach and change
   flagplane help               this text
 
-Run 'flagplane topology -h', 'flagplane migrate -h' or 'flagplane explain -h' for their flags.
+Run 'flagplane <command> -h' for a command's flags.
 `
 
 func main() {
@@ -93,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrateCmd(ctx, args[1:], stdout, stderr)
 	case "explain":
 		return explainCmd(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return diffCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
@@ -129,4 +130,49 @@ spec: {template: {spec: {containers: [{name: app, image: app}]}}}
 			g.Expect(stdout.String()).NotTo(ContainSubstring(`"configmap:`), "kubernetes: no ConfigMap")
 		}
 	}
+}
+
+func TestDiff(t *testing.T) {
+	g := NewWithT(t)
+	var stdout, stderr bytes.Buffer
+	args := []string{"diff", "-f", "testdata/diff-change.yaml", "--from-dir", "explain/testdata"}
+	g.Expect(run(context.Background(), args, &stdout, &stderr)).To(Succeed(), stderr.String())
+	g.Expect(stdout.String()).To(Equal(`FeatureFlagSource shop/by-label
+  this source reaches 1 namespace, 1 workload and 0 Flagds; no workload's sidecar changes
+FeatureFlag shop/checkout
+  this flag set reaches 1 namespace, 1 workload and 0 Flagds through 2 FeatureFlagSources (shop); its flagd processes read the new content without a restart
+  through:
+    - FeatureFlagSource shop/by-label
+    - FeatureFlagSource shop/by-name
+  workloads:
+    - Deployment shop/web
+`), "by-label's port loses to by-name's, so no sidecar changes")
+
+	// A source that would now also select batch: it gains a workload, whose
+	// sidecar appears and which restarts (rolloutOnChange).
+	wider := `apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {name: by-name, namespace: shop}
+spec:
+  rolloutOnChange: true
+  sources: [{source: checkout, provider: file}]
+  targetRefs: [{group: apps, kind: Deployment, name: web}, {group: apps, kind: Deployment, name: batch}]
+`
+	file := filepath.Join(t.TempDir(), "wider.yaml")
+	g.Expect(os.WriteFile(file, []byte(wider), 0o600)).To(Succeed())
+	stdout.Reset()
+	g.Expect(run(context.Background(), []string{"diff", "-f", file, "--from-dir", "explain/testdata", "-o", "json"}, &stdout, &stderr)).To(Succeed(), stderr.String())
+	var changes []struct {
+		Source struct {
+			Gained, Changed, Restarts []struct{ Name string }
+		}
+	}
+	g.Expect(json.Unmarshal(stdout.Bytes(), &changes)).To(Succeed())
+	g.Expect(changes).To(HaveLen(1))
+	g.Expect(changes[0].Source.Gained).To(ConsistOf(HaveField("Name", "batch")))
+	g.Expect(changes[0].Source.Changed).To(ContainElement(HaveField("Name", "batch")))
+	g.Expect(changes[0].Source.Restarts).To(ContainElement(HaveField("Name", "batch")))
+
+	g.Expect(run(context.Background(), []string{"diff", "-f", "../../config/samples/deployment.yaml", "--from-dir", "explain/testdata"}, &stdout, &stderr)).
+		To(MatchError(ContainSubstring(`kind "Deployment": flagplane diff tells what FeatureFlags and FeatureFlagSources change`)))
 }
