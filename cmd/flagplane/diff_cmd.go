@@ -10,14 +10,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -34,19 +31,13 @@ func diffCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("flagplane diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		file, kubeconfig, kubeContext, fromDir, namespace, output, syncProvider string
-		namespaces                                                              stringList
-		timeout                                                                 time.Duration
+		file, namespace, output string
+		graph                   graphFlags
 	)
 	fs.StringVar(&file, "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
 	fs.StringVar(&namespace, "n", "default", "namespace of objects that name none")
 	fs.StringVar(&output, "o", "text", "output format: text, json, yaml")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster: the graph is built from its objects with your own permissions")
-	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
-	fs.Var(&namespaces, "namespaces", "with a cluster: comma-separated namespaces to read (default: all)")
-	fs.StringVar(&fromDir, "from-dir", "", "build the graph offline from the manifests under this folder (no cluster)")
-	fs.StringVar(&syncProvider, "sidecar-sync-provider", "", "the manager's --sidecar-sync-provider, if it has one (default file)")
-	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the graph after this long")
+	graph.bind(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: flagplane diff -f FILE [--kubeconfig FILE | --from-dir DIR] [-n NAMESPACE] [-o text|json|yaml]
 
@@ -71,8 +62,8 @@ Flags:
 	if file == "" {
 		return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
 	}
-	if fromDir != "" && (kubeconfig != "" || len(namespaces) > 0) {
-		return fmt.Errorf("%w: --from-dir reads no cluster: leave out --kubeconfig and --namespaces", errUsage)
+	if err := graph.check(); err != nil {
+		return err
 	}
 	if !slices.Contains([]string{"text", "json", "yaml"}, output) {
 		return fmt.Errorf("%w: unknown -o %q: use one of text, json, yaml", errUsage, output)
@@ -91,22 +82,7 @@ Flags:
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	opts := []topology.Option{topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider))}
-	var top *topology.Topology
-	if fromDir != "" {
-		top, err = topodump.LoadDir(fromDir, namespace, opts...)
-	} else {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		cfg, cerr := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-		if cerr != nil {
-			return fmt.Errorf("loading kubeconfig: %w", cerr)
-		}
-		top, err = topodump.LoadCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr, Topology: opts})
-	}
+	top, err := graph.load(ctx, namespace, stderr)
 	if err != nil {
 		return err
 	}

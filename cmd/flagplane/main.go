@@ -48,8 +48,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/topology"
@@ -205,12 +203,9 @@ Flags:
 	case fromDir != "":
 		dot, err = topodump.FromDir(fromDir, namespace, topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider)))
 	default:
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		cfg, cerr := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+		cfg, cerr := restConfig(kubeconfig, kubeContext)
 		if cerr != nil {
-			return fmt.Errorf("loading kubeconfig: %w", cerr)
+			return cerr
 		}
 		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr,
 			Topology: []topology.Option{topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider))}})

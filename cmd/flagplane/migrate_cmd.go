@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/cmd/flagplane/migrate"
@@ -47,12 +46,9 @@ Flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	cfg, err := restConfig(kubeconfig, kubeContext)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	scheme, err := migrate.Scheme()
 	if err != nil {
