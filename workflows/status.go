@@ -380,7 +380,11 @@ func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1
 		c := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: name}
 		if data, ok := obs.ConfigMapData(ns, name); ok {
 			if held, ok := data[dataKey]; ok {
-				c.Revision = Revision(held)
+				// Up to date is a comparison; only a copy behind is hashed.
+				c.Revision = revision
+				if held != content {
+					c.Revision = Revision(held)
+				}
 			}
 		}
 		if c.Revision == revision {

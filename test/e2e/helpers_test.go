@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -50,21 +47,7 @@ func newNamespace(ctx context.Context) string {
 }
 
 // eventsOf renders the Events of a namespace, oldest first, for a report.
-func eventsOf(ctx context.Context, ns string) string {
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	slices.SortStableFunc(list.Items, func(a, b eventsv1.Event) int {
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-	})
-	var b strings.Builder
-	for _, e := range list.Items {
-		fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339), e.Type,
-			e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
-	}
-	return b.String()
-}
+func eventsOf(ctx context.Context, ns string) string { return fixtures.Events(ctx, k8s, ns) }
 
 func create(ctx context.Context, objs ...client.Object) {
 	GinkgoHelper()

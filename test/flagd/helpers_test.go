@@ -14,7 +14,6 @@ import (
 	"github.com/onsi/gomega/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,18 +46,7 @@ func newNamespace(ctx context.Context, prefix string) string {
 	return ns
 }
 
-func eventsOf(ctx context.Context, ns string) string {
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, e := range list.Items {
-		fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339), e.Type,
-			e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
-	}
-	return b.String()
-}
+func eventsOf(ctx context.Context, ns string) string { return fixtures.Events(ctx, k8s, ns) }
 
 func create(ctx context.Context, objs ...client.Object) {
 	GinkgoHelper()
