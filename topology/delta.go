@@ -11,7 +11,7 @@ func (d Delta) String() string {
 		name string
 		keys KeySet
 	}{
-		{"ConfigMaps", d.ConfigMaps}, {"FlagSets", d.FlagSets}, {"Flagds", d.Flagds}, {"InProcessConfigs", d.InProcessConfigs},
+		{"ConfigMaps", d.ConfigMaps}, {"FlagSets", d.FlagSets}, {"Flagds", d.Flagds}, {"InProcessConfigs", d.InProcessConfigs}, {"SourcePolicies", d.SourcePolicies},
 		{"Sources", d.Sources}, {"Workloads", d.Workloads},
 	} {
 		if len(set.keys) == 0 {

@@ -20,6 +20,7 @@ var nodeStyle = map[Kind]string{
 	KindConfigMap:       `shape=component`,
 	KindGrant:           `shape=octagon`,
 	KindFlagd:           `shape=box3d, style=filled, fillcolor="#d9ead3"`,
+	KindSourcePolicy:    `shape=note, style=filled, fillcolor="#fde9c9"`,
 }
 
 // edgeStyle is how a relation is drawn.

@@ -121,6 +121,7 @@ func (x *tx) upsertFlagd(k Key, f *v1beta1.Flagd) error {
 		if err := x.st.g.addNode(x.o, k, layerWorkload, payload{flagd: rec}); err != nil {
 			return err
 		}
+		indexAdd(x.o, &x.st.flagdsByNs, nsKey(k.Namespace), k)
 		x.indexFlagd(k, Key{}, source)
 		x.mark(k)
 		return x.reevalFlagd(k)
@@ -166,6 +167,7 @@ func (x *tx) deleteFlagd(k Key) error {
 	mounts := x.st.g.parents(k, relMounts)
 	x.indexFlagd(k, rec.source, Key{})
 	x.st.g.removeNode(x.o, k)
+	indexDel(x.o, &x.st.flagdsByNs, nsKey(k.Namespace), k)
 	x.mark(k)
 	for _, cm := range mounts {
 		if x.st.g.countChildren(cm, relMounts) == 0 {

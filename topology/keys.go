@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -33,6 +34,8 @@ func (k Key) GroupVersionKind() schema.GroupVersionKind {
 		return corev1.SchemeGroupVersion.WithKind(string(k.Kind))
 	case KindGrant:
 		return referenceGrantGVK
+	case KindSourcePolicy:
+		return policyv1alpha1.GroupVersion.WithKind(string(k.Kind))
 	}
 	if k.Kind.IsPodOwner() {
 		group, kind := k.Kind.GroupKind()
@@ -77,7 +80,7 @@ const KindPodOwners Kind = "OtherPodOwner"
 var allKinds = [...]Kind{
 	KindFlagSet, KindSource, KindInProcessConfig,
 	KindDeployment, KindStatefulSet, KindDaemonSet, KindPodOwners,
-	KindConfigMap, KindGrant, KindFlagd,
+	KindConfigMap, KindGrant, KindFlagd, KindSourcePolicy,
 }
 
 // ParseRef reads a reference to an object written as `name` or

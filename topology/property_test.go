@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"gonum.org/v1/gonum/graph/topo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -33,6 +35,7 @@ var (
 	propWorkloads  = []string{"w1", "w2", "w3"}
 	propKinds      = []Kind{KindDeployment, KindStatefulSet, "Job.batch"}
 	propFlagds     = []string{"d1", "d2"}
+	propPolicies   = []string{"p1", "p2"}
 )
 
 // chooser is where random choices come from: a seeded generator, or the
@@ -72,6 +75,7 @@ type world struct {
 	workloads map[Key]Workload
 	grants    map[Key]Grant
 	flagds    map[Key]*v1beta1.Flagd
+	policies  map[Key]*policyv1alpha1.FeatureFlagSourcePolicy
 }
 
 func newWorld() *world {
@@ -82,6 +86,7 @@ func newWorld() *world {
 		workloads: map[Key]Workload{},
 		grants:    map[Key]Grant{},
 		flagds:    map[Key]*v1beta1.Flagd{},
+		policies:  map[Key]*policyv1alpha1.FeatureFlagSourcePolicy{},
 	}
 }
 
@@ -223,7 +228,7 @@ func genGrant(c chooser, ns, name string) Grant {
 func genEvent(c chooser) event {
 	ns := pick(c, propNamespaces...)
 	del := c.intn(4) == 0
-	switch c.intn(7) {
+	switch c.intn(8) {
 	case 0:
 		name := pick(c, propFlagSets...)
 		k := FlagSetKey(ns, name)
@@ -283,6 +288,18 @@ func genEvent(c chooser) event {
 		return event{desc: "upsert " + k.String() + " " + mustJSON(f.Spec) + mustJSON(f.Annotations),
 			apply:  func(t *Topology) (Delta, error) { return t.UpsertFlagd(f) },
 			record: func(w *world) { w.flagds[k] = f }}
+	case 7:
+		name := pick(c, propPolicies...)
+		k := SourcePolicyKey(ns, name)
+		if del {
+			return event{desc: "delete " + k.String(),
+				apply:  func(t *Topology) (Delta, error) { return t.DeleteSourcePolicy(ns, name), nil },
+				record: func(w *world) { delete(w.policies, k) }}
+		}
+		p := genPolicy(c, ns, name)
+		return event{desc: "upsert " + k.String() + " " + mustJSON(p.Spec) + p.CreationTimestamp.String(),
+			apply:  func(t *Topology) (Delta, error) { return t.UpsertSourcePolicy(p) },
+			record: func(w *world) { w.policies[k] = p }}
 	default:
 		g := genGrant(c, ns, "g1")
 		if del {
@@ -327,6 +344,9 @@ func rebuild(t testing.TB, w *world, shuffle func([]func() (Delta, error))) *Top
 	}
 	for _, f := range sortedValues(w.flagds) {
 		ops = append(ops, func() (Delta, error) { return top.UpsertFlagd(f) })
+	}
+	for _, p := range sortedValues(w.policies) {
+		ops = append(ops, func() (Delta, error) { return top.UpsertSourcePolicy(p) })
 	}
 	if shuffle != nil {
 		shuffle(ops)
@@ -377,6 +397,9 @@ func universe() []Key {
 		for _, n := range propFlagds {
 			out = append(out, FlagdKey(ns, n))
 		}
+		for _, n := range propPolicies {
+			out = append(out, SourcePolicyKey(ns, n))
+		}
 	}
 	return out
 }
@@ -386,6 +409,11 @@ func answers(v *View) map[string]any {
 	out := map[string]any{
 		"FlagSets": v.FlagSets(), "Sources": v.Sources(), "InProcessConfigs": v.InProcessConfigs(),
 		"Workloads": v.Workloads(), "ConfigMaps": v.ConfigMaps(), "Counts": v.Counts(), "Flagds": v.Flagds(),
+		"SourcePolicies": v.SourcePolicies(),
+	}
+	for _, ns := range propNamespaces {
+		out[ns+" SourcePoliciesOfNamespace"] = policyNames(v.SourcePoliciesOfNamespace(ns))
+		out[ns+" GovernedBySourcePolicies"] = v.GovernedBySourcePolicies(ns)
 	}
 	for _, k := range universe() {
 		s := k.String()
@@ -472,6 +500,8 @@ func (c specs) of(obj any, sidecar bool) string {
 		j = mustJSON(o.Spec)
 	case *v1beta1.Flagd:
 		j = mustJSON(o.Spec) + mustJSON(o.Annotations)
+	case *policyv1alpha1.FeatureFlagSourcePolicy:
+		j = mustJSON(o.Spec) + o.CreationTimestamp.String()
 	}
 	c[key] = j
 	return j
@@ -534,7 +564,7 @@ func (c specs) fingerprint(v *View, k Key) string {
 		fmt.Fprint(&b, c.of(f, false), src, state, ";")
 		if state == RefResolved {
 			s, _ := v.Source(src)
-			fmt.Fprint(&b, c.of(s, true))
+			fmt.Fprint(&b, c.of(s, true), c.policies(v, k.Namespace))
 			for _, r := range v.FlagSetRefs(src) {
 				if r.State == RefResolved {
 					fmt.Fprint(&b, r.FlagSet, r.Provider)
@@ -545,6 +575,22 @@ func (c specs) fingerprint(v *View, k Key) string {
 			}
 		}
 		fmt.Fprint(&b, ";", v.ConfigMapsOfWorkload(k))
+		return b.String()
+	case k.Kind == KindSourcePolicy:
+		// A policy's status: its spec, the other policies of its namespace
+		// (which of them wins a setting) and what it does to every
+		// workload and Flagd there.
+		p, ok := v.SourcePolicy(k)
+		if !ok {
+			return ""
+		}
+		var b strings.Builder
+		fmt.Fprint(&b, c.of(p, false), SourcePolicyAccepted(p), c.policies(v, k.Namespace))
+		for _, u := range universe() {
+			if u.Namespace == k.Namespace && (u.Kind.IsWorkload() || u.Kind == KindFlagd) {
+				fmt.Fprint(&b, ";", u, "=", c.fingerprint(v, u))
+			}
+		}
 		return b.String()
 	case k.Kind.IsWorkload():
 		// A workload's injection: its sources in order with their sidecar
@@ -583,6 +629,7 @@ func (c specs) fingerprint(v *View, k Key) string {
 		}
 		fmt.Fprint(&b, v.ConfigMapsOfWorkload(k))
 		if len(sources) > 0 {
+			b.WriteString(c.policies(v, k.Namespace))
 			b.WriteString(" sa=")
 			w, _ := v.Workload(k)
 			b.WriteString(w.ServiceAccountName)
@@ -590,6 +637,52 @@ func (c specs) fingerprint(v *View, k Key) string {
 		return b.String()
 	}
 	return ""
+}
+
+// policies is what the accepted policies of a namespace say, in the order
+// they win.
+func (c specs) policies(v *View, namespace string) string {
+	var b strings.Builder
+	for _, p := range v.SourcePoliciesOfNamespace(namespace) {
+		fmt.Fprint(&b, "policy ", p.Name, c.of(p, false), ";")
+	}
+	return b.String()
+}
+
+func policyNames(ps []*policyv1alpha1.FeatureFlagSourcePolicy) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// genPolicy draws a FeatureFlagSourcePolicy: of its own namespace or (not
+// accepted) another, created at one of two times, with defaults, overrides
+// or both.
+func genPolicy(c chooser, ns, name string) *policyv1alpha1.FeatureFlagSourcePolicy {
+	p := &policyv1alpha1.FeatureFlagSourcePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1+c.intn(2), 0, 0, 0, 0, time.UTC))},
+		Spec: policyv1alpha1.FeatureFlagSourcePolicySpec{
+			TargetRef: policyv1alpha1.PolicyTargetReference{Kind: "Namespace", Name: pick(c, ns, ns, "elsewhere")},
+		},
+	}
+	block := func() *policyv1alpha1.SourceSettingsBlock {
+		return &policyv1alpha1.SourceSettingsBlock{
+			Strategy:       pick(c, policyv1alpha1.StrategyMerge, policyv1alpha1.StrategyAtomic),
+			SourceSettings: policyv1alpha1.SourceSettings{LogFormat: pick(c, "", "json", "console")},
+		}
+	}
+	switch c.intn(3) {
+	case 0:
+		p.Spec.Defaults = block()
+	case 1:
+		p.Spec.Overrides = block()
+	default:
+		p.Spec.Defaults, p.Spec.Overrides = block(), block()
+	}
+	return p
 }
 
 // fingerprints takes the fingerprint of every key of the universe.
@@ -619,6 +712,8 @@ func changedNodes(before, after map[Key]string) []string {
 			d.Sources.Add(k)
 		case k.Kind == KindFlagd:
 			d.Flagds.Add(k)
+		case k.Kind == KindSourcePolicy:
+			d.SourcePolicies.Add(k)
 		default:
 			d.Workloads.Add(k)
 		}
@@ -719,6 +814,9 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 			}
 			for k := range w.flagds {
 				top.DeleteFlagd(k.Namespace, k.Name)
+			}
+			for k := range w.policies {
+				top.DeleteSourcePolicy(k.Namespace, k.Name)
 			}
 			left := *top.Snapshot().st
 			left.flagSetValid = nil // an option, not an object

@@ -7,6 +7,7 @@ import (
 
 	"github.com/samber/lo"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -77,6 +78,7 @@ type payload struct {
 	workload *workloadRec
 	grant    *Grant
 	flagd    *flagdRec
+	policy   *policyv1alpha1.FeatureFlagSourcePolicy
 }
 
 // Layers of the graph: every edge goes from a lower layer to a higher one
@@ -149,6 +151,10 @@ type state struct {
 	// crossFlagdRefs: (source namespace, Flagd namespace) → Flagds naming a
 	// source of another namespace, the Flagds a grant can affect.
 	crossFlagdRefs pmap[nsPair, pset[Key]]
+	// flagdsByNs: namespace → Flagds in it.
+	flagdsByNs pmap[nsKey, pset[Key]]
+	// policiesByNs: namespace → FeatureFlagSourcePolicies in it.
+	policiesByNs pmap[nsKey, pset[Key]]
 }
 
 // tx is one edit in progress.
@@ -195,6 +201,7 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 		return Delta{}, err
 	}
 	x.markSourcesOfWorkloads()
+	x.markPoliciesOfConsumers()
 	return x.d, nil
 }
 
@@ -237,6 +244,8 @@ func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 			err = x.upsertGrant(p.grant)
 		case p.flagd != nil:
 			err = x.upsertFlagd(FlagdKey(p.flagd.obj.Namespace, p.flagd.obj.Name), p.flagd.obj)
+		case p.policy != nil:
+			err = x.upsertSourcePolicy(SourcePolicyKey(p.policy.Namespace, p.policy.Name), p.policy)
 		}
 		if err == nil {
 			err = x.flushMounts()
@@ -317,6 +326,8 @@ func (x *tx) mark(k Key) {
 		x.d.ConfigMaps.Add(k)
 	case k.Kind == KindFlagd:
 		x.d.Flagds.Add(k)
+	case k.Kind == KindSourcePolicy:
+		x.d.SourcePolicies.Add(k)
 	case k.Kind.IsWorkload():
 		x.d.Workloads.Add(k)
 	}

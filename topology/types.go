@@ -37,7 +37,7 @@ func (k Kind) IsWorkload() bool {
 // "<Kind>.<group>", or "<Kind>" for the core group.
 func (k Kind) IsPodOwner() bool {
 	switch k {
-	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, KindFlagd, "":
+	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, KindFlagd, KindSourcePolicy, "":
 		return false
 	}
 	return true
@@ -181,12 +181,15 @@ type Delta struct {
 	// Flagds whose generated objects (Deployment, Service, Ingress,
 	// HTTPRoute, RBAC) or status may have changed.
 	Flagds KeySet
+	// SourcePolicies whose status may have changed.
+	SourcePolicies KeySet
 }
 
 // Empty tells whether the delta names no node.
 func (d Delta) Empty() bool {
 	return len(d.ConfigMaps) == 0 && len(d.Workloads) == 0 && len(d.Sources) == 0 &&
-		len(d.FlagSets) == 0 && len(d.InProcessConfigs) == 0 && len(d.Flagds) == 0
+		len(d.FlagSets) == 0 && len(d.InProcessConfigs) == 0 && len(d.Flagds) == 0 &&
+		len(d.SourcePolicies) == 0
 }
 
 // Merge adds every key of o to d.
@@ -209,11 +212,15 @@ func (d *Delta) Merge(o Delta) {
 	for k := range o.Flagds {
 		d.Flagds.Add(k)
 	}
+	for k := range o.SourcePolicies {
+		d.SourcePolicies.Add(k)
+	}
 }
 
 // Size is the number of keys in the delta.
 func (d Delta) Size() int {
-	return len(d.ConfigMaps) + len(d.Workloads) + len(d.Sources) + len(d.FlagSets) + len(d.InProcessConfigs) + len(d.Flagds)
+	return len(d.ConfigMaps) + len(d.Workloads) + len(d.Sources) + len(d.FlagSets) + len(d.InProcessConfigs) + len(d.Flagds) +
+		len(d.SourcePolicies)
 }
 
 // Workload is what the topology keeps of a Deployment, StatefulSet or DaemonSet.

@@ -1,0 +1,192 @@
+package topology
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
+)
+
+// A FeatureFlagSourcePolicy sets defaults and overrides for the sidecar
+// settings of the workloads and Flagds of its namespace (api/policy/v1alpha1).
+// In the graph it is a node of the source layer with no edge: what it
+// governs is every consumer of a source in its namespace, found through
+// the namespace indexes (wlByNs, flagdsByNs) when it changes, and, the
+// other way, the policies of a consumer's namespace (policiesByNs) when
+// the consumer changes. Keeping it off the edges keeps a policy edit from
+// touching the edges of every workload of the namespace.
+//
+// What reads a policy: the injection of every workload of its namespace
+// that a source targets, the container of every Flagd there, and the
+// status of every policy of the namespace (which of them wins a setting,
+// how many sidecars they govern).
+
+// KindSourcePolicy is the node kind of a FeatureFlagSourcePolicy.
+const KindSourcePolicy Kind = "FeatureFlagSourcePolicy"
+
+// SourcePolicyKey is the key of a FeatureFlagSourcePolicy.
+func SourcePolicyKey(namespace, name string) Key {
+	return Key{Kind: KindSourcePolicy, Namespace: namespace, Name: name}
+}
+
+// SourcePolicyAccepted tells whether a policy applies at all: it targets
+// the Namespace it lives in (the only target GEP-713 lets a namespaced
+// policy reach in its own right).
+func SourcePolicyAccepted(p *policyv1alpha1.FeatureFlagSourcePolicy) bool {
+	r := p.Spec.TargetRef
+	return r.Group == "" && r.Kind == "Namespace" && r.Name == p.Namespace
+}
+
+// SourcePolicyChanged tells whether a policy update matters: its spec, its
+// creation time (which orders the policies of a namespace), or a new UID.
+func SourcePolicyChanged(old, new *policyv1alpha1.FeatureFlagSourcePolicy) bool {
+	return old.UID != new.UID || !old.CreationTimestamp.Equal(&new.CreationTimestamp) ||
+		!reflect.DeepEqual(old.Spec, new.Spec)
+}
+
+// UpsertSourcePolicy adds or updates a FeatureFlagSourcePolicy. The Delta,
+// when it is new or changed (SourcePolicyChanged): every policy of its
+// namespace (whose status may change), and every workload and Flagd of the
+// namespace that a source serves (their sidecar settings). Metadata and
+// status changes give an empty Delta.
+//
+// The topology keeps p: do not modify it afterwards.
+func (t *Topology) UpsertSourcePolicy(p *policyv1alpha1.FeatureFlagSourcePolicy) (Delta, error) {
+	if p == nil {
+		return Delta{}, fmt.Errorf("upserting FeatureFlagSourcePolicy: nil object")
+	}
+	if p.Namespace == "" || p.Name == "" {
+		return Delta{}, fmt.Errorf("upserting FeatureFlagSourcePolicy %q in namespace %q: namespace and name are required", p.Name, p.Namespace)
+	}
+	k := SourcePolicyKey(p.Namespace, p.Name)
+	d, err := t.apply(k, func(x *tx) error { return x.upsertSourcePolicy(k, p) })
+	if err != nil {
+		return d, fmt.Errorf("upserting FeatureFlagSourcePolicy %s: %w", k, err)
+	}
+	return d, nil
+}
+
+// DeleteSourcePolicy removes a FeatureFlagSourcePolicy; the Delta is as
+// for UpsertSourcePolicy.
+func (t *Topology) DeleteSourcePolicy(namespace, name string) Delta {
+	k := SourcePolicyKey(namespace, name)
+	return t.mustApply(k, func(x *tx) error { return x.deleteSourcePolicy(k) })
+}
+
+func (x *tx) upsertSourcePolicy(k Key, p *policyv1alpha1.FeatureFlagSourcePolicy) error {
+	if n, ok := x.st.g.node(k); ok {
+		old := n.payload.policy
+		x.st.g.setPayload(x.o, k, payload{policy: p})
+		if SourcePolicyChanged(old, p) {
+			x.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(old) || SourcePolicyAccepted(p))
+		}
+		return nil
+	}
+	if err := x.st.g.addNode(x.o, k, layerSource, payload{policy: p}); err != nil {
+		return err
+	}
+	indexAdd(x.o, &x.st.policiesByNs, nsKey(k.Namespace), k)
+	x.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(p))
+	return nil
+}
+
+func (x *tx) deleteSourcePolicy(k Key) error {
+	n, ok := x.st.g.node(k)
+	if !ok {
+		return nil
+	}
+	accepted := SourcePolicyAccepted(n.payload.policy)
+	x.st.g.removeNode(x.o, k)
+	indexDel(x.o, &x.st.policiesByNs, nsKey(k.Namespace), k)
+	x.mark(k)
+	x.markNamespaceGoverned(k.Namespace, accepted)
+	return nil
+}
+
+// markNamespaceGoverned marks every policy of namespace (their statuses
+// read each other) and, when consumers is true (an accepted policy
+// changed), every consumer there that a source serves.
+func (x *tx) markNamespaceGoverned(namespace string, consumers bool) {
+	x.markAll(indexGet(x.st.policiesByNs, nsKey(namespace)))
+	if !consumers {
+		return
+	}
+	for _, w := range indexGet(x.st.wlByNs, nsKey(namespace)) {
+		if len(x.st.sourcesOfWorkload(w)) > 0 {
+			x.mark(w)
+		}
+	}
+	for _, f := range indexGet(x.st.flagdsByNs, nsKey(namespace)) {
+		if len(x.st.consumerSources(f)) > 0 {
+			x.mark(f)
+		}
+	}
+}
+
+// markPoliciesOfConsumers marks, at the end of an edit, the policies of the
+// namespaces of every workload and Flagd whose desired state may have
+// changed: a policy's status reads what it does to each of them.
+func (x *tx) markPoliciesOfConsumers() {
+	if x.st.policiesByNs.len() == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, set := range []KeySet{x.d.Workloads, x.d.Flagds} {
+		for w := range set {
+			if seen[w.Namespace] {
+				continue
+			}
+			seen[w.Namespace] = true
+			x.markAll(indexGet(x.st.policiesByNs, nsKey(w.Namespace)))
+		}
+	}
+}
+
+// SourcePolicy returns a FeatureFlagSourcePolicy of the graph.
+func (v *View) SourcePolicy(k Key) (*policyv1alpha1.FeatureFlagSourcePolicy, bool) {
+	n, ok := v.st.g.node(k)
+	if !ok || n.payload.policy == nil {
+		return nil, false
+	}
+	return n.payload.policy, true
+}
+
+// SourcePolicies lists every FeatureFlagSourcePolicy of the graph.
+func (v *View) SourcePolicies() []Key { return v.st.g.ofKind(KindSourcePolicy) }
+
+// SourcePoliciesOfNamespace lists the accepted policies of a namespace in
+// the order they win: the oldest first (creation time, then name).
+func (v *View) SourcePoliciesOfNamespace(namespace string) []*policyv1alpha1.FeatureFlagSourcePolicy {
+	var out []*policyv1alpha1.FeatureFlagSourcePolicy
+	for _, k := range indexGet(v.st.policiesByNs, nsKey(namespace)) {
+		if p, ok := v.SourcePolicy(k); ok && SourcePolicyAccepted(p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *policyv1alpha1.FeatureFlagSourcePolicy) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// GovernedBySourcePolicies lists the workloads and Flagds of namespace that
+// a source serves: the sidecars its policies govern.
+func (v *View) GovernedBySourcePolicies(namespace string) []Key {
+	var out []Key
+	for _, w := range indexGet(v.st.wlByNs, nsKey(namespace)) {
+		if len(v.st.sourcesOfWorkload(w)) > 0 {
+			out = append(out, w)
+		}
+	}
+	for _, f := range indexGet(v.st.flagdsByNs, nsKey(namespace)) {
+		if len(v.st.consumerSources(f)) > 0 {
+			out = append(out, f)
+		}
+	}
+	return sortedKeys(out)
+}
