@@ -13,6 +13,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 )
@@ -27,11 +28,13 @@ var manifestDecoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
+	_ = policyv1alpha1.AddToScheme(s)
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 
 // LoadManifests adds the objects of a multi-document YAML stream to a
 // topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations, Flagds,
+// FeatureFlagSourcePolicies,
 // Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
 // skipped. It lets the graph be built offline, from files, exactly as the
 // controllers build it from informers.
@@ -77,6 +80,8 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		_, err = t.UpsertSource(o)
 	case *v1beta1.InProcessConfiguration:
 		_, err = t.UpsertInProcessConfig(o)
+	case *policyv1alpha1.FeatureFlagSourcePolicy:
+		_, err = t.UpsertSourcePolicy(o)
 	case *v1beta1.Flagd:
 		_, err = t.UpsertFlagd(o)
 	case *appsv1.Deployment:

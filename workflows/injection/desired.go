@@ -77,6 +77,9 @@ func Desired(v *topology.View, workload topology.Key, opts Options) *Injection {
 		inj.Sources = append(inj.Sources, sk)
 		m.addSource(v, sk, src, opts)
 	}
+	if len(inj.Sources) > 0 {
+		m.applyPolicies(v.SourcePoliciesOfNamespace(workload.Namespace), workload.Namespace)
+	}
 	env := newEnvMerge(inj)
 	if len(m.entries) > 0 {
 		inj.Sidecar = m.container(opts)
@@ -149,6 +152,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	m.defaultProvider = v.DefaultSyncProvider()
 	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
 	m.addSource(v, source, src, opts)
+	m.applyPolicies(v.SourcePoliciesOfNamespace(owner.Namespace), owner.Namespace)
 	if len(m.entries) == 0 {
 		return SourceContainer{Warnings: inj.Warnings}
 	}

@@ -104,6 +104,11 @@ type Injection struct {
 	// Conflicts are the settings of a source (or configuration) that a
 	// later one overrode.
 	Conflicts []SettingConflict `json:"conflicts,omitempty"`
+	// PolicyDecisions are the sidecar settings the FeatureFlagSourcePolicies
+	// of the workload's namespace decided; PolicyNotes the blocks of theirs
+	// that did not apply, or lost a setting to an older policy.
+	PolicyDecisions []PolicyDecision `json:"policyDecisions,omitempty"`
+	PolicyNotes     []PolicyNote     `json:"policyNotes,omitempty"`
 	// Warnings say what was left out and why.
 	Warnings []string `json:"warnings,omitempty"`
 }

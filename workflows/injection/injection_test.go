@@ -106,6 +106,10 @@ type injectionGolden struct {
 	Conflicts   []string                      `json:"conflicts,omitempty"`
 	Warnings    []string                      `json:"warnings,omitempty"`
 	Sources     []injection.FlagdSourceConfig `json:"flagdSources,omitempty"`
+	// Policies are the settings FeatureFlagSourcePolicies decided, and
+	// what of them did not apply.
+	Policies    []string `json:"policies,omitempty"`
+	PolicyNotes []string `json:"policyNotes,omitempty"`
 	// PodAnnotations are what the pod's metadata gets.
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// Pod is the workload's pod template spec with the injection applied.
@@ -140,6 +144,12 @@ func TestInjectionGolden(t *testing.T) {
 				}
 				for _, c := range inj.Conflicts {
 					gold.Conflicts = append(gold.Conflicts, c.String())
+				}
+				for _, d := range inj.PolicyDecisions {
+					gold.Policies = append(gold.Policies, d.String())
+				}
+				for _, n := range inj.PolicyNotes {
+					gold.PolicyNotes = append(gold.PolicyNotes, n.Policy.String()+" "+n.Block+": "+n.Message)
 				}
 				gold.Warnings = append(append(gold.Warnings, inj.Warnings...), applyWarnings...)
 				gold.Sources = flagdSources(t, inj.Sidecar)
