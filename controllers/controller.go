@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -271,6 +272,9 @@ func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager)
 	if err := addHandler(ctx, c, &v1beta1.InProcessConfiguration{}, c.inProcessConfigHandler()); err != nil {
 		return err
 	}
+	if err := addHandler(ctx, c, &policyv1alpha1.FeatureFlagSourcePolicy{}, c.sourcePolicyHandler()); err != nil {
+		return err
+	}
 	if err := addHandler(ctx, c, &appsv1.Deployment{}, workloadHandler(c, topology.KindDeployment, deploymentTemplate)); err != nil {
 		return err
 	}
@@ -328,6 +332,9 @@ func (c *Controller) dispatch(d topology.Delta) {
 	for k := range d.InProcessConfigs {
 		c.statuses.Add(k)
 	}
+	for k := range d.SourcePolicies {
+		c.statuses.Add(k)
+	}
 	c.dispatchFlagds(d)
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
 	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
@@ -373,7 +380,7 @@ func (c *Controller) run(ctx context.Context) error {
 	// report, are written next, before the queues start.
 	c.ready.Store(true)
 	logger.Info("ready: every generated object reconciled once", "duration", time.Since(start).String())
-	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs())))
+	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs(), v.SourcePolicies())))
 	logger.Info("every status reconciled once", "duration", time.Since(start).String())
 
 	go c.configMaps.run(ctx)
@@ -482,6 +489,8 @@ func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 		return c.statusWF.UpdateSource(ctx, v, key)
 	case topology.KindInProcessConfig:
 		return c.statusWF.UpdateInProcessConfig(ctx, v, key)
+	case topology.KindSourcePolicy:
+		return c.statusWF.UpdateSourcePolicy(ctx, v, key)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 const (
 	EventInvalidFlagSet = "InvalidFlagSet"
 	EventInvalidSource  = "InvalidSource"
+	EventInvalidPolicy  = "InvalidPolicy"
 	EventUnresolvedRefs = "UnresolvedRefs"
 	EventApplyFailed    = "ApplyFailed"
 	EventRestarted      = "Restarted"

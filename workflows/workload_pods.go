@@ -80,6 +80,12 @@ type WorkloadPods struct {
 // template as far as flagplane's annotations go: not terminating, and
 // created after its last restart (older ones are being replaced). obj is
 // nil when the workload is gone.
+//
+// Both times have a resolution of one second, so a pod created in the
+// second of the restart counts as current: a change that comes within a
+// second of a rollout would otherwise see no current pod and be lost. At
+// worst a pod of the old template created in that second is restarted
+// once more.
 func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj client.Object, pods []corev1.Pod, err error) {
 	obj, tmpl, err := p.workload(ctx, w)
 	if err != nil || obj == nil {
@@ -91,7 +97,7 @@ func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj clie
 		return nil, nil, err
 	}
 	for _, pod := range all {
-		if pod.DeletionTimestamp == nil && pod.CreationTimestamp.Time.After(restartedAt) {
+		if pod.DeletionTimestamp == nil && !pod.CreationTimestamp.Time.Before(restartedAt) {
 			pods = append(pods, pod)
 		}
 	}

@@ -1,6 +1,8 @@
 package install
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -47,10 +49,12 @@ func describeDefault() {
 			"customresourcedefinition.apiextensions.k8s.io/featureflagsources.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/inprocessconfigurations.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/flagds.core.openfeature.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagsourcepolicies.policy.flagplane.dev",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-viewer",
+			"clusterrole.rbac.authorization.k8s.io/flagplane-policy-admin",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-metrics-reader",
 			"validatingadmissionpolicy.admissionregistration.k8s.io/flagplane-manager",
 			"validatingadmissionpolicybinding.admissionregistration.k8s.io/flagplane-manager",
@@ -152,6 +156,34 @@ func describeDefault() {
 		Expect(canI("alice", "update", "featureflags.core.openfeature.dev", "--subresource=status", "-n", ns)).To(BeFalse(),
 			"status is flagplane's to write")
 	})
+
+	It("lets only those bound to flagplane-policy-admin write FeatureFlagSourcePolicies: a namespace's editors and admins may read them, not change the overrides", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "dana-admin", "--clusterrole=admin", "--user=dana", "-n", ns)
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
+		kubectl("create", "rolebinding", "carol-policy", "--clusterrole=flagplane-policy-admin", "--user=carol", "-n", ns)
+		const r = "featureflagsourcepolicies.policy.flagplane.dev"
+		Eventually(func() bool { return canI("bob", "list", r, "-n", ns) }).Should(BeTrue(), "view reads policies")
+		Eventually(func() bool { return canI("carol", "create", r, "-n", ns) }).Should(BeTrue())
+		for _, user := range []string{"alice", "dana", "bob"} {
+			Expect(canI(user, "update", r, "-n", ns)).To(BeFalse(), "%s may not change a policy", user)
+			Expect(canI(user, "delete", r, "-n", ns)).To(BeFalse(), "%s may not delete a policy", user)
+		}
+		policy := fmt.Sprintf(`{"apiVersion":"policy.flagplane.dev/v1alpha1","kind":"FeatureFlagSourcePolicy","metadata":{"name":"platform","namespace":%q},`+
+			`"spec":{"targetRef":{"group":"","kind":"Namespace","name":%q},"overrides":{"debugLogging":false}}}`, ns, ns)
+		path := filepath.Join(GinkgoT().TempDir(), "policy.json")
+		Expect(os.WriteFile(path, []byte(policy), 0o600)).To(Succeed())
+		By("the API server refusing the namespace's admin, and taking it from the policy admin")
+		out, err := cp.Kubectl("create", "-f", path, "--as=dana")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("forbidden"))
+		kubectl("create", "-f", path, "--as=carol")
+		out, err = cp.Kubectl("patch", r, "platform", "-n", ns, "--as=alice", "--type=merge", "-p", `{"spec":{"overrides":{"debugLogging":true}}}`)
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("forbidden"))
+		Expect(kubectl("get", r, "platform", "-n", ns, "--as=bob", "-o", "jsonpath={.spec.overrides.debugLogging}")).To(Equal("false"))
+	})
 }
 
 // managerMatrix is what the cluster-wide manager's ServiceAccount may and
@@ -184,6 +216,10 @@ func managerMatrix() []TableEntry {
 		Entry("may update Flagd status", true, "update", "flagds.core.openfeature.dev", "--subresource=status", "-n", "default"),
 		Entry("may not update a Flagd's spec", false, "update", "flagds.core.openfeature.dev", "-n", "default"),
 		Entry("may not create Flagds", false, "create", "flagds.core.openfeature.dev", "-n", "default"),
+		// FeatureFlagSourcePolicies: read everywhere, status only
+		Entry("may watch FeatureFlagSourcePolicies in every namespace", true, "watch", "featureflagsourcepolicies.policy.flagplane.dev", "-A"),
+		Entry("may update FeatureFlagSourcePolicy status", true, "update", "featureflagsourcepolicies.policy.flagplane.dev", "--subresource=status", "-n", "default"),
+		Entry("may not update a FeatureFlagSourcePolicy's spec", false, "update", "featureflagsourcepolicies.policy.flagplane.dev", "-n", "default"),
 		Entry("may watch Services in every namespace", true, "watch", "services", "-A"),
 		Entry("may create Services", true, "create", "services", "-n", "default"),
 		Entry("may patch Services", true, "patch", "services", "-n", "default"),

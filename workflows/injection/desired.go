@@ -132,6 +132,9 @@ type SourceContainer struct {
 	ConfigMaps []topology.Key
 	// Warnings say what was left out and why.
 	Warnings []string
+	// PolicyDecisions and PolicyNotes are as for Injection.
+	PolicyDecisions []PolicyDecision
+	PolicyNotes     []PolicyNote
 	// Port and ManagementPort are flagd's ports in force: the source's,
 	// else the options'. OFREPPort is the source's, 0 where it sets none.
 	Port, ManagementPort, OFREPPort int32
@@ -159,6 +162,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	c := m.container(opts)
 	c.Env = m.sidecarEnv(opts.Sidecar)
 	out := SourceContainer{Container: c, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
+		PolicyDecisions: inj.PolicyDecisions, PolicyNotes: inj.PolicyNotes,
 		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
 	if m.ofrepPort.set {
 		out.OFREPPort = m.ofrepPort.value

@@ -28,3 +28,15 @@ func addKnownTypes(s *runtime.Scheme) error {
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
+
+// Conditions and reasons of a FeatureFlagSourcePolicy (see the package doc).
+const (
+	ConditionAccepted = "Accepted"
+	ConditionEnforced = "Enforced"
+
+	ReasonAccepted   = "Accepted"
+	ReasonInvalid    = "Invalid"
+	ReasonEnforced   = "Enforced"
+	ReasonOverridden = "Overridden"
+	ReasonNoSidecars = "NoSidecars"
+)

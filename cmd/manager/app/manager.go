@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/controllers"
 	"github.com/flagplane/flagplane/metrics"
@@ -62,6 +63,9 @@ func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
+	}
+	if err := policyv1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding flagplane's policy kinds to the scheme: %w", err)
 	}
 	if err := v1beta1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding flagplane's kinds to the scheme: %w", err)
