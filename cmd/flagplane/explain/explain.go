@@ -1,9 +1,11 @@
 // Package explain answers "why" from the topology: for a workload, every
 // source that applies to it and why (targetRefs, selector, annotation), the
 // flag sets it gets and by which provider, every reference that does not
-// resolve and why, and the sidecar settings that one source lost to
-// another; for a FeatureFlag, a FeatureFlagSource or an
-// InProcessConfiguration, everything it reaches.
+// resolve and why, the sidecar settings that one source lost to another,
+// and those the namespace's FeatureFlagSourcePolicies decided (defaults
+// and overrides) or could not; for a FeatureFlag, a FeatureFlagSource, an
+// InProcessConfiguration or a FeatureFlagSourcePolicy, everything it
+// reaches.
 //
 // It reads a topology.View and computes nothing the manager does not: the
 // same graph (built from a cluster with the caller's permissions, or
@@ -36,6 +38,11 @@ type Report struct {
 	Unresolved       []string        `json:"unresolved,omitempty"`
 	Sidecar          *Sidecar        `json:"sidecar,omitempty"`
 	Overridden       []string        `json:"overridden,omitempty"`
+	// Policies are the sidecar settings the FeatureFlagSourcePolicies of
+	// its namespace decided (defaults and overrides), PolicyNotes what of
+	// them did not apply and why.
+	Policies    []string `json:"policies,omitempty"`
+	PolicyNotes []string `json:"policyNotes,omitempty"`
 
 	// A FeatureFlag's, a source's or an in-process configuration's.
 	Reaches *Reach `json:"reaches,omitempty"`
@@ -88,8 +95,8 @@ func (e ErrNotFound) Error() string {
 }
 
 // Explain explains the object of kind (deployment, statefulset, daemonset,
-// featureflag, featureflagsource, inprocessconfiguration; short names
-// deploy, sts, ds, ff, ffs, ipc) namespace/name. opts are the injection
+// featureflag, featureflagsource, inprocessconfiguration,
+// featureflagsourcepolicy; short names deploy, sts, ds, ff, ffs, ipc, ffsp) namespace/name. opts are the injection
 // options the sidecar is computed with.
 func Explain(v *topology.View, kind, namespace, name string, opts injection.Options) (*Report, error) {
 	k, err := keyOf(kind, namespace, name)
@@ -118,6 +125,11 @@ func Explain(v *topology.View, kind, namespace, name string, opts injection.Opti
 			return nil, ErrNotFound{r.Object}
 		}
 		r.Reaches = &Reach{Workloads: names(v.WorkloadsOfInProcessConfig(k)), Denied: names(v.DeniedReferrers(k))}
+	case topology.KindSourcePolicy:
+		if _, ok := v.SourcePolicy(k); !ok {
+			return nil, ErrNotFound{r.Object}
+		}
+		r.Reaches = policyReach(v, k)
 	}
 	return r, nil
 }
@@ -136,8 +148,10 @@ func keyOf(kind, namespace, name string) (topology.Key, error) {
 		return topology.SourceKey(namespace, name), nil
 	case "inprocessconfiguration", "inprocessconfigurations", "ipc":
 		return topology.InProcessConfigKey(namespace, name), nil
+	case "featureflagsourcepolicy", "featureflagsourcepolicies", "ffsp":
+		return topology.SourcePolicyKey(namespace, name), nil
 	}
-	return topology.Key{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource or inprocessconfiguration", kind)
+	return topology.Key{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource, inprocessconfiguration or featureflagsourcepolicy", kind)
 }
 
 func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r *Report) {
@@ -212,6 +226,31 @@ func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r
 	for _, c := range inj.Conflicts {
 		r.Overridden = append(r.Overridden, c.String())
 	}
+	for _, d := range inj.PolicyDecisions {
+		r.Policies = append(r.Policies, d.String())
+	}
+	for _, n := range inj.PolicyNotes {
+		r.PolicyNotes = append(r.PolicyNotes, fmt.Sprintf("%s %s: %s", describe(n.Policy), n.Block, n.Message))
+	}
+}
+
+// policyReach is what a FeatureFlagSourcePolicy governs: the sidecars of
+// its namespace, when it is accepted.
+func policyReach(v *topology.View, k topology.Key) *Reach {
+	p, _ := v.SourcePolicy(k)
+	if !topology.SourcePolicyAccepted(p) {
+		return &Reach{Unresolved: []string{fmt.Sprintf("spec.targetRef names %s %q: a FeatureFlagSourcePolicy governs only the Namespace it lives in (%s), so it applies to nothing",
+			p.Spec.TargetRef.Kind, p.Spec.TargetRef.Name, p.Namespace)}}
+	}
+	var workloads, flagds []topology.Key
+	for _, w := range v.GovernedBySourcePolicies(k.Namespace) {
+		if w.Kind == topology.KindFlagd {
+			flagds = append(flagds, w)
+		} else {
+			workloads = append(workloads, w)
+		}
+	}
+	return &Reach{Workloads: names(workloads), Flagds: names(flagds), Namespaces: []string{k.Namespace}}
 }
 
 func unresolvedRef(s topology.Key, ref topology.FlagSetRef) string {

@@ -101,3 +101,27 @@ func TestJSON(t *testing.T) {
 	g.Expect(json.Unmarshal(out.Bytes(), &back)).To(Succeed())
 	g.Expect(back).To(Equal(*r))
 }
+
+func TestSourcePolicies(t *testing.T) {
+	g := NewWithT(t)
+	v := view(t)
+	r, err := explain.Explain(v, "deploy", "pay", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Policies).To(Equal([]string{
+		"debugLogging=false from FeatureFlagSourcePolicy pay/platform overrides (was true from FeatureFlagSource pay/app)",
+		"otelCollectorUri=otel-collector.observability:4317 from FeatureFlagSourcePolicy pay/platform defaults",
+	}))
+	g.Expect(r.Sidecar.Args).To(ContainElements("--otel-collector-uri", "otel-collector.observability:4317"))
+	g.Expect(r.Sidecar.Args).NotTo(ContainElement("--debug"))
+	var out bytes.Buffer
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("settings decided by FeatureFlagSourcePolicies"))
+
+	r, err = explain.Explain(v, "ffsp", "pay", "platform", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*r.Reaches).To(Equal(explain.Reach{Workloads: []string{"Deployment pay/checkout"}, Namespaces: []string{"pay"}}))
+	r, err = explain.Explain(v, "featureflagsourcepolicy", "pay", "stray", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Reaches.Workloads).To(BeEmpty())
+	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring(`names Namespace "shop": a FeatureFlagSourcePolicy governs only the Namespace it lives in (pay)`)))
+}

@@ -75,6 +75,8 @@ func text(r *Report) string {
 			b.WriteString("    (" + r.Sidecar.Note + ")\n")
 		}
 		list("settings a source set and another overrode", r.Overridden)
+		list("settings decided by FeatureFlagSourcePolicies", r.Policies)
+		list("policy blocks that did not apply", r.PolicyNotes)
 		return b.String()
 	}
 	rc := r.Reaches

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/pager"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -61,6 +62,8 @@ var clusterInputs = []clusterInput{
 		effect: "cross-namespace references to those namespaces show as not permitted"},
 	{gk: schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FlagdKind}, optional: true,
 		effect: "Flagds are left out"},
+	{gk: schema.GroupKind{Group: policyv1alpha1.GroupVersion.Group, Kind: policyv1alpha1.FeatureFlagSourcePolicyKind}, optional: true,
+		effect: "FeatureFlagSourcePolicies are left out: sidecar settings show without their defaults and overrides"},
 }
 
 // FromCluster builds the topology from the objects of a cluster, read with
