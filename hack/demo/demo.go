@@ -153,6 +153,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.flagdFollowsEdit(ctx); err != nil {
 		return err
 	}
+	if err := d.showPolicy(ctx); err != nil {
+		return err
+	}
 	d.summary(time.Since(began))
 	return d.hold(ctx)
 }

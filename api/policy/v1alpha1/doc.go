@@ -38,9 +38,11 @@
 //
 //   - Accepted: the policy targets its own Namespace. False (Invalid)
 //     otherwise; it then applies to nothing.
-//   - Enforced: how many sidecars it governs, and which of its settings
-//     an older policy of the namespace wins. False (Overridden) when every
-//     setting it names is won by an older policy.
+//   - Enforced: on how many of the namespace's sidecars its settings are
+//     in force, and what of it did not apply (an atomic block a source
+//     pre-empted, a setting an older policy wins). False: Invalid (not
+//     accepted), NoSidecars (no workload or Flagd of the namespace has a
+//     sidecar), Overridden (none of its settings is in force anywhere).
 //
 // +kubebuilder:object:generate=true
 // +groupName=policy.flagplane.dev
