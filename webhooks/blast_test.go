@@ -65,6 +65,21 @@ func TestFlagSetBlastRadius(t *testing.T) {
 	g.Expect(resp.Warnings).To(ContainElement(
 		"flagplane: this flag set reaches 1 namespace, 3 workloads and 0 Flagds through 2 FeatureFlagSources (shop); its flagd processes read the new content without a restart"))
 
+	// A third source serves the flag set from the sync server: its workload subscribes.
+	proxy := `
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: proxy}
+spec:
+  sources: [{source: flags, provider: flagd-proxy}]
+  targetRefs: [{group: apps, kind: Deployment, name: worker}]
+` + blastWorkload("worker", "worker")
+	withProxy := newGraph(t, blastManifests+"\n---"+proxy)
+	resp = (&FlagSetValidator{Graph: withProxy}).Handle(t.Context(), admissionOf(t, admissionv1.Update, edited, ff))
+	g.Expect(resp.Warnings).To(ContainElement(
+		"flagplane: this flag set reaches 1 namespace, 4 workloads and 0 Flagds through 3 FeatureFlagSources (shop); " +
+			"1 of them subscribes to it on the sync server (flagd-proxy), which pushes the edit to their streams; its flagd processes read the new content without a restart"))
+
 	unused := edited.DeepCopy()
 	unused.Name = "new-flags"
 	resp = v.Handle(t.Context(), admissionOf(t, admissionv1.Create, unused, nil))

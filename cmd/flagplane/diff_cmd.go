@@ -202,6 +202,7 @@ func diffText(changes []change) string {
 			list("through", c.FlagSet.Sources)
 			list("workloads", c.FlagSet.Workloads)
 			list("Flagds", c.FlagSet.Flagds)
+			list("subscribing on the sync server (flagd-proxy)", c.FlagSet.SyncSubscribers)
 		case c.Source != nil:
 			b.WriteString("  " + strings.TrimPrefix(c.Source.Summary(), "flagplane: ") + "\n")
 			list("gains", c.Source.Gained)

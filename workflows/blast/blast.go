@@ -27,6 +27,11 @@ type FlagSet struct {
 	Workloads  []topology.Key `json:"workloads,omitempty"`
 	Flagds     []topology.Key `json:"flagds,omitempty"`
 	Namespaces []string       `json:"namespaces,omitempty"`
+	// SyncSubscribers are the workloads and Flagds of Workloads and Flagds
+	// whose flagd subscribes to the flag set on flagplane's sync server
+	// (provider flagd-proxy): the sync server pushes an edit to their
+	// streams, which no ConfigMap or kubelet stands between.
+	SyncSubscribers []topology.Key `json:"syncSubscribers,omitempty"`
 	// Valid is false when flagd could not load it: consumers keep its last
 	// valid content.
 	Valid bool `json:"valid"`
@@ -40,13 +45,29 @@ func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag) (*FlagSet, error) {
 	}
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	r := &FlagSet{FlagSet: key, Sources: after.SourcesOfFlagSet(key), Namespaces: after.ConsumerNamespaces(key), Valid: after.FlagSetValid(key)}
-	workloads, flagds := map[topology.Key]bool{}, map[topology.Key]bool{}
+	workloads, flagds, sync := map[topology.Key]bool{}, map[topology.Key]bool{}, map[topology.Key]bool{}
 	for _, s := range r.Sources {
-		addAll(workloads, after.WorkloadsOfSource(s))
-		addAll(flagds, after.FlagdsOfSource(s))
+		ws, fs := after.WorkloadsOfSource(s), after.FlagdsOfSource(s)
+		addAll(workloads, ws)
+		addAll(flagds, fs)
+		if readsThroughSyncServer(after, s, key) {
+			addAll(sync, ws)
+			addAll(sync, fs)
+		}
 	}
-	r.Workloads, r.Flagds = sorted(workloads), sorted(flagds)
+	r.Workloads, r.Flagds, r.SyncSubscribers = sorted(workloads), sorted(flagds), sorted(sync)
 	return r, nil
+}
+
+// readsThroughSyncServer tells whether source delivers flagSet with the
+// flagd-proxy provider (from flagplane's sync server).
+func readsThroughSyncServer(v *topology.View, source, flagSet topology.Key) bool {
+	for _, ref := range v.FlagSetRefs(source) {
+		if ref.FlagSet == flagSet && ref.State == topology.RefResolved && ref.Provider == string(v1beta1.SyncProviderFlagdProxy) {
+			return true
+		}
+	}
+	return false
 }
 
 // Summary is the one-line warning of the FeatureFlag webhook.
@@ -58,6 +79,14 @@ func (r *FlagSet) Summary() string {
 		count(len(r.Namespaces), "namespace"), count(len(r.Workloads), "workload"), count(len(r.Flagds), "Flagd"), count(len(r.Sources), "FeatureFlagSource"))
 	if len(r.Namespaces) > 0 {
 		msg += " (" + strings.Join(r.Namespaces, ", ") + ")"
+	}
+	if len(r.SyncSubscribers) > 0 {
+		verb := "subscribe"
+		if len(r.SyncSubscribers) == 1 {
+			verb = "subscribes"
+		}
+		msg += fmt.Sprintf("; %d of them %s to it on the sync server (flagd-proxy), which pushes the edit to their streams",
+			len(r.SyncSubscribers), verb)
 	}
 	if !r.Valid {
 		return msg + "; it is not valid, so they keep its last valid content"
