@@ -129,6 +129,8 @@ tells what reaches what and why.`,
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
 	}
 	kube.addFlags(root.PersistentFlags())
+	root.PersistentFlags().Lookup("namespace").Usage = "the namespace of the object (explain) or of the objects that name none (diff; " +
+		"with --from-dir, the manifests'); default: the kubeconfig context's, offline: default"
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	})
