@@ -104,8 +104,25 @@ install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
 	$(or $(shell command -v kubectl),$(BIN)/kubectl) apply --server-side -f config/crd/bases
 
 .PHONY: build
-build: ## Build the flagplane binaries into bin/: manager (the operator) and flagplane (the CLI: topology dumps).
+build: ## Build the flagplane binaries into bin/: manager (the operator) and flagplane (the CLI: topology, explain, diff, migrate).
 	go build -o $(BIN)/ ./cmd/...
+
+# The CLI as a kubectl plugin: kubectl runs kubectl-flagplane from PATH for
+# `kubectl flagplane ...`, and kubectl_complete-flagplane (the same binary)
+# to complete it.
+PLUGIN_DIR ?= $(HOME)/.local/bin
+
+.PHONY: plugin
+plugin: ## Build the CLI as the kubectl plugin bin/kubectl-flagplane (and bin/kubectl_complete-flagplane, its completion).
+	go build -trimpath -ldflags "-s -w" -o $(BIN)/kubectl-flagplane ./cmd/flagplane
+	ln -sf kubectl-flagplane $(BIN)/kubectl_complete-flagplane
+
+.PHONY: install-plugin
+install-plugin: plugin ## Install the kubectl plugin into PLUGIN_DIR (default ~/.local/bin), which must be on PATH: then `kubectl flagplane explain ...`.
+	mkdir -p $(PLUGIN_DIR)
+	install -m 0755 $(BIN)/kubectl-flagplane $(PLUGIN_DIR)/kubectl-flagplane
+	ln -sf kubectl-flagplane $(PLUGIN_DIR)/kubectl_complete-flagplane
+	@echo ">> installed $(PLUGIN_DIR)/kubectl-flagplane; kubectl plugin list should show it"
 
 ##@ Image
 

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -27,21 +25,13 @@ type change struct {
 	Source  *blast.Source  `json:"source,omitempty"`
 }
 
-func diffCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("flagplane diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		file, namespace, output string
-		graph                   graphFlags
-	)
-	fs.StringVar(&file, "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
-	fs.StringVar(&namespace, "n", "default", "namespace of objects that name none")
-	fs.StringVar(&output, "o", "text", "output format: text, json, yaml")
-	graph.bind(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: flagplane diff -f FILE [--kubeconfig FILE | --from-dir DIR] [-n NAMESPACE] [-o text|json|yaml]
-
-Says, before you apply FILE, what each FeatureFlag and FeatureFlagSource in
+func newDiffCmd(kube *kubeFlags) *cobra.Command {
+	var file, output string
+	graph := graphFlags{kube: kube}
+	cmd := &cobra.Command{
+		Use:   "diff -f FILE",
+		Short: "What applying FILE's flag sets and sources would reach and change",
+		Long: `Says, before you apply FILE, what each FeatureFlag and FeatureFlagSource in
 it would reach and change, computed from the same graph the manager keeps
 (as the admission webhooks' warnings are, in detail): for a flag set, the
 sources, workloads, Flagds and namespaces that get it; for a source, the
@@ -49,47 +39,65 @@ workloads it would gain and lose, those whose sidecar changes (their new
 pods get it) and those that restart now (rolloutOnChange). Objects are
 taken in file order, each seeing the ones before it. Nothing is applied.
 
-Flags:
-`)
-		fs.PrintDefaults()
+The graph is read from the cluster of the kubeconfig, with your own
+permissions, or offline from manifests (--from-dir, which needs no
+kubeconfig). Objects of FILE that name no namespace are put in -n's, else
+the kubeconfig context's, as kubectl apply does (offline: default).`,
+		Example: `  flagplane diff -f checkout.yaml
+  flagplane diff -f web-source.yaml -n shop -o yaml
+  flagplane diff -f change.yaml --from-dir ./manifests`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
+			}
+			if err := checkOutput(output, diffFormats); err != nil {
+				return err
+			}
+			if err := graph.check(cmd); err != nil {
+				return err
+			}
+			in := cmd.InOrStdin()
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			// The namespace of objects that name none is known before the
+			// graph is read: a file that cannot be read is said first.
+			namespace, err := kube.namespace(graph.offline())
+			if err != nil {
+				return err
+			}
+			objects, err := readChanges(in, namespace)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", file, err)
+			}
+			top, _, err := graph.load(cmd.Context(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions())
+			if err != nil {
+				return err
+			}
+			return writeChanges(cmd.OutOrStdout(), changes, output)
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	if file == "" {
-		return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
-	}
-	if err := graph.check(); err != nil {
-		return err
-	}
-	if !slices.Contains([]string{"text", "json", "yaml"}, output) {
-		return fmt.Errorf("%w: unknown -o %q: use one of text, json, yaml", errUsage, output)
-	}
-	var in io.Reader = os.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	}
-	objects, err := readChanges(in, namespace)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
-	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(diffFormats, ", "))
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(diffFormats))
+	graph.bind(cmd)
+	return cmd
+}
 
-	top, err := graph.load(ctx, namespace, stderr)
-	if err != nil {
-		return err
-	}
-	changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions())
-	if err != nil {
-		return err
-	}
+var diffFormats = []string{"text", "json", "yaml"}
+
+func writeChanges(stdout io.Writer, changes []change, output string) error {
 	switch output {
 	case "json":
 		enc := json.NewEncoder(stdout)
@@ -103,7 +111,7 @@ Flags:
 		_, err = stdout.Write(b)
 		return err
 	}
-	_, err = io.WriteString(stdout, diffText(changes))
+	_, err := io.WriteString(stdout, diffText(changes))
 	return err
 }
 

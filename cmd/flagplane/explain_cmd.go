@@ -1,31 +1,23 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
-func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("flagplane explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		namespace, output string
-		graph             graphFlags
-	)
-	fs.StringVar(&namespace, "n", "default", "namespace of the object")
-	fs.StringVar(&output, "o", "text", "output format: "+strings.Join(explain.Formats, ", "))
-	graph.bind(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: flagplane explain KIND/NAME [-n NAMESPACE] [--kubeconfig FILE | --from-dir DIR] [-o text|json|yaml]
-
-Explains, from the same graph the manager keeps, for a workload
+func newExplainCmd(kube *kubeFlags) *cobra.Command {
+	var output string
+	graph := graphFlags{kube: kube}
+	cmd := &cobra.Command{
+		Use:   "explain KIND/NAME",
+		Short: "Why a workload gets what it gets; what a flag set or source reaches",
+		Long: `Explains, from the same graph the manager keeps, for a workload
 (deployment, statefulset, daemonset): every FeatureFlagSource that applies
 to it and why (targetRefs, selector, pod annotation), the flag sets its
 flagd serves and by which provider, every reference that does not resolve
@@ -34,45 +26,55 @@ source lost to another; for a featureflag, featureflagsource or
 inprocessconfiguration (ff, ffs, ipc): every workload, Flagd, namespace and
 generated ConfigMap it reaches, and the referrers it denies.
 
-Examples:
-  flagplane explain deployment/web -n shop
+The graph is read from the cluster of the kubeconfig (--kubeconfig,
+--context, ... as kubectl's), with your own permissions, or offline from
+manifests (--from-dir, which needs no kubeconfig). The object's namespace is
+-n's, else the kubeconfig context's, as with kubectl (offline: default).`,
+		Example: `  flagplane explain deployment/web -n shop
   flagplane explain ff/shop-flags -n shop -o yaml
-  flagplane explain deploy/shop-web -n shop --from-dir config/samples
+  flagplane explain deploy/shop-web -n shop --from-dir config/samples`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("%w: give one object as KIND/NAME, e.g. deployment/web", errUsage)
+			}
+			return nil
+		},
+		ValidArgsFunction: graph.completeObject,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, ok := strings.Cut(args[0], "/")
+			if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("%w: give the object as KIND/NAME, e.g. deployment/web (not %q)", errUsage, args[0])
+			}
+			if _, err := explain.LookupKind(kind); err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			if err := checkOutput(output, explain.Formats); err != nil {
+				return err
+			}
+			if err := graph.check(cmd); err != nil {
+				return err
+			}
+			top, namespace, err := graph.load(cmd.Context(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			report, err := explain.Explain(top.Snapshot(), kind, namespace, name, injection.DefaultOptions())
+			if err != nil {
+				return err
+			}
+			return explain.Write(cmd.OutOrStdout(), report, output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(explain.Formats, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(explain.Formats))
+	graph.bind(cmd)
+	return cmd
+}
 
-Flags:
-`)
-		fs.PrintDefaults()
+// checkOutput refuses an -o that is not one of formats.
+func checkOutput(output string, formats []string) error {
+	if !slices.Contains(formats, output) {
+		return fmt.Errorf("%w: unknown -o %q: use one of %s", errUsage, output, strings.Join(formats, ", "))
 	}
-	// The object may come before the flags, as with kubectl.
-	var object string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		object, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if object == "" && fs.NArg() == 1 {
-		object = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	kind, name, ok := strings.Cut(object, "/")
-	if !ok || kind == "" || name == "" {
-		return fmt.Errorf("%w: give the object as KIND/NAME, e.g. deployment/web", errUsage)
-	}
-	if err := graph.check(); err != nil {
-		return err
-	}
-	if !slices.Contains(explain.Formats, output) {
-		return fmt.Errorf("%w: unknown -o %q: use one of %s", errUsage, output, strings.Join(explain.Formats, ", "))
-	}
-	top, err := graph.load(ctx, namespace, stderr)
-	if err != nil {
-		return err
-	}
-	report, err := explain.Explain(top.Snapshot(), kind, namespace, name, injection.DefaultOptions())
-	if err != nil {
-		return err
-	}
-	return explain.Write(stdout, report, output)
+	return nil
 }

@@ -1,251 +1,158 @@
-// Command flagplane is the operator's command-line companion.
+// Command flagplane is the operator's command-line companion, with
+// kubectl's connection flags (--kubeconfig, --context, --namespace/-n,
+// --cluster, --user, --server, --token, ...) on every command.
 //
-//	flagplane topology [source] [--format dot|svg|png] [-o FILE]
+//	flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
 //
 // dumps the topology — flag sources, flag sets, generated ConfigMaps and
 // workloads, and how they are connected — as Graphviz DOT, or as SVG or PNG
-// rendered by Graphviz. The source is one of:
+// rendered by Graphviz, from a cluster (with your own permissions), a
+// manager's /debug/topology, or manifests offline.
 //
-//	--kubeconfig FILE     a cluster: the graph is built from its objects with your
-//	                      own permissions (--namespaces to read only some), exactly
-//	                      as the manager builds it
-//	--url https://HOST:PORT --token T
-//	                      a manager's metrics address (its /debug/topology), e.g.
-//	                      through kubectl port-forward; the token's identity needs
-//	                      the ClusterRole flagplane-metrics-reader
-//	--from-dir DIR        no cluster: built offline from the manifests under DIR
-//
-// With none of them it uses the current kubeconfig context, as kubectl does.
-//
-//	flagplane migrate [--kubeconfig FILE] [--apply]
-//
-// finds what the OpenFeature Operator left on a cluster, says what each
-// leftover means now that flagplane runs, and with --apply removes what
-// flagplane replaces (see package migrate).
-//
-//	flagplane explain KIND/NAME [-n NAMESPACE] [--kubeconfig FILE | --from-dir DIR] [-o text|json|yaml]
+//	flagplane explain KIND/NAME [-n NAMESPACE] [--from-dir DIR] [-o text|json|yaml]
 //
 // explains, from the graph, why a workload gets the sources, flag sets and
 // sidecar it gets (and what does not resolve), or what a flag set, source or
 // in-process configuration reaches (see package explain).
 //
-//	flagplane diff -f FILE [--kubeconfig FILE | --from-dir DIR] [-o text|json|yaml]
+//	flagplane diff -f FILE [--from-dir DIR] [-o text|json|yaml]
 //
 // says what applying FILE's FeatureFlags and FeatureFlagSources would reach
 // and change (see package blast), before anything is applied.
+//
+//	flagplane migrate [--apply]
+//
+// finds what the OpenFeature Operator left on a cluster, says what each
+// leftover means now that flagplane runs, and with --apply removes what
+// flagplane replaces (see package migrate).
+//
+//	flagplane completion bash|zsh|fish|powershell
+//
+// writes a shell's completion script. Installed on PATH as kubectl-flagplane
+// (make plugin), it is a kubectl plugin: kubectl flagplane explain ...; the
+// same binary named kubectl_complete-flagplane completes it for kubectl.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"slices"
+	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
-	"github.com/flagplane/flagplane/topology"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const usage = `flagplane: the flagplane operator's command-line companion
-
-Usage:
-  flagplane topology [flags]   dump the topology as Graphviz DOT, SVG or PNG
-  flagplane migrate [flags]    find what the OpenFeature Operator left, and remove what flagplane replaces
-  flagplane explain KIND/NAME  why a workload gets what it gets; what a flag set or source reaches
-  flagplane diff -f FILE       what applying FILE's flag sets and sources would reach and change
-  flagplane help               this text
-
-Run 'flagplane <command> -h' for a command's flags.
-`
+// Names under which the binary is a kubectl plugin: kubectl runs
+// kubectl-flagplane for `kubectl flagplane ...`, and kubectl_complete-flagplane
+// to complete it.
+const (
+	pluginName         = "kubectl-flagplane"
+	pluginCompleteName = "kubectl_complete-flagplane"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "flagplane:", err)
-		}
+	if err := execute(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		os.Exit(exitCode(err))
 	}
 }
 
 func exitCode(err error) int {
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage) {
+	if errors.Is(err, errUsage) {
 		return 2
 	}
 	return 1
 }
 
+// errUsage marks an error of the command line (exit code 2).
 var errUsage = errors.New("usage")
 
+// run is execute as flagplane, without standard input.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errUsage
+	return execute(ctx, "flagplane", args, strings.NewReader(""), stdout, stderr)
+}
+
+// execute runs the command line args of the binary called argv0 and
+// prints its error, if any, to stderr.
+func execute(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	display := "flagplane"
+	switch filepath.Base(argv0) {
+	case pluginName, pluginName + ".exe":
+		display = "kubectl flagplane"
+	case pluginCompleteName, pluginCompleteName + ".exe":
+		args = append([]string{cobra.ShellCompRequestCmd}, args...)
 	}
-	switch args[0] {
-	case "topology":
-		return topologyCmd(ctx, args[1:], stdout, stderr)
-	case "migrate":
-		return migrateCmd(ctx, args[1:], stdout, stderr)
-	case "explain":
-		return explainCmd(ctx, args[1:], stdout, stderr)
-	case "diff":
-		return diffCmd(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	root := newRootCmd(display)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
+	if cmd == root && strings.HasPrefix(err.Error(), "unknown command ") {
+		err = fmt.Errorf("%w: %v", errUsage, err)
+	}
+	fmt.Fprintln(stderr, "flagplane:", strings.TrimSuffix(err.Error(), "\n"))
+	if errors.Is(err, errUsage) && cmd != nil {
+		fmt.Fprintf(stderr, "See '%s --help'.\n", cmd.CommandPath())
+	}
+	return err
 }
 
-func topologyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("flagplane topology", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		url, kubeconfig, kubeContext, fromDir, namespace, format, output string
-		tokenFile, syncProvider                                          string
-		namespaces                                                       stringList
-		urlOpts                                                          topodump.URLOptions
-		timeout                                                          time.Duration
-	)
-	fs.StringVar(&url, "url", "", "a manager's metrics address, e.g. https://127.0.0.1:8443 (its /debug/topology)")
-	fs.StringVar(&urlOpts.Token, "token", "", "with --url: bearer token of an identity that may get /debug/topology (ClusterRole flagplane-metrics-reader)")
-	fs.StringVar(&tokenFile, "token-file", "", "with --url: read the bearer token from this file")
-	fs.StringVar(&urlOpts.CAFile, "certificate-authority", "", "with --url: PEM file of the CA of the manager's serving certificate")
-	fs.BoolVar(&urlOpts.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "with --url: accept any serving certificate (a manager without --metrics-cert-dir serves a self-signed one)")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster: the topology is built from its objects with your own permissions")
-	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
-	fs.Var(&namespaces, "namespaces", "with a cluster: comma-separated namespaces to read (default: all, which takes list permissions cluster-wide)")
-	fs.StringVar(&fromDir, "from-dir", "", "build the topology offline from the manifests under this folder (no cluster)")
-	fs.StringVar(&namespace, "namespace", "default", "with --from-dir: the namespace of manifests that name none")
-	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (svg and png need Graphviz)")
-	fs.StringVar(&output, "o", "", "write to this file instead of standard output")
-	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the topology after this long")
-	fs.StringVar(&syncProvider, "sidecar-sync-provider", "", "with a cluster or --from-dir: the manager's --sidecar-sync-provider, if it has one, so that entries naming no provider are read as it reads them (default file)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
+// newRootCmd is the command tree; display is the name its help uses:
+// flagplane, or kubectl flagplane when run as a kubectl plugin.
+func newRootCmd(display string) *cobra.Command {
+	kube := newKubeFlags()
+	root := &cobra.Command{
+		Use:   "flagplane",
+		Short: "The flagplane operator's command-line companion",
+		Long: `flagplane: the flagplane operator's command-line companion.
 
-Dumps flagplane's topology: sources, flag sets, generated ConfigMaps and
-workloads, and their edges. With no source flag, builds it from the cluster
-of the current kubeconfig context, with your own permissions, exactly as the
-manager builds it: you need list on FeatureFlags, FeatureFlagSources,
-InProcessConfigurations, Deployments, StatefulSets, DaemonSets (and
-ReferenceGrants) in the namespaces you read, not access to the manager.
+It reads the graph the manager keeps — flag sources, flag sets, generated
+ConfigMaps and workloads — from a cluster, with your own permissions and
+kubectl's connection flags, or offline from manifests (--from-dir), and
+tells what reaches what and why.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command, it prints its help, as kubectl does.
+	}
+	if display != "flagplane" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
+	}
+	kube.addFlags(root.PersistentFlags())
+	root.PersistentFlags().Lookup("namespace").Usage = "the namespace of the object (explain) or of the objects that name none (diff; " +
+		"with --from-dir, the manifests'); default: the kubeconfig context's, offline: default"
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	})
+	_ = root.RegisterFlagCompletionFunc("namespace", kube.completeNamespaces)
+	for _, f := range []string{"context", "cluster", "user"} {
+		_ = root.RegisterFlagCompletionFunc(f, kube.completeKubeconfig(f))
+	}
+	_ = root.MarkPersistentFlagFilename("kubeconfig")
+	root.AddCommand(newTopologyCmd(kube), newExplainCmd(kube), newDiffCmd(kube), newMigrateCmd(kube))
+	// Examples say the command as it is run.
+	for _, c := range root.Commands() {
+		c.Example = strings.ReplaceAll(c.Example, "  flagplane ", "  "+display+" ")
+	}
+	return root
+}
 
-Examples:
-  flagplane topology --kubeconfig ~/.kube/config > topology.dot
-  flagplane topology --namespaces shop,platform --format svg -o topology.svg
-  flagplane topology --url https://127.0.0.1:8443 --token "$(kubectl create token prometheus -n monitoring)" \
-      --insecure-skip-tls-verify > topology.dot     # a manager's own graph, through kubectl port-forward
-  flagplane topology --from-dir config/samples --namespace shop --format png -o samples.png
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	sources := 0
-	for _, s := range []string{url, kubeconfig, fromDir} {
-		if s != "" {
-			sources++
-		}
-	}
-	if sources > 1 {
-		return fmt.Errorf("%w: give one of --url, --kubeconfig and --from-dir", errUsage)
-	}
-	if url == "" && (urlOpts.Token != "" || tokenFile != "" || urlOpts.CAFile != "" || urlOpts.InsecureSkipTLSVerify) {
-		return fmt.Errorf("%w: --token, --token-file, --certificate-authority and --insecure-skip-tls-verify go with --url", errUsage)
-	}
-	if urlOpts.Token != "" && tokenFile != "" {
-		return fmt.Errorf("%w: give one of --token and --token-file", errUsage)
-	}
-	if len(namespaces) > 0 && (url != "" || fromDir != "") {
-		return fmt.Errorf("%w: --namespaces goes with a cluster (--kubeconfig or the current context)", errUsage)
-	}
-	if syncProvider != "" && url != "" {
-		return fmt.Errorf("%w: --sidecar-sync-provider goes with a cluster or --from-dir (a manager's graph has its own)", errUsage)
-	}
-	if !validFormat(format) {
-		return fmt.Errorf("%w: unknown --format %q: use one of %s", errUsage, format, strings.Join(topodump.Formats, ", "))
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var (
-		dot []byte
-		err error
-	)
-	switch {
-	case url != "":
-		if tokenFile != "" {
-			b, rerr := os.ReadFile(tokenFile)
-			if rerr != nil {
-				return fmt.Errorf("reading --token-file: %w", rerr)
-			}
-			urlOpts.Token = strings.TrimSpace(string(b))
-		}
-		dot, err = topodump.FromURL(ctx, url, urlOpts)
-	case fromDir != "":
-		dot, err = topodump.FromDir(fromDir, namespace, topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider)))
-	default:
-		cfg, cerr := restConfig(kubeconfig, kubeContext)
-		if cerr != nil {
-			return cerr
-		}
-		dot, err = topodump.FromCluster(ctx, cfg, topodump.ClusterOptions{Namespaces: namespaces, Warnings: stderr,
-			Topology: []topology.Option{topology.WithDefaultSyncProvider(v1beta1.SyncProviderType(syncProvider))}})
-	}
-	if err != nil {
-		return err
-	}
-	out, err := topodump.Render(ctx, dot, format)
-	if err != nil {
-		return err
-	}
-	if output == "" {
-		_, err = stdout.Write(out)
-		return err
-	}
-	if err := os.WriteFile(output, out, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", output, err)
+// noArgs refuses arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	}
 	return nil
 }
 
-func validFormat(f string) bool {
-	for _, v := range topodump.Formats {
-		if f == v {
-			return true
-		}
-	}
-	return false
-}
-
-// stringList is a comma-separated flag; repeating the flag appends.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(v string) error {
-	for s := range strings.SplitSeq(v, ",") {
-		if s = strings.TrimSpace(s); s != "" && !slices.Contains(*l, s) {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
+var _ pflag.Value = (*stringList)(nil)

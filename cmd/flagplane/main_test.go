@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,14 +28,16 @@ func TestRun(t *testing.T) {
 		wantErr    error
 		wantErrMsg string
 	}{
-		{name: "no command", args: nil, wantErr: errUsage, wantStderr: "Usage:"},
-		{name: "unknown command", args: []string{"dump"}, wantErr: errUsage, wantErrMsg: `unknown command "dump"`},
-		{name: "help", args: []string{"help"}, wantOut: "flagplane topology [flags]"},
-		{name: "topology help", args: []string{"topology", "-h"}, wantErr: flag.ErrHelp, wantStderr: "--from-dir"},
+		{name: "no command: the help", args: nil, wantOut: "Available Commands:"},
+		{name: "unknown command", args: []string{"dump"}, wantErr: errUsage, wantErrMsg: `unknown command "dump"`,
+			wantStderr: "See 'flagplane --help'."},
+		{name: "a misspelt command", args: []string{"explian"}, wantErr: errUsage, wantErrMsg: "Did you mean this?\n\texplain"},
+		{name: "help", args: []string{"help"}, wantOut: "  topology    Dump the topology"},
+		{name: "topology help", args: []string{"topology", "-h"}, wantOut: "--from-dir"},
 		{name: "a default provider for a manager's graph", args: []string{"topology", "--url", srv.URL, "--sidecar-sync-provider", "kubernetes"},
 			wantErr: errUsage, wantErrMsg: "--sidecar-sync-provider goes with a cluster"},
-		{name: "help names migrate", args: []string{"help"}, wantOut: "flagplane migrate [flags]"},
-		{name: "migrate help", args: []string{"migrate", "-h"}, wantErr: flag.ErrHelp, wantStderr: "--apply"},
+		{name: "help names migrate", args: []string{"help"}, wantOut: "  migrate     Find what the OpenFeature Operator left"},
+		{name: "migrate help", args: []string{"migrate", "-h"}, wantOut: "--apply"},
 		{name: "migrate: stray argument", args: []string{"migrate", "now"}, wantErr: errUsage},
 		{name: "migrate: kubeconfig that does not exist", args: []string{"migrate", "--kubeconfig", "testdata-none/kubeconfig"},
 			wantErrMsg: "loading kubeconfig"},
@@ -44,20 +45,30 @@ func TestRun(t *testing.T) {
 			wantErrMsg: "give one of --url, --kubeconfig and --from-dir"},
 		{name: "bad format", args: []string{"topology", "--url", srv.URL, "--format", "jpeg"}, wantErr: errUsage,
 			wantErrMsg: `unknown --format "jpeg"`},
-		{name: "a token without --url", args: []string{"topology", "--token", "t"}, wantErr: errUsage,
-			wantErrMsg: "go with --url"},
+		{name: "a token file without --url", args: []string{"topology", "--token-file", "t"}, wantErr: errUsage,
+			wantErrMsg: "--token-file goes with --url"},
 		{name: "two tokens", args: []string{"topology", "--url", srv.URL, "--token", "t", "--token-file", "f"}, wantErr: errUsage,
 			wantErrMsg: "give one of --token and --token-file"},
+		{name: "a kubeconfig context with --url", args: []string{"topology", "--url", srv.URL, "--context", "prod", "--as", "bob"}, wantErr: errUsage,
+			wantErrMsg: "--as, --context go with a cluster, not --url"},
 		{name: "namespaces offline", args: []string{"topology", "--from-dir", ".", "--namespaces", "shop"}, wantErr: errUsage,
 			wantErrMsg: "--namespaces goes with a cluster"},
+		{name: "a namespace with a cluster", args: []string{"topology", "-n", "shop"}, wantErr: errUsage,
+			wantErrMsg: "to read only some namespaces of a cluster, give --namespaces"},
+		{name: "a format given as the file", args: []string{"topology", "--from-dir", "../../config/samples", "-o", "svg"}, wantErr: errUsage,
+			wantErrMsg: "-o names the file to write (\"svg\" here): choose the format with --format svg"},
 		{name: "token file that does not exist", args: []string{"topology", "--url", srv.URL, "--token-file", "testdata-none/token"},
 			wantErrMsg: "reading --token-file"},
 		{name: "stray argument", args: []string{"topology", "extra"}, wantErr: errUsage},
 		{name: "from a URL", args: []string{"topology", "--url", srv.URL}, wantOut: "digraph topology {\n}\n"},
 		{name: "offline", args: []string{"topology", "--from-dir", "../../config/samples", "--namespace", "shop"},
 			wantOut: `"featureflagsource:shop/shop" -> "deployment:shop/shop-web"`},
+		{name: "offline, -n", args: []string{"topology", "--from-dir", "../../config/samples", "-n", "shop"},
+			wantOut: `"featureflagsource:shop/shop" -> "deployment:shop/shop-web"`},
 		{name: "kubeconfig that does not exist", args: []string{"topology", "--kubeconfig", "testdata-none/kubeconfig"},
 			wantErrMsg: "loading kubeconfig"},
+		{name: "no kubeconfig at all", args: []string{"topology"},
+			wantErrMsg: "loading kubeconfig: there is none (give --kubeconfig, set KUBECONFIG or write ~/.kube/config; with --from-dir DIR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +89,9 @@ func TestRun(t *testing.T) {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErrMsg)))
 			}
 			g.Expect(stdout.String()).To(ContainSubstring(tt.wantOut))
+			if err != nil {
+				g.Expect(stderr.String()).To(ContainSubstring("flagplane: "+err.Error()), "the error is printed")
+			}
 			g.Expect(stderr.String()).To(ContainSubstring(tt.wantStderr))
 		})
 	}

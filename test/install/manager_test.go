@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -558,6 +559,52 @@ func describeManager() {
 		cm := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "flagd." + shop + ".shop-flags"}, cm)).To(Succeed(),
 			"the ConfigMap the explanation names is the one the manager wrote")
+	})
+
+	It("has `flagplane explain` take its namespace from the kubeconfig's context, complete names from the API, and run as `kubectl flagplane`", func(ctx SpecContext) {
+		// A kubeconfig whose context names the shop namespace, as after
+		// kubectl config set-context --current --namespace.
+		cfg, err := clientcmd.LoadFromFile(cp.KubeconfigPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Contexts).To(HaveKey(cfg.CurrentContext))
+		cfg.Contexts[cfg.CurrentContext].Namespace = shop
+		inShop := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(clientcmd.WriteToFile(*cfg, inShop)).To(Succeed())
+		env := append(os.Environ(), "KUBECONFIG="+inShop)
+
+		cmd := exec.CommandContext(ctx, cliPath, "explain", "deployment/shop-web")
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		Expect(string(b)).To(And(HavePrefix("Deployment "+shop+"/shop-web\n"), ContainSubstring("FeatureFlag "+shop+"/shop-flags")))
+
+		cmd = exec.CommandContext(ctx, cliPath, "explain", "deployment/shop-web", "--kubeconfig", cp.KubeconfigPath)
+		cmd.Env = append(os.Environ(), "KUBECONFIG=")
+		b, err = cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred(), "the control plane's context names no namespace: default")
+		Expect(string(b)).To(And(ContainSubstring("Deployment default/shop-web is not in the graph (it does not exist, or you may not list it); "),
+			MatchRegexp(`there (is one in namespace |are some in namespaces [^:]*)\b`+shop+`\b.*: give -n`)))
+
+		cmd = exec.CommandContext(ctx, cliPath, "__complete", "explain", "deployment/shop-")
+		cmd.Env = env
+		b, err = cmd.Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(Equal("deployment/shop-web\n:4\n"), "the names of the context's namespace, from the API")
+
+		// kubectl runs the CLI as its plugin kubectl-flagplane, from PATH.
+		plugins := GinkgoT().TempDir()
+		Expect(os.Symlink(cliPath, filepath.Join(plugins, "kubectl-flagplane"))).To(Succeed())
+		cmd = exec.CommandContext(ctx, cp.KubectlPath, "flagplane", "explain", "ff/shop-flags", "-o", "json")
+		cmd.Env = append(env, "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBERC=off")
+		b, err = cmd.Output()
+		Expect(err).NotTo(HaveOccurred())
+		var flagSet struct {
+			Object  string
+			Reaches struct{ Workloads []string }
+		}
+		Expect(json.Unmarshal(b, &flagSet)).To(Succeed(), "%s", b)
+		Expect(flagSet.Object).To(Equal("FeatureFlag " + shop + "/shop-flags"))
+		Expect(flagSet.Reaches.Workloads).To(ContainElement("Deployment " + shop + "/shop-web"))
 	})
 
 	It("has `flagplane topology` read only what its user may read", func(ctx SpecContext) {

@@ -88,16 +88,94 @@ type Reach struct {
 }
 
 // ErrNotFound is returned for an object the graph does not hold.
-type ErrNotFound struct{ Object string }
+type ErrNotFound struct {
+	Object string
+	// Elsewhere are the namespaces whose object of that kind and name the
+	// graph holds, when the namespace asked for is the wrong one.
+	Elsewhere []string
+}
 
 func (e ErrNotFound) Error() string {
-	return e.Object + " is not in the graph (it does not exist, or you may not list it)"
+	msg := e.Object + " is not in the graph (it does not exist, or you may not list it)"
+	switch len(e.Elsewhere) {
+	case 0:
+		return msg
+	case 1:
+		return msg + "; there is one in namespace " + e.Elsewhere[0] + ": give -n " + e.Elsewhere[0]
+	}
+	return msg + "; there are some in namespaces " + strings.Join(e.Elsewhere, ", ") + ": give -n NAMESPACE"
+}
+
+// Kind is a kind Explain takes, under its names as kubectl spells them.
+type Kind struct {
+	Name, Plural, Short string
+	Kind                topology.Kind
+}
+
+// Kinds are the kinds Explain takes.
+var Kinds = []Kind{
+	{"deployment", "deployments", "deploy", topology.KindDeployment},
+	{"statefulset", "statefulsets", "sts", topology.KindStatefulSet},
+	{"daemonset", "daemonsets", "ds", topology.KindDaemonSet},
+	{"featureflag", "featureflags", "ff", topology.KindFlagSet},
+	{"featureflagsource", "featureflagsources", "ffs", topology.KindSource},
+	{"inprocessconfiguration", "inprocessconfigurations", "ipc", topology.KindInProcessConfig},
+	{"featureflagsourcepolicy", "featureflagsourcepolicies", "ffsp", topology.KindSourcePolicy},
+}
+
+// LookupKind finds the kind named kind (name, plural or short name, in any case).
+func LookupKind(kind string) (Kind, error) {
+	lower := strings.ToLower(kind)
+	for _, k := range Kinds {
+		if lower == k.Name || lower == k.Plural || lower == k.Short {
+			return k, nil
+		}
+	}
+	return Kind{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource, inprocessconfiguration or featureflagsourcepolicy", kind)
+}
+
+// Objects lists the graph's objects of kind k, sorted.
+func Objects(v *topology.View, k topology.Kind) []topology.Key {
+	var keys []topology.Key
+	switch k {
+	case topology.KindFlagSet:
+		keys = v.FlagSets()
+	case topology.KindSource:
+		keys = v.Sources()
+	case topology.KindInProcessConfig:
+		keys = v.InProcessConfigs()
+	case topology.KindSourcePolicy:
+		keys = v.SourcePolicies()
+	default:
+		for _, w := range v.Workloads() {
+			if w.Kind == k {
+				keys = append(keys, w)
+			}
+		}
+	}
+	slices.SortFunc(keys, func(a, b topology.Key) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return keys
+}
+
+// notFound is ErrNotFound for k, naming the namespaces where the graph
+// holds an object of k's kind and name.
+func notFound(v *topology.View, k topology.Key, object string) ErrNotFound {
+	e := ErrNotFound{Object: object}
+	for _, o := range Objects(v, k.Kind) {
+		if o.Name == k.Name && o.Namespace != k.Namespace {
+			e.Elsewhere = append(e.Elsewhere, o.Namespace)
+		}
+	}
+	return e
 }
 
 // Explain explains the object of kind (deployment, statefulset, daemonset,
 // featureflag, featureflagsource, inprocessconfiguration,
-// featureflagsourcepolicy; short names deploy, sts, ds, ff, ffs, ipc, ffsp) namespace/name. opts are the injection
-// options the sidecar is computed with.
+// featureflagsourcepolicy; short names deploy, sts, ds, ff, ffs, ipc,
+// ffsp) namespace/name. opts are the injection options the sidecar is
+// computed with.
 func Explain(v *topology.View, kind, namespace, name string, opts injection.Options) (*Report, error) {
 	k, err := keyOf(kind, namespace, name)
 	if err != nil {
@@ -107,27 +185,27 @@ func Explain(v *topology.View, kind, namespace, name string, opts injection.Opti
 	switch k.Kind {
 	case topology.KindDeployment, topology.KindStatefulSet, topology.KindDaemonSet:
 		if _, ok := v.Workload(k); !ok {
-			return nil, ErrNotFound{r.Object}
+			return nil, notFound(v, k, r.Object)
 		}
 		explainWorkload(v, k, opts, r)
 	case topology.KindFlagSet:
 		if _, ok := v.FlagSet(k); !ok {
-			return nil, ErrNotFound{r.Object}
+			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = flagSetReach(v, k)
 	case topology.KindSource:
 		if _, ok := v.Source(k); !ok {
-			return nil, ErrNotFound{r.Object}
+			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = sourceReach(v, k)
 	case topology.KindInProcessConfig:
 		if _, ok := v.InProcessConfig(k); !ok {
-			return nil, ErrNotFound{r.Object}
+			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = &Reach{Workloads: names(v.WorkloadsOfInProcessConfig(k)), Denied: names(v.DeniedReferrers(k))}
 	case topology.KindSourcePolicy:
 		if _, ok := v.SourcePolicy(k); !ok {
-			return nil, ErrNotFound{r.Object}
+			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = policyReach(v, k)
 	}
@@ -135,23 +213,21 @@ func Explain(v *topology.View, kind, namespace, name string, opts injection.Opti
 }
 
 func keyOf(kind, namespace, name string) (topology.Key, error) {
-	switch strings.ToLower(kind) {
-	case "deployment", "deployments", "deploy":
-		return topology.WorkloadKey(topology.KindDeployment, namespace, name), nil
-	case "statefulset", "statefulsets", "sts":
-		return topology.WorkloadKey(topology.KindStatefulSet, namespace, name), nil
-	case "daemonset", "daemonsets", "ds":
-		return topology.WorkloadKey(topology.KindDaemonSet, namespace, name), nil
-	case "featureflag", "featureflags", "ff":
+	k, err := LookupKind(kind)
+	if err != nil {
+		return topology.Key{}, err
+	}
+	switch k.Kind {
+	case topology.KindFlagSet:
 		return topology.FlagSetKey(namespace, name), nil
-	case "featureflagsource", "featureflagsources", "ffs":
+	case topology.KindSource:
 		return topology.SourceKey(namespace, name), nil
-	case "inprocessconfiguration", "inprocessconfigurations", "ipc":
+	case topology.KindInProcessConfig:
 		return topology.InProcessConfigKey(namespace, name), nil
-	case "featureflagsourcepolicy", "featureflagsourcepolicies", "ffsp":
+	case topology.KindSourcePolicy:
 		return topology.SourcePolicyKey(namespace, name), nil
 	}
-	return topology.Key{}, fmt.Errorf("cannot explain kind %q: use deployment, statefulset, daemonset, featureflag, featureflagsource, inprocessconfiguration or featureflagsourcepolicy", kind)
+	return topology.WorkloadKey(k.Kind, namespace, name), nil
 }
 
 func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r *Report) {

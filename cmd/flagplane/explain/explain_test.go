@@ -86,6 +86,11 @@ func TestErrors(t *testing.T) {
 	v := view(t)
 	_, err := explain.Explain(v, "ff", "shop", "nope", injection.DefaultOptions())
 	g.Expect(err).To(MatchError("FeatureFlag shop/nope is not in the graph (it does not exist, or you may not list it)"))
+	_, err = explain.Explain(v, "deploy", "default", "web", injection.DefaultOptions())
+	g.Expect(err).To(MatchError("Deployment default/web is not in the graph (it does not exist, or you may not list it); "+
+		"there is one in namespace shop: give -n shop"), "the wrong namespace: the error says the right one")
+	_, err = explain.Explain(v, "ff", "default", "checkout", injection.DefaultOptions())
+	g.Expect(err).To(MatchError(HaveSuffix("there are some in namespaces platform, shop: give -n NAMESPACE")))
 	_, err = explain.Explain(v, "pod", "shop", "web-1", injection.DefaultOptions())
 	g.Expect(err).To(MatchError(ContainSubstring(`cannot explain kind "pod"`)))
 	g.Expect(explain.Write(&bytes.Buffer{}, &explain.Report{}, "xml")).To(MatchError(ContainSubstring(`unknown output format "xml"`)))
@@ -124,4 +129,26 @@ func TestSourcePolicies(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Reaches.Workloads).To(BeEmpty())
 	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring(`names Namespace "shop": a FeatureFlagSourcePolicy governs only the Namespace it lives in (pay)`)))
+}
+
+func TestKinds(t *testing.T) {
+	g := NewWithT(t)
+	for _, name := range []string{"deploy", "Deployments", "DEPLOYMENT"} {
+		k, err := explain.LookupKind(name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(k.Kind).To(Equal(topology.KindDeployment))
+	}
+	_, err := explain.LookupKind("Pod")
+	g.Expect(err).To(MatchError(ContainSubstring(`cannot explain kind "Pod"`)))
+
+	v := view(t)
+	g.Expect(explain.Objects(v, topology.KindDeployment)).To(Equal([]topology.Key{
+		topology.WorkloadKey(topology.KindDeployment, "pay", "checkout"),
+		topology.WorkloadKey(topology.KindDeployment, "shop", "batch"),
+		topology.WorkloadKey(topology.KindDeployment, "shop", "web"),
+	}))
+	g.Expect(explain.Objects(v, topology.KindFlagSet)).To(Equal([]topology.Key{
+		topology.FlagSetKey("pay", "payments"), topology.FlagSetKey("platform", "checkout"), topology.FlagSetKey("shop", "checkout"),
+	}))
+	g.Expect(explain.Objects(v, topology.KindStatefulSet)).To(BeEmpty())
 }
