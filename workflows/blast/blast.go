@@ -126,21 +126,28 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	key := topology.SourceKey(src.Namespace, src.Name)
 	now, before := after.WorkloadsOfSource(key), v.WorkloadsOfSource(key)
 	r := &Source{Source: key, Namespaces: after.TargetNamespaces(key), Workloads: now, Flagds: after.FlagdsOfSource(key)}
-	nowSet, beforeSet := map[topology.Key]bool{}, map[topology.Key]bool{}
-	addAll(nowSet, now)
-	addAll(beforeSet, before)
-	for _, w := range now {
-		if !beforeSet[w] {
-			r.Gained = append(r.Gained, w)
+	// Both lists are sorted (View.WorkloadsOfSource): one merge pass
+	// finds what was gained, lost and kept.
+	all := make([]topology.Key, 0, len(now)+len(before))
+	kept := make(map[topology.Key]bool, len(now))
+	i, j := 0, 0
+	for i < len(now) || j < len(before) {
+		switch {
+		case j == len(before) || (i < len(now) && now[i].Less(before[j])):
+			r.Gained = append(r.Gained, now[i])
+			all = append(all, now[i])
+			i++
+		case i == len(now) || before[j].Less(now[i]):
+			r.Lost = append(r.Lost, before[j])
+			all = append(all, before[j])
+			j++
+		default:
+			all = append(all, now[i])
+			kept[now[i]] = true
+			i++
+			j++
 		}
 	}
-	for _, w := range before {
-		if !nowSet[w] {
-			r.Lost = append(r.Lost, w)
-		}
-	}
-	all := nowSet
-	addAll(all, before)
 	r.Total = len(all)
 	if len(all) > MaxCompared {
 		return r, nil
@@ -150,12 +157,12 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	// one: each group is computed once.
 	type outcome struct{ changed, restarts bool }
 	outcomes := map[string]outcome{}
-	for _, w := range sorted(all) {
-		group := injectionInputs(v, after, w)
+	for _, w := range all {
+		group := injectionInputs(v, after, w, kept[w])
 		o, ok := outcomes[group]
 		if !ok {
 			old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
-			o.changed = old.Fingerprint() != next.Fingerprint()
+			o.changed = !old.Same(next)
 			o.restarts = o.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
 			outcomes[group] = o
 		}
@@ -190,16 +197,44 @@ func (r *Source) Summary() string {
 // the two views but its name: its kind and namespace (the tenancy rule),
 // its pod annotations and service account, and the sources and in-process
 // configurations that apply to it, in order.
-func injectionInputs(before, after *topology.View, w topology.Key) string {
+//
+// A workload the source applied to before and applies to now has the same
+// sources in both views (the edit changes this source only, and the order
+// is the workload's): they are read once.
+func injectionInputs(before, after *topology.View, w topology.Key, kept bool) string {
 	wl, _ := after.Workload(w) // a source edit changes no workload: the same in both views
 	annotations := make([]string, 0, len(wl.PodAnnotations))
 	for k, v := range wl.PodAnnotations {
 		annotations = append(annotations, k+"="+v)
 	}
 	slices.Sort(annotations)
-	return fmt.Sprint(w.Kind, "|", w.Namespace, "|", wl.ServiceAccountName, "|", annotations, "|",
-		before.SourcesOfWorkload(w), before.InProcessConfigsOfWorkload(w), "|",
-		after.SourcesOfWorkload(w), after.InProcessConfigsOfWorkload(w))
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(s)
+		b.WriteByte(0) // a byte no name or annotation holds
+	}
+	keys := func(ks []topology.Key) {
+		for _, k := range ks {
+			field(string(k.Kind))
+			field(k.Namespace)
+			field(k.Name)
+		}
+		b.WriteByte(1)
+	}
+	field(string(w.Kind))
+	field(w.Namespace)
+	field(wl.ServiceAccountName)
+	for _, a := range annotations {
+		field(a)
+	}
+	b.WriteByte(1)
+	keys(after.SourcesOfWorkload(w))
+	keys(after.InProcessConfigsOfWorkload(w))
+	if !kept {
+		keys(before.SourcesOfWorkload(w))
+		keys(before.InProcessConfigsOfWorkload(w))
+	}
+	return b.String()
 }
 
 func count(n int, noun string) string {
@@ -220,6 +255,14 @@ func sorted(set map[topology.Key]bool) []topology.Key {
 	for k := range set {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b topology.Key) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b topology.Key) int {
+		if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -360,9 +359,16 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 	} else {
 		cfg = remoteSourceConfig(provider, e)
 	}
-	if !slices.ContainsFunc(m.entries, func(x FlagdSourceConfig) bool { return reflect.DeepEqual(x, cfg) }) {
+	if !slices.ContainsFunc(m.entries, cfg.equal) {
 		m.entries = append(m.entries, cfg)
 	}
+}
+
+// equal tells whether two entries are the same flagd source.
+func (c FlagdSourceConfig) equal(o FlagdSourceConfig) bool {
+	return c.URI == o.URI && c.Provider == o.Provider && c.AuthHeader == o.AuthHeader && c.CertPath == o.CertPath &&
+		c.TLS == o.TLS && c.ProviderID == o.ProviderID && c.Selector == o.Selector && c.Interval == o.Interval &&
+		maps.Equal(c.Headers, o.Headers)
 }
 
 // remoteSourceConfig passes a remote source through to flagd. A grpc URI

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -192,6 +193,18 @@ func (inj *Injection) Fingerprint() string {
 	}{inj.Sidecar, inj.Volumes, inj.Env, inj.ImagePullSecrets, inj.PodAnnotations}) // plain data: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// Same tells whether two injections add the same to a pod: what equal
+// Fingerprints say, without hashing (nil and empty lists are equal, as the
+// fingerprint's JSON leaves both out).
+func (inj *Injection) Same(o *Injection) bool {
+	if inj.Empty() || o.Empty() {
+		return inj.Empty() == o.Empty()
+	}
+	return equality.Semantic.DeepEqual(inj.Sidecar, o.Sidecar) && equality.Semantic.DeepEqual(inj.Volumes, o.Volumes) &&
+		equality.Semantic.DeepEqual(inj.Env, o.Env) && equality.Semantic.DeepEqual(inj.ImagePullSecrets, o.ImagePullSecrets) &&
+		equality.Semantic.DeepEqual(inj.PodAnnotations, o.PodAnnotations)
 }
 
 // ApplyTo adds the injection to a pod spec and tells whether it changed
