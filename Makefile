@@ -219,10 +219,11 @@ test-integration: controlplane realclients ## Ginkgo suites on the real local co
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
 
 .PHONY: bench
-bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node.
+bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
-	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 200x -timeout $(TEST_TIMEOUT)
+	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
+	go test ./cmd/flagplane/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 
