@@ -1,18 +1,22 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
+	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 func newExplainCmd(kube *kubeFlags) *cobra.Command {
-	var output string
+	var output, url, tokenFile string
 	graph := graphFlags{kube: kube}
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",
@@ -27,12 +31,16 @@ inprocessconfiguration (ff, ffs, ipc): every workload, Flagd, namespace and
 generated ConfigMap it reaches, and the referrers it denies.
 
 The graph is read from the cluster of the kubeconfig (--kubeconfig,
---context, ... as kubectl's), with your own permissions, or offline from
-manifests (--from-dir, which needs no kubeconfig). The object's namespace is
+--context, ... as kubectl's), with your own permissions; or offline from
+manifests (--from-dir, which needs no kubeconfig); or asked of a running
+manager at its metrics address (--url, with --token or --token-file of an
+identity bound to flagplane-metrics-reader), which answers from its own
+graph with the sidecar computed with the options it really injects with. The object's namespace is
 -n's, else the kubeconfig context's, as with kubectl (offline: default).`,
 		Example: `  flagplane explain deployment/web -n shop
   flagplane explain ff/shop-flags -n shop -o yaml
-  flagplane explain deploy/shop-web -n shop --from-dir config/samples`,
+  flagplane explain deploy/shop-web -n shop --from-dir config/samples
+  flagplane explain deploy/web -n shop --url https://127.0.0.1:8443 --token-file ./token --insecure-skip-tls-verify`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("%w: give one object as KIND/NAME, e.g. deployment/web", errUsage)
@@ -51,6 +59,12 @@ manifests (--from-dir, which needs no kubeconfig). The object's namespace is
 			if err := checkOutput(output, explain.Formats); err != nil {
 				return err
 			}
+			if url != "" {
+				return explainFromManager(cmd, &graph, url, tokenFile, kind, name, output)
+			}
+			if tokenFile != "" {
+				return fmt.Errorf("%w: --token-file goes with --url", errUsage)
+			}
 			if err := graph.check(cmd); err != nil {
 				return err
 			}
@@ -66,6 +80,8 @@ manifests (--from-dir, which needs no kubeconfig). The object's namespace is
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(explain.Formats, ", "))
+	cmd.Flags().StringVar(&url, "url", "", "ask a manager at its metrics address, e.g. https://127.0.0.1:8443 (its /debug/explain)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --url: read the bearer token from this file")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(explain.Formats))
 	graph.bind(cmd)
 	return cmd
@@ -77,4 +93,43 @@ func checkOutput(output string, formats []string) error {
 		return fmt.Errorf("%w: unknown -o %q: use one of %s", errUsage, output, strings.Join(formats, ", "))
 	}
 	return nil
+}
+
+// explainFromManager asks a manager's /debug/explain.
+func explainFromManager(cmd *cobra.Command, graph *graphFlags, url, tokenFile, kind, name, output string) error {
+	if graph.offline() || cmd.Flags().Changed("kubeconfig") || len(graph.namespaces) > 0 {
+		return fmt.Errorf("%w: --url asks the manager: leave out --from-dir, --kubeconfig and --namespaces", errUsage)
+	}
+	kube := graph.kube
+	namespace := *kube.Namespace
+	if namespace == "" {
+		// The kubeconfig's context, as kubectl's, when there is one.
+		if ns, _, err := kube.ToRawKubeConfigLoader().Namespace(); err == nil && ns != "" {
+			namespace = ns
+		} else {
+			namespace = "default"
+		}
+	}
+	opts := topodump.URLOptions{Token: *kube.BearerToken, CAFile: *kube.CAFile, InsecureSkipTLSVerify: *kube.Insecure}
+	if tokenFile != "" {
+		if opts.Token != "" {
+			return fmt.Errorf("%w: give one of --token and --token-file", errUsage)
+		}
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("reading --token-file: %w", err)
+		}
+		opts.Token = strings.TrimSpace(string(b))
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), graph.timeout)
+	defer cancel()
+	body, err := topodump.ExplainFromURL(ctx, url, kind, namespace, name, opts)
+	if err != nil {
+		return err
+	}
+	var report explain.Report
+	if err := json.Unmarshal(body, &report); err != nil {
+		return fmt.Errorf("the manager at %s did not answer with an explanation: %w", url, err)
+	}
+	return explain.Write(cmd.OutOrStdout(), &report, output)
 }

@@ -99,7 +99,7 @@ func describeDefault() {
 		reader := &rbacv1.ClusterRole{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-metrics-reader"}, reader)).To(Succeed())
 		Expect(reader.Rules).To(ConsistOf(And(
-			HaveField("NonResourceURLs", ConsistOf("/metrics", "/debug/topology")),
+			HaveField("NonResourceURLs", ConsistOf("/metrics", "/debug/topology", "/debug/explain")),
 			HaveField("Verbs", ConsistOf("get")),
 		)))
 	})

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
@@ -641,6 +642,29 @@ func describeManager() {
 		Expect(string(b)).To(ContainSubstring("401 Unauthorized: the manager answers only to a bearer token"))
 
 		b, err = exec.CommandContext(ctx, cliPath, "topology", "--url", metricsURL(""), "--token", nobodyToken,
+			"--insecure-skip-tls-verify").CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("bind it to the ClusterRole flagplane-metrics-reader"))
+	})
+
+	It("has `flagplane explain --url` ask the manager, which computes the sidecar with the options it injects with; an object not in its graph, or a token without the role, is said plainly", func(ctx SpecContext) {
+		b, err := exec.CommandContext(ctx, cliPath, "explain", "deployment/shop-web", "-n", shop, "--url", metricsURL(""), "--token", readerToken,
+			"--insecure-skip-tls-verify", "-o", "json").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", b)
+		var report explain.Report
+		Expect(json.Unmarshal(b, &report)).To(Succeed(), "%s", b)
+		Expect(report.Object).To(Equal("Deployment " + shop + "/shop-web"))
+		Expect(report.Sources).NotTo(BeEmpty())
+		Expect(report.Sidecar).NotTo(BeNil())
+		Expect(report.Sidecar.Note).To(Equal("computed by the manager with the options it injects with"))
+		Expect(report.Sidecar.Image).To(Equal(mgr.Options.Sidecar.ImageReference()), "the manager's own sidecar image")
+
+		b, err = exec.CommandContext(ctx, cliPath, "explain", "deployment/nope", "-n", shop, "--url", metricsURL(""), "--token", readerToken,
+			"--insecure-skip-tls-verify").CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("Deployment " + shop + "/nope is not in the graph"))
+
+		b, err = exec.CommandContext(ctx, cliPath, "explain", "deployment/shop-web", "-n", shop, "--url", metricsURL(""), "--token", nobodyToken,
 			"--insecure-skip-tls-verify").CombinedOutput()
 		Expect(err).To(HaveOccurred())
 		Expect(string(b)).To(ContainSubstring("bind it to the ClusterRole flagplane-metrics-reader"))

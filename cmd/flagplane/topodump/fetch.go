@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -38,12 +39,44 @@ type URLOptions struct {
 // the address alone (https://host:8443), to which TopologyPath is added, or
 // the full URL of the endpoint; without a scheme it is https.
 func FromURL(ctx context.Context, url string, o URLOptions) ([]byte, error) {
+	url = endpoint(url, TopologyPath)
+	body, err := get(ctx, url, TopologyPath, "the topology", o)
+	if err != nil {
+		return nil, err
+	}
+	return checkDOT(body, url)
+}
+
+// ExplainPath is where a manager explains an object.
+const ExplainPath = "/debug/explain"
+
+// NotInGraphHeader marks a 404 of ExplainPath that says the object is not
+// in the manager's graph (rather than that the endpoint does not exist).
+const NotInGraphHeader = "Flagplane-Not-In-Graph"
+
+// ExplainFromURL asks a manager at its metrics address (as for FromURL) to
+// explain one object, computed with the manager's own injection options; it
+// returns the manager's JSON report.
+func ExplainFromURL(ctx context.Context, url, kind, namespace, name string, o URLOptions) ([]byte, error) {
+	base := endpoint(strings.TrimSuffix(strings.TrimSuffix(url, "/"), TopologyPath), ExplainPath)
+	q := neturl.Values{"kind": {kind}, "namespace": {namespace}, "name": {name}}
+	return get(ctx, base+"?"+q.Encode(), ExplainPath, "the explanation", o)
+}
+
+// endpoint is url with path added unless it ends with it; https unless a
+// scheme is given.
+func endpoint(url, path string) string {
 	if !strings.Contains(url, "://") {
 		url = "https://" + url
 	}
-	if !strings.HasSuffix(strings.TrimSuffix(url, "/"), TopologyPath) {
-		url = strings.TrimSuffix(url, "/") + TopologyPath
+	if !strings.HasSuffix(strings.TrimSuffix(url, "/"), path) {
+		url = strings.TrimSuffix(url, "/") + path
 	}
+	return url
+}
+
+// get reads what of a manager's endpoints at url, with its bearer token.
+func get(ctx context.Context, url, path, what string, o URLOptions) ([]byte, error) {
 	client, err := o.httpClient()
 	if err != nil {
 		return nil, err
@@ -64,23 +97,28 @@ func FromURL(ctx context.Context, url string, o URLOptions) ([]byte, error) {
 		if strings.Contains(err.Error(), "certificate") {
 			hint = " (a manager without --metrics-cert-dir serves a self-signed certificate: --insecure-skip-tls-verify, or --certificate-authority)"
 		}
-		return nil, fmt.Errorf("reading the topology from %s: %w%s", url, err, hint)
+		return nil, fmt.Errorf("reading %s from %s: %w%s", what, url, err, hint)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDOT))
 	if err != nil {
-		return nil, fmt.Errorf("reading the topology from %s: %w", url, err)
+		return nil, fmt.Errorf("reading %s from %s: %w", what, url, err)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return checkDOT(body, url)
+		return body, nil
 	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("reading the topology from %s: %s: the manager answers only to a bearer token the API server authenticates (--token or --token-file)", url, resp.Status)
+		return nil, fmt.Errorf("reading %s from %s: %s: the manager answers only to a bearer token the API server authenticates (--token or --token-file)", what, url, resp.Status)
 	case http.StatusForbidden:
-		return nil, fmt.Errorf("reading the topology from %s: %s: %s: the token's identity may not get %s (bind it to the ClusterRole flagplane-metrics-reader)",
-			url, resp.Status, strings.TrimSpace(string(body)), TopologyPath)
+		return nil, fmt.Errorf("reading %s from %s: %s: %s: the token's identity may not get %s (bind it to the ClusterRole flagplane-metrics-reader)",
+			what, url, resp.Status, strings.TrimSpace(string(body)), path)
+	case http.StatusNotFound:
+		if resp.Header.Get(NotInGraphHeader) != "" {
+			return nil, fmt.Errorf("%s", strings.TrimSpace(string(body)))
+		}
+		return nil, fmt.Errorf("reading %s from %s: %s: %s (is the manager's --topology-endpoint on?)", what, url, resp.Status, strings.TrimSpace(string(body)))
 	default:
-		return nil, fmt.Errorf("reading the topology from %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("reading %s from %s: %s: %s", what, url, resp.Status, strings.TrimSpace(string(body)))
 	}
 }
 

@@ -1,10 +1,19 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/flagplane/flagplane/cmd/flagplane/explain"
+	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 )
+
+// ExplainPath is where the manager explains an object (query parameters
+// kind, namespace, name) as `flagplane explain` does, as JSON, with the
+// sidecar computed with the options this manager injects with.
+const ExplainPath = topodump.ExplainPath
 
 var errTopologyNotBuilt = errors.New("topology not built from the caches yet")
 
@@ -26,5 +35,49 @@ func topologyHandler(m *Manager) http.Handler {
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(dot)
 		}
+	})
+}
+
+// explainHandler serves `flagplane explain --url`: the explanation of one
+// object from the manager's own graph, computed with its own injection
+// options (its --sidecar-* flags, its sync server), which a CLI reading the
+// API cannot know.
+func explainHandler(m *Manager) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		q := r.URL.Query()
+		kind, namespace, name := q.Get("kind"), q.Get("namespace"), q.Get("name")
+		if kind == "" || namespace == "" || name == "" {
+			http.Error(w, "give the query parameters kind, namespace and name", http.StatusBadRequest)
+			return
+		}
+		if _, err := explain.LookupKind(kind); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if !m.Controller.GraphBuilt() {
+			http.Error(w, errTopologyNotBuilt.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		report, err := explain.Explain(m.Controller.Topology().Snapshot(), kind, namespace, name, m.injection)
+		var notFound explain.ErrNotFound
+		switch {
+		case errors.As(err, &notFound):
+			w.Header().Set(topodump.NotInGraphHeader, "true")
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if report.Sidecar != nil {
+			report.Sidecar.Note = "computed by the manager with the options it injects with"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(report)
 	})
 }

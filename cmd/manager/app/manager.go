@@ -56,6 +56,9 @@ type Manager struct {
 	Options Options
 
 	registry prometheus.Registerer
+	// injection are the options sidecars are injected with (what
+	// /debug/explain computes with); set before the manager starts.
+	injection injection.Options
 }
 
 // Scheme returns a scheme with client-go's kinds and flagplane's API.
@@ -109,6 +112,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	extra := map[string]http.Handler{}
 	if o.TopologyEndpoint {
 		extra[TopologyPath] = topologyHandler(m)
+		extra[ExplainPath] = explainHandler(m)
 	}
 	m.Manager, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
@@ -166,6 +170,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if o.Webhooks {
 		settings.Injection = wo.Injection
 	}
+	m.injection = settings.Injection
 	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
 	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
 	ctrlOpts.Namespaces = o.Namespaces
