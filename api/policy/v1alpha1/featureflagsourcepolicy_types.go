@@ -64,12 +64,18 @@ type SourceSettingsBlock struct {
 type SourceSettings struct {
 	// ManagementPort is flagd's management (metrics, health) port.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
 	ManagementPort int32 `json:"managementPort,omitempty"`
 	// Port is flagd's evaluation port.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port,omitempty"`
 	// OFREPPort is flagd's OFREP port.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
 	OFREPPort int32 `json:"ofrepPort,omitempty"`
 	// Evaluator is flagd's evaluator.
 	// +optional
