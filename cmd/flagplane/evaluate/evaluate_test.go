@@ -249,3 +249,19 @@ func requires(t *testing.T, path string) map[string]string {
 	}
 	return out
 }
+
+// TestParseContexts: YAML or JSON; numbers are float64, as flagd gets
+// them from a request's JSON (structpb).
+func TestParseContexts(t *testing.T) {
+	g := NewWithT(t)
+	want := []evaluate.Context{
+		{Name: "a", Context: map[string]any{"age": 42.0, "tags": []any{"x"}, "targetingKey": "u1"}},
+		{Name: "b", Context: map[string]any{}},
+	}
+	got, err := evaluate.ParseContexts([]byte(`[{"name":"a","context":{"age":42,"tags":["x"],"targetingKey":"u1"}},{"name":"b"}]`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want))
+	got, err = evaluate.ParseContexts([]byte("- name: a\n  context: {age: 42, tags: [x], targetingKey: u1}\n- name: b\n  context: null\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want))
+}
