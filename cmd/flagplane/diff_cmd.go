@@ -13,7 +13,9 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -23,10 +25,13 @@ type change struct {
 	Object  string         `json:"object"`
 	FlagSet *blast.FlagSet `json:"flagSet,omitempty"`
 	Source  *blast.Source  `json:"source,omitempty"`
+	// Evaluations, with --contexts, say which of a flag set's flags change
+	// what flagd serves each context.
+	Evaluations *evaluate.Changes `json:"evaluations,omitempty"`
 }
 
 func newDiffCmd(kube *kubeFlags) *cobra.Command {
-	var file, output string
+	var file, output, contextsFile string
 	graph := graphFlags{kube: kube}
 	cmd := &cobra.Command{
 		Use:   "diff -f FILE",
@@ -42,10 +47,25 @@ taken in file order, each seeing the ones before it. Nothing is applied.
 The graph is read from the cluster of the kubeconfig, with your own
 permissions, or offline from manifests (--from-dir, which needs no
 kubeconfig). Objects of FILE that name no namespace are put in -n's, else
-the kubeconfig context's, as kubectl apply does (offline: default).`,
+the kubeconfig context's, as kubectl apply does (offline: default).
+
+With --contexts, each FeatureFlag's flags are also evaluated for the named
+evaluation contexts of CONTEXTS_FILE, with the flag set as it is (none if
+it is new) and as FILE has it, and the flags whose variant, value or reason
+change are listed per context. The evaluator is flagd's own code (flagd
+` + evaluate.FlagdVersion + `'s, linked into this binary), fed the flag set exactly as
+flagplane serves it, so its answers are flagd's, $evaluators, fractional
+and sem_ver included. CONTEXTS_FILE is YAML or JSON, a list of:
+
+  - name: eu-user
+    context: {region: eu, email: ana@example.com, targetingKey: user-1}
+
+A context is what a client sends; sidecar settings that add to it
+(contextValues, headerToContextMappings) are not applied.`,
 		Example: `  flagplane diff -f checkout.yaml
   flagplane diff -f web-source.yaml -n shop -o yaml
-  flagplane diff -f change.yaml --from-dir ./manifests`,
+  flagplane diff -f change.yaml --from-dir ./manifests
+  flagplane diff -f checkout.yaml --contexts users.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -76,11 +96,17 @@ the kubeconfig context's, as kubectl apply does (offline: default).`,
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", file, err)
 			}
+			var contexts []evaluate.Context
+			if cmd.Flags().Changed("contexts") {
+				if contexts, err = readContexts(contextsFile); err != nil {
+					return err
+				}
+			}
 			top, _, err := graph.load(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions())
+			changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions(), contexts)
 			if err != nil {
 				return err
 			}
@@ -89,7 +115,9 @@ the kubeconfig context's, as kubectl apply does (offline: default).`,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(diffFormats, ", "))
+	cmd.Flags().StringVar(&contextsFile, "contexts", "", "evaluate each FeatureFlag's flags before and after for the named evaluation contexts of this file (YAML or JSON: a list of {name, context}) with flagd's evaluator, and list the flags that change")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("contexts", "yaml", "yml", "json")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(diffFormats))
 	graph.bind(cmd)
 	return cmd
@@ -162,9 +190,26 @@ func readChanges(r io.Reader, namespace string) ([]any, error) {
 	}
 }
 
+// readContexts reads the evaluation contexts of --contexts.
+func readContexts(path string) ([]evaluate.Context, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: --contexts names the file of evaluation contexts", errUsage)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --contexts: %w", err)
+	}
+	contexts, err := evaluate.ParseContexts(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading --contexts %s: %w", path, err)
+	}
+	return contexts, nil
+}
+
 // diff computes each object's change, in order, each on the graph with the
-// ones before it applied.
-func diff(v *topology.View, objects []any, opts injection.Options) ([]change, error) {
+// ones before it applied; with contexts, it evaluates each flag set's flags
+// for them before and after.
+func diff(v *topology.View, objects []any, opts injection.Options, contexts []evaluate.Context) ([]change, error) {
 	var out []change
 	for _, o := range objects {
 		switch obj := o.(type) {
@@ -173,7 +218,13 @@ func diff(v *topology.View, objects []any, opts injection.Options) ([]change, er
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, change{Object: "FeatureFlag " + obj.Namespace + "/" + obj.Name, FlagSet: r})
+			c := change{Object: "FeatureFlag " + obj.Namespace + "/" + obj.Name, FlagSet: r}
+			if contexts != nil {
+				if c.Evaluations, err = evaluations(v, obj, contexts); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, c)
 			if v, err = v.WithFlagSet(obj); err != nil {
 				return nil, err
 			}
@@ -189,6 +240,24 @@ func diff(v *topology.View, objects []any, opts injection.Options) ([]change, er
 		}
 	}
 	return out, nil
+}
+
+// evaluations compares what flagd serves with the flag set of the graph
+// and with ff, both rendered as flagplane serves them.
+func evaluations(v *topology.View, ff *v1beta1.FeatureFlag, contexts []evaluate.Context) (*evaluate.Changes, error) {
+	var before string
+	if cur, ok := v.FlagSet(topology.FlagSetKey(ff.Namespace, ff.Name)); ok {
+		var err error
+		if before, err = workflows.RenderFlagSet(cur); err != nil {
+			return nil, err
+		}
+	}
+	after, err := workflows.RenderFlagSet(ff)
+	if err != nil {
+		return nil, err
+	}
+	c := evaluate.Compare(before, after, contexts)
+	return &c, nil
 }
 
 func diffText(changes []change) string {
@@ -211,6 +280,9 @@ func diffText(changes []change) string {
 			list("workloads", c.FlagSet.Workloads)
 			list("Flagds", c.FlagSet.Flagds)
 			list("subscribing on the sync server (flagd-proxy)", c.FlagSet.SyncSubscribers)
+			if c.Evaluations != nil {
+				evaluationsText(&b, c.Evaluations)
+			}
 		case c.Source != nil:
 			b.WriteString("  " + strings.TrimPrefix(c.Source.Summary(), "flagplane: ") + "\n")
 			list("gains", c.Source.Gained)
@@ -221,4 +293,36 @@ func diffText(changes []change) string {
 		}
 	}
 	return b.String()
+}
+
+func evaluationsText(b *strings.Builder, e *evaluate.Changes) {
+	if e.Refused != "" {
+		fmt.Fprintf(b, "  %s would not load this flag set (%s): it keeps serving the current one\n", e.Evaluator, e.Refused)
+		return
+	}
+	fmt.Fprintf(b, "  evaluated with %s's evaluator: %s in %s\n", e.Evaluator, plural(e.Flags, "flag"), plural(len(e.Contexts), "context"))
+	if e.CurrentRefused != "" {
+		fmt.Fprintf(b, "  (flagd would not load the current flag set (%s): its flags count as not found)\n", e.CurrentRefused)
+	}
+	for _, c := range e.Contexts {
+		if len(c.Changed) == 0 {
+			b.WriteString("    " + c.Name + ": no flag changes\n")
+			continue
+		}
+		verb := "changes"
+		if len(c.Changed) > 1 {
+			verb = "change"
+		}
+		fmt.Fprintf(b, "    %s: %s %s\n", c.Name, plural(len(c.Changed), "flag"), verb)
+		for _, f := range c.Changed {
+			b.WriteString("      - " + f.String() + "\n")
+		}
+	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -32,6 +32,9 @@ func TestGolden(t *testing.T) {
 		{"explain-samples-shop-web.txt", []string{"explain", "deploy/shop-web", "-n", "shop", "--from-dir", "../../config/samples"}},
 		{"diff-change.txt", []string{"diff", "-f", "testdata/diff-change.yaml", "--from-dir", "explain/testdata"}},
 		{"diff-change.yaml", []string{"diff", "-f", "testdata/diff-change.yaml", "--from-dir", "explain/testdata", "-o", "yaml"}},
+		{"diff-evaluate.txt", []string{"diff", "-f", "testdata/diff-evaluate.yaml", "--from-dir", "explain/testdata", "--contexts", "testdata/contexts.yaml"}},
+		{"diff-evaluate.json", []string{"diff", "-f", "testdata/diff-evaluate.yaml", "--from-dir", "explain/testdata", "--contexts", "testdata/contexts.yaml", "-o", "json"}},
+		{"diff-evaluate.yaml", []string{"diff", "-f", "testdata/diff-evaluate.yaml", "--from-dir", "explain/testdata", "--contexts", "testdata/contexts.yaml", "-o", "yaml"}},
 		{"topology-samples.dot", []string{"topology", "--from-dir", "../../config/samples", "--namespace", "shop"}},
 	}
 	for _, tt := range tests {

@@ -15,10 +15,12 @@
 // sidecar it gets (and what does not resolve), or what a flag set, source or
 // in-process configuration reaches (see package explain).
 //
-//	flagplane diff -f FILE [--from-dir DIR] [-o text|json|yaml]
+//	flagplane diff -f FILE [--from-dir DIR] [--contexts FILE] [-o text|json|yaml]
 //
 // says what applying FILE's FeatureFlags and FeatureFlagSources would reach
-// and change (see package blast), before anything is applied.
+// and change (see package blast), before anything is applied; with
+// --contexts, which flags change what flagd serves each named evaluation
+// context, evaluated with flagd's own evaluator (see package evaluate).
 //
 //	flagplane migrate [--apply]
 //

@@ -190,3 +190,102 @@ spec:
 	g.Expect(run(context.Background(), []string{"diff", "-f", "../../config/samples/deployment.yaml", "--from-dir", "explain/testdata"}, &stdout, &stderr)).
 		To(MatchError(ContainSubstring(`kind "Deployment": flagplane diff tells what FeatureFlags and FeatureFlagSources change`)))
 }
+
+// TestDiffContexts: diff --contexts, on what the golden files do not show:
+// a flag that changes type, a flag set flagd would not load, an unchanged
+// one, and contexts files that are refused.
+func TestDiffContexts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	contexts := write("contexts.yaml", "- {name: gold, context: {tier: gold}}\n- name: anyone\n")
+	checkout := func(flag string) string {
+		return write("checkout.yaml", `apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: checkout, namespace: shop}
+spec: {flagSpec: {flags: {new-checkout: `+flag+`}}}
+`)
+	}
+	diff := func(args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"diff", "--from-dir", "explain/testdata"}, args...), &stdout, &stderr)
+		return stdout.String(), err
+	}
+
+	t.Run("unchanged", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := diff("-f", checkout(`{state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}`), "--contexts", contexts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HaveSuffix(`  evaluated with flagd v0.16.0's evaluator: 1 flag in 2 contexts
+    gold: no flag changes
+    anyone: no flag changes
+`))
+	})
+	t.Run("a flag that changes type", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := diff("-f", checkout(`{state: ENABLED, variants: {"v1": "classic", "v2": "express"}, defaultVariant: v1,
+  targeting: {if: [{"==": [{var: tier}, gold]}, v2, null]}}`), "--contexts", contexts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HaveSuffix(`  evaluated with flagd v0.16.0's evaluator: 1 flag in 2 contexts
+    gold: 1 flag changes
+      - new-checkout: off (false, STATIC) -> v2 ("express", TARGETING_MATCH) (now a string flag: clients asking for a boolean get TYPE_MISMATCH)
+    anyone: 1 flag changes
+      - new-checkout: off (false, STATIC) -> v1 ("classic", DEFAULT) (now a string flag: clients asking for a boolean get TYPE_MISMATCH)
+`))
+	})
+	t.Run("disabled", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := diff("-f", checkout(`{state: DISABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}`), "--contexts", contexts, "-o", "json")
+		g.Expect(err).NotTo(HaveOccurred())
+		var changes []change
+		g.Expect(json.Unmarshal([]byte(out), &changes)).To(Succeed())
+		g.Expect(changes).To(HaveLen(1))
+		g.Expect(changes[0].Evaluations.Contexts).To(HaveLen(2))
+		g.Expect(changes[0].Evaluations.Contexts[0].Changed).To(ConsistOf(HaveField("After.Reason", "DISABLED")))
+	})
+	t.Run("a flag set flagd would not load", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := diff("-f", checkout(`{state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "blue"}`), "--contexts", contexts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HaveSuffix("  flagd v0.16.0 would not load this flag set (default variant: 'blue' isn't a valid variant of flag: 'new-checkout'): it keeps serving the current one\n"))
+	})
+	t.Run("a source has nothing to evaluate", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := diff("-f", "testdata/diff-change.yaml", "--contexts", contexts, "-o", "json")
+		g.Expect(err).NotTo(HaveOccurred())
+		var changes []change
+		g.Expect(json.Unmarshal([]byte(out), &changes)).To(Succeed())
+		g.Expect(changes).To(HaveLen(2))
+		g.Expect(changes[0].Source).NotTo(BeNil())
+		g.Expect(changes[0].Evaluations).To(BeNil())
+		g.Expect(changes[1].Evaluations).NotTo(BeNil(), "the file's FeatureFlag")
+		g.Expect(changes[1].Evaluations.Contexts[1].Changed).To(ConsistOf(And(
+			HaveField("Flag", "new-checkout"), HaveField("Before.Variant", "off"), HaveField("After.Variant", "on"))))
+	})
+
+	for _, tt := range []struct {
+		name, contexts, wantErr string
+		usage                   bool
+	}{
+		{name: "no file named", contexts: "", wantErr: "--contexts names the file of evaluation contexts", usage: true},
+		{name: "a file that does not exist", contexts: filepath.Join(dir, "none.yaml"), wantErr: "reading --contexts: open"},
+		{name: "empty", contexts: write("empty.yaml", "# nothing\n"), wantErr: "no evaluation contexts: give a list of {name, context}"},
+		{name: "not a list", contexts: write("map.yaml", "name: a\ncontext: {}\n"), wantErr: "want a list of {name, context}"},
+		{name: "no name", contexts: write("noname.yaml", "- context: {a: 1}\n"), wantErr: "context 1 has no name"},
+		{name: "twice", contexts: write("twice.yaml", "- name: a\n- name: a\n"), wantErr: `context "a" is given twice`},
+		{name: "a misspelt field", contexts: write("ctx.yaml", "- name: a\n  ctx: {tier: gold}\n"), wantErr: `context 1: want {name, context} with context an object: json: unknown field "ctx"`},
+		{name: "a context that is not an object", contexts: write("list.yaml", "- name: a\n  context: [1]\n"), wantErr: "context 1: want {name, context} with context an object"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := diff("-f", "testdata/diff-change.yaml", "--contexts", tt.contexts)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(errors.Is(err, errUsage)).To(Equal(tt.usage))
+		})
+	}
+}

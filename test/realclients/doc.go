@@ -8,7 +8,11 @@
 //     syncserver.SidecarSource says the injected sidecar is, the edit
 //     arriving by push;
 //   - the OpenFeature Go SDK with flagd's provider in in-process mode,
-//     syncing from the sync server with a service-account token.
+//     syncing from the sync server with a service-account token;
+//   - flagd answering the flags of flag sets rendered as flagplane serves
+//     them exactly as `flagplane diff --contexts` says it would (flagd's
+//     evaluator linked into the CLI, cmd/flagplane/evaluate), for every
+//     flag, context and type asked.
 //
 // The clients are built from their Go modules by `make realclients` into the
 // repository's bin/ folder (flagd from hack/tools/flagd, the SDK client from

@@ -1,0 +1,166 @@
+package evaluate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Context is a named evaluation context: what a client sends flagd with
+// its Resolve calls.
+type Context struct {
+	Name    string         `json:"name"`
+	Context map[string]any `json:"context"`
+}
+
+// ParseContexts reads a list of named evaluation contexts, YAML or JSON:
+//
+//   - name: eu-user
+//     context: {region: eu, email: a@example.com, targetingKey: user-1}
+//
+// Names must be given and distinct; a context that is left out is empty.
+func ParseContexts(data []byte) ([]Context, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("no evaluation contexts: give a list of {name, context}")
+	}
+	var raw []json.RawMessage
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("want a list of {name, context}: %w", err)
+	}
+	if len(raw) == 0 {
+		return nil, errors.New("no evaluation contexts: give a list of {name, context}")
+	}
+	var out []Context
+	seen := map[string]bool{}
+	for i, r := range raw {
+		var c Context
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("context %d: want {name, context} with context an object: %w", i+1, err)
+		}
+		switch {
+		case strings.TrimSpace(c.Name) == "":
+			return nil, fmt.Errorf("context %d has no name", i+1)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("context %q is given twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Context == nil {
+			c.Context = map[string]any{}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Changes is what an edit of a flag set changes in what flagd serves: per
+// evaluation context, the flags whose variant, value, reason, error or
+// type change.
+type Changes struct {
+	// Evaluator names the evaluator: flagd's, at FlagdVersion.
+	Evaluator string `json:"evaluator"`
+	// Refused is set when flagd would not load the new flag set (flagd
+	// keeps serving what it had, and flagplane does not deliver it).
+	Refused string `json:"refused,omitempty"`
+	// CurrentRefused is set when flagd would not load the current flag
+	// set; its flags are then compared as absent.
+	CurrentRefused string `json:"currentRefused,omitempty"`
+	// Flags counts the flags evaluated: those of either version.
+	Flags    int              `json:"flags"`
+	Contexts []ContextChanges `json:"contexts,omitempty"`
+}
+
+// ContextChanges are the flags whose answer changes for one context.
+type ContextChanges struct {
+	Name    string       `json:"name"`
+	Changed []FlagChange `json:"changed,omitempty"`
+}
+
+// FlagChange is one flag's answer before and after.
+type FlagChange struct {
+	Flag   string     `json:"flag"`
+	Before Resolution `json:"before"`
+	After  Resolution `json:"after"`
+}
+
+// Compare evaluates every flag of two versions of a flag set (flagd
+// documents; "" for none, as before a flag set is created) for each
+// context, and lists what changes. Each version answers a flag as a
+// client of its type asks it; a flag only one version has is asked as
+// that version's type of the other.
+func Compare(before, after string, contexts []Context) Changes {
+	out := Changes{Evaluator: "flagd " + FlagdVersion}
+	next, err := Load(after)
+	if err != nil {
+		out.Refused = err.Error()
+		return out
+	}
+	cur := Empty()
+	if before != "" {
+		if cur, err = Load(before); err != nil {
+			out.CurrentRefused = err.Error()
+			cur = Empty()
+		}
+	}
+	keys := map[string]bool{}
+	for _, k := range cur.Keys() {
+		keys[k] = true
+	}
+	for _, k := range next.Keys() {
+		keys[k] = true
+	}
+	out.Flags = len(keys)
+	typeIn := func(fs, other *FlagSet, key string) Type {
+		if t, ok := fs.TypeOf(key); ok {
+			return t
+		}
+		t, _ := other.TypeOf(key)
+		return t
+	}
+	for _, c := range contexts {
+		cc := ContextChanges{Name: c.Name}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			b := cur.Resolve(k, typeIn(cur, next, k), c.Context)
+			a := next.Resolve(k, typeIn(next, cur, k), c.Context)
+			if !a.Equal(b) {
+				cc.Changed = append(cc.Changed, FlagChange{Flag: k, Before: b, After: a})
+			}
+		}
+		out.Contexts = append(out.Contexts, cc)
+	}
+	return out
+}
+
+// String says a resolution in a few words: the variant with its value and
+// reason, "disabled", "not found" or the error.
+func (r Resolution) String() string {
+	switch {
+	case r.ErrorCode == "FLAG_NOT_FOUND":
+		return "not found"
+	case r.ErrorCode != "":
+		return "error " + r.ErrorCode
+	case r.Reason == "DISABLED":
+		return "disabled"
+	}
+	v, err := json.Marshal(r.Value)
+	if err != nil {
+		v = []byte(fmt.Sprint(r.Value))
+	}
+	return fmt.Sprintf("%s (%s, %s)", r.Variant, v, r.Reason)
+}
+
+// String says a flag's change on one line.
+func (c FlagChange) String() string {
+	s := c.Flag + ": " + c.Before.String() + " -> " + c.After.String()
+	if c.Before.Type != c.After.Type && c.Before.ErrorCode != "FLAG_NOT_FOUND" && c.After.ErrorCode != "FLAG_NOT_FOUND" {
+		s += fmt.Sprintf(" (now a %s flag: clients asking for a %s get TYPE_MISMATCH)", c.After.Type, c.Before.Type)
+	}
+	return s
+}

@@ -1,0 +1,166 @@
+package realclients
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// flagplane diff --contexts says what flagd would serve with flagd's own
+// evaluator linked into the CLI (cmd/flagplane/evaluate). This holds it to
+// the real flagd v0.16.0: the same flag sets, rendered as flagplane serves
+// them, asked the same flags with the same contexts over flagd's HTTP API.
+var _ = Describe("flagplane diff's evaluator", func() {
+	It("answers every flag, for every context, as its own type and another, exactly as flagd v0.16.0 serves the same flag set", func() {
+		var flagSets []*v1beta1.FeatureFlag
+		for _, f := range []string{
+			"testdata/targeting.yaml",
+			// The CLI's golden diff: the flag sets before and after.
+			"../../cmd/flagplane/explain/testdata/shop.yaml",
+			"../../cmd/flagplane/testdata/diff-evaluate.yaml",
+		} {
+			flagSets = append(flagSets, featureFlagsIn(f)...)
+		}
+		Expect(len(flagSets)).To(BeNumerically(">=", 5))
+		contexts := evaluationContexts()
+
+		// flagd's HTTP API answers an error with a Connect code.
+		connectCode := map[string]string{
+			"FLAG_NOT_FOUND": "not_found", "TYPE_MISMATCH": "invalid_argument", "PARSE_ERROR": "data_loss", "GENERAL": "unknown",
+		}
+		apiKind := map[evaluate.Type]string{evaluate.Boolean: "Boolean", evaluate.String: "String", evaluate.Number: "Float", evaluate.Object: "Object"}
+		otherType := map[evaluate.Type]evaluate.Type{evaluate.Boolean: evaluate.String, evaluate.String: evaluate.Boolean,
+			evaluate.Number: evaluate.String, evaluate.Object: evaluate.Boolean}
+		asServed := func(r evaluate.Resolution) evaluation {
+			if r.ErrorCode != "" {
+				Expect(connectCode).To(HaveKey(r.ErrorCode))
+				return evaluation{Code: connectCode[r.ErrorCode]}
+			}
+			return evaluation{Value: r.Value, Variant: r.Variant, Reason: r.Reason}
+		}
+
+		dir := GinkgoT().TempDir()
+		compared := 0
+		served := map[string]map[string]bool{} // flag -> variants flagd served
+		for i, ff := range flagSets {
+			doc, err := workflows.RenderFlagSet(ff)
+			Expect(err).NotTo(HaveOccurred())
+			fs, err := evaluate.Load(doc)
+			Expect(err).NotTo(HaveOccurred(), "%s/%s", ff.Namespace, ff.Name)
+			path := filepath.Join(dir, fmt.Sprintf("flags-%d.json", i))
+			Expect(os.WriteFile(path, []byte(doc), 0o644)).To(Succeed())
+			f := startFlagd("--uri", "file:"+path)
+
+			// flagd has read the file once it finds a flag that is there
+			// for an empty context.
+			keys := fs.Keys()
+			loaded := ""
+			for _, k := range keys {
+				t, _ := fs.TypeOf(k)
+				if fs.Resolve(k, t, nil).ErrorCode != "FLAG_NOT_FOUND" {
+					loaded = k
+					break
+				}
+			}
+			Expect(loaded).NotTo(BeEmpty())
+			t, _ := fs.TypeOf(loaded)
+			Eventually(f.resolve(apiKind[t], loaded, nil)).ShouldNot(HaveField("Code", "not_found"), "flagd never loaded %s", path)
+
+			for _, key := range append(keys, "no-such-flag") {
+				own, ok := fs.TypeOf(key)
+				if !ok {
+					own = evaluate.Boolean
+				}
+				for _, typ := range []evaluate.Type{own, otherType[own]} {
+					for _, c := range contexts {
+						want, err := f.resolve(apiKind[typ], key, c.Context)()
+						Expect(err).NotTo(HaveOccurred())
+						Expect(asServed(fs.Resolve(key, typ, c.Context))).To(Equal(want),
+							"flag %s of %s/%s asked as %s, context %s %v", key, ff.Namespace, ff.Name, typ, c.Name, c.Context)
+						compared++
+						if typ == own && want.Variant != "" {
+							if served[key] == nil {
+								served[key] = map[string]bool{}
+							}
+							served[key][want.Variant] = true
+						}
+					}
+				}
+			}
+		}
+		By(fmt.Sprintf("%d answers compared", compared))
+		Expect(compared).To(BeNumerically(">", 1000))
+		// The contexts reach every branch of the rules that matter most.
+		Expect(served["rollout"]).To(HaveLen(3), "fractional: a, b and c")
+		Expect(served["seeded-rollout"]).To(HaveLen(2), "fractional on $flagd.flagKey and email")
+		Expect(served["region-color"]).To(HaveLen(3), "$ref, in, starts_with and the default")
+		Expect(served["new-ui"]).To(HaveLen(2), "sem_ver")
+		Expect(served["button-color"]).To(HaveLen(2), "the CLI's golden diff: fractional on targetingKey")
+	})
+})
+
+// featureFlagsIn reads the FeatureFlags of a manifest file (other kinds are
+// skipped).
+func featureFlagsIn(path string) []*v1beta1.FeatureFlag {
+	f, err := os.Open(path)
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out []*v1beta1.FeatureFlag
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			Expect(err).NotTo(HaveOccurred(), path)
+		}
+		var meta struct{ Kind string }
+		Expect(json.Unmarshal(raw, &meta)).To(Succeed())
+		if meta.Kind != v1beta1.FeatureFlagKind {
+			continue
+		}
+		ff := &v1beta1.FeatureFlag{}
+		Expect(json.Unmarshal(raw, ff)).To(Succeed())
+		out = append(out, ff)
+	}
+}
+
+// evaluationContexts are the CLI's golden contexts, flagd's own fractional
+// examples, an empty context and a spread of users.
+func evaluationContexts() []evaluate.Context {
+	data, err := os.ReadFile("../../cmd/flagplane/testdata/contexts.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	contexts, err := evaluate.ParseContexts(data)
+	Expect(err).NotTo(HaveOccurred())
+	for _, email := range []string{"rachel@faas.com", "monica@faas.com", "joey@faas.com", "ross@faas.com"} {
+		contexts = append(contexts, evaluate.Context{Name: email, Context: map[string]any{"email": email}})
+	}
+	contexts = append(contexts, evaluate.Context{Name: "empty", Context: map[string]any{}})
+	domains := []string{"example.com", "example.org", "faas.com"}
+	regions := []string{"eu", "uk", "ch", "us-east", "apac", ""}
+	versions := []string{"2.1.0", "2.9.9", "3.0.0", "1.9.0", "not-a-version"}
+	tiers := []string{"gold", "silver"}
+	for i := range 40 {
+		contexts = append(contexts, evaluate.Context{Name: fmt.Sprintf("user-%d", i), Context: map[string]any{
+			"targetingKey": fmt.Sprintf("user-%d", i),
+			"email":        fmt.Sprintf("u%d@%s", i, domains[i%len(domains)]),
+			"region":       regions[i%len(regions)],
+			"appVersion":   versions[i%len(versions)],
+			"tier":         tiers[i%len(tiers)],
+			"age":          float64(i * 3),
+		}})
+	}
+	return contexts
+}
