@@ -177,11 +177,11 @@ func describeDefault() {
 		By("the API server refusing the namespace's admin, and taking it from the policy admin")
 		out, err := cp.Kubectl("create", "-f", path, "--as=dana")
 		Expect(err).To(HaveOccurred())
-		Expect(out).To(ContainSubstring("forbidden"))
+		Expect(fmt.Sprint(out, err)).To(ContainSubstring("forbidden"))
 		kubectl("create", "-f", path, "--as=carol")
 		out, err = cp.Kubectl("patch", r, "platform", "-n", ns, "--as=alice", "--type=merge", "-p", `{"spec":{"overrides":{"debugLogging":true}}}`)
 		Expect(err).To(HaveOccurred())
-		Expect(out).To(ContainSubstring("forbidden"))
+		Expect(fmt.Sprint(out, err)).To(ContainSubstring("forbidden"))
 		Expect(kubectl("get", r, "platform", "-n", ns, "--as=bob", "-o", "jsonpath={.spec.overrides.debugLogging}")).To(Equal("false"))
 	})
 }
