@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,23 +9,8 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
-
-// RenderFlagSet returns the flagd JSON document of a flag set: its flags,
-// $evaluators and metadata. encoding/json sorts map keys, so equal flag sets
-// render to equal bytes.
-func RenderFlagSet(ff *v1beta1.FeatureFlag) (string, error) {
-	spec := ff.Spec.FlagSpec
-	if spec.Flags == nil {
-		// flagd requires the flags object even when it is empty.
-		spec.Flags = map[string]v1beta1.Flag{}
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return "", fmt.Errorf("rendering flag set %s/%s: %w", ff.Namespace, ff.Name, err)
-	}
-	return string(b), nil
-}
 
 // ManagedLabels are the labels by which flagplane knows (and its informers
 // select) the objects it generates; Settings.Generated adds
@@ -55,7 +39,7 @@ func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.C
 	if err := s.FlagSets.Validate(ff); err != nil {
 		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: err}
 	}
-	content, err := RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return nil, err
 	}

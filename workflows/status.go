@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -352,23 +350,16 @@ func summarize(items []string, max int) string {
 // maxConsumers caps status.consumers (the CRD's MaxItems).
 const maxConsumers = 32
 
-// Revision is the content hash of a flag set's flagd document: the content
-// of its generated ConfigMaps once they are up to date.
-func Revision(content string) string {
-	sum := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(sum[:6])
-}
-
 // delivery computes a flag set's revision and, over its generated
 // ConfigMaps as the cache holds them, which hold it: "<up to date>/<all>"
 // and the consumers, those behind first. A consumer keeps its Since while it
 // holds the same revision.
 func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
-	content, err := RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return "", "", nil
 	}
-	revision := Revision(content)
+	revision := flagsets.Revision(content)
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
 	var consumers []v1beta1.ConsumerRevision
@@ -383,7 +374,7 @@ func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1
 				// Up to date is a comparison; only a copy behind is hashed.
 				c.Revision = revision
 				if held != content {
-					c.Revision = Revision(held)
+					c.Revision = flagsets.Revision(held)
 				}
 			}
 		}
