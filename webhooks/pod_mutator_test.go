@@ -26,6 +26,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 const graphManifests = `
@@ -109,10 +110,10 @@ type staticGraph struct {
 func (g *staticGraph) Topology() *topology.Topology { return g.topo }
 func (g *staticGraph) GraphBuilt() bool             { return g.built }
 
-func newGraph(t testing.TB, manifests string) *staticGraph {
+func newGraph(t testing.TB, objects string) *staticGraph {
 	t.Helper()
 	topo := topology.New()
-	if err := workflows.LoadManifests(topo, strings.NewReader(manifests)); err != nil {
+	if err := manifests.Load(topo, strings.NewReader(objects)); err != nil {
 		t.Fatal(err)
 	}
 	return &staticGraph{topo: topo, built: true}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // flagdGolden is everything the workflows derive for the Flagds of a case.
@@ -53,7 +54,7 @@ func TestFlagdGolden(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			defer f.Close()
 			topo := topology.New()
-			g.Expect(LoadManifests(topo, f)).To(Succeed())
+			g.Expect(manifests.Load(topo, f)).To(Succeed())
 			got, err := yaml.Marshal(deriveFlagds(topo.Snapshot(), goldenFlagdOptions()))
 			g.Expect(err).NotTo(HaveOccurred())
 			outPath := filepath.Join("testdata", "flagd", name+".out.yaml")

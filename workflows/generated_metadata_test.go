@@ -8,6 +8,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // TestGeneratedMetadata: the operator's --labels and --annotations go on
@@ -19,7 +20,7 @@ func TestGeneratedMetadata(t *testing.T) {
 	s.Generated = GeneratedMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"backup.example.com/skip": "true"}}
 
 	topo := topology.New()
-	g.Expect(LoadManifests(topo, strings.NewReader(`
+	g.Expect(manifests.Load(topo, strings.NewReader(`
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}

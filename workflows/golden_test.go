@@ -16,6 +16,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -93,7 +94,7 @@ func TestGolden(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			defer f.Close()
 			topo := topology.New()
-			g.Expect(LoadManifests(topo, f)).To(Succeed())
+			g.Expect(manifests.Load(topo, f)).To(Succeed())
 			got, err := yaml.Marshal(derive(t, topo.Snapshot()))
 			g.Expect(err).NotTo(HaveOccurred())
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // squatWorld: a flag set read by a workload of its namespace with the file
@@ -30,7 +31,7 @@ func squatWorld(t *testing.T, existing ...client.Object) (*topology.View, client
 		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
 	} {
-		if err := LoadManifests(topo, strings.NewReader(m)); err != nil {
+		if err := manifests.Load(topo, strings.NewReader(m)); err != nil {
 			t.Fatal(err)
 		}
 	}

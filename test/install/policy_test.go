@@ -21,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // How the API server words a refusal by config/policy, and the message of
@@ -98,7 +99,7 @@ type target struct {
 // with a file source and an Ingress.
 func flagdObjects(ns string) *workflows.FlagdObjects {
 	GinkgoHelper()
-	manifests := fmt.Sprintf(`
+	objects := fmt.Sprintf(`
 apiVersion: core.openfeature.dev/v1beta1
 kind: FeatureFlag
 metadata: {name: flags, namespace: %[1]s}
@@ -115,7 +116,7 @@ metadata: {name: flags, namespace: %[1]s, uid: 00000000-0000-0000-0000-00000000f
 spec: {featureFlagSource: src, ingress: {enabled: true}}
 `, ns)
 	topo := topology.New()
-	Expect(workflows.LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
+	Expect(manifests.Load(topo, strings.NewReader(objects))).To(Succeed())
 	objs := workflows.DesiredFlagd(topo.Snapshot(), topology.FlagdKey(ns, "flags"), workflows.DefaultFlagdOptions())
 	Expect(objs.Deployment).NotTo(BeNil())
 	return objs

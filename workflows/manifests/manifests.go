@@ -1,4 +1,4 @@
-package workflows
+package manifests
 
 import (
 	"bytes"
@@ -23,19 +23,19 @@ const (
 	ReferenceGrantKind  = "ReferenceGrant"
 )
 
-var manifestDecoder = func() runtime.Decoder {
+var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 
-// LoadManifests adds the objects of a multi-document YAML stream to a
+// Load adds the objects of a multi-document YAML stream to a
 // topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations, Flagds,
 // Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
 // skipped. It lets the graph be built offline, from files, exactly as the
 // controllers build it from informers.
-func LoadManifests(t *topology.Topology, r io.Reader) error {
+func Load(t *topology.Topology, r io.Reader) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	for i := 0; ; i++ {
 		var raw runtime.RawExtension
@@ -63,7 +63,7 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		_, err := t.UpsertGrant(GrantFromReferenceGrant(u))
 		return err
 	}
-	obj, _, err := manifestDecoder.Decode(raw, nil, nil)
+	obj, _, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
 		if runtime.IsNotRegisteredError(err) {
 			return nil
