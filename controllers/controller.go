@@ -28,6 +28,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 )
 
 // +kubebuilder:rbac:groups=core.openfeature.dev,resources=featureflags;featureflagsources;inprocessconfigurations,verbs=get;list;watch
@@ -49,7 +50,7 @@ type Options struct {
 	// CRD while it is not installed (default 15s), and its HTTPRoute CRD.
 	GrantCRDPoll time.Duration
 	// Flagd are the settings of the Flagd kind.
-	Flagd workflows.FlagdOptions
+	Flagd flagds.Options
 	// Settings are the operator-wide inputs of the workflows: the flag-set
 	// validator, the metadata of generated objects, the options the webhook
 	// injects with. nil is workflows.DefaultSettings. Topology, when set,
@@ -115,7 +116,7 @@ type Controller struct {
 
 	// The Flagd kind (flagd_callbacks.go).
 	flagds  *workQueue[topology.Key]
-	flagdWF *workflows.FlagdReconciler
+	flagdWF *flagds.Reconciler
 
 	// owners resolves pods to their workloads; podOwners are the workloads
 	// known through their pods.

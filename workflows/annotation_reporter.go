@@ -44,8 +44,8 @@ func (r *AnnotationReporter) Report(ctx context.Context, v *topology.View, w top
 	if same || len(warnings) == 0 {
 		return
 	}
-	target := workloadEventTarget(ctx, r.Client, w)
+	target := WorkloadEventTarget(ctx, r.Client, w)
 	for _, msg := range slices.Compact(warnings) {
-		recorder{r.Events}.warn(target, EventUnresolvedAnnotation, actionResolve, "%s", msg)
+		Warn(r.Events, target, EventUnresolvedAnnotation, ActionResolve, "%s", msg)
 	}
 }

@@ -12,13 +12,6 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
-// ManagedLabels are the labels by which flagplane knows (and its informers
-// select) the objects it generates; Settings.Generated adds
-// the operator's --labels.
-func ManagedLabels() map[string]string {
-	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
-}
-
 // DesiredConfigMap returns the ConfigMap that the graph wants for key (see
 // topology.ConfigMapKey), or nil when no workload needs it any more.
 //
@@ -48,8 +41,8 @@ func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.C
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        topology.ConfigMapName(fsKey),
 			Namespace:   key.Namespace,
-			Labels:      s.Generated.labels(),
-			Annotations: s.Generated.annotations(),
+			Labels:      s.Generated.ObjectLabels(),
+			Annotations: s.Generated.ObjectAnnotations(),
 		},
 		Data: map[string]string{topology.ConfigMapDataKey(fsKey): content},
 	}

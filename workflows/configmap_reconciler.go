@@ -59,7 +59,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 
 	key, needed := v.ConfigMapByName(namespace, name)
 	if !needed {
-		if current == nil || !hasManagedLabel(current.Labels) {
+		if current == nil || !HasManagedLabel(current.Labels) {
 			return nil
 		}
 		if age := time.Since(current.CreationTimestamp.Time); age < r.UnneededGrace {
@@ -99,7 +99,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		return nil
 	}
 	if current == nil {
-		err = createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
+		err = CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
 		if err == nil {
 			r.count("create")
 		}
@@ -114,7 +114,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		}
 		if r.Failures.Record(ref, err) {
 			if ff, ok := v.FlagSet(key.FlagSet()); ok {
-				recorder{r.Events}.warn(ff, EventApplyFailed, actionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+				Warn(r.Events, ff, EventApplyFailed, ActionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
 			}
 		}
 		return err
@@ -193,9 +193,9 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(fs)}, other); err != nil {
 			continue
 		}
-		if content, ok := other.Data[dataKey]; ok && hasManagedLabel(other.Labels) {
+		if content, ok := other.Data[dataKey]; ok && HasManagedLabel(other.Labels) {
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.labels(), Annotations: r.Settings.Generated.annotations()},
+				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.ObjectLabels(), Annotations: r.Settings.Generated.ObjectAnnotations()},
 				Data:       map[string]string{dataKey: content},
 			}
 			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {
@@ -209,8 +209,8 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 
 // configMapUpToDate tells whether the cluster's ConfigMap is exactly what is desired.
 func configMapUpToDate(current, desired *corev1.ConfigMap) bool {
-	if current == nil || !hasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
-		!hasAll(current.Labels, desired.Labels) || !hasAll(current.Annotations, desired.Annotations) {
+	if current == nil || !HasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
+		!HasAll(current.Labels, desired.Labels) || !HasAll(current.Annotations, desired.Annotations) {
 		return false
 	}
 	if !equality.Semantic.DeepEqual(current.Data, desired.Data) {

@@ -95,7 +95,7 @@ func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata)
 	var roles []*rbacv1.Role
 	var bindings []*rbacv1.RoleBinding
 	for _, ns := range slices.Sorted(maps.Keys(names)) {
-		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.labels(), Annotations: gen.annotations()}
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.ObjectLabels(), Annotations: gen.ObjectAnnotations()}
 		roles = append(roles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: meta,
@@ -142,17 +142,13 @@ func rbacSubject(v *topology.View, k topology.Key) (serviceAccount string, sourc
 
 // roleUpToDate tells whether a Role in the cluster grants what desired grants.
 func roleUpToDate(current, desired *rbacv1.Role) bool {
-	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && hasManagedLabel(current.Labels) &&
-		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
+	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && HasManagedLabel(current.Labels) &&
+		HasAll(current.Labels, desired.Labels) && HasAll(current.Annotations, desired.Annotations)
 }
 
 // roleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
 func roleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
 	return current != nil && current.RoleRef == desired.RoleRef &&
-		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && hasManagedLabel(current.Labels) &&
-		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
-}
-
-func hasManagedLabel(labels map[string]string) bool {
-	return labels[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue
+		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && HasManagedLabel(current.Labels) &&
+		HasAll(current.Labels, desired.Labels) && HasAll(current.Annotations, desired.Annotations)
 }

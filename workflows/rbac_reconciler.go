@@ -66,7 +66,7 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 			continue
 		}
 		if r.Failures.Record(ObjectRef{Kind: "RBAC", Namespace: roles[i].Namespace, Name: roles[i].Name}, err) && err != nil {
-			recorder{r.Events}.warn(workloadEventTarget(ctx, r.Client, workload), EventApplyFailed, actionApply,
+			Warn(r.Events, WorkloadEventTarget(ctx, r.Client, workload), EventApplyFailed, ActionApply,
 				"granting read access to FeatureFlags in namespace %s: %v", roles[i].Namespace, err)
 		}
 		if err != nil {
@@ -81,7 +81,7 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 		return errors.Join(append(errs, fmt.Errorf("listing RoleBindings named %s: %w", name, err))...)
 	}
 	for i := range haveBindings.Items {
-		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && hasManagedLabel(b.Labels) {
+		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && HasManagedLabel(b.Labels) {
 			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
 			if err := r.delete(ctx, b); err != nil {
 				errs = append(errs, err)
@@ -94,7 +94,7 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 		return errors.Join(append(errs, fmt.Errorf("listing Roles named %s: %w", name, err))...)
 	}
 	for i := range haveRoles.Items {
-		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && hasManagedLabel(role.Labels) {
+		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && HasManagedLabel(role.Labels) {
 			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
 			if err := r.delete(ctx, role); err != nil {
 				errs = append(errs, err)
@@ -110,7 +110,7 @@ func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) er
 		return err
 	}
 	if current.UID == "" {
-		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
+		return CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
 	}
 	if roleUpToDate(current, desired) {
 		return nil
@@ -124,7 +124,7 @@ func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.R
 		return err
 	}
 	if current.UID == "" {
-		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
+		return CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
 	}
 	if roleBindingUpToDate(current, desired) {
 		return nil

@@ -2,16 +2,11 @@ package workflows
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -66,35 +61,9 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 			return err
 		}
 		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String(), "pod", pod.Name)
-		recorder{r.Events}.normal(obj, EventRestarted, actionRollout,
+		Normal(r.Events, obj, EventRestarted, ActionRollout,
 			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange); pod %s has another than it would get now", pod.Name)
 		return nil
 	}
 	return nil
-}
-
-// newWorkloadObject returns an empty object of a workload's kind, named.
-func newWorkloadObject(k topology.Key) (client.Object, error) {
-	var obj client.Object
-	switch k.Kind {
-	case topology.KindDeployment:
-		obj = &appsv1.Deployment{}
-	case topology.KindStatefulSet:
-		obj = &appsv1.StatefulSet{}
-	case topology.KindDaemonSet:
-		obj = &appsv1.DaemonSet{}
-	default:
-		return nil, fmt.Errorf("%s is not a workload", k)
-	}
-	obj.SetNamespace(k.Namespace)
-	obj.SetName(k.Name)
-	return obj, nil
-}
-
-// workloadEventTarget is the object an Event about a workload is attached to.
-func workloadEventTarget(ctx context.Context, c client.Reader, k topology.Key) runtime.Object {
-	if obj, err := newWorkloadObject(k); err == nil && c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil {
-		return obj
-	}
-	return &corev1.ObjectReference{APIVersion: "apps/v1", Kind: string(k.Kind), Namespace: k.Namespace, Name: k.Name}
 }

@@ -117,7 +117,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 				programmed.Reason = v1beta1.ReasonApplyFailed
 			}
 		}
-		programmed.Message = summarize(msgs, 5)
+		programmed.Message = WaitingFor(msgs, 5)
 	case targets == 0:
 		programmed.Message = "source targets no workload"
 	default:
@@ -338,13 +338,6 @@ func unresolvedMessages(refs []topology.FlagSetRef) ([]string, string) {
 		}
 	}
 	return msgs, reason
-}
-
-func summarize(items []string, max int) string {
-	if len(items) <= max {
-		return "waiting for " + strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("waiting for %s; and %d more", strings.Join(items[:max], "; "), len(items)-max)
 }
 
 // maxConsumers caps status.consumers (the CRD's MaxItems).

@@ -10,8 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,8 +47,8 @@ func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
-		recorder{u.Events}.warn(ff, EventInvalidFlagSet, actionValidate, "%s", c.Message)
+	if c := TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		Warn(u.Events, ff, EventInvalidFlagSet, ActionValidate, "%s", c.Message)
 	}
 	ff.Status = desired
 	return u.write(ctx, key, ff)
@@ -66,14 +64,14 @@ func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key 
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
-		recorder{u.Events}.warn(src, EventInvalidSource, actionValidate, "%s", c.Message)
+	if c := TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		Warn(u.Events, src, EventInvalidSource, ActionValidate, "%s", c.Message)
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
-		recorder{u.Events}.warn(src, EventUnresolvedRefs, actionResolve, "%s", c.Message)
+	if c := TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
+		Warn(u.Events, src, EventUnresolvedRefs, ActionResolve, "%s", c.Message)
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
-		recorder{u.Events}.warn(src, EventReferrersDenied, actionResolve, "%s", c.Message)
+	if c := TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
+		Warn(u.Events, src, EventReferrersDenied, ActionResolve, "%s", c.Message)
 	}
 	src.Status = desired
 	return u.write(ctx, key, src)
@@ -89,24 +87,11 @@ func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.V
 	if equality.Semantic.DeepEqual(c.Status, desired) {
 		return nil
 	}
-	if cond := turnedFalse(c.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); cond != nil {
-		recorder{u.Events}.warn(c, EventReferrersDenied, actionResolve, "%s", cond.Message)
+	if cond := TurnedFalse(c.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); cond != nil {
+		Warn(u.Events, c, EventReferrersDenied, ActionResolve, "%s", cond.Message)
 	}
 	c.Status = desired
 	return u.write(ctx, key, c)
-}
-
-// turnedFalse returns the condition of type t in desired when it is False and
-// was not False (or had another message) before.
-func turnedFalse(before, desired []metav1.Condition, t string) *metav1.Condition {
-	now := meta.FindStatusCondition(desired, t)
-	if now == nil || now.Status != metav1.ConditionFalse {
-		return nil
-	}
-	if was := meta.FindStatusCondition(before, t); was != nil && was.Status == metav1.ConditionFalse && was.Message == now.Message {
-		return nil
-	}
-	return now
 }
 
 // ErrCacheBehind says that the cache does not hold the status this updater

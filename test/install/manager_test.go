@@ -37,6 +37,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -359,7 +360,7 @@ func describeManager() {
 		}
 		rbacName := workflows.RBACName(topology.FlagdKey(ns, "flagd"))
 		route := &metav1.PartialObjectMetadata{}
-		route.SetGroupVersionKind(workflows.HTTPRouteGVK)
+		route.SetGroupVersionKind(flagds.HTTPRouteGVK)
 		children := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}, route}
 		Eventually(func(g Gomega) {
 			for _, o := range children {

@@ -21,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
@@ -92,12 +93,12 @@ type target struct {
 	heldClusterRo string // a ClusterRole granting only what the manager holds (get ConfigMaps)
 	// flagd is what the manager generates for a Flagd "flags" of ns (not
 	// created: the rows create it as a dry run).
-	flagd *workflows.FlagdObjects
+	flagd *flagds.Objects
 }
 
 // flagdObjects computes, as the manager does, the objects of a Flagd of ns
 // with a file source and an Ingress.
-func flagdObjects(ns string) *workflows.FlagdObjects {
+func flagdObjects(ns string) *flagds.Objects {
 	GinkgoHelper()
 	objects := fmt.Sprintf(`
 apiVersion: core.openfeature.dev/v1beta1
@@ -117,7 +118,7 @@ spec: {featureFlagSource: src, ingress: {enabled: true}}
 `, ns)
 	topo := topology.New()
 	Expect(manifests.Load(topo, strings.NewReader(objects))).To(Succeed())
-	objs := workflows.DesiredFlagd(topo.Snapshot(), topology.FlagdKey(ns, "flags"), workflows.DefaultFlagdOptions())
+	objs := flagds.Desired(topo.Snapshot(), topology.FlagdKey(ns, "flags"), flagds.DefaultOptions())
 	Expect(objs.Deployment).NotTo(BeNil())
 	return objs
 }

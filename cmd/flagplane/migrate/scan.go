@@ -26,6 +26,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -419,7 +420,7 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 	}
 	ofo := client.MatchingLabels{v1beta1.LabelManagedBy: ofoManagedByValue}
 	route := &unstructured.UnstructuredList{}
-	route.SetGroupVersionKind(workflows.HTTPRouteGVK.GroupVersion().WithKind("HTTPRouteList"))
+	route.SetGroupVersionKind(flagds.HTTPRouteGVK.GroupVersion().WithKind("HTTPRouteList"))
 	for _, k := range []struct {
 		list client.ObjectList
 		gvk  schema.GroupVersionKind
@@ -427,7 +428,7 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 		{&appsv1.DeploymentList{}, appsv1.SchemeGroupVersion.WithKind("Deployment")},
 		{&corev1.ServiceList{}, corev1.SchemeGroupVersion.WithKind("Service")},
 		{&networkingv1.IngressList{}, networkingv1.SchemeGroupVersion.WithKind("Ingress")},
-		{route, workflows.HTTPRouteGVK},
+		{route, flagds.HTTPRouteGVK},
 	} {
 		err := s.c.List(ctx, k.list, ofo)
 		if meta.IsNoMatchError(err) {

@@ -1,4 +1,4 @@
-package workflows
+package flagds
 
 import (
 	"fmt"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
-// FlagdChildren is what the apply step found and did for a Flagd's
+// Children is what the apply step found and did for a Flagd's
 // generated objects, the input of its status besides the graph.
-type FlagdChildren struct {
+type Children struct {
 	// InPlace are the kinds (Deployment, Service, Ingress, HTTPRoute) whose
 	// object is as desired.
 	InPlace map[string]bool
@@ -29,9 +30,9 @@ type FlagdChildren struct {
 	Deployment *appsv1.Deployment
 }
 
-// DesiredFlagdStatus is the status a Flagd should have, from what the graph
-// wants for it (DesiredFlagd) and what its apply step found.
-func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChildren) v1beta1.FlagdStatus {
+// DesiredStatus is the status a Flagd should have, from what the graph
+// wants for it (Desired) and what its apply step found.
+func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.FlagdStatus {
 	gen := f.Generation
 	st := *f.Status.DeepCopy()
 	st.ObservedGeneration = gen
@@ -70,18 +71,18 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs, "the FeatureFlagSource does not resolve (see ResolvedRefs): its objects are left as they are")
 	case objs.Unservable != "":
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs,
-			objs.Unservable+": "+summarize(objs.Warnings, 5)+"; its objects are left as they are")
+			objs.Unservable+": "+workflows.WaitingFor(objs.Warnings, 5)+"; its objects are left as they are")
 	case len(children.Failed) > 0:
-		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, summarize(children.Failed, 5))
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, workflows.WaitingFor(children.Failed, 5))
 	case children.GatewayAPIMissing:
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonGatewayAPINotInstalled,
 			"spec.gatewayApiRoutes is enabled and Gateway API's HTTPRoute CRD is not installed: the HTTPRoute is created once it is")
 	case len(children.Pending) > 0:
-		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonPending, summarize(children.Pending, 5))
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonPending, workflows.WaitingFor(children.Pending, 5))
 	default:
 		msg := strings.Join(kindsInPlace(objs, children), ", ") + " in place"
 		if len(objs.Warnings) > 0 {
-			msg += "; but " + summarize(objs.Warnings, 5)
+			msg += "; but " + workflows.WaitingFor(objs.Warnings, 5)
 		}
 		programmed = cond(v1beta1.ConditionProgrammed, true, v1beta1.ReasonProgrammed, msg)
 	}
@@ -111,7 +112,7 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 }
 
 // kindsInPlace lists the kinds of the generated objects, in order.
-func kindsInPlace(objs *FlagdObjects, children FlagdChildren) []string {
+func kindsInPlace(objs *Objects, children Children) []string {
 	var out []string
 	for _, k := range []string{"Deployment", "Service", "Ingress", "HTTPRoute"} {
 		if children.InPlace[k] {
