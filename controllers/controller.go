@@ -29,6 +29,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // +kubebuilder:rbac:groups=core.openfeature.dev,resources=featureflags;featureflagsources;inprocessconfigurations,verbs=get;list;watch
@@ -109,10 +110,10 @@ type Controller struct {
 	workloads  *workQueue[topology.Key]
 
 	configMapWF *workflows.ConfigMapReconciler
-	statusWF    *workflows.StatusUpdater
+	statusWF    *status.Updater
 	rbacWF      *workflows.RBACReconciler
 	rolloutWF   *workflows.RolloutReconciler
-	annotWF     *workflows.AnnotationReporter
+	annotWF     *status.AnnotationReporter
 
 	// The Flagd kind (flagd_callbacks.go).
 	flagds  *workQueue[topology.Key]
@@ -185,11 +186,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	events := mgr.GetEventRecorder("flagplane")
 	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.statusWF = &workflows.StatusUpdater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
+	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
 	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
-	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
+	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
@@ -467,7 +468,7 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 
 func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {
 	err := c.updateStatus(ctx, key)
-	if errors.Is(err, workflows.ErrCacheBehind) {
+	if errors.Is(err, status.ErrCacheBehind) {
 		// Not a failure: the event of our own write is on its way.
 		return workflows.RequeueAfter(cacheBehindDelay)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // ConfigMaps is what the Pod webhook needs of a ConfigMapEnsurer.
@@ -73,7 +74,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	v := p.view(ctx, res.Workload, pod)
 	inj := injection.Desired(v, res.Workload, p.Options)
-	warnings := append(workflows.AnnotationWarnings(v, res.Workload), inj.Warnings...)
+	warnings := append(status.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
 		if req.DryRun == nil || !*req.DryRun {
 			p.Admissions.Record(res.Workload, time.Now())

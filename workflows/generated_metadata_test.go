@@ -44,7 +44,7 @@ func TestGeneratedMetadata(t *testing.T) {
 	g.Expect(configMapUpToDate(cm.DeepCopy(), cm)).To(BeTrue())
 	staleRole := roles[0].DeepCopy()
 	delete(staleRole.Labels, "team")
-	g.Expect(roleUpToDate(staleRole, roles[0])).To(BeFalse())
+	g.Expect(RoleUpToDate(staleRole, roles[0])).To(BeFalse())
 
 	g.Expect(ManagedLabels()).To(Equal(map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}),
 		"informers select by flagplane's label alone")

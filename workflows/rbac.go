@@ -140,14 +140,14 @@ func rbacSubject(v *topology.View, k topology.Key) (serviceAccount string, sourc
 	return w.ServiceAccountName, v.SourcesOfWorkload(k), true
 }
 
-// roleUpToDate tells whether a Role in the cluster grants what desired grants.
-func roleUpToDate(current, desired *rbacv1.Role) bool {
+// RoleUpToDate tells whether a Role in the cluster grants what desired grants.
+func RoleUpToDate(current, desired *rbacv1.Role) bool {
 	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && HasManagedLabel(current.Labels) &&
 		HasAll(current.Labels, desired.Labels) && HasAll(current.Annotations, desired.Annotations)
 }
 
-// roleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
-func roleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
+// RoleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
+func RoleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
 	return current != nil && current.RoleRef == desired.RoleRef &&
 		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && HasManagedLabel(current.Labels) &&
 		HasAll(current.Labels, desired.Labels) && HasAll(current.Annotations, desired.Annotations)

@@ -112,7 +112,7 @@ func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) er
 	if current.UID == "" {
 		return CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
 	}
-	if roleUpToDate(current, desired) {
+	if RoleUpToDate(current, desired) {
 		return nil
 	}
 	return r.apply(ctx, desired)
@@ -126,7 +126,7 @@ func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.R
 	if current.UID == "" {
 		return CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
 	}
-	if roleBindingUpToDate(current, desired) {
+	if RoleBindingUpToDate(current, desired) {
 		return nil
 	}
 	if current.RoleRef != desired.RoleRef {

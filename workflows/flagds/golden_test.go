@@ -6,23 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
-
-// fixedTime replaces the transition times of conditions.
-var fixedTime = metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // flagdGolden is everything the workflows derive for the Flagds of a case.
 type flagdGolden struct {
@@ -108,7 +104,7 @@ func deriveFlagds(v *topology.View, opts Options) flagdGolden {
 		f, _ := v.Flagd(k)
 		st := DesiredStatus(f, objs, children)
 		for i := range st.Conditions {
-			st.Conditions[i].LastTransitionTime = fixedTime
+			st.Conditions[i].LastTransitionTime = workflowstest.FixedTime
 		}
 		out.Status[k.String()] = st
 	}

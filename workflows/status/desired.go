@@ -1,4 +1,4 @@
-package workflows
+package status
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -36,10 +37,10 @@ type Observed interface {
 	WriteFailure(kind, namespace, name string) string
 }
 
-// DesiredFlagSetStatus is the status a FeatureFlag should have. obs gives
+// DesiredFlagSet is the status a FeatureFlag should have. obs gives
 // the generated ConfigMaps as the cache holds them, for the revision each
 // holds (Revision, Delivered, Consumers).
-func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
+func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	st := *ff.Status.DeepCopy()
 	st.ObservedGeneration = ff.Generation
@@ -72,11 +73,11 @@ func summarizeWarnings(warnings []string, max int) string {
 	return fmt.Sprintf("%s; and %d more", strings.Join(warnings[:max], "; "), len(warnings)-max)
 }
 
-// DesiredSourceStatus is the status a FeatureFlagSource should have:
+// DesiredSource is the status a FeatureFlagSource should have:
 // Accepted (its spec makes sense), ResolvedRefs (every flag set it names
 // exists and may be read, naming each one that does not), Programmed (every
 // workload it targets has its ConfigMaps and RBAC in place), and its targets.
-func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s Settings) v1beta1.FeatureFlagSourceStatus {
+func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s workflows.Settings) v1beta1.FeatureFlagSourceStatus {
 	key := topology.SourceKey(src.Namespace, src.Name)
 	gen := src.Generation
 	st := *src.Status.DeepCopy()
@@ -117,7 +118,7 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 				programmed.Reason = v1beta1.ReasonApplyFailed
 			}
 		}
-		programmed.Message = WaitingFor(msgs, 5)
+		programmed.Message = workflows.WaitingFor(msgs, 5)
 	case targets == 0:
 		programmed.Message = "source targets no workload"
 	default:
@@ -135,8 +136,8 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 	return st
 }
 
-// DesiredInProcessConfigStatus is the status an InProcessConfiguration should have.
-func DesiredInProcessConfigStatus(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
+// DesiredInProcessConfig is the status an InProcessConfiguration should have.
+func DesiredInProcessConfig(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
 	st := *c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
 	workloads := v.WorkloadsOfInProcessConfig(topology.InProcessConfigKey(c.Namespace, c.Name))
@@ -183,29 +184,6 @@ func referrersCondition(v *topology.View, target topology.Key, gen int64) metav1
 	return c
 }
 
-// AnnotationWarnings says, for a workload, each source or in-process
-// configuration its pod-template annotation names that does not resolve,
-// and why. Across namespaces the message is the same whether or not the
-// object exists, so that it tells nothing about another namespace.
-func AnnotationWarnings(v *topology.View, w topology.Key) []string {
-	var out []string
-	for _, r := range v.AnnotationRefs(w) {
-		annotation := v1beta1.AnnotationFeatureFlagSource
-		if r.Target.Kind == topology.KindInProcessConfig {
-			annotation = v1beta1.AnnotationInProcessConfiguration
-		}
-		switch r.State {
-		case topology.RefNotPermitted:
-			out = append(out, fmt.Sprintf("%s names %s %s/%s, which is in another namespace, and no ReferenceGrant in namespace %s permits the pods of namespace %s to use it: it is not applied",
-				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name, r.Target.Namespace, w.Namespace))
-		case topology.RefNotFound:
-			out = append(out, fmt.Sprintf("%s names %s %s/%s, which does not exist: it is applied once it does",
-				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name))
-		}
-	}
-	return out
-}
-
 // ValidateSource checks what the CRD schema cannot: the syntax of flag-set
 // references and of the label selector. defaultProvider is the operator's
 // (topology.View.DefaultSyncProvider).
@@ -238,7 +216,7 @@ type pending struct {
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
 // the current flag set content, and the RBAC of the kubernetes provider.
-func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Settings) []pending {
+func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workflows.Settings) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
 	// ConfigMaps: one per file flag set and namespace of its workloads, found
@@ -263,10 +241,10 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Setti
 	}
 	// RBAC: a Role and RoleBinding per workload.
 	for _, w := range v.WorkloadsOfSource(source) {
-		roles, bindings := DesiredRBAC(v, w, s.Generated)
+		roles, bindings := workflows.DesiredRBAC(v, w, s.Generated)
 		for i := range roles {
-			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
-				roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
+			if workflows.RoleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
+				workflows.RoleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
 				continue
 			}
 			what := fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace)
@@ -280,10 +258,10 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Setti
 	return out
 }
 
-func configMapPending(v *topology.View, cm topology.Key, obs Observed, s Settings) (pending, bool) {
+func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflows.Settings) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
-	desired, err := DesiredConfigMap(v, cm, s)
-	var invalid *InvalidFlagSetError
+	desired, err := workflows.DesiredConfigMap(v, cm, s)
+	var invalid *workflows.InvalidFlagSetError
 	switch {
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
