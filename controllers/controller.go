@@ -29,6 +29,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/rollout"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -112,7 +113,7 @@ type Controller struct {
 	configMapWF *workflows.ConfigMapReconciler
 	statusWF    *status.Updater
 	rbacWF      *workflows.RBACReconciler
-	rolloutWF   *workflows.RolloutReconciler
+	rolloutWF   *rollout.Reconciler
 	annotWF     *status.AnnotationReporter
 
 	// The Flagd kind (flagd_callbacks.go).
@@ -121,7 +122,7 @@ type Controller struct {
 
 	// owners resolves pods to their workloads; podOwners are the workloads
 	// known through their pods.
-	owners    workflows.Owners
+	owners    rollout.Owners
 	podOwners podOwners
 
 	handlers []toolscache.ResourceEventHandlerRegistration
@@ -134,7 +135,7 @@ type Controller struct {
 
 // CacheOptions restricts the cache to what flagplane needs: generated
 // ConfigMaps, Roles and RoleBindings by their managed-by label, pods slim
-// (workflows.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
+// (rollout.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
 // it when building the manager.
 func CacheOptions(base cache.Options) cache.Options {
 	managed := labels.SelectorFromSet(workflows.ManagedLabels())
@@ -144,7 +145,7 @@ func CacheOptions(base cache.Options) cache.Options {
 	base.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
-	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: workflows.SlimPod}
+	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: rollout.SlimPod}
 	flagdCacheOptions(base, managed)
 	return base
 }
@@ -174,7 +175,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		client: mgr.GetClient(),
 		cache:  mgr.GetCache(),
 		opts:   opts,
-		owners: workflows.Owners{Reader: mgr.GetCache()},
+		owners: rollout.Owners{Reader: mgr.GetCache()},
 	}
 	writes := func(kind string) func(string) {
 		return func(verb string) {
@@ -189,7 +190,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
 	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
+	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
@@ -202,7 +203,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 
 	// Rollouts (and the healer) compare a workload's pods with what they would get now.
-	if err := workflows.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := rollout.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -29,7 +29,7 @@ type ConfigMaps interface {
 // PodMutator is the mutating Pod webhook's handler. See the package documentation.
 type PodMutator struct {
 	Graph      Graph
-	Resolver   workflows.Owners
+	Resolver   rollout.Owners
 	ConfigMaps ConfigMaps
 	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
@@ -52,7 +52,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
-	if _, done := pod.Annotations[workflows.AnnotationInjection]; done {
+	if _, done := pod.Annotations[rollout.AnnotationInjection]; done {
 		return admission.Allowed("injected already")
 	}
 	ns := req.Namespace
@@ -112,17 +112,17 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if inj.Sidecar != nil && len(mutated.Spec.InitContainers) > 0 && mutated.Spec.InitContainers[len(mutated.Spec.InitContainers)-1].Name == inj.Sidecar.Name {
 		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
-	mutated.Annotations[workflows.AnnotationInjection] = inj.Fingerprint()
+	mutated.Annotations[rollout.AnnotationInjection] = inj.Fingerprint()
 	if inj.RolloutOnChange(v) {
-		mutated.Annotations[workflows.AnnotationRolloutOnChange] = "true"
+		mutated.Annotations[rollout.AnnotationRolloutOnChange] = "true"
 	}
 	if len(incomplete) > 0 {
-		mutated.Annotations[workflows.AnnotationIncomplete] = strings.Join(incomplete, ",")
+		mutated.Annotations[rollout.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
 	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
 		// What it names but did not get: the healer rolls the workload
 		// once that resolves, as the warning promises.
-		mutated.Annotations[workflows.AnnotationUnresolved] = strings.Join(unresolved, ",")
+		mutated.Annotations[rollout.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {

@@ -39,6 +39,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // describeManager runs the manager in the test process but with exactly
@@ -336,7 +337,7 @@ func describeManager() {
 					return w.Spec.Template.Annotations
 				}
 				return nil
-			}).Should(HaveKey(workflows.RestartedAtAnnotation), "%T %s", w, w.GetName())
+			}).Should(HaveKey(rollout.RestartedAtAnnotation), "%T %s", w, w.GetName())
 		}
 
 		By("deleting the Roles and RoleBindings no workload needs any more")

@@ -23,6 +23,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // How the API server words a refusal by config/policy, and the message of
@@ -420,6 +421,6 @@ func readerBinding(t *target, roleKind, roleName, subjectKind string) *rbacv1.Ro
 
 // restart patches a workload as the manager's rollout workflow and healer do.
 func restart(ctx context.Context, c client.Client, obj client.Object) error {
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, workflows.RestartedAtAnnotation)
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, rollout.RestartedAtAnnotation)
 	return c.Patch(ctx, obj, client.RawPatch(apitypes.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
 }

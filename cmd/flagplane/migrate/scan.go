@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // Scheme is what a client given to Scan and Apply must know: client-go's
@@ -87,7 +87,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 	var out []ofoPod
 	err := each(ctx, s.c, &corev1.PodList{}, func(obj client.Object) error {
 		pod := obj.(*corev1.Pod)
-		if _, ours := pod.Annotations[workflows.AnnotationInjection]; ours {
+		if _, ours := pod.Annotations[rollout.AnnotationInjection]; ours {
 			return nil
 		}
 		var flagd *corev1.Container

@@ -1,4 +1,4 @@
-package workflows
+package rollout
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -16,7 +17,7 @@ import (
 // restart` sets; setting it the same way rolls a workload's pods.
 const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 
-// RolloutReconciler restarts a workload, the way `kubectl rollout restart`
+// Reconciler restarts a workload, the way `kubectl rollout restart`
 // does, when the injection its running pods got differs from what they
 // would get now and rolloutOnChange asks for it: a source that applies now
 // has it set, or one did when the pod was admitted (the pod says so).
@@ -26,7 +27,7 @@ const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 // before this replica led, is acted on when the workload is next
 // reconciled, and nothing grows with deleted workloads. Pods without the
 // annotation are the healer's.
-type RolloutReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// Injection are the options the admission webhook injects with.
 	Injection injection.Options
@@ -39,7 +40,7 @@ type RolloutReconciler struct {
 
 // Reconcile restarts the workload when one of its current pods has another
 // injection than it would get now and a rollout is asked for.
-func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
+func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	if _, ok := v.Workload(workload); !ok {
 		return nil
 	}
@@ -61,7 +62,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 			return err
 		}
 		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String(), "pod", pod.Name)
-		Normal(r.Events, obj, EventRestarted, ActionRollout,
+		workflows.Normal(r.Events, obj, workflows.EventRestarted, workflows.ActionRollout,
 			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange); pod %s has another than it would get now", pod.Name)
 		return nil
 	}
