@@ -29,6 +29,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/rollout"
 	"github.com/flagplane/flagplane/workflows/status"
 )
@@ -112,7 +113,7 @@ type Controller struct {
 
 	configMapWF *workflows.ConfigMapReconciler
 	statusWF    *status.Updater
-	rbacWF      *workflows.RBACReconciler
+	rbacWF      *rbac.Reconciler
 	rolloutWF   *rollout.Reconciler
 	annotWF     *status.AnnotationReporter
 
@@ -188,7 +189,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
-	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
+	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
@@ -207,7 +208,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		return nil, err
 	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, workflows.NameIndex, workflows.IndexByName); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, rbac.NameIndex, rbac.IndexByName); err != nil {
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
 		}
 	}
@@ -420,7 +421,7 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 		return fmt.Errorf("listing generated Roles: %w", err)
 	}
 	for i := range roles.Items {
-		if k, ok := workflows.WorkloadOfRBACName(roles.Items[i].Name); ok {
+		if k, ok := rbac.WorkloadOfName(roles.Items[i].Name); ok {
 			workloads[k] = true
 		}
 	}

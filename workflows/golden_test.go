@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -85,7 +86,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		out.ConfigMaps = append(out.ConfigMaps, cm)
 	}
 	for _, w := range v.Workloads() {
-		roles, bindings := workflows.DesiredRBAC(v, w, testSettings.Generated)
+		roles, bindings := rbac.Desired(v, w, testSettings.Generated)
 		out.Roles = append(out.Roles, roles...)
 		out.RoleBindings = append(out.RoleBindings, bindings...)
 		if fp, rollout := injection.Fingerprint(v, w, testSettings.Injection); fp != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
+	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 	cmName := topology.ConfigMapName(topology.FlagSetKey("shop", "flags"))
-	rbacName := workflows.RBACName(web)
+	rbacName := rbac.Name(web)
 	foreign := func(obj client.Object) client.Object {
 		obj.SetNamespace("shop")
 		obj.SetLabels(map[string]string{"team": "mine"})
@@ -59,7 +60,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		g := NewWithT(t)
 		v, c := workflowstest.World(t, squatRole.DeepCopyObject().(client.Object))
 		failures := &workflows.WriteFailures{}
-		r := &workflows.RBACReconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: failures}
+		r := &rbac.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: failures}
 		err := r.Reconcile(context.Background(), v, web)
 		g.Expect(workflows.IsNotManaged(err)).To(BeTrue(), "got %v", err)
 		got := &rbacv1.Role{}

@@ -23,6 +23,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
@@ -173,7 +174,7 @@ func describePolicy() {
 		t.ns = newNamespace(ctx, "target")
 		t.foreignCM, t.managedCM = "app-config", topology.ConfigMapName(topology.FlagSetKey(t.ns, "checkout"))
 		t.workload, t.statefulSet, t.daemonSet = "web", "db", "agent"
-		t.role = workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
+		t.role = rbac.Name(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
 		t.heldClusterRo = "flagplane-test-configmap-reader-" + t.ns
 		t.flagd = flagdObjects(t.ns)
 		held := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: t.heldClusterRo},

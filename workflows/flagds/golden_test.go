@@ -16,6 +16,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -95,7 +96,7 @@ func deriveFlagds(v *topology.View, opts Options) flagdGolden {
 		for _, cm := range objs.ConfigMaps {
 			out.ConfigMaps = append(out.ConfigMaps, cm.Namespace+"/"+topology.ConfigMapName(cm.FlagSet()))
 		}
-		roles, bindings := workflows.DesiredRBAC(v, k, workflows.DefaultSettings().Generated)
+		roles, bindings := rbac.Desired(v, k, workflows.DefaultSettings().Generated)
 		out.Roles = append(out.Roles, roles...)
 		out.RoleBindings = append(out.RoleBindings, bindings...)
 		if len(objs.Warnings) > 0 {

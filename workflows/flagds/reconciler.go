@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // Reconciler makes a Flagd's generated objects what Desired says
@@ -41,7 +42,7 @@ type Reconciler struct {
 	// Options are the operator's settings of the kind.
 	Options Options
 	// RBAC keeps the Role and RoleBinding of a Flagd's service account.
-	RBAC *workflows.RBACReconciler
+	RBAC *rbac.Reconciler
 	// Writes counts the requests that changed the cluster, by kind and verb.
 	Writes func(kind, verb string)
 	// Events receives Warnings on the Flagd when a write fails.

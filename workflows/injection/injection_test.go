@@ -27,6 +27,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -431,7 +432,7 @@ func TestDefaultSyncProvider(t *testing.T) {
 			inj := injection.Desired(v, web, injection.DefaultOptions())
 			g.Expect(flagdSources(t, inj.Sidecar)).To(ConsistOf(HaveField("Provider", tc.provider)))
 			g.Expect(inj.ConfigMaps).To(HaveLen(tc.cms))
-			roles, _ := workflows.DesiredRBAC(v, web, workflows.GeneratedMetadata{})
+			roles, _ := rbac.Desired(v, web, workflows.GeneratedMetadata{})
 			g.Expect(roles).To(HaveLen(tc.roles))
 			if tc.roles > 0 {
 				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(injection.AnnotationAllowKubernetesSync, "true"))

@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // maxStatusTargets caps status.targets so that a source selecting thousands
@@ -241,10 +242,10 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workf
 	}
 	// RBAC: a Role and RoleBinding per workload.
 	for _, w := range v.WorkloadsOfSource(source) {
-		roles, bindings := workflows.DesiredRBAC(v, w, s.Generated)
+		roles, bindings := rbac.Desired(v, w, s.Generated)
 		for i := range roles {
-			if workflows.RoleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
-				workflows.RoleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
+			if rbac.RoleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
+				rbac.RoleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
 				continue
 			}
 			what := fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace)

@@ -26,6 +26,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // FixedTime replaces the transition times of conditions in golden files.
@@ -57,8 +58,8 @@ func (Applied) WriteFailure(string, string, string) string { return "" }
 
 // Role returns the desired Role.
 func (a Applied) Role(namespace, name string) *rbacv1.Role {
-	if w, ok := workflows.WorkloadOfRBACName(name); ok {
-		roles, _ := workflows.DesiredRBAC(a.View, w, a.Settings.Generated)
+	if w, ok := rbac.WorkloadOfName(name); ok {
+		roles, _ := rbac.Desired(a.View, w, a.Settings.Generated)
 		for _, r := range roles {
 			if r.Namespace == namespace {
 				return r
@@ -70,8 +71,8 @@ func (a Applied) Role(namespace, name string) *rbacv1.Role {
 
 // RoleBinding returns the desired RoleBinding.
 func (a Applied) RoleBinding(namespace, name string) *rbacv1.RoleBinding {
-	if w, ok := workflows.WorkloadOfRBACName(name); ok {
-		_, bindings := workflows.DesiredRBAC(a.View, w, a.Settings.Generated)
+	if w, ok := rbac.WorkloadOfName(name); ok {
+		_, bindings := rbac.Desired(a.View, w, a.Settings.Generated)
 		for _, b := range bindings {
 			if b.Namespace == namespace {
 				return b
