@@ -28,6 +28,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -111,7 +112,7 @@ type Controller struct {
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
 
-	configMapWF *workflows.ConfigMapReconciler
+	configMapWF *configmaps.Reconciler
 	statusWF    *status.Updater
 	rbacWF      *rbac.Reconciler
 	rolloutWF   *rollout.Reconciler
@@ -186,7 +187,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	events := mgr.GetEventRecorder("flagplane")
-	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
+	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
@@ -372,7 +373,7 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	// From now on the Pod webhook may write a ConfigMap for a pod that the
 	// graph learns of a moment later.
-	c.configMapWF.UnneededGrace = workflows.UnneededGrace
+	c.configMapWF.UnneededGrace = configmaps.UnneededGrace
 	// Ready once what workloads use is in place; the statuses, which only
 	// report, are written next, before the queues start.
 	c.ready.Store(true)

@@ -14,6 +14,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/manifests"
@@ -78,7 +79,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 		WorkloadWarnings: map[string][]string{},
 	}
 	for _, k := range v.ConfigMaps() {
-		cm, err := workflows.DesiredConfigMap(v, k, testSettings)
+		cm, err := configmaps.Desired(v, k, testSettings)
 		if err != nil {
 			out.Invalid = append(out.Invalid, err.Error())
 			continue

@@ -133,10 +133,3 @@ type RequeueAfter time.Duration
 func (r RequeueAfter) Error() string {
 	return fmt.Sprintf("reconcile again in %s", time.Duration(r))
 }
-
-// UnneededGrace is how long a new generated ConfigMap that no workload
-// needs is kept: the Pod webhook writes one for the first pod of a workload
-// that only its pods make known, moments before the pod informer tells the
-// graph. (Should the graph take longer, the ConfigMap is deleted and written
-// again when it does; the kubelet waits for it meanwhile.)
-const UnneededGrace = 5 * time.Second

@@ -13,6 +13,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/status"
@@ -39,7 +40,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		g := NewWithT(t)
 		v, c := workflowstest.World(t, squatCM.DeepCopyObject().(client.Object))
 		failures := &workflows.WriteFailures{}
-		r := &workflows.ConfigMapReconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: failures}
+		r := &configmaps.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: failures}
 		err := r.Reconcile(context.Background(), v, "shop", cmName)
 		g.Expect(workflows.IsNotManaged(err)).To(BeTrue(), "got %v", err)
 		got := &corev1.ConfigMap{}
@@ -76,7 +77,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		own := squatCM.DeepCopyObject().(client.Object)
 		own.SetLabels(workflows.ManagedLabels())
 		v, c := workflowstest.World(t, own)
-		r := &workflows.ConfigMapReconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: &workflows.WriteFailures{}}
+		r := &configmaps.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Failures: &workflows.WriteFailures{}}
 		g.Expect(r.Reconcile(context.Background(), v, "shop", cmName)).To(Succeed())
 		got := &corev1.ConfigMap{}
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: cmName}, got)).To(Succeed())

@@ -15,6 +15,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rbac"
@@ -261,8 +262,8 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workf
 
 func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflows.Settings) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
-	desired, err := workflows.DesiredConfigMap(v, cm, s)
-	var invalid *workflows.InvalidFlagSetError
+	desired, err := configmaps.Desired(v, cm, s)
+	var invalid *configmaps.InvalidFlagSetError
 	switch {
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",

@@ -25,6 +25,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/manifests"
 	"github.com/flagplane/flagplane/workflows/rbac"
 )
@@ -46,7 +47,7 @@ func (a Applied) ConfigMapData(namespace, name string) (map[string]string, bool)
 	if !ok {
 		return nil, false
 	}
-	cm, err := workflows.DesiredConfigMap(a.View, key, a.Settings)
+	cm, err := configmaps.Desired(a.View, key, a.Settings)
 	if err != nil || cm == nil {
 		return nil, false
 	}

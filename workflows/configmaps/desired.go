@@ -1,4 +1,4 @@
-package workflows
+package configmaps
 
 import (
 	"fmt"
@@ -9,16 +9,17 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
-// DesiredConfigMap returns the ConfigMap that the graph wants for key (see
+// Desired returns the ConfigMap that the graph wants for key (see
 // topology.ConfigMapKey), or nil when no workload needs it any more.
 //
 // It returns an *InvalidFlagSetError when the flag set fails validation: the
 // caller then keeps whatever the ConfigMap holds, so that bad input never
 // replaces the last good configuration.
-func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.ConfigMap, error) {
+func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
 	if !v.ConfigMapNeeded(key) {
 		return nil, nil
 	}
