@@ -119,21 +119,21 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	r.Compared = true
 	// Workloads whose sidecar is computed from the same inputs get the same
 	// one: each group is computed once.
-	type outcome struct{ changed, restarts bool }
-	outcomes := map[string]outcome{}
+	type groupOutcome struct{ changed, restarts bool }
+	outcomes := map[string]groupOutcome{}
 	for _, w := range sorted(all) {
 		group := injectionInputs(v, after, w)
-		o, ok := outcomes[group]
+		outcome, ok := outcomes[group]
 		if !ok {
 			old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
-			o.changed = old.Fingerprint() != next.Fingerprint()
-			o.restarts = o.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
-			outcomes[group] = o
+			outcome.changed = old.Fingerprint() != next.Fingerprint()
+			outcome.restarts = outcome.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
+			outcomes[group] = outcome
 		}
-		if o.changed {
+		if outcome.changed {
 			r.Changed = append(r.Changed, w)
 		}
-		if o.restarts {
+		if outcome.restarts {
 			r.Restarts = append(r.Restarts, w)
 		}
 	}

@@ -137,9 +137,9 @@ func (r *Reconciler) apply(ctx context.Context, desired *corev1.ConfigMap) error
 	if len(desired.Annotations) > 0 {
 		ac.WithAnnotations(desired.Annotations)
 	}
-	for _, o := range desired.OwnerReferences {
+	for _, owner := range desired.OwnerReferences {
 		ac.WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID).WithController(*o.Controller))
+			WithAPIVersion(owner.APIVersion).WithKind(owner.Kind).WithName(owner.Name).WithUID(owner.UID).WithController(*owner.Controller))
 	}
 	if err := r.Client.Apply(ctx, ac, client.FieldOwner(v1beta1.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying ConfigMap %s/%s: %w", desired.Namespace, desired.Name, err)

@@ -137,15 +137,15 @@ func Validate(f *v1beta1.Flagd) field.ErrorList {
 			"names the Service too, which must be a DNS label starting with a letter"))
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Spec.Labels)) {
-		p := spec.Child("labels").Key(k)
+		path := spec.Child("labels").Key(k)
 		if slices.Contains([]string{LabelApp, LabelName, LabelVersion, v1beta1.LabelManagedBy}, k) {
-			errs = append(errs, field.Forbidden(p, "flagplane sets this label itself"))
+			errs = append(errs, field.Forbidden(path, "flagplane sets this label itself"))
 		}
 		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
+			errs = append(errs, field.Invalid(path, k, msg))
 		}
 		for _, msg := range validation.IsValidLabelValue(f.Spec.Labels[k]) {
-			errs = append(errs, field.Invalid(p, f.Spec.Labels[k], msg))
+			errs = append(errs, field.Invalid(path, f.Spec.Labels[k], msg))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Spec.Annotations)) {
@@ -270,8 +270,8 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 	if f.Spec.Ingress.Enabled {
 		out.Ingress = desiredIngress(f, labels, owner, opts)
 		for _, r := range out.Ingress.Spec.Rules {
-			for _, p := range r.HTTP.Paths {
-				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(p.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: p.Path})
+			for _, path := range r.HTTP.Paths {
+				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(path.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: path.Path})
 			}
 		}
 	}
@@ -458,16 +458,16 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 // pruneNil removes map entries whose value is nil, and maps left empty by it.
 func pruneNil(m map[string]any) {
 	for k, val := range m {
-		switch x := val.(type) {
+		switch val := val.(type) {
 		case nil:
 			delete(m, k)
 		case map[string]any:
-			pruneNil(x)
-			if len(x) == 0 {
+			pruneNil(val)
+			if len(val) == 0 {
 				delete(m, k)
 			}
 		case []any:
-			for _, e := range x {
+			for _, e := range val {
 				if em, ok := e.(map[string]any); ok {
 					pruneNil(em)
 				}

@@ -57,18 +57,18 @@ func DefaultOptions() Options {
 func (o Options) Validate() error {
 	var errs []error
 	seen := map[int32]string{}
-	for _, p := range []struct {
+	for _, port := range []struct {
 		name string
 		v    int32
 	}{{"port", o.Port}, {"OFREP port", o.OFREPPort}, {"sync port", o.SyncPort}, {"management port", o.ManagementPort}} {
-		if p.v < 1 || p.v > 65535 {
-			errs = append(errs, fmt.Errorf("flagd %s %d is not a port", p.name, p.v))
+		if port.v < 1 || port.v > 65535 {
+			errs = append(errs, fmt.Errorf("flagd %s %d is not a port", port.name, port.v))
 			continue
 		}
-		if other, ok := seen[p.v]; ok {
-			errs = append(errs, fmt.Errorf("flagd %s and %s are both %d", other, p.name, p.v))
+		if other, ok := seen[port.v]; ok {
+			errs = append(errs, fmt.Errorf("flagd %s and %s are both %d", other, port.name, port.v))
 		}
-		seen[p.v] = p.name
+		seen[port.v] = port.name
 	}
 	return errors.Join(errs...)
 }

@@ -237,11 +237,11 @@ func driftOf(current client.Object, desired *unstructured.Unstructured) string {
 			wantMeta[k] = val
 		}
 	}
-	if p := workflows.FieldsMismatch(got, want); p != "" {
-		return "field " + p + " differs"
+	if path := workflows.FieldsMismatch(got, want); path != "" {
+		return "field " + path + " differs"
 	}
-	if p := workflows.OwnsUndesiredFields(current.GetManagedFields(), desired.Object); p != "" {
-		return "field " + p + " is no longer desired"
+	if path := workflows.OwnsUndesiredFields(current.GetManagedFields(), desired.Object); path != "" {
+		return "field " + path + " is no longer desired"
 	}
 	return ""
 }

@@ -34,8 +34,8 @@ type Children struct {
 // wants for it (Desired) and what its apply step found.
 func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.FlagdStatus {
 	gen := f.Generation
-	st := *f.Status.DeepCopy()
-	st.ObservedGeneration = gen
+	status := *f.Status.DeepCopy()
+	status.ObservedGeneration = gen
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: gen}
 		if !ok {
@@ -48,7 +48,7 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 	if len(objs.Invalid) > 0 {
 		accepted = cond(v1beta1.ConditionAccepted, false, v1beta1.ReasonInvalid, objs.Invalid.ToAggregate().Error())
 	}
-	meta.SetStatusCondition(&st.Conditions, accepted)
+	meta.SetStatusCondition(&status.Conditions, accepted)
 
 	src := objs.Source.Namespace + "/" + objs.Source.Name
 	var resolved metav1.Condition
@@ -61,7 +61,7 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 	default:
 		resolved = cond(v1beta1.ConditionResolvedRefs, false, v1beta1.ReasonSourceNotFound, "FeatureFlagSource "+src+" does not exist")
 	}
-	meta.SetStatusCondition(&st.Conditions, resolved)
+	meta.SetStatusCondition(&status.Conditions, resolved)
 
 	var programmed metav1.Condition
 	switch {
@@ -86,12 +86,12 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 		}
 		programmed = cond(v1beta1.ConditionProgrammed, true, v1beta1.ReasonProgrammed, msg)
 	}
-	meta.SetStatusCondition(&st.Conditions, programmed)
+	meta.SetStatusCondition(&status.Conditions, programmed)
 
-	st.Replicas, st.ReadyReplicas = 0, 0
+	status.Replicas, status.ReadyReplicas = 0, 0
 	available := cond(v1beta1.ConditionAvailable, false, v1beta1.ReasonUnavailable, "no flagd Deployment")
 	if d := children.Deployment; d != nil {
-		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		status.Replicas, status.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		want := int32(1)
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
@@ -100,15 +100,15 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 		available = cond(v1beta1.ConditionAvailable, d.Status.ReadyReplicas > 0,
 			map[bool]string{true: v1beta1.ReasonAvailable, false: v1beta1.ReasonUnavailable}[d.Status.ReadyReplicas > 0], msg)
 	}
-	meta.SetStatusCondition(&st.Conditions, available)
+	meta.SetStatusCondition(&status.Conditions, available)
 
-	st.Endpoints = nil
+	status.Endpoints = nil
 	for _, e := range objs.Endpoints {
 		if children.InPlace[e.Kind] {
-			st.Endpoints = append(st.Endpoints, e)
+			status.Endpoints = append(status.Endpoints, e)
 		}
 	}
-	return st
+	return status
 }
 
 // kindsInPlace lists the kinds of the generated objects, in order.

@@ -70,21 +70,21 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		}
 		return err
 	}
-	switch o := obj.(type) {
+	switch obj := obj.(type) {
 	case *v1beta1.FeatureFlag:
-		_, err = t.UpsertFlagSet(o)
+		_, err = t.UpsertFlagSet(obj)
 	case *v1beta1.FeatureFlagSource:
-		_, err = t.UpsertSource(o)
+		_, err = t.UpsertSource(obj)
 	case *v1beta1.InProcessConfiguration:
-		_, err = t.UpsertInProcessConfig(o)
+		_, err = t.UpsertInProcessConfig(obj)
 	case *v1beta1.Flagd:
-		_, err = t.UpsertFlagd(o)
+		_, err = t.UpsertFlagd(obj)
 	case *appsv1.Deployment:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, obj, &obj.Spec.Template))
 	case *appsv1.StatefulSet:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, obj, &obj.Spec.Template))
 	case *appsv1.DaemonSet:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, obj, &obj.Spec.Template))
 	}
 	return err
 }

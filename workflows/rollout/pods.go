@@ -103,14 +103,14 @@ func (p WorkloadPods) workload(ctx context.Context, w topology.Key) (client.Obje
 	key := client.ObjectKey{Namespace: w.Namespace, Name: w.Name}
 	switch w.Kind {
 	case topology.KindDeployment:
-		o := &appsv1.Deployment{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		deployment := &appsv1.Deployment{}
+		return deployment, &deployment.Spec.Template, p.Reader.Get(ctx, key, deployment)
 	case topology.KindStatefulSet:
-		o := &appsv1.StatefulSet{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		statefulSet := &appsv1.StatefulSet{}
+		return statefulSet, &statefulSet.Spec.Template, p.Reader.Get(ctx, key, statefulSet)
 	case topology.KindDaemonSet:
-		o := &appsv1.DaemonSet{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		daemonSet := &appsv1.DaemonSet{}
+		return daemonSet, &daemonSet.Spec.Template, p.Reader.Get(ctx, key, daemonSet)
 	}
 	return nil, nil, nil
 }
@@ -130,9 +130,9 @@ func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]corev1.Pod,
 		}
 	}
 	var out []corev1.Pod
-	for _, o := range owners {
+	for _, owner := range owners {
 		var pods corev1.PodList
-		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: o}); err != nil {
+		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: owner}); err != nil {
 			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
 		}
 		out = append(out, pods.Items...)

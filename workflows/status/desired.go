@@ -44,27 +44,27 @@ type Observed interface {
 // holds (Revision, Delivered, Consumers).
 func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
-	st := *ff.Status.DeepCopy()
-	st.ObservedGeneration = ff.Generation
-	st.Flags = int32(len(ff.Spec.FlagSpec.Flags))
-	st.Sources = int32(len(v.SourcesOfFlagSet(key)))
-	st.Namespaces = v.ConsumerNamespaces(key)
-	st.Revision, st.Delivered, st.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
+	status := *ff.Status.DeepCopy()
+	status.ObservedGeneration = ff.Generation
+	status.Flags = int32(len(ff.Spec.FlagSpec.Flags))
+	status.Sources = int32(len(v.SourcesOfFlagSet(key)))
+	status.Namespaces = v.ConsumerNamespaces(key)
+	status.Revision, status.Delivered, status.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
 	if err := val.Validate(ff); err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1beta1.ReasonInvalid
 		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
+	meta.SetStatusCondition(&status.Conditions, cond)
 	consistent := metav1.Condition{Type: v1beta1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonConsistent,
 		Message: "nothing in the flag set looks like a mistake", ObservedGeneration: ff.Generation}
 	if warnings := val.Warnings(ff); len(warnings) > 0 {
 		consistent.Status, consistent.Reason = metav1.ConditionFalse, v1beta1.ReasonProbableMistakes
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
-	meta.SetStatusCondition(&st.Conditions, consistent)
-	return st
+	meta.SetStatusCondition(&status.Conditions, consistent)
+	return status
 }
 
 // summarizeWarnings joins at most max warnings, saying how many more there are.
@@ -82,26 +82,26 @@ func summarizeWarnings(warnings []string, max int) string {
 func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s workflows.Settings) v1beta1.FeatureFlagSourceStatus {
 	key := topology.SourceKey(src.Namespace, src.Name)
 	gen := src.Generation
-	st := *src.Status.DeepCopy()
-	st.ObservedGeneration = gen
+	status := *src.Status.DeepCopy()
+	status.ObservedGeneration = gen
 	targets, first := v.FirstWorkloadsOfSource(key, maxStatusTargets)
-	st.TargetCount = int32(targets)
-	st.Targets = workloadRefs(src.Namespace, first)
+	status.TargetCount = int32(targets)
+	status.Targets = workloadRefs(src.Namespace, first)
 
 	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
 	if errs := ValidateSource(src, v.DefaultSyncProvider()); len(errs) > 0 {
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, errs.ToAggregate().Error()
 	}
-	meta.SetStatusCondition(&st.Conditions, accepted)
+	meta.SetStatusCondition(&status.Conditions, accepted)
 
 	resolved := metav1.Condition{Type: v1beta1.ConditionResolvedRefs, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonResolvedRefs, Message: "all flag sets resolved", ObservedGeneration: gen}
 	if msgs, reason := unresolvedMessages(v.UnresolvedRefs(key)); len(msgs) > 0 {
 		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, strings.Join(msgs, "; ")
 	}
-	meta.SetStatusCondition(&st.Conditions, resolved)
-	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, key, gen))
+	meta.SetStatusCondition(&status.Conditions, resolved)
+	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, key, gen))
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
@@ -114,9 +114,9 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 	case len(pending) > 0:
 		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
 		msgs := make([]string, len(pending))
-		for i, p := range pending {
-			msgs[i] = p.message
-			if p.failed {
+		for i, item := range pending {
+			msgs[i] = item.message
+			if item.failed {
 				programmed.Reason = v1beta1.ReasonApplyFailed
 			}
 		}
@@ -134,21 +134,21 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 			}
 		}
 	}
-	meta.SetStatusCondition(&st.Conditions, programmed)
-	return st
+	meta.SetStatusCondition(&status.Conditions, programmed)
+	return status
 }
 
 // DesiredInProcessConfig is the status an InProcessConfiguration should have.
 func DesiredInProcessConfig(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
-	st := *c.Status.DeepCopy()
-	st.ObservedGeneration = c.Generation
+	status := *c.Status.DeepCopy()
+	status.ObservedGeneration = c.Generation
 	workloads := v.WorkloadsOfInProcessConfig(topology.InProcessConfigKey(c.Namespace, c.Name))
-	st.TargetCount = int32(len(workloads))
-	st.Targets = workloadRefs(c.Namespace, workloads)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
+	status.TargetCount = int32(len(workloads))
+	status.Targets = workloadRefs(c.Namespace, workloads)
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "configuration is valid", ObservedGeneration: c.Generation})
-	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
-	return st
+	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
+	return status
 }
 
 // maxDeniedReferrers caps the workloads a ReferrersPermitted condition
@@ -233,8 +233,8 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workf
 			if ref.Provider != string(v1beta1.SyncProviderFile) {
 				continue
 			}
-			if p, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs, s); ok && !slices.Contains(out, p) {
-				out = append(out, p)
+			if missing, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs, s); ok && !slices.Contains(out, missing) {
+				out = append(out, missing)
 			}
 		}
 	}
@@ -373,9 +373,9 @@ func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision) *metav
 	if c.Revision == "" {
 		return nil
 	}
-	for _, p := range prev {
-		if p.Kind == c.Kind && p.Namespace == c.Namespace && p.Name == c.Name && p.Revision == c.Revision && p.Since != nil {
-			return p.Since
+	for _, before := range prev {
+		if before.Kind == c.Kind && before.Namespace == c.Namespace && before.Name == c.Name && before.Revision == c.Revision && before.Since != nil {
+			return before.Since
 		}
 	}
 	now := metav1.Now()
