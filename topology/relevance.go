@@ -58,7 +58,7 @@ func accountDiffers(before, after *workloadRec) bool {
 // of namespace name the same sources and in-process configurations, in the
 // same order, as the graph parses them.
 func SameAnnotationRefs(namespace string, a, b map[string]string) bool {
-	return !annotationsDiffer(
-		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: a}),
-		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: b}))
+	sourcesA, ipcsA := ParseAnnotations(namespace, a)
+	sourcesB, ipcsB := ParseAnnotations(namespace, b)
+	return slices.Equal(sourcesA, sourcesB) && slices.Equal(ipcsA, ipcsB)
 }

@@ -54,11 +54,33 @@ func newWorkloadRec(w Workload) *workloadRec {
 		w.ServiceAccountName = defaultServiceAccount
 	}
 	rec := &workloadRec{w: w}
-	if w.PodAnnotations[v1beta1.AnnotationEnabled] == "true" {
-		rec.annotSources = parseList(w.PodAnnotations[v1beta1.AnnotationFeatureFlagSource], w.Namespace, SourceKey)
-		rec.annotIPCs = parseList(w.PodAnnotations[v1beta1.AnnotationInProcessConfiguration], w.Namespace, InProcessConfigKey)
-	}
+	rec.annotSources, rec.annotIPCs = ParseAnnotations(w.Namespace, w.PodAnnotations)
 	return rec
+}
+
+// OptedIn tells whether the openfeature.dev annotations of a pod (or pod
+// template) count: openfeature.dev/enabled is "true", exactly as the
+// OpenFeature Operator reads it.
+func OptedIn(podAnnotations map[string]string) bool {
+	return podAnnotations[v1beta1.AnnotationEnabled] == "true"
+}
+
+// ParseAnnotations reads the openfeature.dev annotations of a pod (or pod
+// template) of namespace: the sources that openfeature.dev/featureflagsource
+// names and the in-process configurations that
+// openfeature.dev/inprocessconfiguration names, in annotation order, when
+// the pod opted in (OptedIn), else none. Each value is a comma-separated
+// list of `name` (in namespace) or `namespace/name` (ParseRef); spaces,
+// empty items and repeats do not count, and a malformed reference keeps its
+// parts, so that it names nothing and stays unresolved. It is the one
+// reading of these annotations: the graph, the relevance of a workload
+// update and the Pod webhook all go through it.
+func ParseAnnotations(namespace string, podAnnotations map[string]string) (sources, inProcessConfigs []Key) {
+	if !OptedIn(podAnnotations) {
+		return nil, nil
+	}
+	return parseList(podAnnotations[v1beta1.AnnotationFeatureFlagSource], namespace, SourceKey),
+		parseList(podAnnotations[v1beta1.AnnotationInProcessConfiguration], namespace, InProcessConfigKey)
 }
 
 // UpsertWorkload adds or updates a workload.

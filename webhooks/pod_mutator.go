@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -59,7 +58,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	optedIn := pod.Annotations[v1beta1.AnnotationEnabled] == "true"
+	optedIn := topology.OptedIn(pod.Annotations)
 	res := p.Resolver.WorkloadOf(ctx, ns, pod)
 	if !res.OK {
 		if optedIn {

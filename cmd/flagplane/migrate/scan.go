@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -98,7 +99,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 				}
 			}
 		}
-		if flagd == nil || pod.Annotations[v1beta1.AnnotationEnabled] != "true" {
+		if flagd == nil || !topology.OptedIn(pod.Annotations) {
 			return nil
 		}
 		args := strings.Join(flagd.Args, " ")
