@@ -161,13 +161,13 @@ func validateEntry(p *field.Path, provider v1beta1.SyncProviderType, e v1beta1.S
 	src := p.Child("source")
 	switch {
 	case provider.ReferencesFlagSet():
-		parts := strings.Split(e.Source, "/")
-		if len(parts) > 2 || slices.Contains(parts, "") {
+		// Without a default namespace, a bare name has none.
+		namespace, name, ok := topology.ParseRef(e.Source, "")
+		if !ok {
 			break // status.ValidateSource reports the syntax
 		}
-		name := parts[len(parts)-1]
-		if len(parts) == 2 {
-			for _, msg := range validation.IsDNS1123Label(parts[0]) {
+		if namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(namespace) {
 				errs = append(errs, field.Invalid(src, e.Source, fmt.Sprintf("provider %s takes a FeatureFlag as %s: namespace %s", provider, sourceEntryFieldDocs, msg)))
 			}
 		}
