@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
@@ -138,18 +137,6 @@ func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]corev1.Pod,
 		out = append(out, pods.Items...)
 	}
 	return out, nil
-}
-
-// Restart rolls a workload's pods the way `kubectl rollout restart` does:
-// it sets the pod template's RestartedAtAnnotation to at. (The manager's
-// admission policy lets it change nothing else of a workload.)
-func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Time) error {
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
-		RestartedAtAnnotation, at.UTC().Format(time.RFC3339))
-	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
-	}
-	return nil
 }
 
 // SlimPod keeps of a pod what flagplane reads (its metadata but managed

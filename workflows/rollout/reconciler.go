@@ -13,10 +13,6 @@ import (
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
-// RestartedAtAnnotation is the pod-template annotation `kubectl rollout
-// restart` sets; setting it the same way rolls a workload's pods.
-const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
-
 // Reconciler restarts a workload, the way `kubectl rollout restart`
 // does, when the injection its running pods got differs from what they
 // would get now and rolloutOnChange asks for it: a source that applies now
