@@ -29,6 +29,11 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
+	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/rbac"
+	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // +kubebuilder:rbac:groups=core.openfeature.dev,resources=featureflags;featureflagsources;inprocessconfigurations,verbs=get;list;watch
@@ -50,7 +55,7 @@ type Options struct {
 	// CRD while it is not installed (default 15s), and its HTTPRoute CRD.
 	GrantCRDPoll time.Duration
 	// Flagd are the settings of the Flagd kind.
-	Flagd workflows.FlagdOptions
+	Flagd flagds.Options
 	// Settings are the operator-wide inputs of the workflows: the flag-set
 	// validator, the metadata of generated objects, the options the webhook
 	// injects with. nil is workflows.DefaultSettings. Topology, when set,
@@ -108,19 +113,19 @@ type Controller struct {
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
 
-	configMapWF *workflows.ConfigMapReconciler
-	statusWF    *workflows.StatusUpdater
-	rbacWF      *workflows.RBACReconciler
-	rolloutWF   *workflows.RolloutReconciler
-	annotWF     *workflows.AnnotationReporter
+	configMapWF *configmaps.Reconciler
+	statusWF    *status.Updater
+	rbacWF      *rbac.Reconciler
+	rolloutWF   *rollout.Reconciler
+	annotWF     *status.AnnotationReporter
 
 	// The Flagd kind (flagd_callbacks.go).
 	flagds  *workQueue[topology.Key]
-	flagdWF *workflows.FlagdReconciler
+	flagdWF *flagds.Reconciler
 
 	// owners resolves pods to their workloads; podOwners are the workloads
 	// known through their pods.
-	owners    workflows.Owners
+	owners    rollout.Owners
 	podOwners podOwners
 
 	handlers []toolscache.ResourceEventHandlerRegistration
@@ -133,7 +138,7 @@ type Controller struct {
 
 // CacheOptions restricts the cache to what flagplane needs: generated
 // ConfigMaps, Roles and RoleBindings by their managed-by label, pods slim
-// (workflows.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
+// (rollout.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
 // it when building the manager.
 func CacheOptions(base cache.Options) cache.Options {
 	managed := labels.SelectorFromSet(workflows.ManagedLabels())
@@ -143,7 +148,7 @@ func CacheOptions(base cache.Options) cache.Options {
 	base.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
-	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: workflows.SlimPod}
+	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: rollout.SlimPod}
 	flagdCacheOptions(base, managed)
 	return base
 }
@@ -173,7 +178,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		client: mgr.GetClient(),
 		cache:  mgr.GetCache(),
 		opts:   opts,
-		owners: workflows.Owners{Reader: mgr.GetCache()},
+		owners: rollout.Owners{Reader: mgr.GetCache()},
 	}
 	writes := func(kind string) func(string) {
 		return func(verb string) {
@@ -183,13 +188,13 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	events := mgr.GetEventRecorder("flagplane")
-	c.configMapWF = &workflows.ConfigMapReconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
+	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.statusWF = &workflows.StatusUpdater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
-	c.rbacWF = &workflows.RBACReconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
+	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
+	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.rolloutWF = &workflows.RolloutReconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: workflows.WorkloadPods{Reader: c.cache}}
-	c.annotWF = &workflows.AnnotationReporter{Client: c.client, Events: events}
+	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
+	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
@@ -201,11 +206,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 
 	// Rollouts (and the healer) compare a workload's pods with what they would get now.
-	if err := workflows.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := rollout.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, workflows.NameIndex, workflows.IndexByName); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, rbac.NameIndex, rbac.IndexByName); err != nil {
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
 		}
 	}
@@ -375,7 +380,7 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	// From now on the Pod webhook may write a ConfigMap for a pod that the
 	// graph learns of a moment later.
-	c.configMapWF.UnneededGrace = workflows.UnneededGrace
+	c.configMapWF.UnneededGrace = configmaps.UnneededGrace
 	// Ready once what workloads use is in place; the statuses, which only
 	// report, are written next, before the queues start.
 	c.ready.Store(true)
@@ -424,7 +429,7 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 		return fmt.Errorf("listing generated Roles: %w", err)
 	}
 	for i := range roles.Items {
-		if k, ok := workflows.WorkloadOfRBACName(roles.Items[i].Name); ok {
+		if k, ok := rbac.WorkloadOfName(roles.Items[i].Name); ok {
 			workloads[k] = true
 		}
 	}
@@ -473,7 +478,7 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 
 func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) error {
 	err := c.updateStatus(ctx, key)
-	if errors.Is(err, workflows.ErrCacheBehind) {
+	if errors.Is(err, status.ErrCacheBehind) {
 		// Not a failure: the event of our own write is on its way.
 		return workflows.RequeueAfter(cacheBehindDelay)
 	}

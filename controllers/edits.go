@@ -8,7 +8,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // edits remembers the last edit of each flag set: when its informer event
@@ -27,7 +27,7 @@ type edit struct {
 
 // edited records an edit of ff, now.
 func (e *edits) edited(ff *v1beta1.FeatureFlag) {
-	content, err := workflows.RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return
 	}
@@ -36,7 +36,7 @@ func (e *edits) edited(ff *v1beta1.FeatureFlag) {
 	if e.last == nil {
 		e.last = map[topology.Key]*edit{}
 	}
-	e.last[topology.FlagSetKey(ff.Namespace, ff.Name)] = &edit{at: time.Now(), revision: workflows.Revision(content), seen: map[string]bool{}}
+	e.last[topology.FlagSetKey(ff.Namespace, ff.Name)] = &edit{at: time.Now(), revision: flagsets.Revision(content), seen: map[string]bool{}}
 }
 
 // delivered tells, the first time a generated ConfigMap of flagSet is seen
@@ -49,7 +49,7 @@ func (e *edits) delivered(flagSet topology.Key, cm *corev1.ConfigMap) (time.Dura
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	last := e.last[flagSet]
-	if last == nil || last.seen[cm.Namespace] || workflows.Revision(held) != last.revision {
+	if last == nil || last.seen[cm.Namespace] || flagsets.Revision(held) != last.revision {
 		return 0, false
 	}
 	last.seen[cm.Namespace] = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 func TestEditsTimeEachConfigMapOnce(t *testing.T) {
@@ -18,7 +18,7 @@ func TestEditsTimeEachConfigMapOnce(t *testing.T) {
 	var e edits
 	key := topology.FlagSetKey("shop", "checkout")
 	holding := func(ns, defaultVariant string) *corev1.ConfigMap {
-		content, err := workflows.RenderFlagSet(fixtures.FlagSet("shop", "checkout", defaultVariant))
+		content, err := flagsets.Render(fixtures.FlagSet("shop", "checkout", defaultVariant))
 		g.Expect(err).NotTo(HaveOccurred())
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: topology.ConfigMapName(key)},
 			Data: map[string]string{topology.ConfigMapDataKey(key): content}}

@@ -23,6 +23,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 )
 
 // The Flagd kind: a Flagd's informer events edit the graph (its node, served
@@ -42,7 +43,7 @@ import (
 
 // HTTPRouteGroupKind is Gateway API's HTTPRoute, which a Flagd asks for
 // with spec.gatewayApiRoutes.
-var HTTPRouteGroupKind = schema.GroupKind{Group: workflows.HTTPRouteGVK.Group, Kind: workflows.HTTPRouteGVK.Kind}
+var HTTPRouteGroupKind = schema.GroupKind{Group: flagds.HTTPRouteGVK.Group, Kind: flagds.HTTPRouteGVK.Kind}
 
 // flagdCacheOptions restricts the cache to the Services and Ingresses
 // flagplane generates.
@@ -54,7 +55,7 @@ func flagdCacheOptions(base cache.Options, managed labels.Selector) {
 // setupFlagds makes the Flagd workflow and its queue, and registers the
 // callbacks of Flagds and of what is generated for them.
 func (c *Controller) setupFlagds(ctx context.Context, mgr manager.Manager, events func(kind string) func(string)) error {
-	c.flagdWF = &workflows.FlagdReconciler{
+	c.flagdWF = &flagds.Reconciler{
 		Client: c.client, Live: mgr.GetAPIReader(), Options: c.opts.Flagd, RBAC: c.rbacWF,
 		Writes:   func(kind, verb string) { events(kind)(verb) },
 		Events:   mgr.GetEventRecorder("flagplane"),
@@ -190,7 +191,7 @@ func flagdChildChanged(old, new client.Object) bool {
 // cache of their own (the manager's cannot be told about a kind whose CRD
 // may not exist yet), from the moment Gateway API's CRDs are installed.
 func (c *Controller) registerRouteCallbacks(ctx context.Context, mgr manager.Manager) error {
-	_, err := mgr.GetRESTMapper().RESTMapping(HTTPRouteGroupKind, workflows.HTTPRouteGVK.Version)
+	_, err := mgr.GetRESTMapper().RESTMapping(HTTPRouteGroupKind, flagds.HTTPRouteGVK.Version)
 	if meta.IsNoMatchError(err) {
 		log.FromContext(ctx).Info("HTTPRoute CRD not installed: Flagds' HTTPRoutes wait until it is",
 			"checkingEvery", c.opts.GrantCRDPoll.String())
@@ -213,7 +214,7 @@ func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) err
 			return nil
 		case <-t.C:
 		}
-		_, err := mgr.GetRESTMapper().RESTMapping(HTTPRouteGroupKind, workflows.HTTPRouteGVK.Version)
+		_, err := mgr.GetRESTMapper().RESTMapping(HTTPRouteGroupKind, flagds.HTTPRouteGVK.Version)
 		if meta.IsNoMatchError(err) {
 			continue
 		}
@@ -235,7 +236,7 @@ func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) err
 // HTTPRoute.
 func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error {
 	route := &unstructured.Unstructured{}
-	route.SetGroupVersionKind(workflows.HTTPRouteGVK)
+	route.SetGroupVersionKind(flagds.HTTPRouteGVK)
 	var namespaces map[string]cache.Config
 	for _, ns := range c.opts.Namespaces {
 		if namespaces == nil {

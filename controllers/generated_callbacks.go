@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // Callbacks of the objects flagplane generates. Their desired state is the
@@ -77,7 +77,7 @@ func rbacHandler[T client.Object](c *Controller) typedHandler[T] {
 		if !c.ready.Load() {
 			return
 		}
-		if w, ok := workflows.WorkloadOfRBACName(obj.GetName()); ok {
+		if w, ok := rbac.WorkloadOfName(obj.GetName()); ok {
 			c.workloads.Add(w)
 			// What the cluster holds of its RBAC decides whether its sources are Programmed.
 			for _, s := range c.topo.Snapshot().SourcesOfWorkload(w) {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // ReferenceGrantGroupKind is Gateway API's ReferenceGrant, which flagplane
@@ -90,7 +90,7 @@ func (w *grantCRDWatcher) Start(ctx context.Context) error {
 
 func (c *Controller) onGrantChanged(u *unstructured.Unstructured) {
 	c.event(ReferenceGrantGroupKind.Kind, "changed")
-	d, err := c.topo.UpsertGrant(workflows.GrantFromReferenceGrant(u))
+	d, err := c.topo.UpsertGrant(manifests.GrantFromReferenceGrant(u))
 	if err != nil {
 		log.Log.Error(err, "refused by the topology", "ReferenceGrant", u.GetNamespace()+"/"+u.GetName())
 		return

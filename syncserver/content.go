@@ -3,7 +3,6 @@ package syncserver
 import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
@@ -13,7 +12,7 @@ import (
 const EmptyFlagSet = `{"flags":{}}`
 
 // served is what a flag set serves in a view: the flagd JSON document that
-// the ConfigMaps of file-mode consumers hold too (workflows.RenderFlagSet), or
+// the ConfigMaps of file-mode consumers hold too (flagsets.Render), or
 // EmptyFlagSet when it does not exist. ok is false when the flag set is
 // invalid (by val): the caller keeps serving its last valid content, as the
 // ConfigMaps keep theirs.
@@ -31,7 +30,7 @@ func render(ff *v1beta1.FeatureFlag, val *flagsets.Validator) (string, bool) {
 	if err := val.Validate(ff); err != nil {
 		return "", false
 	}
-	content, err := workflows.RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return "", false
 	}

@@ -11,7 +11,7 @@
 // as with flagd-proxy, in the Flagd-Selector header (newer clients) or the
 // request body (older ones); the header wins. The content served is exactly
 // what flagplane writes into the ConfigMaps of file-mode consumers
-// (workflows.RenderFlagSet). An invalid edit is not served: subscribers keep
+// (flagsets.Render). An invalid edit is not served: subscribers keep
 // the last valid content, as ConfigMaps do. A flag set that does not exist
 // is served as EmptyFlagSet.
 //

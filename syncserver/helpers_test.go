@@ -21,7 +21,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // world is a topology edited the way the controllers edit it: every Delta's
@@ -89,7 +89,7 @@ func (w *world) deleteGrant(ns, name string) { w.apply(w.topo.DeleteGrant(ns, na
 
 func rendered(t testing.TB, ff *v1beta1.FeatureFlag) string {
 	t.Helper()
-	s, err := workflows.RenderFlagSet(ff)
+	s, err := flagsets.Render(ff)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func clusterOf(tb testing.TB, n int) *benchCluster {
 // own way; t must not be edited afterwards. O(1): the state is persistent.
 func (t *Topology) fork() *Topology {
 	t.Snapshot() // t's state is shared from now on
-	return &Topology{st: t.st, token: newToken(), shared: true}
+	return &Topology{state: t.state, token: newToken(), shared: true}
 }
 
 // benchPick is one object of the cluster that an event acts on.

@@ -47,7 +47,7 @@ func ConfigMapDataKey(flagSet Key) string {
 }
 
 // remountLater queues a workload for flushMounts at the end of the edit.
-func (x *tx) remountLater(w Key) { x.remount = append(x.remount, w) }
+func (edit *tx) remountLater(w Key) { edit.remount = append(edit.remount, w) }
 
 // flushMounts brings the ConfigMaps the queued workloads mount in line with
 // their sources: one per flag set that one of them resolves with the file
@@ -55,14 +55,14 @@ func (x *tx) remountLater(w Key) { x.remount = append(x.remount, w) }
 // every new mount before it removes any old one, so that a ConfigMap that
 // passes from one workload to another within the edit is neither removed nor
 // created.
-func (x *tx) flushMounts() error {
+func (edit *tx) flushMounts() error {
 	type change struct{ w, cm Key }
 	var added, removed []change
-	for _, w := range slices.Compact(sortedKeys(x.remount)) {
-		if !x.st.g.has(w) {
+	for _, w := range slices.Compact(sortedKeys(edit.remount)) {
+		if !edit.state.g.has(w) {
 			continue
 		}
-		plus, minus := diff(x.st.g.parents(w, relMounts), x.wantedMounts(w))
+		plus, minus := diff(edit.state.g.parents(w, relMounts), edit.wantedMounts(w))
 		for _, cm := range plus {
 			added = append(added, change{w: w, cm: cm})
 		}
@@ -70,31 +70,31 @@ func (x *tx) flushMounts() error {
 			removed = append(removed, change{w: w, cm: cm})
 		}
 	}
-	x.remount = nil
+	edit.remount = nil
 	for _, c := range added {
-		if err := x.ensureConfigMap(c.cm); err != nil {
+		if err := edit.ensureConfigMap(c.cm); err != nil {
 			return err
 		}
-		if _, err := x.st.g.addEdge(x.o, c.cm, c.w, relMounts); err != nil {
+		if _, err := edit.state.g.addEdge(edit.owner, c.cm, c.w, relMounts); err != nil {
 			return err
 		}
-		x.mark(c.w)
+		edit.mark(c.w)
 	}
 	for _, c := range removed {
-		x.st.g.removeEdge(x.o, c.cm, c.w)
-		x.mark(c.w)
-		if x.st.g.countChildren(c.cm, relMounts) == 0 {
-			x.removeConfigMap(c.cm)
+		edit.state.g.removeEdge(edit.owner, c.cm, c.w)
+		edit.mark(c.w)
+		if edit.state.g.countChildren(c.cm, relMounts) == 0 {
+			edit.removeConfigMap(c.cm)
 		}
 	}
 	return nil
 }
 
 // wantedMounts lists the ConfigMaps a workload's sources call for.
-func (x *tx) wantedMounts(w Key) []Key {
+func (edit *tx) wantedMounts(w Key) []Key {
 	var want []Key
-	for _, s := range x.st.consumerSources(w) {
-		n, _ := x.st.g.node(s)
+	for _, s := range edit.state.consumerSources(w) {
+		n, _ := edit.state.g.node(s)
 		if n.payload.source == nil {
 			continue
 		}
@@ -107,27 +107,27 @@ func (x *tx) wantedMounts(w Key) []Key {
 	return want
 }
 
-func (x *tx) ensureConfigMap(cm Key) error {
-	if x.st.g.has(cm) {
+func (edit *tx) ensureConfigMap(cm Key) error {
+	if edit.state.g.has(cm) {
 		return nil
 	}
-	if err := x.st.g.addNode(x.o, cm, layerConfigMap, payload{}); err != nil {
+	if err := edit.state.g.addNode(edit.owner, cm, layerConfigMap, payload{}); err != nil {
 		return err
 	}
 	f := cm.FlagSet()
-	if _, err := x.st.g.addEdge(x.o, f, cm, relRenders); err != nil {
+	if _, err := edit.state.g.addEdge(edit.owner, f, cm, relRenders); err != nil {
 		return err
 	}
-	x.st.cmByName.set(x.o, cmName{namespace: cm.Namespace, name: ConfigMapName(f)}, cm)
-	x.mark(cm)
-	x.mark(f)
+	edit.state.cmByName.set(edit.owner, cmName{namespace: cm.Namespace, name: ConfigMapName(f)}, cm)
+	edit.mark(cm)
+	edit.mark(f)
 	return nil
 }
 
-func (x *tx) removeConfigMap(cm Key) {
+func (edit *tx) removeConfigMap(cm Key) {
 	f := cm.FlagSet()
-	x.st.g.removeNode(x.o, cm)
-	x.st.cmByName.del(x.o, cmName{namespace: cm.Namespace, name: ConfigMapName(f)})
-	x.mark(cm)
-	x.mark(f)
+	edit.state.g.removeNode(edit.owner, cm)
+	edit.state.cmByName.del(edit.owner, cmName{namespace: cm.Namespace, name: ConfigMapName(f)})
+	edit.mark(cm)
+	edit.mark(f)
 }

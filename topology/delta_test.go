@@ -19,19 +19,19 @@ type step func(*Topology) (Delta, error)
 // upsert makes the upsert event of any object.
 func upsert(obj any) step {
 	return func(t *Topology) (Delta, error) {
-		switch o := obj.(type) {
+		switch obj := obj.(type) {
 		case *v1beta1.FeatureFlag:
-			return t.UpsertFlagSet(o)
+			return t.UpsertFlagSet(obj)
 		case *v1beta1.FeatureFlagSource:
-			return t.UpsertSource(o)
+			return t.UpsertSource(obj)
 		case *v1beta1.InProcessConfiguration:
-			return t.UpsertInProcessConfig(o)
+			return t.UpsertInProcessConfig(obj)
 		case Workload:
-			return t.UpsertWorkload(o)
+			return t.UpsertWorkload(obj)
 		case Grant:
-			return t.UpsertGrant(o)
+			return t.UpsertGrant(obj)
 		case *v1beta1.Flagd:
-			return t.UpsertFlagd(o)
+			return t.UpsertFlagd(obj)
 		}
 		panic(fmt.Sprintf("upsert of %T", obj))
 	}

@@ -41,7 +41,7 @@ func (v *View) DOT() []byte {
 	b.WriteString("  rankdir=LR;\n")
 	b.WriteString("  node [fontname=\"Helvetica\", fontsize=10];\n")
 	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=9];\n")
-	keys := sortedKeys(v.st.g.nodes.keys())
+	keys := sortedKeys(v.state.g.nodes.keys())
 	for _, k := range keys {
 		label := string(k.Kind) + `\n` + k.Namespace + "/" + k.Name
 		if k.Kind == KindConfigMap {
@@ -50,7 +50,7 @@ func (v *View) DOT() []byte {
 		fmt.Fprintf(&b, "  %s [label=%s, %s];\n", quote(k.String()), quote(label), nodeStyle[k.Kind])
 	}
 	for _, k := range keys {
-		n, _ := v.st.g.node(k)
+		n, _ := v.state.g.node(k)
 		for _, c := range sortedKeys(n.out.keys()) {
 			r, _ := n.out.get(c)
 			fmt.Fprintf(&b, "  %s -> %s [%s, comment=%q", quote(k.String()), quote(c.String()), edgeStyle[r], r.String())

@@ -98,7 +98,7 @@ func (t *Topology) UpsertFlagd(f *v1beta1.Flagd) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting Flagd %q in namespace %q: namespace and name are required", f.Name, f.Namespace)
 	}
 	k := FlagdKey(f.Namespace, f.Name)
-	d, err := t.apply(k, func(x *tx) error { return x.upsertFlagd(k, f) })
+	d, err := t.apply(k, func(edit *tx) error { return edit.upsertFlagd(k, f) })
 	if err != nil {
 		return d, fmt.Errorf("upserting Flagd %s: %w", k, err)
 	}
@@ -110,68 +110,68 @@ func (t *Topology) UpsertFlagd(f *v1beta1.Flagd) (Delta, error) {
 // changed, the flag sets whose reader namespaces changed.
 func (t *Topology) DeleteFlagd(namespace, name string) Delta {
 	k := FlagdKey(namespace, name)
-	return t.mustApply(k, func(x *tx) error { return x.deleteFlagd(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteFlagd(k) })
 }
 
-func (x *tx) upsertFlagd(k Key, f *v1beta1.Flagd) error {
+func (edit *tx) upsertFlagd(k Key, f *v1beta1.Flagd) error {
 	source := FlagdSourceKey(f)
-	n, exists := x.st.g.node(k)
+	n, exists := edit.state.g.node(k)
 	if !exists {
 		rec := &flagdRec{obj: f, source: source}
-		if err := x.st.g.addNode(x.o, k, layerWorkload, payload{flagd: rec}); err != nil {
+		if err := edit.state.g.addNode(edit.owner, k, layerWorkload, payload{flagd: rec}); err != nil {
 			return err
 		}
-		indexAdd(x.o, &x.st.flagdsByNs, nsKey(k.Namespace), k)
-		x.indexFlagd(k, Key{}, source)
-		x.mark(k)
-		return x.reevalFlagd(k)
+		indexAdd(edit.owner, &edit.state.flagdsByNs, nsKey(k.Namespace), k)
+		edit.indexFlagd(k, Key{}, source)
+		edit.mark(k)
+		return edit.reevalFlagd(k)
 	}
 	old := n.payload.flagd
 	next := *old
 	next.obj = f
-	x.st.g.setPayload(x.o, k, payload{flagd: &next})
+	edit.state.g.setPayload(edit.owner, k, payload{flagd: &next})
 	if !FlagdChanged(old.obj, f) {
 		return nil
 	}
-	x.mark(k)
+	edit.mark(k)
 	if source == old.source {
 		return nil
 	}
 	// Another source: the old reference goes as if the source had gone.
 	denied := old.state == RefNotPermitted
-	if err := x.setFlagdState(k, RefNotFound); err != nil {
+	if err := edit.setFlagdState(k, RefNotFound); err != nil {
 		return err
 	}
-	if denied && x.st.g.has(old.source) {
-		x.mark(old.source) // it no longer denies this Flagd
+	if denied && edit.state.g.has(old.source) {
+		edit.mark(old.source) // it no longer denies this Flagd
 	}
-	x.indexFlagd(k, old.source, source)
+	edit.indexFlagd(k, old.source, source)
 	next.source = source
 	next.state = RefNotFound
-	x.st.g.setPayload(x.o, k, payload{flagd: &next})
-	return x.reevalFlagd(k)
+	edit.state.g.setPayload(edit.owner, k, payload{flagd: &next})
+	return edit.reevalFlagd(k)
 }
 
-func (x *tx) deleteFlagd(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) deleteFlagd(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok || n.payload.flagd == nil {
 		return nil
 	}
 	rec := n.payload.flagd
-	if rec.state == RefNotPermitted && x.st.g.has(rec.source) {
-		x.mark(rec.source)
+	if rec.state == RefNotPermitted && edit.state.g.has(rec.source) {
+		edit.mark(rec.source)
 	}
-	if err := x.setFlagdState(k, RefNotFound); err != nil {
+	if err := edit.setFlagdState(k, RefNotFound); err != nil {
 		return err
 	}
-	mounts := x.st.g.parents(k, relMounts)
-	x.indexFlagd(k, rec.source, Key{})
-	x.st.g.removeNode(x.o, k)
-	indexDel(x.o, &x.st.flagdsByNs, nsKey(k.Namespace), k)
-	x.mark(k)
+	mounts := edit.state.g.parents(k, relMounts)
+	edit.indexFlagd(k, rec.source, Key{})
+	edit.state.g.removeNode(edit.owner, k)
+	indexDel(edit.owner, &edit.state.flagdsByNs, nsKey(k.Namespace), k)
+	edit.mark(k)
 	for _, cm := range mounts {
-		if x.st.g.countChildren(cm, relMounts) == 0 {
-			x.removeConfigMap(cm)
+		if edit.state.g.countChildren(cm, relMounts) == 0 {
+			edit.removeConfigMap(cm)
 		}
 	}
 	return nil
@@ -179,45 +179,45 @@ func (x *tx) deleteFlagd(k Key) error {
 
 // indexFlagd moves a Flagd's reference from source before to after (the
 // zero Key: none) in the indexes.
-func (x *tx) indexFlagd(k, before, after Key) {
+func (edit *tx) indexFlagd(k, before, after Key) {
 	if before != (Key{}) {
-		indexDel(x.o, &x.st.flagdsBySource, before, k)
+		indexDel(edit.owner, &edit.state.flagdsBySource, before, k)
 		if before.Namespace != k.Namespace {
-			indexDel(x.o, &x.st.crossFlagdRefs, nsPair{to: before.Namespace, from: k.Namespace}, k)
+			indexDel(edit.owner, &edit.state.crossFlagdRefs, nsPair{to: before.Namespace, from: k.Namespace}, k)
 		}
 	}
 	if after != (Key{}) {
-		indexAdd(x.o, &x.st.flagdsBySource, after, k)
+		indexAdd(edit.owner, &edit.state.flagdsBySource, after, k)
 		if after.Namespace != k.Namespace {
-			indexAdd(x.o, &x.st.crossFlagdRefs, nsPair{to: after.Namespace, from: k.Namespace}, k)
+			indexAdd(edit.owner, &edit.state.crossFlagdRefs, nsPair{to: after.Namespace, from: k.Namespace}, k)
 		}
 	}
 }
 
 // reevalFlagd recomputes the state of a Flagd's source reference after the
 // Flagd, its source or a grant changed, and marks what that changes.
-func (x *tx) reevalFlagd(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) reevalFlagd(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok || n.payload.flagd == nil {
 		return nil
 	}
 	rec := n.payload.flagd
-	state := x.st.flagdRefState(k.Namespace, rec.source)
+	state := edit.state.flagdRefState(k.Namespace, rec.source)
 	if state == rec.state {
 		return nil
 	}
 	// The source lists the Flagds it denies in its status.
-	if (state == RefNotPermitted) != (rec.state == RefNotPermitted) && x.st.g.has(rec.source) {
-		x.mark(rec.source)
+	if (state == RefNotPermitted) != (rec.state == RefNotPermitted) && edit.state.g.has(rec.source) {
+		edit.mark(rec.source)
 	}
-	return x.setFlagdState(k, state)
+	return edit.setFlagdState(k, state)
 }
 
 // setFlagdState stores a new state of a Flagd's reference and brings the
 // serves edge, the cross-namespace index, its ConfigMaps and the reader
 // namespaces of its source's flag sets in line with it.
-func (x *tx) setFlagdState(k Key, state RefState) error {
-	n, _ := x.st.g.node(k)
+func (edit *tx) setFlagdState(k Key, state RefState) error {
+	n, _ := edit.state.g.node(k)
 	rec := n.payload.flagd
 	if rec.state == state {
 		return nil
@@ -225,36 +225,36 @@ func (x *tx) setFlagdState(k Key, state RefState) error {
 	had, has := rec.state == RefResolved, state == RefResolved
 	next := *rec
 	next.state = state
-	x.st.g.setPayload(x.o, k, payload{flagd: &next})
-	x.mark(k)
+	edit.state.g.setPayload(edit.owner, k, payload{flagd: &next})
+	edit.mark(k)
 	if had == has {
 		return nil
 	}
-	readers := x.observeReaders(rec.source, k)
+	readers := edit.observeReaders(rec.source, k)
 	if has {
-		if _, err := x.st.g.addEdge(x.o, rec.source, k, relServes); err != nil {
+		if _, err := edit.state.g.addEdge(edit.owner, rec.source, k, relServes); err != nil {
 			return err
 		}
 	} else {
-		x.st.g.removeEdge(x.o, rec.source, k)
+		edit.state.g.removeEdge(edit.owner, rec.source, k)
 	}
 	if rec.source.Namespace != k.Namespace {
 		if has {
-			indexAdd(x.o, &x.st.crossTargets, rec.source, k)
+			indexAdd(edit.owner, &edit.state.crossTargets, rec.source, k)
 		} else {
-			indexDel(x.o, &x.st.crossTargets, rec.source, k)
+			indexDel(edit.owner, &edit.state.crossTargets, rec.source, k)
 		}
 	}
-	x.markReaders(readers)
-	x.remountLater(k)
+	edit.markReaders(readers)
+	edit.remountLater(k)
 	return nil
 }
 
 // flagdsWaitingFor re-evaluates the Flagds that name a source that has just
 // been created or deleted.
-func (x *tx) flagdsWaitingFor(source Key) error {
-	for _, f := range indexGet(x.st.flagdsBySource, source) {
-		if err := x.reevalFlagd(f); err != nil {
+func (edit *tx) flagdsWaitingFor(source Key) error {
+	for _, f := range indexGet(edit.state.flagdsBySource, source) {
+		if err := edit.reevalFlagd(f); err != nil {
 			return err
 		}
 	}
@@ -264,7 +264,7 @@ func (x *tx) flagdsWaitingFor(source Key) error {
 // regrantFlagds re-evaluates the references of Flagds of other namespaces
 // to the sources of namespace, which a grant changing from before to after
 // may permit or stop permitting.
-func (x *tx) regrantFlagds(namespace string, before, after *Grant) error {
+func (edit *tx) regrantFlagds(namespace string, before, after *Grant) error {
 	froms := map[string]bool{}
 	for _, g := range []*Grant{before, after} {
 		if g == nil {
@@ -277,8 +277,8 @@ func (x *tx) regrantFlagds(namespace string, before, after *Grant) error {
 		}
 	}
 	for _, from := range slices.Sorted(maps.Keys(froms)) {
-		for _, f := range indexGet(x.st.crossFlagdRefs, nsPair{to: namespace, from: from}) {
-			if err := x.reevalFlagd(f); err != nil {
+		for _, f := range indexGet(edit.state.crossFlagdRefs, nsPair{to: namespace, from: from}) {
+			if err := edit.reevalFlagd(f); err != nil {
 				return err
 			}
 		}
@@ -309,7 +309,7 @@ func (st *state) deniedFlagds(source Key) []Key {
 
 // Flagd returns a Flagd.
 func (v *View) Flagd(k Key) (*v1beta1.Flagd, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.flagd == nil {
 		return nil, false
 	}
@@ -317,14 +317,14 @@ func (v *View) Flagd(k Key) (*v1beta1.Flagd, bool) {
 }
 
 // Flagds lists the Flagds.
-func (v *View) Flagds() []Key { return v.st.g.ofKind(KindFlagd) }
+func (v *View) Flagds() []Key { return v.state.g.ofKind(KindFlagd) }
 
 // FlagdSource returns the source a Flagd names and whether the reference
 // resolves: NotPermitted across namespaces without a grant for kind Flagd
 // (whether or not the source exists), NotFound when permitted but absent.
 // ok is false when there is no such Flagd.
 func (v *View) FlagdSource(k Key) (source Key, state RefState, ok bool) {
-	n, found := v.st.g.node(k)
+	n, found := v.state.g.node(k)
 	if !found || n.payload.flagd == nil {
 		return Key{}, "", false
 	}
@@ -333,4 +333,4 @@ func (v *View) FlagdSource(k Key) (source Key, state RefState, ok bool) {
 
 // FlagdsOfSource lists the Flagds a source serves: those whose reference
 // to it resolves.
-func (v *View) FlagdsOfSource(s Key) []Key { return sortedKeys(v.st.g.children(s, relServes)) }
+func (v *View) FlagdsOfSource(s Key) []Key { return sortedKeys(v.state.g.children(s, relServes)) }

@@ -27,7 +27,7 @@ func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting FeatureFlag %q in namespace %q: namespace and name are required", ff.Name, ff.Namespace)
 	}
 	k := FlagSetKey(ff.Namespace, ff.Name)
-	d, err := t.apply(k, func(x *tx) error { return x.upsertFlagSet(k, ff) })
+	d, err := t.apply(k, func(edit *tx) error { return edit.upsertFlagSet(k, ff) })
 	if err != nil {
 		return d, fmt.Errorf("upserting FeatureFlag %s: %w", k, err)
 	}
@@ -40,48 +40,48 @@ func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
 // longer needed.
 func (t *Topology) DeleteFlagSet(namespace, name string) Delta {
 	k := FlagSetKey(namespace, name)
-	return t.mustApply(k, func(x *tx) error { return x.deleteFlagSet(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteFlagSet(k) })
 }
 
-func (x *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
-	if n, ok := x.st.g.node(k); ok {
+func (edit *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
+	if n, ok := edit.state.g.node(k); ok {
 		old := n.payload
 		specSame := flagSpecEqual(old.flagSet.Spec.FlagSpec, ff.Spec.FlagSpec)
 		valid := old.valid
 		if !specSame {
-			valid = x.flagSetValid(ff)
+			valid = edit.flagSetValid(ff)
 		}
-		x.st.g.setPayload(x.o, k, payload{flagSet: ff, valid: valid})
+		edit.state.g.setPayload(edit.owner, k, payload{flagSet: ff, valid: valid})
 		// A new UID is a flag set deleted and created again between two
 		// observations: its ConfigMaps' owner references change.
 		if FlagSetChanged(old.flagSet, ff) {
-			x.mark(k)
-			x.markAll(x.st.g.children(k, relRenders))
+			edit.mark(k)
+			edit.markAll(edit.state.g.children(k, relRenders))
 		}
 		if valid != old.valid {
-			x.markAll(x.st.g.parents(k, relRefs))
+			edit.markAll(edit.state.g.parents(k, relRefs))
 		}
 		return nil
 	}
-	if err := x.st.g.addNode(x.o, k, layerFlagSet, payload{flagSet: ff, valid: x.flagSetValid(ff)}); err != nil {
+	if err := edit.state.g.addNode(edit.owner, k, layerFlagSet, payload{flagSet: ff, valid: edit.flagSetValid(ff)}); err != nil {
 		return err
 	}
-	x.mark(k)
-	for _, s := range indexGet(x.st.refsTo, k) {
-		if err := x.reevalRefs(s); err != nil {
+	edit.mark(k)
+	for _, s := range indexGet(edit.state.refsTo, k) {
+		if err := edit.reevalRefs(s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (x *tx) deleteFlagSet(k Key) error {
-	if !x.st.g.removeNode(x.o, k) {
+func (edit *tx) deleteFlagSet(k Key) error {
+	if !edit.state.g.removeNode(edit.owner, k) {
 		return nil
 	}
-	x.mark(k)
-	for _, s := range indexGet(x.st.refsTo, k) {
-		if err := x.reevalRefs(s); err != nil {
+	edit.mark(k)
+	for _, s := range indexGet(edit.state.refsTo, k) {
+		if err := edit.reevalRefs(s); err != nil {
 			return err
 		}
 	}
@@ -107,6 +107,6 @@ func flagSpecEqual(a, b v1beta1.FlagSpec) bool {
 	return true
 }
 
-func (x *tx) flagSetValid(ff *v1beta1.FeatureFlag) bool {
-	return x.st.flagSetValid == nil || x.st.flagSetValid(ff)
+func (edit *tx) flagSetValid(ff *v1beta1.FeatureFlag) bool {
+	return edit.state.flagSetValid == nil || edit.state.flagSetValid(ff)
 }

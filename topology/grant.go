@@ -26,7 +26,7 @@ func (t *Topology) UpsertGrant(g Grant) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting grant %q in namespace %q: namespace and name are required", g.Name, g.Namespace)
 	}
 	g.normalize()
-	d, err := t.apply(g.Key(), func(x *tx) error { return x.upsertGrant(&g) })
+	d, err := t.apply(g.Key(), func(edit *tx) error { return edit.upsertGrant(&g) })
 	if err != nil {
 		return d, fmt.Errorf("upserting %s: %w", g.Key(), err)
 	}
@@ -36,42 +36,42 @@ func (t *Topology) UpsertGrant(g Grant) (Delta, error) {
 // DeleteGrant removes a grant; the Delta is as for UpsertGrant.
 func (t *Topology) DeleteGrant(namespace, name string) Delta {
 	k := Grant{Namespace: namespace, Name: name}.Key()
-	return t.mustApply(k, func(x *tx) error { return x.deleteGrant(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteGrant(k) })
 }
 
-func (x *tx) upsertGrant(g *Grant) error {
+func (edit *tx) upsertGrant(g *Grant) error {
 	k := g.Key()
 	var before *Grant
-	n, exists := x.st.g.node(k)
+	n, exists := edit.state.g.node(k)
 	if exists {
 		before = n.payload.grant
 		if before.equal(g) {
-			x.st.g.setPayload(x.o, k, payload{grant: g})
+			edit.state.g.setPayload(edit.owner, k, payload{grant: g})
 			return nil
 		}
 	}
-	seen := x.observeWorkloadHops(k.Namespace, before, g)
+	seen := edit.observeWorkloadHops(k.Namespace, before, g)
 	if exists {
-		x.st.g.setPayload(x.o, k, payload{grant: g})
+		edit.state.g.setPayload(edit.owner, k, payload{grant: g})
 	} else {
-		if err := x.st.g.addNode(x.o, k, layerSource, payload{grant: g}); err != nil {
+		if err := edit.state.g.addNode(edit.owner, k, layerSource, payload{grant: g}); err != nil {
 			return err
 		}
-		indexAdd(x.o, &x.st.grantsByNs, nsKey(k.Namespace), k)
+		indexAdd(edit.owner, &edit.state.grantsByNs, nsKey(k.Namespace), k)
 	}
-	return x.regrant(k.Namespace, before, g, seen)
+	return edit.regrant(k.Namespace, before, g, seen)
 }
 
-func (x *tx) deleteGrant(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) deleteGrant(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok {
 		return nil
 	}
 	before := n.payload.grant
-	seen := x.observeWorkloadHops(k.Namespace, before, nil)
-	x.st.g.removeNode(x.o, k)
-	indexDel(x.o, &x.st.grantsByNs, nsKey(k.Namespace), k)
-	return x.regrant(k.Namespace, before, nil, seen)
+	seen := edit.observeWorkloadHops(k.Namespace, before, nil)
+	edit.state.g.removeNode(edit.owner, k)
+	indexDel(edit.owner, &edit.state.grantsByNs, nsKey(k.Namespace), k)
+	return edit.regrant(k.Namespace, before, nil, seen)
 }
 
 // workloadHops is what a grant change may change for one workload, taken
@@ -87,7 +87,7 @@ type workloadHops struct {
 // before to after, the hops of every workload of the namespaces either
 // version names that refer into namespace: annotation references and
 // kubernetes-provider reads.
-func (x *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key]workloadHops {
+func (edit *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key]workloadHops {
 	froms := map[string]bool{}
 	for _, g := range []*Grant{before, after} {
 		if g != nil {
@@ -101,11 +101,11 @@ func (x *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key
 		if from == namespace {
 			continue
 		}
-		for _, w := range indexGet(x.st.crossAnnot, nsPair{to: namespace, from: from}) {
+		for _, w := range indexGet(edit.state.crossAnnot, nsPair{to: namespace, from: from}) {
 			out[w] = workloadHops{}
 		}
-		for _, s := range indexGet(x.st.kubeRefsInto, nsKey(namespace)) {
-			for _, w := range append(x.st.g.children(s, relTargets), x.st.g.children(s, relServes)...) {
+		for _, s := range indexGet(edit.state.kubeRefsInto, nsKey(namespace)) {
+			for _, w := range append(edit.state.g.children(s, relTargets), edit.state.g.children(s, relServes)...) {
 				if w.Namespace == from {
 					out[w] = workloadHops{}
 				}
@@ -113,7 +113,7 @@ func (x *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key
 		}
 	}
 	for w := range out {
-		out[w] = x.st.workloadHopsInto(w, namespace)
+		out[w] = edit.state.workloadHopsInto(w, namespace)
 	}
 	return out
 }
@@ -138,11 +138,11 @@ func (st *state) workloadHopsInto(w Key, namespace string) workloadHops {
 // regrant re-evaluates what a grant of namespace changing from before to
 // after (nil: absent) may permit or stop permitting. seen holds the
 // workload hops observed before the change.
-func (x *tx) regrant(namespace string, before, after *Grant, seen map[Key]workloadHops) error {
-	if err := x.regrantSources(namespace, before, after); err != nil {
+func (edit *tx) regrant(namespace string, before, after *Grant, seen map[Key]workloadHops) error {
+	if err := edit.regrantSources(namespace, before, after); err != nil {
 		return err
 	}
-	if err := x.regrantFlagds(namespace, before, after); err != nil {
+	if err := edit.regrantFlagds(namespace, before, after); err != nil {
 		return err
 	}
 	for _, w := range sortedKeys(slices.Collect(maps.Keys(seen))) {
@@ -150,20 +150,20 @@ func (x *tx) regrant(namespace string, before, after *Grant, seen map[Key]worklo
 		// Annotation edges follow the permission; retarget marks what it changes.
 		for _, ref := range old.annotations {
 			if ref.Target.Namespace == namespace {
-				if err := x.retargetKey(ref.Target, w); err != nil {
+				if err := edit.retargetKey(ref.Target, w); err != nil {
 					return err
 				}
 			}
 		}
-		now := x.st.workloadHopsInto(w, namespace)
+		now := edit.state.workloadHopsInto(w, namespace)
 		if !slices.Equal(old.annotations, now.annotations) || !maps.Equal(old.reads, now.reads) {
-			x.mark(w)
+			edit.mark(w)
 		}
 		// The referred side's status lists the referrers it denies.
 		for i, ref := range now.annotations {
-			if ref.Target.Namespace == namespace && x.st.g.has(ref.Target) &&
+			if ref.Target.Namespace == namespace && edit.state.g.has(ref.Target) &&
 				(ref.State == RefNotPermitted) != (old.annotations[i].State == RefNotPermitted) {
-				x.mark(ref.Target)
+				edit.mark(ref.Target)
 			}
 		}
 	}
@@ -175,7 +175,7 @@ func (x *tx) regrant(namespace string, before, after *Grant, seen map[Key]worklo
 // each namespace either version lets sources in, the references to the flag
 // sets either version names, or all references from there when a version
 // names every FeatureFlag.
-func (x *tx) regrantSources(namespace string, before, after *Grant) error {
+func (edit *tx) regrantSources(namespace string, before, after *Grant) error {
 	var froms, names []string
 	every := map[string]bool{}
 	for _, g := range []*Grant{before, after} {
@@ -212,10 +212,10 @@ func (x *tx) regrantSources(namespace string, before, after *Grant) error {
 	for _, from := range slices.Compact(froms) {
 		var sources []Key
 		if every[from] {
-			sources = indexGet(x.st.crossRefs, nsPair{to: namespace, from: from})
+			sources = indexGet(edit.state.crossRefs, nsPair{to: namespace, from: from})
 		} else {
 			for _, name := range names {
-				for _, s := range indexGet(x.st.refsTo, FlagSetKey(namespace, name)) {
+				for _, s := range indexGet(edit.state.refsTo, FlagSetKey(namespace, name)) {
 					if s.Namespace == from {
 						sources = append(sources, s)
 					}
@@ -223,7 +223,7 @@ func (x *tx) regrantSources(namespace string, before, after *Grant) error {
 			}
 		}
 		for _, s := range sources {
-			if err := x.reevalRefs(s); err != nil {
+			if err := edit.reevalRefs(s); err != nil {
 				return err
 			}
 		}

@@ -55,7 +55,7 @@ var ErrCycle = errors.New("edge against the layer order (it could close a cycle)
 // gnode is a node of the graph. Like trie nodes, a gnode is owned by the
 // token it was made under and is copied, not changed, by other tokens.
 type gnode[P any] struct {
-	owner edit
+	owner token
 	// layer is the node's layer: every edge goes from a lower layer to a
 	// higher one, so the layers are a topological order of the graph.
 	layer   int
@@ -76,53 +76,53 @@ func (g *graph[P]) node(k Key) (*gnode[P], bool) { return g.nodes.get(k) }
 
 func (g *graph[P]) has(k Key) bool { return g.nodes.has(k) }
 
-// mut returns k's node for writing under token o, copying it if o does not own it.
-func (g *graph[P]) mut(o edit, k Key) *gnode[P] {
+// mut returns k's node for writing under owner, copying it if owner does not own it.
+func (g *graph[P]) mut(owner token, k Key) *gnode[P] {
 	n, ok := g.nodes.get(k)
 	if !ok {
 		return nil
 	}
-	if n.owner == o {
+	if n.owner == owner {
 		return n
 	}
 	c := *n
-	c.owner = o
-	g.nodes.set(o, k, &c)
+	c.owner = owner
+	g.nodes.set(owner, k, &c)
 	return &c
 }
 
 // addNode adds a node in a layer (lower layers are parents).
-func (g *graph[P]) addNode(o edit, k Key, layer int, p P) error {
+func (g *graph[P]) addNode(owner token, k Key, layer int, value P) error {
 	if g.nodes.has(k) {
 		return fmt.Errorf("adding node %s: already present", k)
 	}
-	n := &gnode[P]{owner: o, layer: layer, payload: p}
-	g.nodes.set(o, k, n)
+	n := &gnode[P]{owner: owner, layer: layer, payload: value}
+	g.nodes.set(owner, k, n)
 	if i := kindIndex(k.Kind); i >= 0 {
 		g.counts[i]++
 	}
 	return nil
 }
 
-func (g *graph[P]) setPayload(o edit, k Key, p P) {
-	if n := g.mut(o, k); n != nil {
-		n.payload = p
+func (g *graph[P]) setPayload(owner token, k Key, value P) {
+	if n := g.mut(owner, k); n != nil {
+		n.payload = value
 	}
 }
 
 // removeNode removes a node and its edges; it tells whether it was there.
-func (g *graph[P]) removeNode(o edit, k Key) bool {
+func (g *graph[P]) removeNode(owner token, k Key) bool {
 	n, ok := g.nodes.get(k)
 	if !ok {
 		return false
 	}
 	for _, c := range n.out.keys() {
-		g.mut(o, c).in.del(o, k)
+		g.mut(owner, c).in.del(owner, k)
 	}
-	for _, p := range n.in.keys() {
-		g.mut(o, p).out.del(o, k)
+	for _, parent := range n.in.keys() {
+		g.mut(owner, parent).out.del(owner, k)
 	}
-	g.nodes.del(o, k)
+	g.nodes.del(owner, k)
 	if i := kindIndex(k.Kind); i >= 0 {
 		g.counts[i]--
 	}
@@ -142,7 +142,7 @@ func (g *graph[P]) edge(from, to Key) (rel, bool) {
 // with an error wrapping ErrCycle, an edge that does not go from a lower
 // layer to a higher one, and leaves the graph as it was: one comparison
 // keeps the graph acyclic.
-func (g *graph[P]) addEdge(o edit, from, to Key, r rel) (bool, error) {
+func (g *graph[P]) addEdge(owner token, from, to Key, r rel) (bool, error) {
 	fn, ok := g.nodes.get(from)
 	if !ok {
 		return false, fmt.Errorf("adding edge %s → %s: no node %s", from, to, from)
@@ -160,18 +160,18 @@ func (g *graph[P]) addEdge(o edit, from, to Key, r rel) (bool, error) {
 	if fn.layer >= tn.layer {
 		return false, fmt.Errorf("adding edge %s → %s (layer %d to %d): %w", from, to, fn.layer, tn.layer, ErrCycle)
 	}
-	g.mut(o, from).out.set(o, to, r)
-	g.mut(o, to).in.set(o, from, r)
+	g.mut(owner, from).out.set(owner, to, r)
+	g.mut(owner, to).in.set(owner, from, r)
 	return true, nil
 }
 
 // removeEdge removes the edge from → to and tells whether it was there.
-func (g *graph[P]) removeEdge(o edit, from, to Key) bool {
+func (g *graph[P]) removeEdge(owner token, from, to Key) bool {
 	if _, ok := g.edge(from, to); !ok {
 		return false
 	}
-	g.mut(o, from).out.del(o, to)
-	g.mut(o, to).in.del(o, from)
+	g.mut(owner, from).out.del(owner, to)
+	g.mut(owner, to).in.del(owner, from)
 	return true
 }
 

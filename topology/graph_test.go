@@ -40,11 +40,11 @@ func TestLayerGuard(t *testing.T) {
 			g := NewWithT(t)
 			r := rand.New(rand.NewPCG(seed, 7))
 			var gr graph[struct{}]
-			o := newToken()
+			owner := newToken()
 			const nodes, layers = 30, 4
 			layer := func(i int) int { return i % layers }
 			for i := range nodes {
-				g.Expect(gr.addNode(o, node(i), layer(i), struct{}{})).To(Succeed())
+				g.Expect(gr.addNode(owner, node(i), layer(i), struct{}{})).To(Succeed())
 			}
 			want := map[[2]Key]rel{}
 			refused := 0
@@ -53,12 +53,12 @@ func TestLayerGuard(t *testing.T) {
 				u, v := node(i), node(j)
 				if r.IntN(4) == 0 {
 					_, had := want[[2]Key{u, v}]
-					g.Expect(gr.removeEdge(o, u, v)).To(Equal(had))
+					g.Expect(gr.removeEdge(owner, u, v)).To(Equal(had))
 					delete(want, [2]Key{u, v})
 					continue
 				}
 				before := edgeSet(&gr)
-				_, err := gr.addEdge(o, u, v, relTargets)
+				_, err := gr.addEdge(owner, u, v, relTargets)
 				if layer(i) >= layer(j) {
 					refused++
 					g.Expect(errors.Is(err, ErrCycle)).To(BeTrue(), "%s → %s goes against the layers", u, v)
@@ -79,36 +79,36 @@ func TestLayerGuard(t *testing.T) {
 func TestGraphEdits(t *testing.T) {
 	g := NewWithT(t)
 	var gr graph[struct{}]
-	o := newToken()
+	owner := newToken()
 	a, b, c := node(1), node(2), node(3)
 	for layer, k := range []Key{a, b, c} {
-		g.Expect(gr.addNode(o, k, layer, struct{}{})).To(Succeed())
+		g.Expect(gr.addNode(owner, k, layer, struct{}{})).To(Succeed())
 	}
-	g.Expect(gr.addNode(o, a, 0, struct{}{})).To(MatchError(ContainSubstring("already present")))
+	g.Expect(gr.addNode(owner, a, 0, struct{}{})).To(MatchError(ContainSubstring("already present")))
 
-	added, err := gr.addEdge(o, a, b, relRefs)
+	added, err := gr.addEdge(owner, a, b, relRefs)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(added).To(BeTrue())
-	added, err = gr.addEdge(o, a, b, relRefs)
+	added, err = gr.addEdge(owner, a, b, relRefs)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(added).To(BeFalse(), "adding an edge twice is no change")
-	_, err = gr.addEdge(o, a, b, relMounts)
+	_, err = gr.addEdge(owner, a, b, relMounts)
 	g.Expect(err).To(MatchError(ContainSubstring("already there as refs")))
-	_, err = gr.addEdge(o, a, node(9), relRefs)
+	_, err = gr.addEdge(owner, a, node(9), relRefs)
 	g.Expect(err).To(MatchError(ContainSubstring("no node")))
-	_, err = gr.addEdge(o, b, b, relRefs)
+	_, err = gr.addEdge(owner, b, b, relRefs)
 	g.Expect(errors.Is(err, ErrCycle)).To(BeTrue(), "a node is not its own child")
 
-	g.Expect(gr.addEdge(o, b, c, relRenders)).Error().NotTo(HaveOccurred())
-	_, err = gr.addEdge(o, c, a, relMounts)
+	g.Expect(gr.addEdge(owner, b, c, relRenders)).Error().NotTo(HaveOccurred())
+	_, err = gr.addEdge(owner, c, a, relMounts)
 	g.Expect(errors.Is(err, ErrCycle)).To(BeTrue(), "c → a would close a → b → c → a")
 
-	g.Expect(gr.removeNode(o, b)).To(BeTrue())
+	g.Expect(gr.removeNode(owner, b)).To(BeTrue())
 	g.Expect(edgeSet(&gr)).To(BeEmpty(), "removing a node removes its edges on both sides")
-	g.Expect(gr.removeNode(o, b)).To(BeFalse())
-	_, err = gr.addEdge(o, c, a, relMounts)
+	g.Expect(gr.removeNode(owner, b)).To(BeFalse())
+	_, err = gr.addEdge(owner, c, a, relMounts)
 	g.Expect(errors.Is(err, ErrCycle)).To(BeTrue(), "against the layers even without b: the layers alone decide")
-	g.Expect(gr.addEdge(o, a, c, relMounts)).Error().NotTo(HaveOccurred())
+	g.Expect(gr.addEdge(owner, a, c, relMounts)).Error().NotTo(HaveOccurred())
 }
 
 // TestFailedEditLeavesNoTrace forces an edit to fail after it has changed
@@ -125,11 +125,11 @@ func TestFailedEditLeavesNoTrace(t *testing.T) {
 	beforeDOT, beforeAnswers := string(before.DOT()), answers(before)
 
 	changed := newSource("shop", "src", ref("flags", v1beta1.SyncProviderKubernetes), selector(matchLabels("app", "web")))
-	d, err := top.apply(srcK("shop", "src"), func(x *tx) error {
-		if err := x.upsertSource(srcK("shop", "src"), changed); err != nil {
+	d, err := top.apply(srcK("shop", "src"), func(edit *tx) error {
+		if err := edit.upsertSource(srcK("shop", "src"), changed); err != nil {
 			return err
 		}
-		_, err := x.st.g.addEdge(x.o, depK("shop", "web"), srcK("shop", "src"), relTargets)
+		_, err := edit.state.g.addEdge(edit.owner, depK("shop", "web"), srcK("shop", "src"), relTargets)
 		return err
 	})
 	g.Expect(errors.Is(err, ErrCycle)).To(BeTrue())

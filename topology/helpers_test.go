@@ -26,8 +26,8 @@ type sourceOpt func(*v1beta1.FeatureFlagSource)
 
 func newSource(ns, name string, opts ...sourceOpt) *v1beta1.FeatureFlagSource {
 	s := &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	for _, o := range opts {
-		o(s)
+	for _, opt := range opts {
+		opt(s)
 	}
 	return s
 }

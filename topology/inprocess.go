@@ -24,7 +24,7 @@ func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Del
 		return Delta{}, fmt.Errorf("upserting InProcessConfiguration %q in namespace %q: namespace and name are required", c.Name, c.Namespace)
 	}
 	k := InProcessConfigKey(c.Namespace, c.Name)
-	d, err := t.apply(k, func(x *tx) error { return x.upsertIPC(k, c) })
+	d, err := t.apply(k, func(edit *tx) error { return edit.upsertIPC(k, c) })
 	if err != nil {
 		return d, fmt.Errorf("upserting InProcessConfiguration %s: %w", k, err)
 	}
@@ -35,38 +35,38 @@ func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Del
 // configuration and its workloads.
 func (t *Topology) DeleteInProcessConfig(namespace, name string) Delta {
 	k := InProcessConfigKey(namespace, name)
-	return t.mustApply(k, func(x *tx) error { return x.deleteIPC(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteIPC(k) })
 }
 
-func (x *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
-	if n, ok := x.st.g.node(k); ok {
+func (edit *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {
+	if n, ok := edit.state.g.node(k); ok {
 		old := n.payload.ipc
-		x.st.g.setPayload(x.o, k, payload{ipc: c})
+		edit.state.g.setPayload(edit.owner, k, payload{ipc: c})
 		if InProcessConfigChanged(old, c) {
-			x.mark(k)
-			x.markAll(x.st.g.children(k, relTargets))
+			edit.mark(k)
+			edit.markAll(edit.state.g.children(k, relTargets))
 		}
 		return nil
 	}
-	if err := x.st.g.addNode(x.o, k, layerSource, payload{ipc: c}); err != nil {
+	if err := edit.state.g.addNode(edit.owner, k, layerSource, payload{ipc: c}); err != nil {
 		return err
 	}
-	x.mark(k)
-	p := payload{ipc: c}
-	for _, w := range indexGet(x.st.annotIPCs, k) {
-		if err := x.retarget(k, p, w); err != nil {
+	edit.mark(k)
+	referrer := payload{ipc: c}
+	for _, w := range indexGet(edit.state.annotIPCs, k) {
+		if err := edit.retarget(k, referrer, w); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (x *tx) deleteIPC(k Key) error {
-	targets := x.st.g.children(k, relTargets)
-	if !x.st.g.removeNode(x.o, k) {
+func (edit *tx) deleteIPC(k Key) error {
+	targets := edit.state.g.children(k, relTargets)
+	if !edit.state.g.removeNode(edit.owner, k) {
 		return nil
 	}
-	x.mark(k)
-	x.markAll(targets)
+	edit.mark(k)
+	edit.markAll(targets)
 	return nil
 }

@@ -38,12 +38,12 @@ type hashable interface {
 	hash() uint64
 }
 
-// edit is an ownership token: trie and graph nodes made under it may be
+// token is an ownership token: trie and graph nodes made under it may be
 // written in place by whoever holds it (see pmap).
-type edit uint64
+type token uint64
 
 type hnode[K hashable, V any] struct {
-	owner edit
+	owner token
 	// datamap marks the 5-bit hash fragments stored inline in entries,
 	// nodemap those stored in children; both are dense, ordered by fragment.
 	datamap  uint32
@@ -105,23 +105,23 @@ func (m pmap[K, V]) has(k K) bool {
 }
 
 // set inserts or replaces the value of k.
-func (m *pmap[K, V]) set(o edit, k K, v V) {
+func (m *pmap[K, V]) set(owner token, k K, v V) {
 	if m.root == nil {
-		m.root = &hnode[K, V]{owner: o}
+		m.root = &hnode[K, V]{owner: owner}
 	}
 	var added bool
-	m.root, added = m.root.set(o, 0, k.hash(), k, v)
+	m.root, added = m.root.set(owner, 0, k.hash(), k, v)
 	if added {
 		m.size++
 	}
 }
 
 // del removes k and tells whether it was there.
-func (m *pmap[K, V]) del(o edit, k K) bool {
+func (m *pmap[K, V]) del(owner token, k K) bool {
 	if m.root == nil {
 		return false
 	}
-	root, removed := m.root.del(o, 0, k.hash(), k)
+	root, removed := m.root.del(owner, 0, k.hash(), k)
 	if !removed {
 		return false
 	}
@@ -170,15 +170,15 @@ func (n *hnode[K, V]) each(yield func(K, V) bool) bool {
 	return true
 }
 
-// editable returns n itself when the edit o owns it, else a copy owned by o.
+// editable returns n itself when owner owns it, else a copy owned by owner.
 // Copies get fresh backing arrays, so appending to them never writes into an
 // array that a published node still uses.
-func (n *hnode[K, V]) editable(o edit) *hnode[K, V] {
-	if n.owner == o {
+func (n *hnode[K, V]) editable(owner token) *hnode[K, V] {
+	if n.owner == owner {
 		return n
 	}
 	return &hnode[K, V]{
-		owner:    o,
+		owner:    owner,
 		datamap:  n.datamap,
 		nodemap:  n.nodemap,
 		entries:  slices.Clone(n.entries),
@@ -186,16 +186,16 @@ func (n *hnode[K, V]) editable(o edit) *hnode[K, V] {
 	}
 }
 
-func (n *hnode[K, V]) set(o edit, shift uint, h uint64, k K, v V) (*hnode[K, V], bool) {
+func (n *hnode[K, V]) set(owner token, shift uint, h uint64, k K, v V) (*hnode[K, V], bool) {
 	if shift >= hashBits {
 		for i := range n.entries {
 			if n.entries[i].key == k {
-				n = n.editable(o)
+				n = n.editable(owner)
 				n.entries[i].val = v
 				return n, false
 			}
 		}
-		n = n.editable(o)
+		n = n.editable(owner)
 		n.entries = append(n.entries, hentry[K, V]{hash: h, key: k, val: v})
 		return n, true
 	}
@@ -205,12 +205,12 @@ func (n *hnode[K, V]) set(o edit, shift uint, h uint64, k K, v V) (*hnode[K, V],
 		i := position(n.datamap, bit)
 		e := n.entries[i]
 		if e.hash == h && e.key == k {
-			n = n.editable(o)
+			n = n.editable(owner)
 			n.entries[i].val = v
 			return n, false
 		}
-		sub := pairNode(o, shift+bitsPerLevel, e, hentry[K, V]{hash: h, key: k, val: v})
-		n = n.editable(o)
+		sub := pairNode(owner, shift+bitsPerLevel, e, hentry[K, V]{hash: h, key: k, val: v})
+		n = n.editable(owner)
 		n.entries = slices.Delete(n.entries, i, i+1)
 		n.datamap ^= bit
 		n.nodemap |= bit
@@ -218,14 +218,14 @@ func (n *hnode[K, V]) set(o edit, shift uint, h uint64, k K, v V) (*hnode[K, V],
 		return n, true
 	case n.nodemap&bit != 0:
 		i := position(n.nodemap, bit)
-		child, added := n.children[i].set(o, shift+bitsPerLevel, h, k, v)
+		child, added := n.children[i].set(owner, shift+bitsPerLevel, h, k, v)
 		if child != n.children[i] {
-			n = n.editable(o)
+			n = n.editable(owner)
 			n.children[i] = child
 		}
 		return n, added
 	default:
-		n = n.editable(o)
+		n = n.editable(owner)
 		n.datamap |= bit
 		n.entries = slices.Insert(n.entries, position(n.datamap, bit), hentry[K, V]{hash: h, key: k, val: v})
 		return n, true
@@ -234,25 +234,25 @@ func (n *hnode[K, V]) set(o edit, shift uint, h uint64, k K, v V) (*hnode[K, V],
 
 // pairNode makes the sub-trie holding two entries whose hashes agree on all
 // fragments above shift.
-func pairNode[K hashable, V any](o edit, shift uint, a, b hentry[K, V]) *hnode[K, V] {
+func pairNode[K hashable, V any](owner token, shift uint, a, b hentry[K, V]) *hnode[K, V] {
 	if shift >= hashBits {
-		return &hnode[K, V]{owner: o, entries: []hentry[K, V]{a, b}}
+		return &hnode[K, V]{owner: owner, entries: []hentry[K, V]{a, b}}
 	}
 	ba, bb := fragment(a.hash, shift), fragment(b.hash, shift)
 	if ba == bb {
-		return &hnode[K, V]{owner: o, nodemap: ba, children: []*hnode[K, V]{pairNode(o, shift+bitsPerLevel, a, b)}}
+		return &hnode[K, V]{owner: owner, nodemap: ba, children: []*hnode[K, V]{pairNode(owner, shift+bitsPerLevel, a, b)}}
 	}
 	if bb < ba {
 		a, b = b, a
 	}
-	return &hnode[K, V]{owner: o, datamap: ba | bb, entries: []hentry[K, V]{a, b}}
+	return &hnode[K, V]{owner: owner, datamap: ba | bb, entries: []hentry[K, V]{a, b}}
 }
 
-func (n *hnode[K, V]) del(o edit, shift uint, h uint64, k K) (*hnode[K, V], bool) {
+func (n *hnode[K, V]) del(owner token, shift uint, h uint64, k K) (*hnode[K, V], bool) {
 	if shift >= hashBits {
 		for i := range n.entries {
 			if n.entries[i].key == k {
-				n = n.editable(o)
+				n = n.editable(owner)
 				n.entries = slices.Delete(n.entries, i, i+1)
 				return n, true
 			}
@@ -266,17 +266,17 @@ func (n *hnode[K, V]) del(o edit, shift uint, h uint64, k K) (*hnode[K, V], bool
 		if e := &n.entries[i]; e.hash != h || e.key != k {
 			return n, false
 		}
-		n = n.editable(o)
+		n = n.editable(owner)
 		n.entries = slices.Delete(n.entries, i, i+1)
 		n.datamap ^= bit
 		return n, true
 	case n.nodemap&bit != 0:
 		i := position(n.nodemap, bit)
-		child, removed := n.children[i].del(o, shift+bitsPerLevel, h, k)
+		child, removed := n.children[i].del(owner, shift+bitsPerLevel, h, k)
 		if !removed {
 			return n, false
 		}
-		n = n.editable(o)
+		n = n.editable(owner)
 		if len(child.children) == 0 && len(child.entries) == 1 {
 			// Keep the trie canonical: a sub-trie of one entry is inlined,
 			// so deletions shrink the trie back as insertions grew it.

@@ -52,21 +52,21 @@ func TestPMapAgainstGoMap(t *testing.T) {
 				want map[collidingKey]int
 			}
 			var versions []version
-			o := newToken()
+			owner := newToken()
 			for i := range 4000 {
 				if i%50 == 0 {
 					// Share the current version, as a Snapshot does.
 					versions = append(versions, version{m: m, want: maps.Clone(want)})
-					o = newToken()
+					owner = newToken()
 				}
 				k := key(r.IntN(300))
 				switch r.IntN(3) {
 				case 0, 1:
-					m.set(o, k, i)
+					m.set(owner, k, i)
 					want[k] = i
 				default:
 					_, had := want[k]
-					g.Expect(m.del(o, k)).To(Equal(had))
+					g.Expect(m.del(owner, k)).To(Equal(had))
 					delete(want, k)
 				}
 				g.Expect(m.len()).To(Equal(len(want)))
@@ -87,7 +87,7 @@ func TestPMapAgainstGoMap(t *testing.T) {
 			}
 			// Deleting everything leaves the empty map.
 			for k := range want {
-				m.del(o, k)
+				m.del(owner, k)
 			}
 			g.Expect(m).To(Equal(pmap[collidingKey, int]{}))
 		})

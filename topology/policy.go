@@ -61,7 +61,7 @@ func (t *Topology) UpsertSourcePolicy(p *policyv1alpha1.FeatureFlagSourcePolicy)
 		return Delta{}, fmt.Errorf("upserting FeatureFlagSourcePolicy %q in namespace %q: namespace and name are required", p.Name, p.Namespace)
 	}
 	k := SourcePolicyKey(p.Namespace, p.Name)
-	d, err := t.apply(k, func(x *tx) error { return x.upsertSourcePolicy(k, p) })
+	d, err := t.apply(k, func(edit *tx) error { return edit.upsertSourcePolicy(k, p) })
 	if err != nil {
 		return d, fmt.Errorf("upserting FeatureFlagSourcePolicy %s: %w", k, err)
 	}
@@ -72,55 +72,55 @@ func (t *Topology) UpsertSourcePolicy(p *policyv1alpha1.FeatureFlagSourcePolicy)
 // for UpsertSourcePolicy.
 func (t *Topology) DeleteSourcePolicy(namespace, name string) Delta {
 	k := SourcePolicyKey(namespace, name)
-	return t.mustApply(k, func(x *tx) error { return x.deleteSourcePolicy(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteSourcePolicy(k) })
 }
 
-func (x *tx) upsertSourcePolicy(k Key, p *policyv1alpha1.FeatureFlagSourcePolicy) error {
-	if n, ok := x.st.g.node(k); ok {
+func (edit *tx) upsertSourcePolicy(k Key, p *policyv1alpha1.FeatureFlagSourcePolicy) error {
+	if n, ok := edit.state.g.node(k); ok {
 		old := n.payload.policy
-		x.st.g.setPayload(x.o, k, payload{policy: p})
+		edit.state.g.setPayload(edit.owner, k, payload{policy: p})
 		if SourcePolicyChanged(old, p) {
-			x.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(old) || SourcePolicyAccepted(p))
+			edit.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(old) || SourcePolicyAccepted(p))
 		}
 		return nil
 	}
-	if err := x.st.g.addNode(x.o, k, layerSource, payload{policy: p}); err != nil {
+	if err := edit.state.g.addNode(edit.owner, k, layerSource, payload{policy: p}); err != nil {
 		return err
 	}
-	indexAdd(x.o, &x.st.policiesByNs, nsKey(k.Namespace), k)
-	x.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(p))
+	indexAdd(edit.owner, &edit.state.policiesByNs, nsKey(k.Namespace), k)
+	edit.markNamespaceGoverned(k.Namespace, SourcePolicyAccepted(p))
 	return nil
 }
 
-func (x *tx) deleteSourcePolicy(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) deleteSourcePolicy(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok {
 		return nil
 	}
 	accepted := SourcePolicyAccepted(n.payload.policy)
-	x.st.g.removeNode(x.o, k)
-	indexDel(x.o, &x.st.policiesByNs, nsKey(k.Namespace), k)
-	x.mark(k)
-	x.markNamespaceGoverned(k.Namespace, accepted)
+	edit.state.g.removeNode(edit.owner, k)
+	indexDel(edit.owner, &edit.state.policiesByNs, nsKey(k.Namespace), k)
+	edit.mark(k)
+	edit.markNamespaceGoverned(k.Namespace, accepted)
 	return nil
 }
 
 // markNamespaceGoverned marks every policy of namespace (their statuses
 // read each other) and, when consumers is true (an accepted policy
 // changed), every consumer there that a source serves.
-func (x *tx) markNamespaceGoverned(namespace string, consumers bool) {
-	x.markAll(indexGet(x.st.policiesByNs, nsKey(namespace)))
+func (edit *tx) markNamespaceGoverned(namespace string, consumers bool) {
+	edit.markAll(indexGet(edit.state.policiesByNs, nsKey(namespace)))
 	if !consumers {
 		return
 	}
-	for _, w := range indexGet(x.st.wlByNs, nsKey(namespace)) {
-		if len(x.st.sourcesOfWorkload(w)) > 0 {
-			x.mark(w)
+	for _, w := range indexGet(edit.state.wlByNs, nsKey(namespace)) {
+		if len(edit.state.sourcesOfWorkload(w)) > 0 {
+			edit.mark(w)
 		}
 	}
-	for _, f := range indexGet(x.st.flagdsByNs, nsKey(namespace)) {
-		if len(x.st.consumerSources(f)) > 0 {
-			x.mark(f)
+	for _, f := range indexGet(edit.state.flagdsByNs, nsKey(namespace)) {
+		if len(edit.state.consumerSources(f)) > 0 {
+			edit.mark(f)
 		}
 	}
 }
@@ -128,25 +128,25 @@ func (x *tx) markNamespaceGoverned(namespace string, consumers bool) {
 // markPoliciesOfConsumers marks, at the end of an edit, the policies of the
 // namespaces of every workload and Flagd whose desired state may have
 // changed: a policy's status reads what it does to each of them.
-func (x *tx) markPoliciesOfConsumers() {
-	if x.st.policiesByNs.len() == 0 {
+func (edit *tx) markPoliciesOfConsumers() {
+	if edit.state.policiesByNs.len() == 0 {
 		return
 	}
 	seen := map[string]bool{}
-	for _, set := range []KeySet{x.d.Workloads, x.d.Flagds} {
+	for _, set := range []KeySet{edit.delta.Workloads, edit.delta.Flagds} {
 		for w := range set {
 			if seen[w.Namespace] {
 				continue
 			}
 			seen[w.Namespace] = true
-			x.markAll(indexGet(x.st.policiesByNs, nsKey(w.Namespace)))
+			edit.markAll(indexGet(edit.state.policiesByNs, nsKey(w.Namespace)))
 		}
 	}
 }
 
 // SourcePolicy returns a FeatureFlagSourcePolicy of the graph.
 func (v *View) SourcePolicy(k Key) (*policyv1alpha1.FeatureFlagSourcePolicy, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.policy == nil {
 		return nil, false
 	}
@@ -154,13 +154,13 @@ func (v *View) SourcePolicy(k Key) (*policyv1alpha1.FeatureFlagSourcePolicy, boo
 }
 
 // SourcePolicies lists every FeatureFlagSourcePolicy of the graph.
-func (v *View) SourcePolicies() []Key { return v.st.g.ofKind(KindSourcePolicy) }
+func (v *View) SourcePolicies() []Key { return v.state.g.ofKind(KindSourcePolicy) }
 
 // SourcePoliciesOfNamespace lists the accepted policies of a namespace in
 // the order they win: the oldest first (creation time, then name).
 func (v *View) SourcePoliciesOfNamespace(namespace string) []*policyv1alpha1.FeatureFlagSourcePolicy {
 	var out []*policyv1alpha1.FeatureFlagSourcePolicy
-	for _, k := range indexGet(v.st.policiesByNs, nsKey(namespace)) {
+	for _, k := range indexGet(v.state.policiesByNs, nsKey(namespace)) {
 		if p, ok := v.SourcePolicy(k); ok && SourcePolicyAccepted(p) {
 			out = append(out, p)
 		}
@@ -178,13 +178,13 @@ func (v *View) SourcePoliciesOfNamespace(namespace string) []*policyv1alpha1.Fea
 // a source serves: the sidecars its policies govern.
 func (v *View) GovernedBySourcePolicies(namespace string) []Key {
 	var out []Key
-	for _, w := range indexGet(v.st.wlByNs, nsKey(namespace)) {
-		if len(v.st.sourcesOfWorkload(w)) > 0 {
+	for _, w := range indexGet(v.state.wlByNs, nsKey(namespace)) {
+		if len(v.state.sourcesOfWorkload(w)) > 0 {
 			out = append(out, w)
 		}
 	}
-	for _, f := range indexGet(v.st.flagdsByNs, nsKey(namespace)) {
-		if len(v.st.consumerSources(f)) > 0 {
+	for _, f := range indexGet(v.state.flagdsByNs, nsKey(namespace)) {
+		if len(v.state.consumerSources(f)) > 0 {
 			out = append(out, f)
 		}
 	}

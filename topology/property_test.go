@@ -487,21 +487,21 @@ func (c specs) of(obj any, sidecar bool) string {
 		return j
 	}
 	var j string
-	switch o := obj.(type) {
+	switch obj := obj.(type) {
 	case *v1beta1.FeatureFlag:
-		j = mustJSON(o.Spec)
+		j = mustJSON(obj.Spec)
 	case *v1beta1.FeatureFlagSource:
-		spec := o.Spec
+		spec := obj.Spec
 		if sidecar {
 			spec.TargetRefs, spec.Selector = nil, nil
 		}
-		j = mustJSON(spec) + o.Annotations[v1beta1.AnnotationSidecarSecurityContext]
+		j = mustJSON(spec) + obj.Annotations[v1beta1.AnnotationSidecarSecurityContext]
 	case *v1beta1.InProcessConfiguration:
-		j = mustJSON(o.Spec)
+		j = mustJSON(obj.Spec)
 	case *v1beta1.Flagd:
-		j = mustJSON(o.Spec) + mustJSON(o.Annotations)
+		j = mustJSON(obj.Spec) + mustJSON(obj.Annotations)
 	case *policyv1alpha1.FeatureFlagSourcePolicy:
-		j = mustJSON(o.Spec) + o.CreationTimestamp.String()
+		j = mustJSON(obj.Spec) + obj.CreationTimestamp.String()
 	}
 	c[key] = j
 	return j
@@ -818,7 +818,7 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 			for k := range w.policies {
 				top.DeleteSourcePolicy(k.Namespace, k.Name)
 			}
-			left := *top.Snapshot().st
+			left := *top.Snapshot().state
 			left.flagSetValid = nil // an option, not an object
 			NewWithT(t).Expect(left).To(Equal(state{}))
 		})

@@ -38,23 +38,27 @@ func InProcessConfigChanged(old, new *v1beta1.InProcessConfiguration) bool {
 // openfeature.dev pod-template annotations as the graph parses them, or its
 // service account.
 func WorkloadChanged(old, new Workload) bool {
-	o, n := newWorkloadRec(old), newWorkloadRec(new)
-	return labelsDiffer(o, n) || annotationsDiffer(o, n) || accountDiffers(o, n)
+	before, after := newWorkloadRec(old), newWorkloadRec(new)
+	return labelsDiffer(before, after) || annotationsDiffer(before, after) || accountDiffers(before, after)
 }
 
-func labelsDiffer(o, n *workloadRec) bool { return !maps.Equal(o.w.Labels, n.w.Labels) }
-
-func annotationsDiffer(o, n *workloadRec) bool {
-	return !slices.Equal(o.annotSources, n.annotSources) || !slices.Equal(o.annotIPCs, n.annotIPCs)
+func labelsDiffer(before, after *workloadRec) bool {
+	return !maps.Equal(before.w.Labels, after.w.Labels)
 }
 
-func accountDiffers(o, n *workloadRec) bool { return o.w.ServiceAccountName != n.w.ServiceAccountName }
+func annotationsDiffer(before, after *workloadRec) bool {
+	return !slices.Equal(before.annotSources, after.annotSources) || !slices.Equal(before.annotIPCs, after.annotIPCs)
+}
+
+func accountDiffers(before, after *workloadRec) bool {
+	return before.w.ServiceAccountName != after.w.ServiceAccountName
+}
 
 // SameAnnotationRefs tells whether two sets of pod annotations of a workload
 // of namespace name the same sources and in-process configurations, in the
 // same order, as the graph parses them.
 func SameAnnotationRefs(namespace string, a, b map[string]string) bool {
-	return !annotationsDiffer(
-		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: a}),
-		newWorkloadRec(Workload{Namespace: namespace, PodAnnotations: b}))
+	sourcesA, ipcsA := ParseAnnotations(namespace, a)
+	sourcesB, ipcsB := ParseAnnotations(namespace, b)
+	return slices.Equal(sourcesA, sourcesB) && slices.Equal(ipcsA, ipcsB)
 }

@@ -36,13 +36,13 @@ func newSourceRec(s *v1beta1.FeatureFlagSource, def v1beta1.SyncProviderType) *s
 func parseRefs(s *v1beta1.FeatureFlagSource, def v1beta1.SyncProviderType) []FlagSetRef {
 	var refs []FlagSetRef
 	for i, e := range s.Spec.Sources {
-		p := ProviderInForce(e, s.Spec.DefaultSyncProvider, def)
-		if !p.ReferencesFlagSet() {
+		provider := ProviderInForce(e, s.Spec.DefaultSyncProvider, def)
+		if !provider.ReferencesFlagSet() {
 			continue
 		}
 		refs = append(refs, FlagSetRef{
 			FlagSet:  FlagSetKey(parseObjectRef(e.Source, s.Namespace)),
-			Provider: string(p),
+			Provider: string(provider),
 			Index:    i,
 		})
 	}
@@ -110,8 +110,8 @@ func refFlagSets(refs []FlagSetRef) []Key {
 func crossNamespacePairs(namespace string, refs []FlagSetRef) []nsPair {
 	var out []nsPair
 	for _, r := range refs {
-		if p := (nsPair{to: r.FlagSet.Namespace, from: namespace}); r.FlagSet.Namespace != namespace && !slices.Contains(out, p) {
-			out = append(out, p)
+		if pair := (nsPair{to: r.FlagSet.Namespace, from: namespace}); r.FlagSet.Namespace != namespace && !slices.Contains(out, pair) {
+			out = append(out, pair)
 		}
 	}
 	return out
@@ -160,7 +160,7 @@ func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting FeatureFlagSource %q in namespace %q: namespace and name are required", s.Name, s.Namespace)
 	}
 	k := SourceKey(s.Namespace, s.Name)
-	d, err := t.apply(k, func(x *tx) error { return x.upsertSource(k, s) })
+	d, err := t.apply(k, func(edit *tx) error { return edit.upsertSource(k, s) })
 	if err != nil {
 		return d, fmt.Errorf("upserting FeatureFlagSource %s: %w", k, err)
 	}
@@ -171,12 +171,12 @@ func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
 // workloads, the flag sets it resolved, ConfigMaps no longer needed.
 func (t *Topology) DeleteSource(namespace, name string) Delta {
 	k := SourceKey(namespace, name)
-	return t.mustApply(k, func(x *tx) error { return x.deleteSource(k) })
+	return t.mustApply(k, func(edit *tx) error { return edit.deleteSource(k) })
 }
 
-func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
+func (edit *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	old := &sourceRec{}
-	n, exists := x.st.g.node(k)
+	n, exists := edit.state.g.node(k)
 	if exists {
 		old = n.payload.source
 	}
@@ -188,58 +188,58 @@ func (x *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {
 	// its index entries.
 	rec := &sourceRec{obj: obj, refs: old.refs, targetRefs: old.targetRefs, selector: old.selector}
 	if !refsSame {
-		rec.refs = x.st.evalRefs(k.Namespace, parseRefs(obj, x.st.defaultProvider))
-		indexUpdate(x.o, &x.st.refsTo, refFlagSets(old.refs), refFlagSets(rec.refs), k)
-		indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, old.refs), crossNamespacePairs(k.Namespace, rec.refs), k)
-		indexUpdate(x.o, &x.st.kubeRefsInto, kubernetesRefNamespaces(old.refs), kubernetesRefNamespaces(rec.refs), k)
+		rec.refs = edit.state.evalRefs(k.Namespace, parseRefs(obj, edit.state.defaultProvider))
+		indexUpdate(edit.owner, &edit.state.refsTo, refFlagSets(old.refs), refFlagSets(rec.refs), k)
+		indexUpdate(edit.owner, &edit.state.crossRefs, crossNamespacePairs(k.Namespace, old.refs), crossNamespacePairs(k.Namespace, rec.refs), k)
+		indexUpdate(edit.owner, &edit.state.kubeRefsInto, kubernetesRefNamespaces(old.refs), kubernetesRefNamespaces(rec.refs), k)
 	}
 	if !targetingSame {
 		rec.targetRefs, rec.selector = parseTargeting(obj)
-		indexUpdate(x.o, &x.st.targetRefsTo, old.targetRefs, rec.targetRefs, k)
-		indexUpdate(x.o, &x.st.selByLabel, old.selector.index, rec.selector.index, k)
-		indexUpdate(x.o, &x.st.selScan, old.selector.scan(), rec.selector.scan(), k)
+		indexUpdate(edit.owner, &edit.state.targetRefsTo, old.targetRefs, rec.targetRefs, k)
+		indexUpdate(edit.owner, &edit.state.selByLabel, old.selector.index, rec.selector.index, k)
+		indexUpdate(edit.owner, &edit.state.selScan, old.selector.scan(), rec.selector.scan(), k)
 	}
 	if exists {
-		x.st.g.setPayload(x.o, k, payload{source: rec})
+		edit.state.g.setPayload(edit.owner, k, payload{source: rec})
 	} else {
-		if err := x.st.g.addNode(x.o, k, layerSource, payload{source: rec}); err != nil {
+		if err := edit.state.g.addNode(edit.owner, k, layerSource, payload{source: rec}); err != nil {
 			return err
 		}
-		if err := x.flagdsWaitingFor(k); err != nil {
+		if err := edit.flagdsWaitingFor(k); err != nil {
 			return err
 		}
 	}
 	if exists && old.obj.UID != obj.UID {
-		x.mark(k) // recreated between two observations: its status is new
+		edit.mark(k) // recreated between two observations: its status is new
 	}
 	if sidecarSame && targetingSame {
 		return nil // metadata or status: nothing the graph or a sidecar reads
 	}
-	x.mark(k)
+	edit.mark(k)
 	if !refsSame {
-		if err := x.refsChanged(k, old.refs, rec.refs); err != nil {
+		if err := edit.refsChanged(k, old.refs, rec.refs); err != nil {
 			return err
 		}
 	}
 	if !targetingSame {
-		candidates := x.st.g.children(k, relTargets)
+		candidates := edit.state.g.children(k, relTargets)
 		for _, w := range rec.targetRefs {
-			if x.st.g.has(w) {
+			if edit.state.g.has(w) {
 				candidates = append(candidates, w)
 			}
 		}
-		candidates = append(candidates, x.st.selectorCandidates(rec.selector)...)
-		candidates = append(candidates, indexGet(x.st.annotSources, k)...)
-		p := payload{source: rec}
+		candidates = append(candidates, edit.state.selectorCandidates(rec.selector)...)
+		candidates = append(candidates, indexGet(edit.state.annotSources, k)...)
+		referrer := payload{source: rec}
 		for _, w := range candidates {
-			if err := x.retarget(k, p, w); err != nil {
+			if err := edit.retarget(k, referrer, w); err != nil {
 				return err
 			}
 		}
 	}
 	if !sidecarSame {
-		x.markAll(x.st.g.children(k, relTargets))
-		x.markAll(x.st.g.children(k, relServes))
+		edit.markAll(edit.state.g.children(k, relTargets))
+		edit.markAll(edit.state.g.children(k, relServes))
 	}
 	return nil
 }
@@ -280,125 +280,125 @@ func targetingEqual(a, b v1beta1.FeatureFlagSourceSpec) bool {
 	return reflect.DeepEqual(a.TargetRefs, b.TargetRefs) && reflect.DeepEqual(a.Selector, b.Selector)
 }
 
-func (x *tx) deleteSource(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) deleteSource(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok {
 		return nil
 	}
 	rec := n.payload.source
-	indexUpdate(x.o, &x.st.refsTo, refFlagSets(rec.refs), nil, k)
-	indexUpdate(x.o, &x.st.crossRefs, crossNamespacePairs(k.Namespace, rec.refs), nil, k)
-	indexUpdate(x.o, &x.st.kubeRefsInto, kubernetesRefNamespaces(rec.refs), nil, k)
-	indexUpdate(x.o, &x.st.targetRefsTo, rec.targetRefs, nil, k)
-	indexUpdate(x.o, &x.st.selByLabel, rec.selector.index, nil, k)
-	indexUpdate(x.o, &x.st.selScan, rec.selector.scan(), nil, k)
-	targets := x.st.g.children(k, relTargets)
-	x.markAll(resolvedFlagSets(rec.refs, ""))
-	x.st.crossTargets.del(x.o, k)
-	x.st.g.removeNode(x.o, k)
-	x.mark(k)
+	indexUpdate(edit.owner, &edit.state.refsTo, refFlagSets(rec.refs), nil, k)
+	indexUpdate(edit.owner, &edit.state.crossRefs, crossNamespacePairs(k.Namespace, rec.refs), nil, k)
+	indexUpdate(edit.owner, &edit.state.kubeRefsInto, kubernetesRefNamespaces(rec.refs), nil, k)
+	indexUpdate(edit.owner, &edit.state.targetRefsTo, rec.targetRefs, nil, k)
+	indexUpdate(edit.owner, &edit.state.selByLabel, rec.selector.index, nil, k)
+	indexUpdate(edit.owner, &edit.state.selScan, rec.selector.scan(), nil, k)
+	targets := edit.state.g.children(k, relTargets)
+	edit.markAll(resolvedFlagSets(rec.refs, ""))
+	edit.state.crossTargets.del(edit.owner, k)
+	edit.state.g.removeNode(edit.owner, k)
+	edit.mark(k)
 	for _, w := range targets {
-		x.mark(w)
-		x.remountLater(w)
+		edit.mark(w)
+		edit.remountLater(w)
 	}
-	return x.flagdsWaitingFor(k)
+	return edit.flagdsWaitingFor(k)
 }
 
 // reevalRefs recomputes the states of a source's refs after a flag set or a
 // grant changed.
-func (x *tx) reevalRefs(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) reevalRefs(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok {
 		return nil
 	}
 	rec := n.payload.source
-	refs := x.st.evalRefs(k.Namespace, rec.refs)
+	refs := edit.state.evalRefs(k.Namespace, rec.refs)
 	if slices.Equal(refs, rec.refs) {
 		return nil
 	}
 	next := *rec
 	next.refs = refs
-	x.st.g.setPayload(x.o, k, payload{source: &next})
-	x.mark(k)
-	return x.refsChanged(k, rec.refs, refs)
+	edit.state.g.setPayload(edit.owner, k, payload{source: &next})
+	edit.mark(k)
+	return edit.refsChanged(k, rec.refs, refs)
 }
 
 // refsChanged brings the source's refs edges, its workloads and their
 // ConfigMaps in line with a change of its refs from before to after.
-func (x *tx) refsChanged(k Key, before, after []FlagSetRef) error {
+func (edit *tx) refsChanged(k Key, before, after []FlagSetRef) error {
 	added, removed := diff(resolvedFlagSets(before, ""), resolvedFlagSets(after, ""))
 	for _, f := range added {
-		if _, err := x.st.g.addEdge(x.o, k, f, relRefs); err != nil {
+		if _, err := edit.state.g.addEdge(edit.owner, k, f, relRefs); err != nil {
 			return err
 		}
-		x.mark(f)
+		edit.mark(f)
 	}
 	for _, f := range removed {
-		x.st.g.removeEdge(x.o, k, f)
-		x.mark(f)
+		edit.state.g.removeEdge(edit.owner, k, f)
+		edit.mark(f)
 	}
 	fileAdded, fileRemoved := diff(resolvedFlagSets(before, v1beta1.SyncProviderFile), resolvedFlagSets(after, v1beta1.SyncProviderFile))
 	if len(added)+len(removed)+len(fileAdded)+len(fileRemoved) == 0 {
 		return nil
 	}
 	// The sidecar of every workload, and every Flagd, reads the resolved refs.
-	for _, w := range append(x.st.g.children(k, relTargets), x.st.g.children(k, relServes)...) {
-		x.mark(w)
+	for _, w := range append(edit.state.g.children(k, relTargets), edit.state.g.children(k, relServes)...) {
+		edit.mark(w)
 		if len(fileAdded)+len(fileRemoved) > 0 {
-			x.remountLater(w)
+			edit.remountLater(w)
 		}
 	}
 	return nil
 }
 
 // retarget adds or removes the edge from a source or in-process
-// configuration (key from, payload p) to a workload, as their records now say.
-func (x *tx) retarget(from Key, p payload, w Key) error {
-	wn, ok := x.st.g.node(w)
+// configuration (key from, payload referrer) to a workload, as their records now say.
+func (edit *tx) retarget(from Key, referrer payload, w Key) error {
+	wn, ok := edit.state.g.node(w)
 	if !ok {
 		return nil
 	}
 	var want bool
 	switch {
-	case p.source != nil:
-		want = x.st.targets(from, p.source, wn.payload.workload)
-	case p.ipc != nil:
-		want = slices.Contains(wn.payload.workload.annotIPCs, from) && x.st.workloadMayRef(w, from)
+	case referrer.source != nil:
+		want = edit.state.targets(from, referrer.source, wn.payload.workload)
+	case referrer.ipc != nil:
+		want = slices.Contains(wn.payload.workload.annotIPCs, from) && edit.state.workloadMayRef(w, from)
 	}
 	if _, have := wn.in.get(from); want == have {
 		return nil
 	}
-	readers := x.observeReaders(from, w)
+	readers := edit.observeReaders(from, w)
 	if want {
-		if _, err := x.st.g.addEdge(x.o, from, w, relTargets); err != nil {
+		if _, err := edit.state.g.addEdge(edit.owner, from, w, relTargets); err != nil {
 			return err
 		}
 	} else {
-		x.st.g.removeEdge(x.o, from, w)
+		edit.state.g.removeEdge(edit.owner, from, w)
 	}
 	if from.Kind == KindSource && from.Namespace != w.Namespace {
 		if want {
-			indexAdd(x.o, &x.st.crossTargets, from, w)
+			indexAdd(edit.owner, &edit.state.crossTargets, from, w)
 		} else {
-			indexDel(x.o, &x.st.crossTargets, from, w)
+			indexDel(edit.owner, &edit.state.crossTargets, from, w)
 		}
 	}
-	x.markReaders(readers)
-	x.mark(from)
-	x.mark(w)
+	edit.markReaders(readers)
+	edit.mark(from)
+	edit.mark(w)
 	if from.Kind == KindSource {
-		x.remountLater(w)
+		edit.remountLater(w)
 	}
 	return nil
 }
 
 // retargetKey is retarget for a from that may not exist yet.
-func (x *tx) retargetKey(from, w Key) error {
-	n, ok := x.st.g.node(from)
+func (edit *tx) retargetKey(from, w Key) error {
+	n, ok := edit.state.g.node(from)
 	if !ok {
 		return nil
 	}
-	return x.retarget(from, n.payload, w)
+	return edit.retarget(from, n.payload, w)
 }
 
 // targets tells whether the source (whose key is k) applies to the workload:
@@ -418,27 +418,27 @@ func (st *state) targets(k Key, s *sourceRec, w *workloadRec) bool {
 // the source resolves: such an edge is how a namespace becomes entitled to
 // another's flag sets (View.MayRead), and the sync server re-checks the
 // subscribers of a flag set in the Delta.
-func (x *tx) observeReaders(from, w Key) map[Key][]string {
+func (edit *tx) observeReaders(from, w Key) map[Key][]string {
 	if from.Kind != KindSource || from.Namespace == w.Namespace {
 		return nil
 	}
-	n, ok := x.st.g.node(from)
+	n, ok := edit.state.g.node(from)
 	if !ok || n.payload.source == nil {
 		return nil
 	}
 	out := map[Key][]string{}
 	for _, f := range resolvedFlagSets(n.payload.source.refs, "") {
-		out[f] = x.st.readerNamespaces(f)
+		out[f] = edit.state.readerNamespaces(f)
 	}
 	return out
 }
 
 // markReaders marks the flag sets whose reader namespaces differ from what
 // observeReaders saw.
-func (x *tx) markReaders(before map[Key][]string) {
+func (edit *tx) markReaders(before map[Key][]string) {
 	for f, namespaces := range before {
-		if !slices.Equal(namespaces, x.st.readerNamespaces(f)) {
-			x.mark(f)
+		if !slices.Equal(namespaces, edit.state.readerNamespaces(f)) {
+			edit.mark(f)
 		}
 	}
 }

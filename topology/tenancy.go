@@ -99,8 +99,8 @@ func (g *Grant) normalize() {
 }
 
 // equal tells whether two normalized grants permit the same.
-func (g *Grant) equal(o *Grant) bool {
-	return slices.Equal(g.From, o.From) && slices.Equal(g.To, o.To)
+func (g *Grant) equal(other *Grant) bool {
+	return slices.Equal(g.From, other.From) && slices.Equal(g.To, other.To)
 }
 
 // fromNamespaces lists, once each, the namespaces the grant lets refer.
@@ -245,8 +245,8 @@ func (st *state) deniedReferrers(target Key) []Key {
 func crossAnnotationPairs(w Key, rec *workloadRec) []nsPair {
 	var out []nsPair
 	for _, t := range slices.Concat(rec.annotSources, rec.annotIPCs) {
-		if p := (nsPair{to: t.Namespace, from: w.Namespace}); t.Namespace != w.Namespace && !slices.Contains(out, p) {
-			out = append(out, p)
+		if pair := (nsPair{to: t.Namespace, from: w.Namespace}); t.Namespace != w.Namespace && !slices.Contains(out, pair) {
+			out = append(out, pair)
 		}
 	}
 	return out

@@ -19,28 +19,28 @@ import (
 // paths it touches (see pmap). So an edit costs what a mutable map would
 // when nobody reads, and O(log n) more per touched entry when somebody does.
 type Topology struct {
-	mu sync.Mutex
-	st *state
+	mu    sync.Mutex
+	state *state
 	// token owns the state's nodes written since the last Snapshot.
-	token edit
-	// shared says that a View holds st, so the next edit must not write it.
+	token token
+	// shared says that a View holds state, so the next edit must not write it.
 	shared bool
 }
 
-// lastEdit hands out ownership tokens process-wide, so that no two
+// lastToken hands out ownership tokens process-wide, so that no two
 // topologies ever share one: a state handed from one Topology to another can
 // never be written in place by the wrong one.
-var lastEdit atomic.Uint64
+var lastToken atomic.Uint64
 
-func newToken() edit { return edit(lastEdit.Add(1)) }
+func newToken() token { return token(lastToken.Add(1)) }
 
 // New returns an empty topology.
 func New(opts ...Option) *Topology {
-	st := &state{}
-	for _, o := range opts {
-		o(st)
+	initial := &state{}
+	for _, opt := range opts {
+		opt(initial)
 	}
-	return &Topology{st: st, token: newToken()}
+	return &Topology{state: initial, token: newToken()}
 }
 
 // Option configures a Topology at construction; it never changes after.
@@ -51,10 +51,10 @@ type Option func(*state)
 // operator-wide default (the manager's --sidecar-sync-provider, the
 // OpenFeature Operator's sidecarConfiguration.defaultSyncProvider). Without
 // it, and for "", it is file.
-func WithDefaultSyncProvider(p v1beta1.SyncProviderType) Option {
+func WithDefaultSyncProvider(provider v1beta1.SyncProviderType) Option {
 	return func(st *state) {
-		if p != "" {
-			st.defaultProvider = p
+		if provider != "" {
+			st.defaultProvider = provider
 		}
 	}
 }
@@ -159,9 +159,9 @@ type state struct {
 
 // tx is one edit in progress.
 type tx struct {
-	o  edit
-	st *state
-	d  Delta
+	owner token
+	state *state
+	delta Delta
 	// remount lists the workloads whose ConfigMaps may have changed. They
 	// are recomputed once, when everything else of the edit is done, so that
 	// a ConfigMap is never created and removed again within one edit.
@@ -180,29 +180,29 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.shared {
-		next := *t.st
-		t.st = &next
+		next := *t.state
+		t.state = &next
 		t.token = newToken()
 		t.shared = false
 	}
-	prior, existed := t.st.g.node(k)
+	prior, existed := t.state.g.node(k)
 	var before payload
 	if existed {
 		before = prior.payload
 	}
-	x := &tx{o: t.token, st: t.st}
-	err := fn(x)
+	edit := &tx{owner: t.token, state: t.state}
+	err := fn(edit)
 	if err == nil {
-		err = x.flushMounts()
+		err = edit.flushMounts()
 	}
 	if err != nil {
 		t.token = newToken()
-		t.st = t.st.rebuilt(t.token, k, before, existed)
+		t.state = t.state.rebuilt(t.token, k, before, existed)
 		return Delta{}, err
 	}
-	x.markSourcesOfWorkloads()
-	x.markPoliciesOfConsumers()
-	return x.d, nil
+	edit.markSourcesOfWorkloads()
+	edit.markPoliciesOfConsumers()
+	return edit.delta, nil
 }
 
 // mustApply runs an edit that only takes away: removing nodes and edges
@@ -218,7 +218,7 @@ func (t *Topology) mustApply(k Key, fn func(*tx) error) Delta {
 
 // rebuilt builds a new state from the objects of st, with the object k as
 // the payload before says (absent when existed is false).
-func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
+func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *state {
 	var objects []payload
 	for key, n := range st.g.nodes.all() {
 		if key != k && n.payload != (payload{}) {
@@ -228,33 +228,33 @@ func (st *state) rebuilt(o edit, k Key, before payload, existed bool) *state {
 	if existed {
 		objects = append(objects, before)
 	}
-	x := &tx{o: o, st: &state{defaultProvider: st.defaultProvider, flagSetValid: st.flagSetValid}}
-	for _, p := range objects {
+	edit := &tx{owner: owner, state: &state{defaultProvider: st.defaultProvider, flagSetValid: st.flagSetValid}}
+	for _, object := range objects {
 		var err error
 		switch {
-		case p.flagSet != nil:
-			err = x.upsertFlagSet(FlagSetKey(p.flagSet.Namespace, p.flagSet.Name), p.flagSet)
-		case p.source != nil:
-			err = x.upsertSource(SourceKey(p.source.obj.Namespace, p.source.obj.Name), p.source.obj)
-		case p.ipc != nil:
-			err = x.upsertIPC(InProcessConfigKey(p.ipc.Namespace, p.ipc.Name), p.ipc)
-		case p.workload != nil:
-			err = x.upsertWorkload(p.workload)
-		case p.grant != nil:
-			err = x.upsertGrant(p.grant)
-		case p.flagd != nil:
-			err = x.upsertFlagd(FlagdKey(p.flagd.obj.Namespace, p.flagd.obj.Name), p.flagd.obj)
-		case p.policy != nil:
-			err = x.upsertSourcePolicy(SourcePolicyKey(p.policy.Namespace, p.policy.Name), p.policy)
+		case object.flagSet != nil:
+			err = edit.upsertFlagSet(FlagSetKey(object.flagSet.Namespace, object.flagSet.Name), object.flagSet)
+		case object.source != nil:
+			err = edit.upsertSource(SourceKey(object.source.obj.Namespace, object.source.obj.Name), object.source.obj)
+		case object.ipc != nil:
+			err = edit.upsertIPC(InProcessConfigKey(object.ipc.Namespace, object.ipc.Name), object.ipc)
+		case object.workload != nil:
+			err = edit.upsertWorkload(object.workload)
+		case object.grant != nil:
+			err = edit.upsertGrant(object.grant)
+		case object.flagd != nil:
+			err = edit.upsertFlagd(FlagdKey(object.flagd.obj.Namespace, object.flagd.obj.Name), object.flagd.obj)
+		case object.policy != nil:
+			err = edit.upsertSourcePolicy(SourcePolicyKey(object.policy.Namespace, object.policy.Name), object.policy)
 		}
 		if err == nil {
-			err = x.flushMounts()
+			err = edit.flushMounts()
 		}
 		if err != nil {
 			panic(fmt.Sprintf("topology: rebuilding after a failed edit of %s: %v", k, err))
 		}
 	}
-	return x.st
+	return edit.state
 }
 
 // Snapshot returns a read-only view of the topology as of now. It costs O(1)
@@ -264,7 +264,7 @@ func (t *Topology) Snapshot() *View {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shared = true
-	return &View{st: t.st}
+	return &View{state: t.state}
 }
 
 // DOT renders the current graph; it equals t.Snapshot().DOT().
@@ -272,22 +272,22 @@ func (t *Topology) DOT() []byte { return t.Snapshot().DOT() }
 
 // Index helpers: an index maps a key to a set of node keys.
 
-func indexAdd[K hashable](o edit, m *pmap[K, pset[Key]], k K, member Key) {
+func indexAdd[K hashable](owner token, m *pmap[K, pset[Key]], k K, member Key) {
 	s, _ := m.get(k)
-	s.set(o, member, struct{}{})
-	m.set(o, k, s)
+	s.set(owner, member, struct{}{})
+	m.set(owner, k, s)
 }
 
-func indexDel[K hashable](o edit, m *pmap[K, pset[Key]], k K, member Key) {
+func indexDel[K hashable](owner token, m *pmap[K, pset[Key]], k K, member Key) {
 	s, ok := m.get(k)
-	if !ok || !s.del(o, member) {
+	if !ok || !s.del(owner, member) {
 		return
 	}
 	if s.len() == 0 {
-		m.del(o, k)
+		m.del(owner, k)
 		return
 	}
-	m.set(o, k, s)
+	m.set(owner, k, s)
 }
 
 func indexGet[K hashable](m pmap[K, pset[Key]], k K) []Key {
@@ -296,13 +296,13 @@ func indexGet[K hashable](m pmap[K, pset[Key]], k K) []Key {
 }
 
 // indexUpdate moves member from the index keys it had to the ones it has.
-func indexUpdate[K hashable](o edit, m *pmap[K, pset[Key]], before, after []K, member Key) {
+func indexUpdate[K hashable](owner token, m *pmap[K, pset[Key]], before, after []K, member Key) {
 	added, removed := diff(before, after)
 	for _, k := range removed {
-		indexDel(o, m, k, member)
+		indexDel(owner, m, k, member)
 	}
 	for _, k := range added {
-		indexAdd(o, m, k, member)
+		indexAdd(owner, m, k, member)
 	}
 }
 
@@ -314,28 +314,28 @@ func diff[T comparable](before, after []T) (added, removed []T) {
 
 // Delta bookkeeping: mark records that a node's desired state may have changed.
 
-func (x *tx) mark(k Key) {
+func (edit *tx) mark(k Key) {
 	switch {
 	case k.Kind == KindFlagSet:
-		x.d.FlagSets.Add(k)
+		edit.delta.FlagSets.Add(k)
 	case k.Kind == KindSource:
-		x.d.Sources.Add(k)
+		edit.delta.Sources.Add(k)
 	case k.Kind == KindInProcessConfig:
-		x.d.InProcessConfigs.Add(k)
+		edit.delta.InProcessConfigs.Add(k)
 	case k.Kind == KindConfigMap:
-		x.d.ConfigMaps.Add(k)
+		edit.delta.ConfigMaps.Add(k)
 	case k.Kind == KindFlagd:
-		x.d.Flagds.Add(k)
+		edit.delta.Flagds.Add(k)
 	case k.Kind == KindSourcePolicy:
-		x.d.SourcePolicies.Add(k)
+		edit.delta.SourcePolicies.Add(k)
 	case k.Kind.IsWorkload():
-		x.d.Workloads.Add(k)
+		edit.delta.Workloads.Add(k)
 	}
 }
 
-func (x *tx) markAll(keys []Key) {
+func (edit *tx) markAll(keys []Key) {
 	for _, k := range keys {
-		x.mark(k)
+		edit.mark(k)
 	}
 }
 
@@ -343,11 +343,11 @@ func (x *tx) markAll(keys []Key) {
 // workload whose injection changed: a source's status reads its workloads'
 // injections (the settings it loses to other sources, whether everything it
 // asks for is in place).
-func (x *tx) markSourcesOfWorkloads() {
-	for w := range x.d.Workloads {
-		for _, s := range x.st.g.parents(w, relTargets) {
+func (edit *tx) markSourcesOfWorkloads() {
+	for w := range edit.delta.Workloads {
+		for _, s := range edit.state.g.parents(w, relTargets) {
 			if s.Kind == KindSource {
-				x.mark(s)
+				edit.mark(s)
 			}
 		}
 	}

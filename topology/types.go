@@ -98,14 +98,14 @@ func (k Key) String() string {
 }
 
 // Less orders keys by kind, namespace, then name.
-func (k Key) Less(o Key) bool {
-	if k.Kind != o.Kind {
-		return k.Kind < o.Kind
+func (k Key) Less(other Key) bool {
+	if k.Kind != other.Kind {
+		return k.Kind < other.Kind
 	}
-	if k.Namespace != o.Namespace {
-		return k.Namespace < o.Namespace
+	if k.Namespace != other.Namespace {
+		return k.Namespace < other.Namespace
 	}
-	return k.Name < o.Name
+	return k.Name < other.Name
 }
 
 // FlagSetKey is the key of a FeatureFlag.
@@ -192,27 +192,27 @@ func (d Delta) Empty() bool {
 		len(d.SourcePolicies) == 0
 }
 
-// Merge adds every key of o to d.
-func (d *Delta) Merge(o Delta) {
-	for k := range o.ConfigMaps {
+// Merge adds every key of other to d.
+func (d *Delta) Merge(other Delta) {
+	for k := range other.ConfigMaps {
 		d.ConfigMaps.Add(k)
 	}
-	for k := range o.Workloads {
+	for k := range other.Workloads {
 		d.Workloads.Add(k)
 	}
-	for k := range o.Sources {
+	for k := range other.Sources {
 		d.Sources.Add(k)
 	}
-	for k := range o.FlagSets {
+	for k := range other.FlagSets {
 		d.FlagSets.Add(k)
 	}
-	for k := range o.InProcessConfigs {
+	for k := range other.InProcessConfigs {
 		d.InProcessConfigs.Add(k)
 	}
-	for k := range o.Flagds {
+	for k := range other.Flagds {
 		d.Flagds.Add(k)
 	}
-	for k := range o.SourcePolicies {
+	for k := range other.SourcePolicies {
 		d.SourcePolicies.Add(k)
 	}
 }

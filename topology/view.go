@@ -12,18 +12,18 @@ import (
 // of goroutines may use it, for as long as they like, while writers go on.
 // Lists are sorted by key unless a method says otherwise; objects returned
 // are the topology's own and must not be modified.
-type View struct{ st *state }
+type View struct{ state *state }
 
 // DefaultSyncProvider is the provider of a spec.sources entry that names
 // none and whose source has no defaultSyncProvider (see
 // WithDefaultSyncProvider): file unless the topology was built with another.
 func (v *View) DefaultSyncProvider() v1beta1.SyncProviderType {
-	return ProviderInForce(v1beta1.Source{}, "", v.st.defaultProvider)
+	return ProviderInForce(v1beta1.Source{}, "", v.state.defaultProvider)
 }
 
 // FlagSet returns a FeatureFlag.
 func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.flagSet == nil {
 		return nil, false
 	}
@@ -33,13 +33,13 @@ func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
 // FlagSetValid tells whether a flag set exists and flagd can load it
 // (WithFlagSetValidity).
 func (v *View) FlagSetValid(k Key) bool {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	return ok && n.payload.flagSet != nil && n.payload.valid
 }
 
 // Source returns a FeatureFlagSource.
 func (v *View) Source(k Key) (*v1beta1.FeatureFlagSource, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.source == nil {
 		return nil, false
 	}
@@ -48,7 +48,7 @@ func (v *View) Source(k Key) (*v1beta1.FeatureFlagSource, bool) {
 
 // InProcessConfig returns an InProcessConfiguration.
 func (v *View) InProcessConfig(k Key) (*v1beta1.InProcessConfiguration, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.ipc == nil {
 		return nil, false
 	}
@@ -57,7 +57,7 @@ func (v *View) InProcessConfig(k Key) (*v1beta1.InProcessConfiguration, bool) {
 
 // Workload returns a workload as last upserted (ServiceAccountName defaulted).
 func (v *View) Workload(k Key) (Workload, bool) {
-	n, ok := v.st.g.node(k)
+	n, ok := v.state.g.node(k)
 	if !ok || n.payload.workload == nil {
 		return Workload{}, false
 	}
@@ -65,18 +65,18 @@ func (v *View) Workload(k Key) (Workload, bool) {
 }
 
 // FlagSets lists the flag sets.
-func (v *View) FlagSets() []Key { return v.st.g.ofKind(KindFlagSet) }
+func (v *View) FlagSets() []Key { return v.state.g.ofKind(KindFlagSet) }
 
 // Sources lists the sources.
-func (v *View) Sources() []Key { return v.st.g.ofKind(KindSource) }
+func (v *View) Sources() []Key { return v.state.g.ofKind(KindSource) }
 
 // InProcessConfigs lists the in-process configurations.
-func (v *View) InProcessConfigs() []Key { return v.st.g.ofKind(KindInProcessConfig) }
+func (v *View) InProcessConfigs() []Key { return v.state.g.ofKind(KindInProcessConfig) }
 
 // Workloads lists the workloads of all kinds.
 func (v *View) Workloads() []Key {
 	var out []Key
-	for k := range v.st.g.nodes.all() {
+	for k := range v.state.g.nodes.all() {
 		if k.Kind.IsWorkload() {
 			out = append(out, k)
 		}
@@ -85,29 +85,29 @@ func (v *View) Workloads() []Key {
 }
 
 // ConfigMaps lists the ConfigMaps that some workload needs.
-func (v *View) ConfigMaps() []Key { return v.st.g.ofKind(KindConfigMap) }
+func (v *View) ConfigMaps() []Key { return v.state.g.ofKind(KindConfigMap) }
 
 // SourcesOfWorkload lists the sources that apply to a workload, in the order
 // their settings are merged: first those its openfeature.dev/featureflagsource
 // annotation names, in annotation order, then those that target it by
 // targetRefs or selector, by key. No source appears twice.
-func (v *View) SourcesOfWorkload(w Key) []Key { return v.st.sourcesOfWorkload(w) }
+func (v *View) SourcesOfWorkload(w Key) []Key { return v.state.sourcesOfWorkload(w) }
 
 // InProcessConfigsOfWorkload lists the in-process configurations of a
 // workload in the order of its openfeature.dev/inprocessconfiguration annotation.
-func (v *View) InProcessConfigsOfWorkload(w Key) []Key { return v.st.ipcsOfWorkload(w) }
+func (v *View) InProcessConfigsOfWorkload(w Key) []Key { return v.state.ipcsOfWorkload(w) }
 
 // WorkloadsOfSource lists the workloads a source applies to, by any means.
-func (v *View) WorkloadsOfSource(s Key) []Key { return sortedKeys(v.st.g.children(s, relTargets)) }
+func (v *View) WorkloadsOfSource(s Key) []Key { return sortedKeys(v.state.g.children(s, relTargets)) }
 
 // FirstWorkloadsOfSource returns how many workloads a source applies to and
 // the first limit of them in WorkloadsOfSource's order, without sorting
 // them all: a status that lists a few of thousands of targets costs one
 // comparison per target, not a sort.
 func (v *View) FirstWorkloadsOfSource(s Key, limit int) (count int, first []Key) {
-	n, ok := v.st.g.node(s)
+	n, ok := v.state.g.node(s)
 	if !ok || limit <= 0 {
-		return v.st.g.countChildren(s, relTargets), nil
+		return v.state.g.countChildren(s, relTargets), nil
 	}
 	for w, r := range n.out.all() {
 		if r != relTargets {
@@ -130,13 +130,13 @@ func (v *View) FirstWorkloadsOfSource(s Key, limit int) (count int, first []Key)
 // to that something else applies to as well (another source or an
 // in-process configuration): the only ones where it can lose a setting.
 func (v *View) ContestedWorkloadsOfSource(s Key) []Key {
-	n, ok := v.st.g.node(s)
+	n, ok := v.state.g.node(s)
 	if !ok {
 		return nil
 	}
 	var out []Key
 	for w, r := range n.out.all() {
-		if r == relTargets && v.st.g.countParents(w, relTargets, 2) >= 2 {
+		if r == relTargets && v.state.g.countParents(w, relTargets, 2) >= 2 {
 			out = append(out, w)
 		}
 	}
@@ -145,13 +145,13 @@ func (v *View) ContestedWorkloadsOfSource(s Key) []Key {
 
 // WorkloadsOfInProcessConfig lists the workloads an in-process configuration applies to.
 func (v *View) WorkloadsOfInProcessConfig(c Key) []Key {
-	return sortedKeys(v.st.g.children(c, relTargets))
+	return sortedKeys(v.state.g.children(c, relTargets))
 }
 
 // FlagSetRefs lists every spec.sources entry of a source that names a flag
 // set, in spec order, with the provider in force and the reference's state.
 func (v *View) FlagSetRefs(s Key) []FlagSetRef {
-	n, ok := v.st.g.node(s)
+	n, ok := v.state.g.node(s)
 	if !ok || n.payload.source == nil {
 		return nil
 	}
@@ -170,11 +170,11 @@ func (v *View) UnresolvedRefs(s Key) []FlagSetRef {
 }
 
 // SourcesOfFlagSet lists the sources with a Resolved reference to a flag set.
-func (v *View) SourcesOfFlagSet(f Key) []Key { return sortedKeys(v.st.g.parents(f, relRefs)) }
+func (v *View) SourcesOfFlagSet(f Key) []Key { return sortedKeys(v.state.g.parents(f, relRefs)) }
 
 // ConsumerNamespaces lists the namespaces that get a ConfigMap of a flag set.
 func (v *View) ConsumerNamespaces(f Key) []string {
-	cms := v.st.g.children(f, relRenders)
+	cms := v.state.g.children(f, relRenders)
 	out := make([]string, 0, len(cms))
 	for _, cm := range cms {
 		out = append(out, cm.Namespace)
@@ -185,25 +185,27 @@ func (v *View) ConsumerNamespaces(f Key) []string {
 
 // ConfigMapNeeded tells whether some workload mounts the ConfigMap; one that
 // is not needed is to be deleted.
-func (v *View) ConfigMapNeeded(cm Key) bool { return cm.Kind == KindConfigMap && v.st.g.has(cm) }
+func (v *View) ConfigMapNeeded(cm Key) bool { return cm.Kind == KindConfigMap && v.state.g.has(cm) }
 
 // ConfigMapsOfWorkload lists the ConfigMaps a workload (or a Flagd) mounts.
-func (v *View) ConfigMapsOfWorkload(w Key) []Key { return sortedKeys(v.st.g.parents(w, relMounts)) }
+func (v *View) ConfigMapsOfWorkload(w Key) []Key { return sortedKeys(v.state.g.parents(w, relMounts)) }
 
 // WorkloadsOfConfigMap lists the workloads (and Flagds) that mount a ConfigMap.
-func (v *View) WorkloadsOfConfigMap(cm Key) []Key { return sortedKeys(v.st.g.children(cm, relMounts)) }
+func (v *View) WorkloadsOfConfigMap(cm Key) []Key {
+	return sortedKeys(v.state.g.children(cm, relMounts))
+}
 
 // ConfigMapByName finds the needed ConfigMap with this namespace and object
 // name (see ConfigMapName): how a ConfigMap event finds its node.
 func (v *View) ConfigMapByName(namespace, name string) (Key, bool) {
-	return v.st.cmByName.get(cmName{namespace: namespace, name: name})
+	return v.state.cmByName.get(cmName{namespace: namespace, name: name})
 }
 
 // Counts gives the number of nodes of every kind, zeros included.
 func (v *View) Counts() map[Kind]int {
 	out := make(map[Kind]int, len(allKinds))
 	for i, k := range allKinds {
-		out[k] = v.st.g.counts[i]
+		out[k] = v.state.g.counts[i]
 	}
 	return out
 }
@@ -211,35 +213,35 @@ func (v *View) Counts() map[Kind]int {
 // Graph presents the view as a gonum directed graph, for gonum's algorithms
 // (paths, topological sorts, ...). Nodes are GraphNodes numbered in key
 // order, edges GraphEdges. Numbering the nodes costs O(n log n) per call.
-func (v *View) Graph() gonum.Directed { return newGonumGraph(&v.st.g) }
+func (v *View) Graph() gonum.Directed { return newGonumGraph(&v.state.g) }
 
 // AnnotationRefs lists the sources, then the in-process configurations,
 // that a workload's pod-template annotations name (when
 // openfeature.dev/enabled is "true"), in annotation order, each with
 // whether the reference resolves under the tenancy rule.
-func (v *View) AnnotationRefs(w Key) []AnnotationRef { return v.st.annotationRefs(w) }
+func (v *View) AnnotationRefs(w Key) []AnnotationRef { return v.state.annotationRefs(w) }
 
 // DeniedReferrers lists the workloads of other namespaces whose annotation
 // names a source or in-process configuration without a grant permitting it.
-func (v *View) DeniedReferrers(target Key) []Key { return v.st.deniedReferrers(target) }
+func (v *View) DeniedReferrers(target Key) []Key { return v.state.deniedReferrers(target) }
 
 // MayReadDirectly tells whether a workload's pods may read a flag set
 // themselves, with their service account (the kubernetes provider): always
 // within its namespace, across namespaces only when a grant there permits
 // its pods every FeatureFlag.
-func (v *View) MayReadDirectly(w, flagSet Key) bool { return v.st.workloadMayRead(w, flagSet) }
+func (v *View) MayReadDirectly(w, flagSet Key) bool { return v.state.workloadMayRead(w, flagSet) }
 
 // MayRead tells whether the workloads of namespace are entitled to a flag
 // set: it is theirs, or flagplane delivers it into their namespace through
 // references that the tenancy rule resolves.
 func (v *View) MayRead(namespace string, flagSet Key) bool {
-	return flagSet.Namespace == namespace || slices.Contains(v.st.readerNamespaces(flagSet), namespace)
+	return flagSet.Namespace == namespace || slices.Contains(v.state.readerNamespaces(flagSet), namespace)
 }
 
 // ReaderNamespaces lists the namespaces other than its own that are
 // entitled to a flag set (see MayRead), sorted.
 func (v *View) ReaderNamespaces(flagSet Key) []string {
-	return slices.DeleteFunc(v.st.readerNamespaces(flagSet), func(ns string) bool { return ns == flagSet.Namespace })
+	return slices.DeleteFunc(v.state.readerNamespaces(flagSet), func(ns string) bool { return ns == flagSet.Namespace })
 }
 
 // WithWorkload returns a view of the graph with w upserted, as if its
@@ -248,8 +250,8 @@ func (v *View) ReaderNamespaces(flagSet Key) []string {
 // Rollout) before any informer has seen it: it computes that pod's injection
 // from such a view.
 func (v *View) WithWorkload(w Workload) (*View, error) {
-	st := *v.st
-	t := &Topology{st: &st, token: newToken()}
+	copied := *v.state
+	t := &Topology{state: &copied, token: newToken()}
 	if _, err := t.UpsertWorkload(w); err != nil {
 		return nil, err
 	}
@@ -260,8 +262,8 @@ func (v *View) WithWorkload(w Workload) (*View, error) {
 // it is: the FeatureFlag webhook tells what an edit will reach before it is
 // stored.
 func (v *View) WithFlagSet(ff *v1beta1.FeatureFlag) (*View, error) {
-	st := *v.st
-	t := &Topology{st: &st, token: newToken()}
+	copied := *v.state
+	t := &Topology{state: &copied, token: newToken()}
 	if _, err := t.UpsertFlagSet(ff); err != nil {
 		return nil, err
 	}
@@ -272,8 +274,8 @@ func (v *View) WithFlagSet(ff *v1beta1.FeatureFlag) (*View, error) {
 // is: the FeatureFlagSource webhook tells what an edit will change before it
 // is stored.
 func (v *View) WithSource(s *v1beta1.FeatureFlagSource) (*View, error) {
-	st := *v.st
-	t := &Topology{st: &st, token: newToken()}
+	copied := *v.state
+	t := &Topology{state: &copied, token: newToken()}
 	if _, err := t.UpsertSource(s); err != nil {
 		return nil, err
 	}
@@ -287,11 +289,11 @@ func (v *View) WithSource(s *v1beta1.FeatureFlagSource) (*View, error) {
 // It costs what the source's targets in other namespaces cost, not what all
 // its targets do.
 func (v *View) TargetNamespaces(s Key) []string {
-	n, ok := v.st.g.node(s)
+	n, ok := v.state.g.node(s)
 	if !ok || n.payload.source == nil {
 		return nil
 	}
-	cross, _ := v.st.crossTargets.get(s)
+	cross, _ := v.state.crossTargets.get(s)
 	refs := len(resolvedFlagSets(n.payload.source.refs, ""))
 	var out []string
 	if n.out.len()-refs-cross.len() > 0 {

@@ -166,7 +166,7 @@ func TestGraph(t *testing.T) {
 	g.Expect(e.Relation()).To(Equal("targets"))
 	g.Expect(e.ReversedEdge().From().(GraphNode).Key()).To(Equal(depK("shop", "web")))
 	g.Expect(gr.Node(int64(total))).To(BeNil())
-	g.Expect(newGonumGraph(&v.st.g).Nodes().Len()).To(Equal(total), "numbering is per Graph value")
+	g.Expect(newGonumGraph(&v.state.g).Nodes().Len()).To(Equal(total), "numbering is per Graph value")
 }
 
 func TestConfigMapName(t *testing.T) {

@@ -54,11 +54,33 @@ func newWorkloadRec(w Workload) *workloadRec {
 		w.ServiceAccountName = defaultServiceAccount
 	}
 	rec := &workloadRec{w: w}
-	if w.PodAnnotations[v1beta1.AnnotationEnabled] == "true" {
-		rec.annotSources = parseList(w.PodAnnotations[v1beta1.AnnotationFeatureFlagSource], w.Namespace, SourceKey)
-		rec.annotIPCs = parseList(w.PodAnnotations[v1beta1.AnnotationInProcessConfiguration], w.Namespace, InProcessConfigKey)
-	}
+	rec.annotSources, rec.annotIPCs = ParseAnnotations(w.Namespace, w.PodAnnotations)
 	return rec
+}
+
+// OptedIn tells whether the openfeature.dev annotations of a pod (or pod
+// template) count: openfeature.dev/enabled is "true", exactly as the
+// OpenFeature Operator reads it.
+func OptedIn(podAnnotations map[string]string) bool {
+	return podAnnotations[v1beta1.AnnotationEnabled] == "true"
+}
+
+// ParseAnnotations reads the openfeature.dev annotations of a pod (or pod
+// template) of namespace: the sources that openfeature.dev/featureflagsource
+// names and the in-process configurations that
+// openfeature.dev/inprocessconfiguration names, in annotation order, when
+// the pod opted in (OptedIn), else none. Each value is a comma-separated
+// list of `name` (in namespace) or `namespace/name` (ParseRef); spaces,
+// empty items and repeats do not count, and a malformed reference keeps its
+// parts, so that it names nothing and stays unresolved. It is the one
+// reading of these annotations: the graph, the relevance of a workload
+// update and the Pod webhook all go through it.
+func ParseAnnotations(namespace string, podAnnotations map[string]string) (sources, inProcessConfigs []Key) {
+	if !OptedIn(podAnnotations) {
+		return nil, nil
+	}
+	return parseList(podAnnotations[v1beta1.AnnotationFeatureFlagSource], namespace, SourceKey),
+		parseList(podAnnotations[v1beta1.AnnotationInProcessConfiguration], namespace, InProcessConfigKey)
 }
 
 // UpsertWorkload adds or updates a workload.
@@ -82,7 +104,7 @@ func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
 		return Delta{}, fmt.Errorf("upserting %s %q in namespace %q: namespace and name are required", w.Kind, w.Name, w.Namespace)
 	}
 	rec := newWorkloadRec(w)
-	d, err := t.apply(rec.w.Key(), func(x *tx) error { return x.upsertWorkload(rec) })
+	d, err := t.apply(rec.w.Key(), func(edit *tx) error { return edit.upsertWorkload(rec) })
 	if err != nil {
 		return d, fmt.Errorf("upserting %s: %w", w.Key(), err)
 	}
@@ -93,20 +115,20 @@ func (t *Topology) UpsertWorkload(w Workload) (Delta, error) {
 // configurations that applied to it, the workload if any did, ConfigMaps no
 // longer needed and their flag sets.
 func (t *Topology) DeleteWorkload(key Key) Delta {
-	return t.mustApply(key, func(x *tx) error { return x.deleteWorkload(key) })
+	return t.mustApply(key, func(edit *tx) error { return edit.deleteWorkload(key) })
 }
 
-func (x *tx) upsertWorkload(rec *workloadRec) error {
+func (edit *tx) upsertWorkload(rec *workloadRec) error {
 	k := rec.w.Key()
 	var old *workloadRec
-	if n, ok := x.st.g.node(k); ok {
+	if n, ok := edit.state.g.node(k); ok {
 		old = n.payload.workload
 	}
 	labelsChanged := old == nil || labelsDiffer(old, rec)
 	annotChanged := old != nil && annotationsDiffer(old, rec)
 	accountChanged := old != nil && accountDiffers(old, rec)
 	if old != nil && !labelsChanged && !annotChanged && !accountChanged {
-		x.st.g.setPayload(x.o, k, payload{workload: rec})
+		edit.state.g.setPayload(edit.owner, k, payload{workload: rec})
 		return nil
 	}
 
@@ -116,8 +138,8 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	var sourcesBefore, ipcsBefore []Key
 	var annotBefore []AnnotationRef
 	if annotChanged {
-		sourcesBefore, ipcsBefore = x.st.sourcesOfWorkload(k), x.st.ipcsOfWorkload(k)
-		annotBefore = x.st.annotationRefs(k)
+		sourcesBefore, ipcsBefore = edit.state.sourcesOfWorkload(k), edit.state.ipcsOfWorkload(k)
+		annotBefore = edit.state.annotationRefs(k)
 	}
 	before := &workloadRec{}
 	if old != nil {
@@ -125,34 +147,34 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	}
 	ns := k.Namespace
 	if labelsChanged {
-		indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, before.w.Labels), labelKeys(ns, rec.w.Labels), k)
+		indexUpdate(edit.owner, &edit.state.wlByLabel, labelKeys(ns, before.w.Labels), labelKeys(ns, rec.w.Labels), k)
 	}
 	if old == nil || annotChanged {
-		indexUpdate(x.o, &x.st.annotSources, before.annotSources, rec.annotSources, k)
-		indexUpdate(x.o, &x.st.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
-		indexUpdate(x.o, &x.st.crossAnnot, crossAnnotationPairs(k, before), crossAnnotationPairs(k, rec), k)
+		indexUpdate(edit.owner, &edit.state.annotSources, before.annotSources, rec.annotSources, k)
+		indexUpdate(edit.owner, &edit.state.annotIPCs, before.annotIPCs, rec.annotIPCs, k)
+		indexUpdate(edit.owner, &edit.state.crossAnnot, crossAnnotationPairs(k, before), crossAnnotationPairs(k, rec), k)
 	}
 	if old == nil {
-		indexAdd(x.o, &x.st.wlByNs, nsKey(ns), k)
-		if err := x.st.g.addNode(x.o, k, layerWorkload, payload{workload: rec}); err != nil {
+		indexAdd(edit.owner, &edit.state.wlByNs, nsKey(ns), k)
+		if err := edit.state.g.addNode(edit.owner, k, layerWorkload, payload{workload: rec}); err != nil {
 			return err
 		}
 	} else {
-		x.st.g.setPayload(x.o, k, payload{workload: rec})
+		edit.state.g.setPayload(edit.owner, k, payload{workload: rec})
 	}
 
 	if labelsChanged || annotChanged {
-		candidates := x.st.g.parents(k, relTargets)
+		candidates := edit.state.g.parents(k, relTargets)
 		if old == nil {
-			candidates = append(candidates, indexGet(x.st.targetRefsTo, k)...)
+			candidates = append(candidates, indexGet(edit.state.targetRefsTo, k)...)
 		}
 		if labelsChanged {
-			candidates = append(candidates, x.st.sourcesSelecting(ns, rec.w.Labels)...)
+			candidates = append(candidates, edit.state.sourcesSelecting(ns, rec.w.Labels)...)
 		}
 		candidates = append(candidates, rec.annotSources...)
 		candidates = append(candidates, rec.annotIPCs...)
 		for _, c := range candidates {
-			if err := x.retargetKey(c, k); err != nil {
+			if err := edit.retargetKey(c, k); err != nil {
 				return err
 			}
 		}
@@ -161,52 +183,52 @@ func (x *tx) upsertWorkload(rec *workloadRec) error {
 	// Edge changes marked the workload already; what is left is a new order
 	// of the same sources, and the service account.
 	if old == nil || annotChanged {
-		annotAfter := x.st.annotationRefs(k)
+		annotAfter := edit.state.annotationRefs(k)
 		if !slices.Equal(unresolved(annotBefore), unresolved(annotAfter)) ||
-			!slices.Equal(sourcesBefore, x.st.sourcesOfWorkload(k)) || !slices.Equal(ipcsBefore, x.st.ipcsOfWorkload(k)) {
-			x.mark(k)
+			!slices.Equal(sourcesBefore, edit.state.sourcesOfWorkload(k)) || !slices.Equal(ipcsBefore, edit.state.ipcsOfWorkload(k)) {
+			edit.mark(k)
 		}
-		x.markDenied(annotBefore, annotAfter)
+		edit.markDenied(annotBefore, annotAfter)
 	}
-	if accountChanged && len(x.st.sourcesOfWorkload(k)) > 0 {
-		x.mark(k)
+	if accountChanged && len(edit.state.sourcesOfWorkload(k)) > 0 {
+		edit.mark(k)
 	}
 	return nil
 }
 
-func (x *tx) deleteWorkload(k Key) error {
-	n, ok := x.st.g.node(k)
+func (edit *tx) deleteWorkload(k Key) error {
+	n, ok := edit.state.g.node(k)
 	if !ok || !k.Kind.IsWorkload() {
 		return nil
 	}
 	rec := n.payload.workload
 	ns := k.Namespace
-	indexUpdate(x.o, &x.st.wlByLabel, labelKeys(ns, rec.w.Labels), nil, k)
-	indexUpdate(x.o, &x.st.annotSources, rec.annotSources, nil, k)
-	indexUpdate(x.o, &x.st.annotIPCs, rec.annotIPCs, nil, k)
-	indexDel(x.o, &x.st.wlByNs, nsKey(ns), k)
+	indexUpdate(edit.owner, &edit.state.wlByLabel, labelKeys(ns, rec.w.Labels), nil, k)
+	indexUpdate(edit.owner, &edit.state.annotSources, rec.annotSources, nil, k)
+	indexUpdate(edit.owner, &edit.state.annotIPCs, rec.annotIPCs, nil, k)
+	indexDel(edit.owner, &edit.state.wlByNs, nsKey(ns), k)
 
-	appliers := x.st.g.parents(k, relTargets)
-	mounts := x.st.g.parents(k, relMounts)
-	annot := x.st.annotationRefs(k)
-	indexUpdate(x.o, &x.st.crossAnnot, crossAnnotationPairs(k, rec), nil, k)
+	appliers := edit.state.g.parents(k, relTargets)
+	mounts := edit.state.g.parents(k, relMounts)
+	annot := edit.state.annotationRefs(k)
+	indexUpdate(edit.owner, &edit.state.crossAnnot, crossAnnotationPairs(k, rec), nil, k)
 	readers := map[Key][]string{}
 	for _, s := range appliers {
-		maps.Copy(readers, x.observeReaders(s, k))
+		maps.Copy(readers, edit.observeReaders(s, k))
 		if s.Kind == KindSource && s.Namespace != k.Namespace {
-			indexDel(x.o, &x.st.crossTargets, s, k)
+			indexDel(edit.owner, &edit.state.crossTargets, s, k)
 		}
 	}
-	x.st.g.removeNode(x.o, k)
-	x.markReaders(readers)
-	x.markAll(appliers)
+	edit.state.g.removeNode(edit.owner, k)
+	edit.markReaders(readers)
+	edit.markAll(appliers)
 	if len(appliers) > 0 || len(unresolved(annot)) > 0 {
-		x.mark(k)
+		edit.mark(k)
 	}
-	x.markDenied(annot, nil)
+	edit.markDenied(annot, nil)
 	for _, cm := range mounts {
-		if x.st.g.countChildren(cm, relMounts) == 0 {
-			x.removeConfigMap(cm)
+		if edit.state.g.countChildren(cm, relMounts) == 0 {
+			edit.removeConfigMap(cm)
 		}
 	}
 	return nil
@@ -276,7 +298,7 @@ func unresolved(refs []AnnotationRef) []AnnotationRef {
 // markDenied marks the existing sources and in-process configurations that
 // a workload's annotation references, before and after an edit, deny or no
 // longer deny: their status lists the referrers they deny.
-func (x *tx) markDenied(before, after []AnnotationRef) {
+func (edit *tx) markDenied(before, after []AnnotationRef) {
 	denied := func(refs []AnnotationRef) []Key {
 		var out []Key
 		for _, r := range refs {
@@ -288,8 +310,8 @@ func (x *tx) markDenied(before, after []AnnotationRef) {
 	}
 	added, removed := diff(denied(before), denied(after))
 	for _, t := range slices.Concat(added, removed) {
-		if x.st.g.has(t) {
-			x.mark(t)
+		if edit.state.g.has(t) {
+			edit.mark(t)
 		}
 	}
 }

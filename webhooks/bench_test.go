@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // clusterManifests is a graph of n Deployments in n/100 namespaces: in
@@ -147,7 +148,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 	}).Build()
 	f.mutator = &PodMutator{
 		Graph:        g,
-		Resolver:     workflows.Owners{Reader: cache},
+		Resolver:     rollout.Owners{Reader: cache},
 		ConfigMaps:   NewConfigMapEnsurer(cache, api, api, workflows.DefaultSettings()),
 		Options:      injection.DefaultOptions(),
 		WorkloadWait: time.Second,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 )
 
 // ConfigMapEnsurer makes the generated ConfigMaps a pod mounts exist before
@@ -68,7 +69,7 @@ func (e *ConfigMapEnsurer) Ensure(ctx context.Context, v *topology.View, key top
 	}
 	_, err, _ := e.group.Do(ok.String(), func() (any, error) {
 		applied := false
-		r := &workflows.ConfigMapReconciler{Client: e.client, Live: e.live, Settings: e.settings, Writes: func(verb string) {
+		r := &configmaps.Reconciler{Client: e.client, Live: e.live, Settings: e.settings, Writes: func(verb string) {
 			if verb == "apply" || verb == "create" {
 				applied = true
 			}

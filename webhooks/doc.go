@@ -21,7 +21,7 @@
 // set that was never valid) is left out of the pod, never mounted dangling.
 // A dry-run request gets the same patch and causes nothing.
 //
-// Every pod that gets an injection carries workflows.AnnotationInjection, the
+// Every pod that gets an injection carries rollout.AnnotationInjection, the
 // fingerprint of what it got. The annotation is how the webhook knows a pod
 // it has seen (it is idempotent) and how the Healer knows a pod it has not.
 //

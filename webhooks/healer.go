@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // Reasons of the Event on a workload that the Healer restarts.
@@ -46,7 +46,7 @@ const (
 // pod template's annotations rolls them, rather than leave them without
 // flags until their next restart. A workload whose pods have an older
 // injection (the fingerprint differs) is not the Healer's: that is
-// rolloutOnChange's (workflows.RolloutReconciler).
+// rolloutOnChange's (rollout.Reconciler).
 //
 // A pod counts when it is not terminating, was created after the
 // workload's last restart (older pods are being replaced already), and
@@ -60,7 +60,7 @@ const (
 // Resync. Only the leader heals.
 type Healer struct {
 	Graph    Graph
-	Resolver workflows.Owners
+	Resolver rollout.Owners
 	// Cache is the manager's cache: the pod informer, and what Heal reads
 	// unless Reader is set.
 	Cache  cache.Cache
@@ -208,9 +208,9 @@ func needsLook(pod metav1.Object) bool {
 		return false
 	}
 	a := pod.GetAnnotations()
-	_, injected := a[workflows.AnnotationInjection]
-	_, incomplete := a[workflows.AnnotationIncomplete]
-	_, unresolved := a[workflows.AnnotationUnresolved]
+	_, injected := a[rollout.AnnotationInjection]
+	_, incomplete := a[rollout.AnnotationIncomplete]
+	_, unresolved := a[rollout.AnnotationUnresolved]
 	return !injected || incomplete || unresolved
 }
 
@@ -269,7 +269,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if inj.Empty() {
 		return 0, nil
 	}
-	obj, pods, err := workflows.WorkloadPods{Reader: h.reader()}.CurrentPods(ctx, w)
+	obj, pods, err := rollout.WorkloadPods{Reader: h.reader()}.CurrentPods(ctx, w)
 	if err != nil || obj == nil {
 		return 0, err
 	}
@@ -280,8 +280,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		if !needsLook(p) {
 			continue
 		}
-		got := p.Annotations[workflows.AnnotationInjection]
-		_, incomplete := p.Annotations[workflows.AnnotationIncomplete]
+		got := p.Annotations[rollout.AnnotationInjection]
+		_, incomplete := p.Annotations[rollout.AnnotationIncomplete]
 		if incomplete && got != "" && !h.configMapsExist(ctx, inj) {
 			continue // still nothing better to give it
 		}
@@ -314,7 +314,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if healed && now.Sub(last) < h.Backoff && !resolved {
 		return h.Backoff - now.Sub(last), nil
 	}
-	if err := workflows.Restart(ctx, h.Client, obj, now); err != nil {
+	if err := rollout.Restart(ctx, h.Client, obj, now); err != nil {
 		return 0, err
 	}
 	h.mu.Lock()
@@ -323,7 +323,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.mu.Unlock()
 	reason, why := h.why(v, w, culprit)
 	if resolved {
-		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[workflows.AnnotationUnresolved]+
+		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[rollout.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
 	}
 	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name, "reason", reason)
@@ -336,8 +336,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 
 // why says why a pod of w lacks its injection, as far as this process knows.
 func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
-	if _, incomplete := pod.Annotations[workflows.AnnotationIncomplete]; incomplete {
-		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[workflows.AnnotationIncomplete]
+	if _, incomplete := pod.Annotations[rollout.AnnotationIncomplete]; incomplete {
+		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[rollout.AnnotationIncomplete]
 	}
 	h.mu.Lock()
 	since, known := h.targetedSince[w]

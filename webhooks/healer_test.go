@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client, *events.FakeRecorder, *time.Time) {
@@ -28,11 +28,11 @@ func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client,
 		return nil
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, workflows.ControllerIndex, byController).
-		WithIndex(&appsv1.ReplicaSet{}, workflows.ControllerIndex, byController).Build()
+		WithIndex(&corev1.Pod{}, rollout.ControllerIndex, byController).
+		WithIndex(&appsv1.ReplicaSet{}, rollout.ControllerIndex, byController).Build()
 	rec := events.NewFakeRecorder(10)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: workflows.Owners{Reader: c}, Reader: c, Client: c,
+	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: rollout.Owners{Reader: c}, Reader: c, Client: c,
 		Events: rec, Options: injection.DefaultOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
 	return h, c, rec, &now
 }
@@ -43,7 +43,7 @@ func webDeployment(restartedAt string) *appsv1.Deployment {
 	d.Spec.Template.Labels = map[string]string{"app": "web"}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app"}}
 	if restartedAt != "" {
-		d.Spec.Template.Annotations = map[string]string{workflows.RestartedAtAnnotation: restartedAt}
+		d.Spec.Template.Annotations = map[string]string{rollout.RestartedAtAnnotation: restartedAt}
 	}
 	return d
 }
@@ -65,14 +65,14 @@ func restartedAtOf(t *testing.T, c client.Client) string {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	return d.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+	return d.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
 }
 
 func TestHealer(t *testing.T) {
 	ctx := context.Background()
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
-	injected := map[string]string{workflows.AnnotationInjection: "abc"}
+	injected := map[string]string{rollout.AnnotationInjection: "abc"}
 
 	t.Run("pods that all have their injection: nothing", func(t *testing.T) {
 		g := NewWithT(t)
@@ -170,7 +170,7 @@ func TestHealer(t *testing.T) {
 
 	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
 		g := NewWithT(t)
-		incomplete := map[string]string{workflows.AnnotationInjection: "abc", workflows.AnnotationIncomplete: "shop/checkout"}
+		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/checkout"}
 		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
@@ -185,7 +185,7 @@ func TestHealer(t *testing.T) {
 		probe, _, _, _ := healerFixture(t)
 		desired := injection.Desired(probe.Graph.Topology().Snapshot(), web, probe.Options).Fingerprint()
 		unresolved := func(fingerprint string) map[string]string {
-			return map[string]string{workflows.AnnotationInjection: fingerprint, workflows.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
+			return map[string]string{rollout.AnnotationInjection: fingerprint, rollout.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
 		}
 
 		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, unresolved(desired)))

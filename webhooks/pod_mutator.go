@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // ConfigMaps is what the Pod webhook needs of a ConfigMapEnsurer.
@@ -28,7 +28,7 @@ type ConfigMaps interface {
 // PodMutator is the mutating Pod webhook's handler. See the package documentation.
 type PodMutator struct {
 	Graph      Graph
-	Resolver   workflows.Owners
+	Resolver   rollout.Owners
 	ConfigMaps ConfigMaps
 	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
@@ -51,14 +51,14 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
-	if _, done := pod.Annotations[workflows.AnnotationInjection]; done {
+	if _, done := pod.Annotations[rollout.AnnotationInjection]; done {
 		return admission.Allowed("injected already")
 	}
 	ns := req.Namespace
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	optedIn := pod.Annotations[v1beta1.AnnotationEnabled] == "true"
+	optedIn := topology.OptedIn(pod.Annotations)
 	res := p.Resolver.WorkloadOf(ctx, ns, pod)
 	if !res.OK {
 		if optedIn {
@@ -73,7 +73,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	v := p.view(ctx, res.Workload, pod)
 	inj := injection.Desired(v, res.Workload, p.Options)
-	warnings := append(workflows.AnnotationWarnings(v, res.Workload), inj.Warnings...)
+	warnings := append(status.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
 		if req.DryRun == nil || !*req.DryRun {
 			p.Admissions.Record(res.Workload, time.Now())
@@ -111,17 +111,17 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if inj.Sidecar != nil && len(mutated.Spec.InitContainers) > 0 && mutated.Spec.InitContainers[len(mutated.Spec.InitContainers)-1].Name == inj.Sidecar.Name {
 		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
-	mutated.Annotations[workflows.AnnotationInjection] = inj.Fingerprint()
+	mutated.Annotations[rollout.AnnotationInjection] = inj.Fingerprint()
 	if inj.RolloutOnChange(v) {
-		mutated.Annotations[workflows.AnnotationRolloutOnChange] = "true"
+		mutated.Annotations[rollout.AnnotationRolloutOnChange] = "true"
 	}
 	if len(incomplete) > 0 {
-		mutated.Annotations[workflows.AnnotationIncomplete] = strings.Join(incomplete, ",")
+		mutated.Annotations[rollout.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
 	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
 		// What it names but did not get: the healer rolls the workload
 		// once that resolves, as the warning promises.
-		mutated.Annotations[workflows.AnnotationUnresolved] = strings.Join(unresolved, ",")
+		mutated.Annotations[rollout.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {

@@ -24,8 +24,9 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 const graphManifests = `
@@ -109,10 +110,10 @@ type staticGraph struct {
 func (g *staticGraph) Topology() *topology.Topology { return g.topo }
 func (g *staticGraph) GraphBuilt() bool             { return g.built }
 
-func newGraph(t testing.TB, manifests string) *staticGraph {
+func newGraph(t testing.TB, objects string) *staticGraph {
 	t.Helper()
 	topo := topology.New()
-	if err := workflows.LoadManifests(topo, strings.NewReader(manifests)); err != nil {
+	if err := manifests.Load(topo, strings.NewReader(objects)); err != nil {
 		t.Fatal(err)
 	}
 	return &staticGraph{topo: topo, built: true}
@@ -197,7 +198,7 @@ func patched(t testing.TB, pod *corev1.Pod, resp admission.Response) *corev1.Pod
 func newMutator(t testing.TB, reader client.Reader, ensurer ConfigMaps) *PodMutator {
 	return &PodMutator{
 		Graph:        newGraph(t, graphManifests),
-		Resolver:     workflows.Owners{Reader: reader},
+		Resolver:     rollout.Owners{Reader: reader},
 		ConfigMaps:   ensurer,
 		Options:      injection.DefaultOptions(),
 		WorkloadWait: 50 * time.Millisecond,
@@ -229,7 +230,7 @@ func TestPodMutator(t *testing.T) {
 		g.Expect(sidecarOf(got).RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		g.Expect(got.Spec.Volumes).To(HaveLen(1))
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}))
-		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationInjection, Not(BeEmpty())))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationInjection, Not(BeEmpty())))
 		g.Expect(got.Annotations).NotTo(HaveKey(injection.AnnotationAllowKubernetesSync), "the file provider")
 		g.Expect(ens.calls).To(ConsistOf(cmKey))
 
@@ -287,7 +288,7 @@ spec:
 		resp := m.Handle(ctx, request(t, admissionv1.Create, pod, false))
 		got := patched(t, pod, resp)
 		g.Expect(sidecarOf(got)).NotTo(BeNil(), "what resolves is injected")
-		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationUnresolved, "FeatureFlagSource shop/missing"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationUnresolved, "FeatureFlagSource shop/missing"))
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("FeatureFlagSource shop/missing, which does not exist")))
 	})
 
@@ -336,7 +337,7 @@ spec:
 		got := patched(t, pod, resp)
 		g.Expect(got.Spec.Volumes).To(BeEmpty())
 		g.Expect(sidecarOf(got)).To(BeNil(), "its only source is left out")
-		g.Expect(got.Annotations).To(HaveKeyWithValue(workflows.AnnotationIncomplete, "shop/checkout"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationIncomplete, "shop/checkout"))
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("flag set shop/checkout left out of this pod")))
 	})
 

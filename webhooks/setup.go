@@ -19,6 +19,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // Paths the webhooks are served at; config/webhook points the
@@ -222,7 +223,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		}
 	}
 
-	resolver := workflows.Owners{Reader: mgr.GetCache()}
+	resolver := rollout.Owners{Reader: mgr.GetCache()}
 	admissions := &EmptyAdmissions{}
 	a.PodMutator = &PodMutator{
 		Admissions: admissions,

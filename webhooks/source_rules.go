@@ -16,8 +16,8 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // flagdSyncPort is the port flagd serves its own sync service on in the
@@ -43,7 +43,7 @@ var (
 // written for the OpenFeature Operator keep applying. defaultProvider is
 // the operator's (the manager's --sidecar-sync-provider).
 func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string) {
-	errs := workflows.ValidateSource(src, defaultProvider)
+	errs := status.ValidateSource(src, defaultProvider)
 	var warnings []string
 	spec := &src.Spec
 	specPath := field.NewPath("spec")
@@ -161,13 +161,13 @@ func validateEntry(p *field.Path, provider v1beta1.SyncProviderType, e v1beta1.S
 	src := p.Child("source")
 	switch {
 	case provider.ReferencesFlagSet():
-		parts := strings.Split(e.Source, "/")
-		if len(parts) > 2 || slices.Contains(parts, "") {
-			break // workflows.ValidateSource reports the syntax
+		// Without a default namespace, a bare name has none.
+		namespace, name, ok := topology.ParseRef(e.Source, "")
+		if !ok {
+			break // status.ValidateSource reports the syntax
 		}
-		name := parts[len(parts)-1]
-		if len(parts) == 2 {
-			for _, msg := range validation.IsDNS1123Label(parts[0]) {
+		if namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(namespace) {
 				errs = append(errs, field.Invalid(src, e.Source, fmt.Sprintf("provider %s takes a FeatureFlag as %s: namespace %s", provider, sourceEntryFieldDocs, msg)))
 			}
 		}

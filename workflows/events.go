@@ -1,9 +1,16 @@
 package workflows
 
 import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/topology"
 )
 
 // Event reasons flagplane reports. Events go out when something turns bad
@@ -21,27 +28,56 @@ const (
 	// EventUnresolvedAnnotation: a workload's annotation names a source or an
 	// in-process configuration that does not exist or may not be used.
 	EventUnresolvedAnnotation = "UnresolvedAnnotation"
+	// EventInvalidFlagd: a Flagd's spec cannot be generated.
+	EventInvalidFlagd = "InvalidFlagd"
 )
 
 // Actions of the events (events.k8s.io/v1 requires one).
 const (
-	actionValidate = "Validate"
-	actionResolve  = "Resolve"
-	actionApply    = "Apply"
-	actionRollout  = "Rollout"
+	ActionValidate = "Validate"
+	ActionResolve  = "Resolve"
+	ActionApply    = "Apply"
+	ActionRollout  = "Rollout"
 )
 
-// recorder sends events when one is configured; tests and offline tools run without.
-type recorder struct{ events.EventRecorder }
-
-func (r recorder) warn(regarding runtime.Object, reason, action, note string, args ...any) {
-	if r.EventRecorder != nil {
-		r.Eventf(regarding, nil, corev1.EventTypeWarning, reason, action, note, args...)
+// Warn sends a Warning event through recorder, when one is configured
+// (tests and offline tools run without).
+func Warn(recorder events.EventRecorder, regarding runtime.Object, reason, action, note string, args ...any) {
+	if recorder != nil {
+		recorder.Eventf(regarding, nil, corev1.EventTypeWarning, reason, action, note, args...)
 	}
 }
 
-func (r recorder) normal(regarding runtime.Object, reason, action, note string, args ...any) {
-	if r.EventRecorder != nil {
-		r.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, note, args...)
+// Normal sends a Normal event through recorder, when one is configured.
+func Normal(recorder events.EventRecorder, regarding runtime.Object, reason, action, note string, args ...any) {
+	if recorder != nil {
+		recorder.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, note, args...)
 	}
+}
+
+// WorkloadEventTarget is the object an Event about a workload is attached
+// to: the workload as the cache holds it, else a reference to it.
+func WorkloadEventTarget(ctx context.Context, c client.Reader, k topology.Key) runtime.Object {
+	if obj, err := newWorkloadObject(k); err == nil && c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil {
+		return obj
+	}
+	return &corev1.ObjectReference{APIVersion: "apps/v1", Kind: string(k.Kind), Namespace: k.Namespace, Name: k.Name}
+}
+
+// newWorkloadObject returns an empty object of a workload's kind, named.
+func newWorkloadObject(k topology.Key) (client.Object, error) {
+	var obj client.Object
+	switch k.Kind {
+	case topology.KindDeployment:
+		obj = &appsv1.Deployment{}
+	case topology.KindStatefulSet:
+		obj = &appsv1.StatefulSet{}
+	case topology.KindDaemonSet:
+		obj = &appsv1.DaemonSet{}
+	default:
+		return nil, fmt.Errorf("%s is not a workload", k)
+	}
+	obj.SetNamespace(k.Namespace)
+	obj.SetName(k.Name)
+	return obj, nil
 }

@@ -46,9 +46,9 @@ func (g GeneratedMetadata) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Labels are the labels of a generated object: ManagedLabels and the
+// ObjectLabels are the labels of a generated object: ManagedLabels and the
 // operator's --labels.
-func (g GeneratedMetadata) labels() map[string]string {
+func (g GeneratedMetadata) ObjectLabels() map[string]string {
 	out := maps.Clone(g.Labels)
 	if out == nil {
 		out = map[string]string{}
@@ -57,17 +57,31 @@ func (g GeneratedMetadata) labels() map[string]string {
 	return out
 }
 
-// annotations are the annotations of a generated object (the operator's
-// --annotations), or nil.
-func (g GeneratedMetadata) annotations() map[string]string {
+// ObjectAnnotations are the annotations of a generated object (the
+// operator's --annotations), or nil.
+func (g GeneratedMetadata) ObjectAnnotations() map[string]string {
 	if len(g.Annotations) == 0 {
 		return nil
 	}
 	return maps.Clone(g.Annotations)
 }
 
-// hasAll tells whether have holds every key of want with its value.
-func hasAll(have, want map[string]string) bool {
+// ManagedLabels are the labels by which flagplane knows (and its informers
+// select) the objects it generates; Settings.Generated adds
+// the operator's --labels.
+func ManagedLabels() map[string]string {
+	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
+}
+
+// HasManagedLabel tells whether an object's labels say that flagplane
+// generated it: the only objects it writes or deletes.
+func HasManagedLabel(labels map[string]string) bool {
+	return labels[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue
+}
+
+// HasAll tells whether have holds every key of want with its value: whether
+// a generated object still carries the labels or annotations it should.
+func HasAll(have, want map[string]string) bool {
 	for k, v := range want {
 		if got, ok := have[k]; !ok || got != v {
 			return false

@@ -1,52 +1,17 @@
 package workflows
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/topology"
 )
 
-// TestGeneratedMetadata: the operator's --labels and --annotations go on
-// every generated ConfigMap, Role and RoleBinding, besides flagplane's own
-// label, and an object without them is not up to date.
-func TestGeneratedMetadata(t *testing.T) {
-	g := NewWithT(t)
-	s := DefaultSettings()
-	s.Generated = GeneratedMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"backup.example.com/skip": "true"}}
-
-	topo := topology.New()
-	g.Expect(LoadManifests(topo, strings.NewReader(`
-{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
-{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}
-{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
-`))).To(Succeed())
-	v := topo.Snapshot()
-	cm, err := DesiredConfigMap(v, topology.ConfigMapKey(topology.FlagSetKey("shop", "flags"), "shop"), s)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cm.Labels).To(Equal(map[string]string{"team": "platform", v1beta1.LabelManagedBy: v1beta1.ManagedByValue}))
-	g.Expect(cm.Annotations).To(Equal(map[string]string{"backup.example.com/skip": "true"}))
-	roles, bindings := DesiredRBAC(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), s.Generated)
-	g.Expect(roles).To(HaveLen(1))
-	for _, m := range []map[string]string{roles[0].Labels, bindings[0].Labels} {
-		g.Expect(m).To(HaveKeyWithValue("team", "platform"))
-		g.Expect(m).To(HaveKeyWithValue(v1beta1.LabelManagedBy, v1beta1.ManagedByValue))
-	}
-	g.Expect(roles[0].Annotations).To(HaveKeyWithValue("backup.example.com/skip", "true"))
-
-	stale := cm.DeepCopy()
-	delete(stale.Annotations, "backup.example.com/skip")
-	g.Expect(configMapUpToDate(stale, cm)).To(BeFalse(), "an annotation missing: rewritten")
-	g.Expect(configMapUpToDate(cm.DeepCopy(), cm)).To(BeTrue())
-	staleRole := roles[0].DeepCopy()
-	delete(staleRole.Labels, "team")
-	g.Expect(roleUpToDate(staleRole, roles[0])).To(BeFalse())
-
-	g.Expect(ManagedLabels()).To(Equal(map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}),
-		"informers select by flagplane's label alone")
+// TestManagedLabels: the informers select the objects flagplane generates
+// by its label alone.
+func TestManagedLabels(t *testing.T) {
+	NewWithT(t).Expect(ManagedLabels()).To(Equal(map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}))
 }
 
 func TestGeneratedMetadataValidate(t *testing.T) {

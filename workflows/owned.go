@@ -32,11 +32,11 @@ func (e *NotManagedError) Error() string {
 		e.Kind, e.Namespace, e.Name, v1beta1.LabelManagedBy, v1beta1.ManagedByValue)
 }
 
-// createOwned creates a generated object that the cache does not hold.
+// CreateOwned creates a generated object that the cache does not hold.
 // Creation fails when the name is taken; then the object is read from the
 // API server (the cache may not yet have a create of flagplane's own): a
 // managed one is applied, anything else is a NotManagedError.
-func createOwned(ctx context.Context, c client.Client, live client.Reader, obj client.Object, gvk schema.GroupVersionKind, apply func() error) error {
+func CreateOwned(ctx context.Context, c client.Client, live client.Reader, obj client.Object, gvk schema.GroupVersionKind, apply func() error) error {
 	kind := gvk.Kind
 	err := c.Create(ctx, obj, client.FieldOwner(v1beta1.FieldManager))
 	if err == nil || !apierrors.IsAlreadyExists(err) {
@@ -51,7 +51,7 @@ func createOwned(ctx context.Context, c client.Client, live client.Reader, obj c
 	if err := live.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return fmt.Errorf("reading %s %s/%s, whose name is taken: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if !hasManagedLabel(existing.Labels) {
+	if !HasManagedLabel(existing.Labels) {
 		return &NotManagedError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	}
 	return apply()
@@ -133,10 +133,3 @@ type RequeueAfter time.Duration
 func (r RequeueAfter) Error() string {
 	return fmt.Sprintf("reconcile again in %s", time.Duration(r))
 }
-
-// UnneededGrace is how long a new generated ConfigMap that no workload
-// needs is kept: the Pod webhook writes one for the first pod of a workload
-// that only its pods make known, moments before the pod informer tells the
-// graph. (Should the graph take longer, the ConfigMap is deleted and written
-// again when it does; the kubelet waits for it meanwhile.)
-const UnneededGrace = 5 * time.Second

@@ -43,8 +43,8 @@ func fieldsMismatch(got, want any, path string) string {
 				}
 				return path + "." + k
 			}
-			if p := fieldsMismatch(gv, w[k], path+"."+k); p != "" {
-				return p
+			if mismatch := fieldsMismatch(gv, w[k], path+"."+k); mismatch != "" {
+				return mismatch
 			}
 		}
 		return ""
@@ -54,8 +54,8 @@ func fieldsMismatch(got, want any, path string) string {
 			return orRoot(path)
 		}
 		for i := range w {
-			if p := fieldsMismatch(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); p != "" {
-				return p
+			if mismatch := fieldsMismatch(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); mismatch != "" {
+				return mismatch
 			}
 		}
 		return ""
@@ -130,8 +130,8 @@ func ownsUndesired(owned map[string]any, want map[string]any, path string) strin
 		sub, _ := owned[k].(map[string]any)
 		wm, isMap := wv.(map[string]any)
 		if len(sub) > 0 && isMap {
-			if p := ownsUndesired(sub, wm, path+"."+name); p != "" {
-				return p
+			if undesired := ownsUndesired(sub, wm, path+"."+name); undesired != "" {
+				return undesired
 			}
 		}
 	}

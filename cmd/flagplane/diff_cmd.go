@@ -15,8 +15,8 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/blast"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -248,11 +248,11 @@ func evaluations(v *topology.View, ff *v1beta1.FeatureFlag, contexts []evaluate.
 	var before string
 	if cur, ok := v.FlagSet(topology.FlagSetKey(ff.Namespace, ff.Name)); ok {
 		var err error
-		if before, err = workflows.RenderFlagSet(cur); err != nil {
+		if before, err = flagsets.Render(cur); err != nil {
 			return nil, err
 		}
 	}
-	after, err := workflows.RenderFlagSet(ff)
+	after, err := flagsets.Render(ff)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // counts are the manager's API requests so far.
@@ -164,7 +165,7 @@ func contentOf(ctx context.Context, cm client.ObjectKey, ff *v1beta1.FeatureFlag
 // rendered is the content a ConfigMap of ff must hold.
 func rendered(ff *v1beta1.FeatureFlag) string {
 	GinkgoHelper()
-	s, err := workflows.RenderFlagSet(ff)
+	s, err := flagsets.Render(ff)
 	Expect(err).NotTo(HaveOccurred())
 	return s
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/webhooks"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // Serial: it stops the operator that the other specs rely on.
@@ -29,13 +29,13 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		orphan := pods(ctx, ns, "web")()[0]
 		Expect(orphan).NotTo(HaveSidecar())
-		Expect(orphan.Annotations).NotTo(HaveKey(workflows.AnnotationInjection))
+		Expect(orphan.Annotations).NotTo(HaveKey(rollout.AnnotationInjection))
 
 		By("the operator is back: the Deployment is restarted and its new Pod has the sidecar")
 		operator = startOperator()
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-			return web.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+			return web.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
 		}).ShouldNot(BeEmpty())
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Eventually(func() []eventsv1.Event {
@@ -50,11 +50,11 @@ var _ = Describe("Healing", Serial, func() {
 		)))
 
 		By("the old Pod, which the rollout replaces, does not roll the Deployment again")
-		restartedAt := web.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+		restartedAt := web.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
 		Consistently(func() string {
 			d := &appsv1.Deployment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), d)).To(Succeed())
-			return d.Spec.Template.Annotations[workflows.RestartedAtAnnotation]
+			return d.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
 		}, "5s").Should(Equal(restartedAt))
 	})
 
@@ -68,7 +68,7 @@ var _ = Describe("Healing", Serial, func() {
 		create(ctx, source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web")))
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		Expect(web.Spec.Template.Annotations).To(HaveKey(workflows.RestartedAtAnnotation))
+		Expect(web.Spec.Template.Annotations).To(HaveKey(rollout.RestartedAtAnnotation))
 		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
 			HaveField("Reason", webhooks.EventTargeted),
 			HaveField("Note", ContainSubstring("was created before the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))

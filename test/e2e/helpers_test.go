@@ -22,8 +22,8 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // flagKey is the one flag of the flag sets (fixtures.FlagSet).
@@ -127,13 +127,13 @@ func beReady() types.GomegaMatcher {
 // was seen is rolled by the healer, and this waits for its successor.
 func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
 	GinkgoHelper()
-	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", HaveKey(workflows.AnnotationInjection)))
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", HaveKey(rollout.AnnotationInjection)))
 }
 
 // readyUninjectedPod is readyPod for a workload nothing targets.
 func readyUninjectedPod(ctx context.Context, ns, app string) *corev1.Pod {
 	GinkgoHelper()
-	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", Not(HaveKey(workflows.AnnotationInjection))))
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", Not(HaveKey(rollout.AnnotationInjection))))
 }
 
 func onePod(ctx context.Context, ns, app string, m types.GomegaMatcher) *corev1.Pod {

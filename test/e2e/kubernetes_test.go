@@ -12,8 +12,8 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // flagd's kubernetes sync runs in the sidecar with nothing but what the
@@ -47,7 +47,7 @@ var _ = Describe("the kubernetes provider", func() {
 		Eventually(resolve(addr)).Should(Equal(evaluated("on")))
 
 		By("deleting the FeatureFlag")
-		rbacKey := client.ObjectKey{Namespace: ns, Name: workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web"))}
+		rbacKey := client.ObjectKey{Namespace: ns, Name: rbac.Name(topology.WorkloadKey(topology.KindDeployment, ns, "web"))}
 		Expect(k8s.Get(ctx, rbacKey, &rbacv1.Role{})).To(Succeed())
 		Expect(k8s.Delete(ctx, ff)).To(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, rbacKey, &rbacv1.Role{}) }).Should(Satisfy(apierrors.IsNotFound))

@@ -27,6 +27,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 func repoRoot() string {
@@ -122,7 +123,7 @@ func (w world) converged(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.home, Name: fs}, ff); err != nil {
 			return err
 		}
-		want, err := workflows.RenderFlagSet(ff)
+		want, err := flagsets.Render(ff)
 		if err != nil {
 			return err
 		}

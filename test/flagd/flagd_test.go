@@ -18,8 +18,8 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // One Describe per event of the kind; each spec starts from a Flagd that
@@ -207,7 +207,7 @@ var _ = Describe("a Flagd", func() {
 			create(ctx, flagSet(ns, "flags", "on"), flagSet(ns, "watched", "on"),
 				source(ns, "src", fixtures.FileRef("flags"), v1beta1.Source{Source: "watched", Provider: v1beta1.SyncProviderKubernetes}), fd)
 			Eventually(getter(ctx, fd)).Should(beServing())
-			rbacName := workflows.RBACName(topology.FlagdKey(ns, "flagd"))
+			rbacName := rbac.Name(topology.FlagdKey(ns, "flagd"))
 			cmName := topology.ConfigMapName(topology.FlagSetKey(ns, "flags"))
 			for _, o := range []client.Object{&networkingv1.Ingress{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ConfigMap{}} {
 				name := "flagd"
@@ -241,7 +241,7 @@ var _ = Describe("a Flagd", func() {
 			Eventually(getter(ctx, fd)).Should(beServing())
 			Eventually(rpcVariant(ctx, ns, "flagd")).Should(Equal("off"))
 			binding := &rbacv1.RoleBinding{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: workflows.RBACName(topology.FlagdKey(ns, "flagd"))}, binding)).To(Succeed())
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rbac.Name(topology.FlagdKey(ns, "flagd"))}, binding)).To(Succeed())
 			Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "flagd-reader", Namespace: ns}))
 
 			setVariant(ctx, ff, "on")

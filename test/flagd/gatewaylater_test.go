@@ -18,7 +18,7 @@ import (
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/operator"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 )
 
 // Gateway API installed after flagplane: a control plane of its own,
@@ -70,7 +70,7 @@ var _ = Describe("a Flagd asking for an HTTPRoute, when Gateway API is installed
 		Expect(err).NotTo(HaveOccurred())
 
 		route := &unstructured.Unstructured{}
-		route.SetGroupVersionKind(workflows.HTTPRouteGVK)
+		route.SetGroupVersionKind(flagds.HTTPRouteGVK)
 		Eventually(func() error { return c2.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, route) }, time.Minute).Should(Succeed())
 		Expect(metav1.IsControlledBy(route, fd)).To(BeTrue())
 		hostnames, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames")
@@ -82,7 +82,7 @@ var _ = Describe("a Flagd asking for an HTTPRoute, when Gateway API is installed
 		Expect(c2.Delete(ctx, route)).To(Succeed())
 		Eventually(func() (string, error) {
 			r := &unstructured.Unstructured{}
-			r.SetGroupVersionKind(workflows.HTTPRouteGVK)
+			r.SetGroupVersionKind(flagds.HTTPRouteGVK)
 			err := c2.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, r)
 			return string(r.GetUID()), err
 		}).Should(And(Not(BeEmpty()), Not(Equal(string(route.GetUID())))))

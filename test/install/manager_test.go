@@ -38,8 +38,10 @@ import (
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // describeManager runs the manager in the test process but with exactly
@@ -245,7 +247,7 @@ func describeManager() {
 		for _, o := range []client.Object{ff, d, src} {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
-		name := workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, shop, "reader"))
+		name := rbac.Name(topology.WorkloadKey(topology.KindDeployment, shop, "reader"))
 		Eventually(func(g Gomega) {
 			role := &rbacv1.Role{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: name}, role)).To(Succeed())
@@ -278,9 +280,9 @@ func describeManager() {
 		cmKey := client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(ns, "checkout"))}
 		dataKey := topology.ConfigMapDataKey(topology.FlagSetKey(ns, "checkout"))
 		grants := []string{
-			workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web")),
-			workflows.RBACName(topology.WorkloadKey(topology.KindStatefulSet, ns, "db")),
-			workflows.RBACName(topology.WorkloadKey(topology.KindDaemonSet, ns, "agent")),
+			rbac.Name(topology.WorkloadKey(topology.KindDeployment, ns, "web")),
+			rbac.Name(topology.WorkloadKey(topology.KindStatefulSet, ns, "db")),
+			rbac.Name(topology.WorkloadKey(topology.KindDaemonSet, ns, "agent")),
 		}
 		grantsExist := func(g Gomega) []bool {
 			var have []bool
@@ -337,7 +339,7 @@ func describeManager() {
 					return w.Spec.Template.Annotations
 				}
 				return nil
-			}).Should(HaveKey(workflows.RestartedAtAnnotation), "%T %s", w, w.GetName())
+			}).Should(HaveKey(rollout.RestartedAtAnnotation), "%T %s", w, w.GetName())
 		}
 
 		By("deleting the Roles and RoleBindings no workload needs any more")
@@ -359,9 +361,9 @@ func describeManager() {
 		for _, o := range []client.Object{fixtures.FlagSet(ns, "flags", "on"), fixtures.FlagSet(ns, "watched", "on"), src, fd} {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
-		rbacName := workflows.RBACName(topology.FlagdKey(ns, "flagd"))
+		rbacName := rbac.Name(topology.FlagdKey(ns, "flagd"))
 		route := &metav1.PartialObjectMetadata{}
-		route.SetGroupVersionKind(workflows.HTTPRouteGVK)
+		route.SetGroupVersionKind(flagds.HTTPRouteGVK)
 		children := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}, route}
 		Eventually(func(g Gomega) {
 			for _, o := range children {

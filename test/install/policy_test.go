@@ -21,6 +21,10 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // How the API server words a refusal by config/policy, and the message of
@@ -91,14 +95,14 @@ type target struct {
 	heldClusterRo string // a ClusterRole granting only what the manager holds (get ConfigMaps)
 	// flagd is what the manager generates for a Flagd "flags" of ns (not
 	// created: the rows create it as a dry run).
-	flagd *workflows.FlagdObjects
+	flagd *flagds.Objects
 }
 
 // flagdObjects computes, as the manager does, the objects of a Flagd of ns
 // with a file source and an Ingress.
-func flagdObjects(ns string) *workflows.FlagdObjects {
+func flagdObjects(ns string) *flagds.Objects {
 	GinkgoHelper()
-	manifests := fmt.Sprintf(`
+	objects := fmt.Sprintf(`
 apiVersion: core.openfeature.dev/v1beta1
 kind: FeatureFlag
 metadata: {name: flags, namespace: %[1]s}
@@ -115,8 +119,8 @@ metadata: {name: flags, namespace: %[1]s, uid: 00000000-0000-0000-0000-00000000f
 spec: {featureFlagSource: src, ingress: {enabled: true}}
 `, ns)
 	topo := topology.New()
-	Expect(workflows.LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
-	objs := workflows.DesiredFlagd(topo.Snapshot(), topology.FlagdKey(ns, "flags"), workflows.DefaultFlagdOptions())
+	Expect(manifests.Load(topo, strings.NewReader(objects))).To(Succeed())
+	objs := flagds.Desired(topo.Snapshot(), topology.FlagdKey(ns, "flags"), flagds.DefaultOptions())
 	Expect(objs.Deployment).NotTo(BeNil())
 	return objs
 }
@@ -170,7 +174,7 @@ func describePolicy() {
 		t.ns = newNamespace(ctx, "target")
 		t.foreignCM, t.managedCM = "app-config", topology.ConfigMapName(topology.FlagSetKey(t.ns, "checkout"))
 		t.workload, t.statefulSet, t.daemonSet = "web", "db", "agent"
-		t.role = workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
+		t.role = rbac.Name(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
 		t.heldClusterRo = "flagplane-test-configmap-reader-" + t.ns
 		t.flagd = flagdObjects(t.ns)
 		held := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: t.heldClusterRo},
@@ -418,6 +422,6 @@ func readerBinding(t *target, roleKind, roleName, subjectKind string) *rbacv1.Ro
 
 // restart patches a workload as the manager's rollout workflow and healer do.
 func restart(ctx context.Context, c client.Client, obj client.Object) error {
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, workflows.RestartedAtAnnotation)
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, rollout.RestartedAtAnnotation)
 	return c.Patch(ctx, obj, client.RawPatch(apitypes.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // flagplane diff --contexts says what flagd would serve with flagd's own
@@ -54,7 +54,7 @@ var _ = Describe("flagplane diff's evaluator", func() {
 		compared := 0
 		served := map[string]map[string]bool{} // flag -> variants flagd served
 		for i, ff := range flagSets {
-			doc, err := workflows.RenderFlagSet(ff)
+			doc, err := flagsets.Render(ff)
 			Expect(err).NotTo(HaveOccurred())
 			fs, err := evaluate.Load(doc)
 			Expect(err).NotTo(HaveOccurred(), "%s/%s", ff.Namespace, ff.Name)

@@ -12,7 +12,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 var _ = Describe("flagd reading the ConfigMap flagplane generated", func() {
@@ -36,7 +36,7 @@ var _ = Describe("flagd reading the ConfigMap flagplane generated", func() {
 		Eventually(f.resolve("Boolean", "new-checkout", nil)).Should(Equal(evaluation{Value: true, Variant: "on", Reason: "STATIC"}))
 
 		By("the file flagd read is exactly what flagplane rendered, behind a swapped ..data symlink")
-		want, err := workflows.RenderFlagSet(ff)
+		want, err := flagsets.Render(ff)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.ReadFile(file)).To(BeEquivalentTo(want))
 		Expect(os.Readlink(volume.Dir() + "/..data")).To(Equal(volume.Current()))

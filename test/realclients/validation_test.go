@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
@@ -87,7 +86,7 @@ var _ = Describe("flagd, on the flag sets flagplane refuses and warns about", fu
 			}
 			Expect(verdict).To(Equal(c.verdict), "%s: flagplane's verdict (errors %v, warnings %v)", c.name, errs, warnings)
 
-			content, err := workflows.RenderFlagSet(&v1beta1.FeatureFlag{Spec: v1beta1.FeatureFlagSpec{FlagSpec: spec}})
+			content, err := flagsets.Render(&v1beta1.FeatureFlag{Spec: v1beta1.FeatureFlagSpec{FlagSpec: spec}})
 			Expect(err).NotTo(HaveOccurred())
 			path := filepath.Join(dir, fmt.Sprintf("case%d.json", i))
 			Expect(os.WriteFile(path, []byte(content), 0o644)).To(Succeed())

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 var _ = Describe("FeatureFlag", func() {
@@ -32,7 +32,7 @@ var _ = Describe("FeatureFlag", func() {
 	It("created: renders a ConfigMap with the flagd JSON, labelled and owned, and reports status", func(ctx SpecContext) {
 		got := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, cm, got)).To(Succeed())
-		want, err := workflows.RenderFlagSet(ff)
+		want, err := flagsets.Render(ff)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Data).To(Equal(map[string]string{ns + "_checkout.flagd.json": want}))
 		Expect(got.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "flagplane"))
@@ -62,9 +62,9 @@ var _ = Describe("FeatureFlag", func() {
 
 	It("delivery: status records the revision served and which generated ConfigMaps hold it, an invalid edit showing as not delivered", func(ctx SpecContext) {
 		revisionOf := func(f *v1beta1.FeatureFlag) string {
-			content, err := workflows.RenderFlagSet(f)
+			content, err := flagsets.Render(f)
 			Expect(err).NotTo(HaveOccurred())
-			return workflows.Revision(content)
+			return flagsets.Revision(content)
 		}
 		first := revisionOf(ff)
 		Eventually(flagSetStatus(ctx, ns, "checkout")).Should(And(HaveField("Revision", first), HaveField("Delivered", "1/1"),

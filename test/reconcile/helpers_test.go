@@ -17,7 +17,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 func must[T any](v T, err error) T {
@@ -151,7 +151,7 @@ func restartedAt(ctx context.Context, obj client.Object) func() string {
 		case *appsv1.DaemonSet:
 			tmpl = &o.Spec.Template
 		}
-		return tmpl.Annotations[workflows.RestartedAtAnnotation]
+		return tmpl.Annotations[rollout.RestartedAtAnnotation]
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 var _ = Describe("kubernetes provider RBAC", func() {
@@ -20,7 +20,7 @@ var _ = Describe("kubernetes provider RBAC", func() {
 		src := source(ns, "flags", []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderKubernetes}}, targeting("Deployment", "web"))
 		create(ctx, flagSet(ns, "checkout", "on"), flagSet(ns, "unrelated", "on"), d, src)
 
-		name := workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, ns, "web"))
+		name := rbac.Name(topology.WorkloadKey(topology.KindDeployment, ns, "web"))
 		key := client.ObjectKey{Namespace: ns, Name: name}
 		Eventually(func() []rbacv1.PolicyRule {
 			r := &rbacv1.Role{}

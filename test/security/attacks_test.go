@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // The attack table: each row is mallory, admin of namespace tenant, trying to
@@ -298,7 +299,7 @@ var _ = Describe("squatting on a name flagplane generates", func() {
 
 	It("a Role made by a user under the name of a workload's grant is not bound to the workload's service account", func(ctx SpecContext) {
 		t := newTenancy(ctx)
-		name := workflows.RBACName(topology.WorkloadKey(topology.KindDeployment, t.tenant, "web"))
+		name := rbac.Name(topology.WorkloadKey(topology.KindDeployment, t.tenant, "web"))
 		squat := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.tenant, Name: name},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
 		create(ctx, t.mallory, squat)

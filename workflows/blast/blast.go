@@ -1,9 +1,3 @@
-// Package blast computes what a change of a FeatureFlag or a
-// FeatureFlagSource reaches, before it is made: the graph with the object
-// as it would be stored (View.WithFlagSet, View.WithSource) against the
-// graph as it is. It reads the graph only and applies nothing; the
-// admission webhooks turn a result into a warning (Summary), and
-// `flagplane diff` prints it whole.
 package blast
 
 import (
@@ -155,21 +149,21 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	r.Compared = true
 	// Workloads whose sidecar is computed from the same inputs get the same
 	// one: each group is computed once.
-	type outcome struct{ changed, restarts bool }
-	outcomes := map[string]outcome{}
+	type groupOutcome struct{ changed, restarts bool }
+	outcomes := map[string]groupOutcome{}
 	for _, w := range all {
 		group := injectionInputs(v, after, w, kept[w])
-		o, ok := outcomes[group]
+		outcome, ok := outcomes[group]
 		if !ok {
 			old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
-			o.changed = !old.Same(next)
-			o.restarts = o.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
-			outcomes[group] = o
+			outcome.changed = !old.Same(next)
+			outcome.restarts = outcome.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
+			outcomes[group] = outcome
 		}
-		if o.changed {
+		if outcome.changed {
 			r.Changed = append(r.Changed, w)
 		}
-		if o.restarts {
+		if outcome.restarts {
 			r.Restarts = append(r.Restarts, w)
 		}
 	}

@@ -281,9 +281,9 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 	}
 	mergeMap(inj, "contextValues", m.contextValues, s.ContextValues, sk)
 	mergeMap(inj, "headerToContextMappings", m.headerMappings, s.HeaderToContextMappings, sk)
-	for _, o := range s.CORS {
-		if !slices.Contains(m.cors, o) {
-			m.cors = append(m.cors, o)
+	for _, origin := range s.CORS {
+		if !slices.Contains(m.cors, origin) {
+			m.cors = append(m.cors, origin)
 		}
 	}
 	for _, a := range s.SyncProviderArgs {
@@ -436,8 +436,8 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	for _, k := range slices.Sorted(maps.Keys(m.headerMappings)) {
 		args = append(args, "--context-from-header", k+"="+m.headerMappings[k].value)
 	}
-	for _, o := range m.cors {
-		args = append(args, "--cors-origin", o)
+	for _, origin := range m.cors {
+		args = append(args, "--cors-origin", origin)
 	}
 	if opts.PassSyncProviderArgs {
 		for _, a := range m.providerArgs {
@@ -513,47 +513,47 @@ func (m *sidecarMerge) securityContextFor() *corev1.SecurityContext {
 	if !m.securityContext.set {
 		return sc
 	}
-	o, err := ParseSecurityContextOverride(m.securityContext.value)
+	override, err := ParseSecurityContextOverride(m.securityContext.value)
 	if err != nil {
 		m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: %v; the hardened securityContext applies", keyString(m.securityContext.from), err))
 		return sc
 	}
 	// Fields the override sets replace the hardened ones.
-	if o.RunAsNonRoot != nil {
-		sc.RunAsNonRoot = o.RunAsNonRoot
+	if override.RunAsNonRoot != nil {
+		sc.RunAsNonRoot = override.RunAsNonRoot
 	}
-	if o.RunAsUser != nil {
-		sc.RunAsUser = o.RunAsUser
+	if override.RunAsUser != nil {
+		sc.RunAsUser = override.RunAsUser
 	}
-	if o.RunAsGroup != nil {
-		sc.RunAsGroup = o.RunAsGroup
+	if override.RunAsGroup != nil {
+		sc.RunAsGroup = override.RunAsGroup
 	}
-	if o.AllowPrivilegeEscalation != nil {
-		sc.AllowPrivilegeEscalation = o.AllowPrivilegeEscalation
+	if override.AllowPrivilegeEscalation != nil {
+		sc.AllowPrivilegeEscalation = override.AllowPrivilegeEscalation
 	}
-	if o.Privileged != nil {
-		sc.Privileged = o.Privileged
+	if override.Privileged != nil {
+		sc.Privileged = override.Privileged
 	}
-	if o.ReadOnlyRootFilesystem != nil {
-		sc.ReadOnlyRootFilesystem = o.ReadOnlyRootFilesystem
+	if override.ReadOnlyRootFilesystem != nil {
+		sc.ReadOnlyRootFilesystem = override.ReadOnlyRootFilesystem
 	}
-	if o.Capabilities != nil {
-		sc.Capabilities = o.Capabilities
+	if override.Capabilities != nil {
+		sc.Capabilities = override.Capabilities
 	}
-	if o.SeccompProfile != nil {
-		sc.SeccompProfile = o.SeccompProfile
+	if override.SeccompProfile != nil {
+		sc.SeccompProfile = override.SeccompProfile
 	}
-	if o.SELinuxOptions != nil {
-		sc.SELinuxOptions = o.SELinuxOptions
+	if override.SELinuxOptions != nil {
+		sc.SELinuxOptions = override.SELinuxOptions
 	}
-	if o.AppArmorProfile != nil {
-		sc.AppArmorProfile = o.AppArmorProfile
+	if override.AppArmorProfile != nil {
+		sc.AppArmorProfile = override.AppArmorProfile
 	}
-	if o.ProcMount != nil {
-		sc.ProcMount = o.ProcMount
+	if override.ProcMount != nil {
+		sc.ProcMount = override.ProcMount
 	}
-	if o.WindowsOptions != nil {
-		sc.WindowsOptions = o.WindowsOptions
+	if override.WindowsOptions != nil {
+		sc.WindowsOptions = override.WindowsOptions
 	}
 	return sc
 }

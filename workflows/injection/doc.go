@@ -23,9 +23,9 @@
 // Injection.Without drops ConfigMaps that cannot be mounted. Nothing here
 // talks to the API server: the admission webhook (package webhooks) applies
 // the patch to the pods it admits, sets the pod annotations, makes the
-// ConfigMaps exist and records the fingerprint; package workflows reports
-// conflicts in source status and restarts workloads on a changed
-// fingerprint.
+// ConfigMaps exist and records the fingerprint; package status reports
+// conflicts in source status and package rollout restarts workloads on a
+// changed fingerprint.
 //
 // What a pod gets:
 //

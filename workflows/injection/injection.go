@@ -140,7 +140,7 @@ func ConflictsOfSource(v *topology.View, source topology.Key, limit int, opts Op
 	// Only where something else applies too is there anything to lose against.
 	for _, w := range v.ContestedWorkloadsOfSource(source) {
 		for _, c := range Desired(v, w, opts).Conflicts {
-			if c.Loser == source && !slices.ContainsFunc(out, func(o SettingConflict) bool { return o == c }) {
+			if c.Loser == source && !slices.ContainsFunc(out, func(other SettingConflict) bool { return other == c }) {
 				out = append(out, c)
 				if limit > 0 && len(out) == limit {
 					return out

@@ -26,12 +26,14 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // podDecoder reads the workloads of a manifest stream (podTemplates); the
-// graph is built by workflows.LoadManifests.
+// graph is built by manifests.Load.
 var podDecoder = clientgoscheme.Codecs.UniversalDeserializer()
 
 // goldenInjectionOptions are the options of every injection golden: the
@@ -64,7 +66,7 @@ func TestSecurityContextOverride(t *testing.T) {
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"team","name":"own"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"other","name":"granted"},"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true","openfeature.dev/featureflagsource":"team/src"}},"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
 	} {
-		if err := workflows.LoadManifests(topo, strings.NewReader(manifest)); err != nil {
+		if err := manifests.Load(topo, strings.NewReader(manifest)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +133,7 @@ func TestInjectionGolden(t *testing.T) {
 			raw, err := os.ReadFile(in)
 			g.Expect(err).NotTo(HaveOccurred())
 			topo := topology.New()
-			g.Expect(workflows.LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+			g.Expect(manifests.Load(topo, bytes.NewReader(raw))).To(Succeed())
 			v := topo.Snapshot()
 			out := map[string]injectionGolden{}
 			for key, tmpl := range podTemplates(t, raw) {
@@ -299,7 +301,7 @@ func TestInjectionFingerprintFollowsTheInjection(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "targetrefs.in.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	topo := topology.New()
-	g.Expect(workflows.LoadManifests(topo, bytes.NewReader(raw))).To(Succeed())
+	g.Expect(manifests.Load(topo, bytes.NewReader(raw))).To(Succeed())
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 	opts := injection.DefaultOptions()
 	fp := func() string { f, _ := injection.Fingerprint(topo.Snapshot(), web, opts); return f }
@@ -335,7 +337,7 @@ func loadView(t *testing.T, name string) *topology.View {
 	}
 	defer f.Close()
 	topo := topology.New()
-	if err := workflows.LoadManifests(topo, f); err != nil {
+	if err := manifests.Load(topo, f); err != nil {
 		t.Fatal(err)
 	}
 	return topo.Snapshot()
@@ -362,7 +364,7 @@ func TestInjectionConflictsOfSource(t *testing.T) {
 // no source or configuration sets a value other than the API's default; a
 // source's own setting wins.
 func TestOperatorDefaults(t *testing.T) {
-	manifests := `
+	objects := `
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"plain"},"spec":{"port":8013,"managementPort":8014,"evaluator":"json","logFormat":"json","envVarPrefix":"FLAGD","sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"plain"}]}}
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"own"},"spec":{"port":9000,"logFormat":"console","probesEnabled":true,"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"own"}]}}
@@ -372,7 +374,7 @@ func TestOperatorDefaults(t *testing.T) {
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"inproc"},"spec":{"template":{"metadata":{"annotations":{"openfeature.dev/enabled":"true","openfeature.dev/inprocessconfiguration":"inproc"}},"spec":{"containers":[{"name":"app","image":"app"}]}}}}
 `
 	topo := topology.New()
-	if err := workflows.LoadManifests(topo, strings.NewReader(manifests)); err != nil {
+	if err := manifests.Load(topo, strings.NewReader(objects)); err != nil {
 		t.Fatal(err)
 	}
 	v := topo.Snapshot()
@@ -420,7 +422,7 @@ func TestOperatorDefaults(t *testing.T) {
 // TestDefaultSyncProvider: an entry that names no provider, of a source
 // with no defaultSyncProvider, syncs with the operator's default provider.
 func TestDefaultSyncProvider(t *testing.T) {
-	manifests := `
+	objects := `
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}
@@ -434,13 +436,13 @@ func TestDefaultSyncProvider(t *testing.T) {
 		t.Run(string(tc.def), func(t *testing.T) {
 			g := NewWithT(t)
 			topo := topology.New(topology.WithDefaultSyncProvider(tc.def))
-			g.Expect(workflows.LoadManifests(topo, strings.NewReader(manifests))).To(Succeed())
+			g.Expect(manifests.Load(topo, strings.NewReader(objects))).To(Succeed())
 			v := topo.Snapshot()
 			web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 			inj := injection.Desired(v, web, injection.DefaultOptions())
 			g.Expect(flagdSources(t, inj.Sidecar)).To(ConsistOf(HaveField("Provider", tc.provider)))
 			g.Expect(inj.ConfigMaps).To(HaveLen(tc.cms))
-			roles, _ := workflows.DesiredRBAC(v, web, workflows.GeneratedMetadata{})
+			roles, _ := rbac.Desired(v, web, workflows.GeneratedMetadata{})
 			g.Expect(roles).To(HaveLen(tc.roles))
 			if tc.roles > 0 {
 				g.Expect(inj.PodAnnotations).To(HaveKeyWithValue(injection.AnnotationAllowKubernetesSync, "true"))

@@ -107,12 +107,12 @@ func (o SidecarOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("sidecar %s request %s exceeds its limit %s", name, req.String(), lim.String()))
 		}
 	}
-	for _, p := range []struct {
+	for _, port := range []struct {
 		name string
 		v    int32
 	}{{"port", o.Port}, {"management port", o.ManagementPort}} {
-		if p.v < 1 || p.v > 65535 {
-			errs = append(errs, fmt.Errorf("sidecar %s %d is not a port", p.name, p.v))
+		if port.v < 1 || port.v > 65535 {
+			errs = append(errs, fmt.Errorf("sidecar %s %d is not a port", port.name, port.v))
 		}
 	}
 	if o.Port == o.ManagementPort {
@@ -189,12 +189,12 @@ func (o InProcessOptions) Validate() error {
 // validateEnvVarPrefix: a prefix starts every injected env var name
 // ("<prefix>_NAME"), so it must be a valid env var name itself. Empty is
 // allowed: no prefix.
-func validateEnvVarPrefix(p string) error {
-	if p == "" {
+func validateEnvVarPrefix(prefix string) error {
+	if prefix == "" {
 		return nil
 	}
-	if msgs := validation.IsEnvVarName(p); len(msgs) > 0 {
-		return fmt.Errorf("%q: %s", p, strings.Join(msgs, "; "))
+	if msgs := validation.IsEnvVarName(prefix); len(msgs) > 0 {
+		return fmt.Errorf("%q: %s", prefix, strings.Join(msgs, "; "))
 	}
 	return nil
 }
@@ -217,8 +217,8 @@ var unprefixedEnvVarPrefixes = []string{"AZURE_STORAGE", "AWS_", "GOOGLE_"}
 // sourceEnvVarKey names a FeatureFlagSource's env var in the pod: prefixed,
 // unless it is a cloud-storage credential (unprefixedEnvVarPrefixes).
 func sourceEnvVarKey(prefix, name string) string {
-	for _, p := range unprefixedEnvVarPrefixes {
-		if strings.HasPrefix(name, p) {
+	for _, credentialPrefix := range unprefixedEnvVarPrefixes {
+		if strings.HasPrefix(name, credentialPrefix) {
 			return name
 		}
 	}

@@ -80,7 +80,7 @@ const source = "flagplane"
 var mu sync.Mutex
 
 // Load loads a flagd flag set document (the content flagplane serves,
-// workflows.RenderFlagSet) into flagd's evaluator. The error is flagd's
+// flagsets.Render) into flagd's evaluator. The error is flagd's
 // refusal of the whole document: flagd then keeps what it held before.
 func Load(document string) (*FlagSet, error) {
 	mu.Lock()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // load renders a FeatureFlag as flagplane serves it and loads it.
@@ -23,7 +23,7 @@ func load(t *testing.T, manifest string) *evaluate.FlagSet {
 	if err := yaml.UnmarshalStrict([]byte(manifest), ff); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := workflows.RenderFlagSet(ff)
+	doc, err := flagsets.Render(ff)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // benchManifests is 10,000 Deployments in 100 namespaces with 10 flag
@@ -52,7 +52,7 @@ func benchManifests() string {
 // source, reporting p50 and p99 per answer.
 func BenchmarkExplain(b *testing.B) {
 	top := topology.New()
-	if err := workflows.LoadManifests(top, strings.NewReader(benchManifests())); err != nil {
+	if err := manifests.Load(top, strings.NewReader(benchManifests())); err != nil {
 		b.Fatal(err)
 	}
 	v := top.Snapshot()

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
 // Scheme is what a client given to Scan and Apply must know: client-go's
@@ -86,7 +88,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 	var out []ofoPod
 	err := each(ctx, s.c, &corev1.PodList{}, func(obj client.Object) error {
 		pod := obj.(*corev1.Pod)
-		if _, ours := pod.Annotations[workflows.AnnotationInjection]; ours {
+		if _, ours := pod.Annotations[rollout.AnnotationInjection]; ours {
 			return nil
 		}
 		var flagd *corev1.Container
@@ -97,7 +99,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 				}
 			}
 		}
-		if flagd == nil || pod.Annotations[v1beta1.AnnotationEnabled] != "true" {
+		if flagd == nil || !topology.OptedIn(pod.Annotations) {
 			return nil
 		}
 		args := strings.Join(flagd.Args, " ")
@@ -419,7 +421,7 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 	}
 	ofo := client.MatchingLabels{v1beta1.LabelManagedBy: ofoManagedByValue}
 	route := &unstructured.UnstructuredList{}
-	route.SetGroupVersionKind(workflows.HTTPRouteGVK.GroupVersion().WithKind("HTTPRouteList"))
+	route.SetGroupVersionKind(flagds.HTTPRouteGVK.GroupVersion().WithKind("HTTPRouteList"))
 	for _, k := range []struct {
 		list client.ObjectList
 		gvk  schema.GroupVersionKind
@@ -427,7 +429,7 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 		{&appsv1.DeploymentList{}, appsv1.SchemeGroupVersion.WithKind("Deployment")},
 		{&corev1.ServiceList{}, corev1.SchemeGroupVersion.WithKind("Service")},
 		{&networkingv1.IngressList{}, networkingv1.SchemeGroupVersion.WithKind("Ingress")},
-		{route, workflows.HTTPRouteGVK},
+		{route, flagds.HTTPRouteGVK},
 	} {
 		err := s.c.List(ctx, k.list, ofo)
 		if meta.IsNoMatchError(err) {

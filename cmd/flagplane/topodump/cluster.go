@@ -23,8 +23,8 @@ import (
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // ClusterOptions say what FromCluster reads.
@@ -50,7 +50,7 @@ type clusterInput struct {
 }
 
 // clusterInputs are the kinds the controllers build the topology from
-// (workflows.LoadManifests reads the same ones).
+// (manifests.Load reads the same ones).
 var clusterInputs = []clusterInput{
 	{gk: schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind}},
 	{gk: schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagSourceKind}},
@@ -58,7 +58,7 @@ var clusterInputs = []clusterInput{
 	{gk: schema.GroupKind{Group: "apps", Kind: "Deployment"}},
 	{gk: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}},
 	{gk: schema.GroupKind{Group: "apps", Kind: "DaemonSet"}},
-	{gk: schema.GroupKind{Group: workflows.ReferenceGrantGroup, Kind: workflows.ReferenceGrantKind}, optional: true,
+	{gk: schema.GroupKind{Group: manifests.ReferenceGrantGroup, Kind: manifests.ReferenceGrantKind}, optional: true,
 		effect: "cross-namespace references to those namespaces show as not permitted"},
 	{gk: schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FlagdKind}, optional: true,
 		effect: "Flagds are left out"},
@@ -126,7 +126,7 @@ func LoadCluster(ctx context.Context, cfg *rest.Config, o ClusterOptions) (*topo
 		}
 	}
 	t := topology.New(append(flagsets.NewValidator(false).TopologyOptions(), o.Topology...)...)
-	if err := workflows.LoadManifests(t, &stream); err != nil {
+	if err := manifests.Load(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from the cluster's objects: %w", err)
 	}
 	return t, nil

@@ -16,8 +16,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // FromDir builds the topology offline from the manifests under dir (*.yaml,
@@ -49,7 +49,7 @@ func LoadDir(dir, defaultNamespace string, opts ...topology.Option) (*topology.T
 		}
 	}
 	t := topology.New(append(flagsets.NewValidator(false).TopologyOptions(), opts...)...)
-	if err := workflows.LoadManifests(t, &stream); err != nil {
+	if err := manifests.Load(t, &stream); err != nil {
 		return nil, fmt.Errorf("building the topology from %s: %w", dir, err)
 	}
 	return t, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -215,7 +216,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 // flagdOptions are the settings of Flagds: the --flagd-* flags, over the
 // settings the sidecar is injected with (a Flagd's container is computed as
 // the sidecar is), whether or not the webhooks run.
-func flagdOptions(o Options, sync *syncserver.Server) workflows.FlagdOptions {
+func flagdOptions(o Options, sync *syncserver.Server) flagds.Options {
 	fo := o.Flagd
 	fo.Injection = o.Admission.Injection
 	fo.Injection.Sidecar = o.Sidecar

@@ -17,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -95,7 +96,7 @@ type Options struct {
 	// Flagd are the settings of the Flagd kind (--flagd-* flags); its
 	// Injection is filled in from the sidecar's, admission's and the sync
 	// server's settings.
-	Flagd workflows.FlagdOptions
+	Flagd flagds.Options
 	// GatewayAPIPoll is how often to look for Gateway API's CRDs
 	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
 	// zero. Not a flag: tests shorten it.
@@ -123,7 +124,7 @@ func DefaultOptions() Options {
 		Webhooks:               true,
 		Admission:              webhooks.DefaultOptions(),
 		Sync:                   syncDefaults(),
-		Flagd:                  workflows.DefaultFlagdOptions(),
+		Flagd:                  flagds.DefaultOptions(),
 	}
 }
 

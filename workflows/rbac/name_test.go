@@ -1,4 +1,4 @@
-package workflows
+package rbac
 
 import (
 	"testing"
@@ -17,12 +17,12 @@ func TestRBACNameRoundTrip(t *testing.T) {
 		topology.WorkloadKey(topology.OwnerKind("batch", "CronJob"), "jobs", "nightly"),
 		topology.WorkloadKey(topology.OwnerKind("argoproj.io", "Rollout"), "shop", "web"),
 	} {
-		got, ok := WorkloadOfRBACName(RBACName(k))
+		got, ok := WorkloadOfName(Name(k))
 		g.Expect(ok).To(BeTrue(), k.String())
 		g.Expect(got).To(Equal(k))
 	}
 	for _, name := range []string{"flagd.shop.web", "flagplane:featureflag-reader:pod:a:b", "flagplane:featureflag-reader:deployment:a"} {
-		_, ok := WorkloadOfRBACName(name)
+		_, ok := WorkloadOfName(name)
 		g.Expect(ok).To(BeFalse(), name)
 	}
 }

@@ -1,4 +1,4 @@
-package workflows
+package rbac
 
 import (
 	"maps"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // flagd's kubernetes sync (v0.16) lists and watches every FeatureFlag of the
@@ -25,26 +26,26 @@ var (
 	flagWatchVerbs = []string{"list", "watch"}
 )
 
-// RBACName is the name of the Role and RoleBinding that let a workload's
+// Name is the name of the Role and RoleBinding that let a workload's
 // service account read the FeatureFlags it syncs with the kubernetes
 // provider. One pair per workload and flag-set namespace: the name is the
 // same in every namespace, so the cache finds all of a workload's pairs by
 // name, and removing a workload removes exactly its grants.
-func RBACName(workload topology.Key) string {
+func Name(workload topology.Key) string {
 	kind := string(workload.Kind)
 	if !workload.Kind.IsPodOwner() {
 		kind = strings.ToLower(kind) // deployment, statefulset, daemonset
 	}
-	return rbacNamePrefix + kind + ":" + workload.Namespace + ":" + workload.Name
+	return namePrefix + kind + ":" + workload.Namespace + ":" + workload.Name
 }
 
-const rbacNamePrefix = "flagplane:featureflag-reader:"
+const namePrefix = "flagplane:featureflag-reader:"
 
-// WorkloadOfRBACName is the inverse of RBACName. Namespaces and workload
+// WorkloadOfName is the inverse of Name. Namespaces and workload
 // names hold no colon, so the name splits unambiguously. (A pod owner of the
 // core group has no dot in its kind and is not told from a foreign name.)
-func WorkloadOfRBACName(name string) (topology.Key, bool) {
-	rest, ok := strings.CutPrefix(name, rbacNamePrefix)
+func WorkloadOfName(name string) (topology.Key, bool) {
+	rest, ok := strings.CutPrefix(name, namePrefix)
 	if !ok {
 		return topology.Key{}, false
 	}
@@ -63,15 +64,15 @@ func WorkloadOfRBACName(name string) (topology.Key, bool) {
 	return topology.Key{}, false
 }
 
-// DesiredRBAC returns, for a workload (or a Flagd), one Role and RoleBinding in each
+// Desired returns, for a workload (or a Flagd), one Role and RoleBinding in each
 // namespace holding a flag set that the workload reads through the
 // kubernetes provider and may read (topology.View.MayReadDirectly): the Role
 // allows get on exactly those FeatureFlags and list and watch on the
 // namespace's FeatureFlags (see flagWatchVerbs), the binding grants it to
 // the workload's service account. It returns nothing for a workload that is
 // gone or uses no kubernetes provider; never a ClusterRole.
-func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
-	sa, sources, ok := rbacSubject(v, workload)
+func Desired(v *topology.View, workload topology.Key, gen workflows.GeneratedMetadata) ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
+	sa, sources, ok := subjectOf(v, workload)
 	if !ok {
 		return nil, nil
 	}
@@ -91,11 +92,11 @@ func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata)
 	if sa == "" {
 		sa = "default"
 	}
-	name := RBACName(workload)
+	name := Name(workload)
 	var roles []*rbacv1.Role
 	var bindings []*rbacv1.RoleBinding
 	for _, ns := range slices.Sorted(maps.Keys(names)) {
-		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.labels(), Annotations: gen.annotations()}
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: gen.ObjectLabels(), Annotations: gen.ObjectAnnotations()}
 		roles = append(roles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: meta,
@@ -120,9 +121,9 @@ func DesiredRBAC(v *topology.View, workload topology.Key, gen GeneratedMetadata)
 	return roles, bindings
 }
 
-// rbacSubject returns the service account of a workload's pods (or a
+// subjectOf returns the service account of a workload's pods (or a
 // Flagd's) and the sources whose flag sets they read.
-func rbacSubject(v *topology.View, k topology.Key) (serviceAccount string, sources []topology.Key, ok bool) {
+func subjectOf(v *topology.View, k topology.Key) (serviceAccount string, sources []topology.Key, ok bool) {
 	if k.Kind == topology.KindFlagd {
 		f, ok := v.Flagd(k)
 		if !ok {
@@ -140,19 +141,15 @@ func rbacSubject(v *topology.View, k topology.Key) (serviceAccount string, sourc
 	return w.ServiceAccountName, v.SourcesOfWorkload(k), true
 }
 
-// roleUpToDate tells whether a Role in the cluster grants what desired grants.
-func roleUpToDate(current, desired *rbacv1.Role) bool {
-	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && hasManagedLabel(current.Labels) &&
-		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
+// RoleUpToDate tells whether a Role in the cluster grants what desired grants.
+func RoleUpToDate(current, desired *rbacv1.Role) bool {
+	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && workflows.HasManagedLabel(current.Labels) &&
+		workflows.HasAll(current.Labels, desired.Labels) && workflows.HasAll(current.Annotations, desired.Annotations)
 }
 
-// roleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
-func roleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
+// RoleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
+func RoleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
 	return current != nil && current.RoleRef == desired.RoleRef &&
-		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && hasManagedLabel(current.Labels) &&
-		hasAll(current.Labels, desired.Labels) && hasAll(current.Annotations, desired.Annotations)
-}
-
-func hasManagedLabel(labels map[string]string) bool {
-	return labels[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue
+		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && workflows.HasManagedLabel(current.Labels) &&
+		workflows.HasAll(current.Labels, desired.Labels) && workflows.HasAll(current.Annotations, desired.Annotations)
 }

@@ -1,4 +1,4 @@
-package workflows
+package status
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 )
 
 // staleReader serves the objects it was given, whatever the cluster holds
@@ -36,14 +37,14 @@ func (r staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 func TestStatusIsNotDecidedOnACacheBehindItsOwnWrite(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	v, _ := squatWorld(t)
+	v, _ := workflowstest.World(t)
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
 	cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlagSource{}, &v1beta1.FeatureFlag{}).Build()
 	src := &v1beta1.FeatureFlagSource{}
 	key := topology.SourceKey("shop", "src")
-	// The world of squatWorld as objects of the cluster.
+	// The world of workflowstest.World as objects of the cluster.
 	ff := &v1beta1.FeatureFlag{}
 	ffv, _ := v.FlagSet(topology.FlagSetKey("shop", "flags"))
 	ffv.DeepCopyInto(ff)
@@ -55,7 +56,7 @@ func TestStatusIsNotDecidedOnACacheBehindItsOwnWrite(t *testing.T) {
 	g.Expect(cluster.Create(ctx, src)).To(Succeed())
 	beforeWrite := src.DeepCopy()
 
-	u := &StatusUpdater{Client: cluster}
+	u := &Updater{Client: cluster}
 	g.Expect(u.UpdateSource(ctx, v, key)).To(Succeed())
 	written := &v1beta1.FeatureFlagSource{}
 	g.Expect(cluster.Get(ctx, client.ObjectKeyFromObject(src), written)).To(Succeed())

@@ -1,4 +1,4 @@
-package workflows
+package status
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 )
 
 // statusBenchView is one source with the file provider, selecting n
@@ -49,11 +51,11 @@ func BenchmarkDesiredSourceStatus(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
 			v, src := statusBenchView(b, n)
-			obs := appliedObserved{v}
-			s := DefaultSettings()
+			s := workflows.DefaultSettings()
+			obs := workflowstest.Applied{View: v, Settings: s}
 			b.ReportAllocs()
 			for b.Loop() {
-				DesiredSourceStatus(v, src, obs, s)
+				DesiredSource(v, src, obs, s)
 			}
 		})
 	}

@@ -1,27 +1,19 @@
-package workflows
+package rollout
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
-// RestartedAtAnnotation is the pod-template annotation `kubectl rollout
-// restart` sets; setting it the same way rolls a workload's pods.
-const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
-
-// RolloutReconciler restarts a workload, the way `kubectl rollout restart`
+// Reconciler restarts a workload, the way `kubectl rollout restart`
 // does, when the injection its running pods got differs from what they
 // would get now and rolloutOnChange asks for it: a source that applies now
 // has it set, or one did when the pod was admitted (the pod says so).
@@ -31,7 +23,7 @@ const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 // before this replica led, is acted on when the workload is next
 // reconciled, and nothing grows with deleted workloads. Pods without the
 // annotation are the healer's.
-type RolloutReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// Injection are the options the admission webhook injects with.
 	Injection injection.Options
@@ -44,7 +36,7 @@ type RolloutReconciler struct {
 
 // Reconcile restarts the workload when one of its current pods has another
 // injection than it would get now and a rollout is asked for.
-func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
+func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	if _, ok := v.Workload(workload); !ok {
 		return nil
 	}
@@ -66,35 +58,9 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, v *topology.View, wor
 			return err
 		}
 		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String(), "pod", pod.Name)
-		recorder{r.Events}.normal(obj, EventRestarted, actionRollout,
+		workflows.Normal(r.Events, obj, workflows.EventRestarted, workflows.ActionRollout,
 			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange); pod %s has another than it would get now", pod.Name)
 		return nil
 	}
 	return nil
-}
-
-// newWorkloadObject returns an empty object of a workload's kind, named.
-func newWorkloadObject(k topology.Key) (client.Object, error) {
-	var obj client.Object
-	switch k.Kind {
-	case topology.KindDeployment:
-		obj = &appsv1.Deployment{}
-	case topology.KindStatefulSet:
-		obj = &appsv1.StatefulSet{}
-	case topology.KindDaemonSet:
-		obj = &appsv1.DaemonSet{}
-	default:
-		return nil, fmt.Errorf("%s is not a workload", k)
-	}
-	obj.SetNamespace(k.Namespace)
-	obj.SetName(k.Name)
-	return obj, nil
-}
-
-// workloadEventTarget is the object an Event about a workload is attached to.
-func workloadEventTarget(ctx context.Context, c client.Reader, k topology.Key) runtime.Object {
-	if obj, err := newWorkloadObject(k); err == nil && c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil {
-		return obj
-	}
-	return &corev1.ObjectReference{APIVersion: "apps/v1", Kind: string(k.Kind), Namespace: k.Namespace, Name: k.Name}
 }

@@ -1,4 +1,4 @@
-package workflows
+package rbac
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // NameIndex is the cache field index, on managed Roles and RoleBindings,
@@ -26,14 +27,14 @@ const NameIndex = "flagplane.metadata.name"
 // IndexByName is the IndexerFunc of NameIndex.
 func IndexByName(obj client.Object) []string { return []string{obj.GetName()} }
 
-// RBACReconciler keeps the Roles and RoleBindings of one workload's
-// kubernetes-provider sources what DesiredRBAC says, and removes the ones
+// Reconciler keeps the Roles and RoleBindings of one workload's
+// kubernetes-provider sources what Desired says, and removes the ones
 // the workload no longer needs.
-type RBACReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// Generated are the operator's labels and annotations of the Roles and
 	// RoleBindings.
-	Generated GeneratedMetadata
+	Generated workflows.GeneratedMetadata
 	Writes    func(verb string)
 	// Events receives a Warning on the workload when its grants cannot be written.
 	Events events.EventRecorder
@@ -41,14 +42,14 @@ type RBACReconciler struct {
 	// exists already (the cache holds managed ones only).
 	Live client.Reader
 	// Failures remembers failed writes for status; nil remembers nothing.
-	Failures *WriteFailures
+	Failures *workflows.WriteFailures
 }
 
 // Reconcile brings the RBAC of a workload in line with the graph.
-func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
+func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	logger := log.FromContext(ctx).WithValues("workload", workload.String())
-	roles, bindings := DesiredRBAC(v, workload, r.Generated)
-	name := RBACName(workload)
+	roles, bindings := Desired(v, workload, r.Generated)
+	name := Name(workload)
 	wantNS := map[string]bool{}
 	// A namespace that refuses a write (terminating, a name taken by
 	// somebody else) holds up neither the other namespaces' grants nor the
@@ -56,7 +57,7 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 	var errs []error
 	for i := range roles {
 		wantNS[roles[i].Namespace] = true
-		ref := ObjectRef{Kind: "Role", Namespace: roles[i].Namespace, Name: roles[i].Name}
+		ref := workflows.ObjectRef{Kind: "Role", Namespace: roles[i].Namespace, Name: roles[i].Name}
 		err := r.applyRole(ctx, roles[i])
 		if err == nil {
 			ref.Kind = "RoleBinding"
@@ -65,8 +66,8 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			continue
 		}
-		if r.Failures.Record(ObjectRef{Kind: "RBAC", Namespace: roles[i].Namespace, Name: roles[i].Name}, err) && err != nil {
-			recorder{r.Events}.warn(workloadEventTarget(ctx, r.Client, workload), EventApplyFailed, actionApply,
+		if r.Failures.Record(workflows.ObjectRef{Kind: "RBAC", Namespace: roles[i].Namespace, Name: roles[i].Name}, err) && err != nil {
+			workflows.Warn(r.Events, workflows.WorkloadEventTarget(ctx, r.Client, workload), workflows.EventApplyFailed, workflows.ActionApply,
 				"granting read access to FeatureFlags in namespace %s: %v", roles[i].Namespace, err)
 		}
 		if err != nil {
@@ -81,12 +82,12 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 		return errors.Join(append(errs, fmt.Errorf("listing RoleBindings named %s: %w", name, err))...)
 	}
 	for i := range haveBindings.Items {
-		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && hasManagedLabel(b.Labels) {
+		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && workflows.HasManagedLabel(b.Labels) {
 			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
 			if err := r.delete(ctx, b); err != nil {
 				errs = append(errs, err)
 			}
-			r.Failures.Record(ObjectRef{Kind: "RBAC", Namespace: b.Namespace, Name: b.Name}, nil)
+			r.Failures.Record(workflows.ObjectRef{Kind: "RBAC", Namespace: b.Namespace, Name: b.Name}, nil)
 		}
 	}
 	var haveRoles rbacv1.RoleList
@@ -94,7 +95,7 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 		return errors.Join(append(errs, fmt.Errorf("listing Roles named %s: %w", name, err))...)
 	}
 	for i := range haveRoles.Items {
-		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && hasManagedLabel(role.Labels) {
+		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && workflows.HasManagedLabel(role.Labels) {
 			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
 			if err := r.delete(ctx, role); err != nil {
 				errs = append(errs, err)
@@ -104,29 +105,29 @@ func (r *RBACReconciler) Reconcile(ctx context.Context, v *topology.View, worklo
 	return errors.Join(errs...)
 }
 
-func (r *RBACReconciler) applyRole(ctx context.Context, desired *rbacv1.Role) error {
+func (r *Reconciler) applyRole(ctx context.Context, desired *rbacv1.Role) error {
 	current := &rbacv1.Role{}
 	if err := r.get(ctx, desired, current); err != nil {
 		return err
 	}
 	if current.UID == "" {
-		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
+		return workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
 	}
-	if roleUpToDate(current, desired) {
+	if RoleUpToDate(current, desired) {
 		return nil
 	}
 	return r.apply(ctx, desired)
 }
 
-func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.RoleBinding) error {
+func (r *Reconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.RoleBinding) error {
 	current := &rbacv1.RoleBinding{}
 	if err := r.get(ctx, desired, current); err != nil {
 		return err
 	}
 	if current.UID == "" {
-		return createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
+		return workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
 	}
-	if roleBindingUpToDate(current, desired) {
+	if RoleBindingUpToDate(current, desired) {
 		return nil
 	}
 	if current.RoleRef != desired.RoleRef {
@@ -138,7 +139,7 @@ func (r *RBACReconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.R
 	return r.apply(ctx, desired)
 }
 
-func (r *RBACReconciler) get(ctx context.Context, desired, into client.Object) error {
+func (r *Reconciler) get(ctx context.Context, desired, into client.Object) error {
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), into)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading %s/%s from the cache: %w", desired.GetNamespace(), desired.GetName(), err)
@@ -146,7 +147,7 @@ func (r *RBACReconciler) get(ctx context.Context, desired, into client.Object) e
 	return nil
 }
 
-func (r *RBACReconciler) apply(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("converting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
@@ -161,7 +162,7 @@ func (r *RBACReconciler) apply(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-func (r *RBACReconciler) delete(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) delete(ctx context.Context, obj client.Object) error {
 	if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}

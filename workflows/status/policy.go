@@ -1,4 +1,4 @@
-package workflows
+package status
 
 import (
 	"context"
@@ -12,19 +12,20 @@ import (
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // maxPolicyNotes caps the notes an Enforced message carries.
 const maxPolicyNotes = 3
 
-// DesiredSourcePolicyStatus is the status of a FeatureFlagSourcePolicy:
+// DesiredSourcePolicy is the status of a FeatureFlagSourcePolicy:
 // whether it is accepted (it targets its own namespace), how many sidecars
 // of the namespace it governs, on how many its settings are in force, and
 // what of it did not apply (an atomic block a source pre-empted, a setting
 // an older policy wins). It computes the injection of every governed
 // sidecar: a policy's cost grows with its namespace, not the cluster.
-func DesiredSourcePolicyStatus(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePolicy, s Settings) policyv1alpha1.FeatureFlagSourcePolicyStatus {
+func DesiredSourcePolicy(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePolicy, s workflows.Settings) policyv1alpha1.FeatureFlagSourcePolicyStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
 	key := topology.SourcePolicyKey(p.Namespace, p.Name)
@@ -98,17 +99,17 @@ func DesiredSourcePolicyStatus(v *topology.View, p *policyv1alpha1.FeatureFlagSo
 }
 
 // UpdateSourcePolicy writes the status of a FeatureFlagSourcePolicy.
-func (u *StatusUpdater) UpdateSourcePolicy(ctx context.Context, v *topology.View, key topology.Key) error {
+func (u *Updater) UpdateSourcePolicy(ctx context.Context, v *topology.View, key topology.Key) error {
 	p := &policyv1alpha1.FeatureFlagSourcePolicy{}
 	if err := u.get(ctx, key, p); err != nil || p.UID == "" {
 		return err
 	}
-	desired := DesiredSourcePolicyStatus(v, p, u.Settings)
+	desired := DesiredSourcePolicy(v, p, u.Settings)
 	if equality.Semantic.DeepEqual(p.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(p.Status.Conditions, desired.Conditions, policyv1alpha1.ConditionAccepted); c != nil {
-		recorder{u.Events}.warn(p, EventInvalidPolicy, actionValidate, "%s", c.Message)
+	if c := workflows.TurnedFalse(p.Status.Conditions, desired.Conditions, policyv1alpha1.ConditionAccepted); c != nil {
+		workflows.Warn(u.Events, p, workflows.EventInvalidPolicy, workflows.ActionValidate, "%s", c.Message)
 	}
 	p.Status = desired
 	return u.write(ctx, key, p)

@@ -1,4 +1,4 @@
-package workflows
+package flagds
 
 import (
 	"cmp"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -39,7 +40,7 @@ import (
 //     entries;
 //   - a Service selecting its pods (app: <name>) with the ports flagd,
 //     ofrep, sync and metrics at the operator's port numbers
-//     (FlagdOptions), each targeting the port flagd really listens on (the
+//     (Options), each targeting the port flagd really listens on (the
 //     source's, where it sets one: the OpenFeature Operator targets the
 //     operator's numbers whatever flagd listens on);
 //   - an Ingress, when spec.ingress.enabled: one rule per host with the
@@ -61,17 +62,17 @@ const (
 
 // The OpenFeature Operator's default paths of flagd's APIs.
 const (
-	DefaultFlagdPath = "/flagd.evaluation.v1.Service"
-	DefaultOFREPPath = "/ofrep"
-	DefaultSyncPath  = "/flagd.sync.v1.Service"
+	DefaultEvaluationPath = "/flagd.evaluation.v1.Service"
+	DefaultOFREPPath      = "/ofrep"
+	DefaultSyncPath       = "/flagd.sync.v1.Service"
 )
 
 // Names of the APIs flagd serves, as a Flagd's status and Service name them.
 const (
-	FlagdAPIEvaluation = "flagd"
-	FlagdAPIOFREP      = "ofrep"
-	FlagdAPISync       = "sync"
-	FlagdAPIManagement = "management"
+	APIEvaluation = "flagd"
+	APIOFREP      = "ofrep"
+	APISync       = "sync"
+	APIManagement = "management"
 )
 
 // HTTPRouteGVK is the kind of a Flagd's route.
@@ -80,8 +81,8 @@ var HTTPRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", V
 // lastAppliedAnnotation is kubectl's, which is not copied from a Flagd to its Service.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// FlagdObjects is what the graph wants for a Flagd.
-type FlagdObjects struct {
+// Objects is what the graph wants for a Flagd.
+type Objects struct {
 	Flagd topology.Key
 	// Source is the FeatureFlagSource it names and SourceState whether that
 	// reference resolves.
@@ -112,8 +113,8 @@ type FlagdObjects struct {
 	Warnings []string
 }
 
-// ValidateFlagd reports what in a Flagd's spec cannot be generated.
-func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
+// Validate reports what in a Flagd's spec cannot be generated.
+func Validate(f *v1beta1.Flagd) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	ref := f.Spec.FeatureFlagSource
@@ -136,15 +137,15 @@ func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
 			"names the Service too, which must be a DNS label starting with a letter"))
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Spec.Labels)) {
-		p := spec.Child("labels").Key(k)
+		path := spec.Child("labels").Key(k)
 		if slices.Contains([]string{LabelApp, LabelName, LabelVersion, v1beta1.LabelManagedBy}, k) {
-			errs = append(errs, field.Forbidden(p, "flagplane sets this label itself"))
+			errs = append(errs, field.Forbidden(path, "flagplane sets this label itself"))
 		}
 		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
+			errs = append(errs, field.Invalid(path, k, msg))
 		}
 		for _, msg := range validation.IsValidLabelValue(f.Spec.Labels[k]) {
-			errs = append(errs, field.Invalid(p, f.Spec.Labels[k], msg))
+			errs = append(errs, field.Invalid(path, f.Spec.Labels[k], msg))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Spec.Annotations)) {
@@ -161,18 +162,18 @@ func ValidateFlagd(f *v1beta1.Flagd) field.ErrorList {
 	return errs
 }
 
-// DesiredFlagd computes a Flagd's objects from the graph and the
+// Desired computes a Flagd's objects from the graph and the
 // operator's options. It reads no cluster state. It returns nil for a
 // Flagd that is not in the graph.
-func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdObjects {
+func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 	f, ok := v.Flagd(key)
 	if !ok {
 		return nil
 	}
-	out := &FlagdObjects{Flagd: key,
+	out := &Objects{Flagd: key,
 		IngressWanted: f.Spec.Ingress.Enabled, HTTPRouteWanted: f.Spec.GatewayApiRoutes.Enabled}
 	out.Source, out.SourceState, _ = v.FlagdSource(key)
-	if out.Invalid = ValidateFlagd(f); len(out.Invalid) > 0 || out.SourceState != topology.RefResolved {
+	if out.Invalid = Validate(f); len(out.Invalid) > 0 || out.SourceState != topology.RefResolved {
 		return out
 	}
 	io := opts.sidecarOptions()
@@ -198,7 +199,7 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 	if sc.OFREPPort == 0 && ports.ofrep != injection.DefaultOFREPPort {
 		c.Args = append(c.Args, "--ofrep-port", strconv.Itoa(int(ports.ofrep)))
 	}
-	if ports.sync != DefaultFlagdSyncPort {
+	if ports.sync != DefaultSyncPort {
 		c.Args = append(c.Args, "--sync-port", strconv.Itoa(int(ports.sync)))
 	}
 	c.Ports = []corev1.ContainerPort{
@@ -251,9 +252,9 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 			Type:     serviceType,
 			Selector: map[string]string{LabelApp: f.Name},
 			Ports: []corev1.ServicePort{
-				servicePort(FlagdAPIEvaluation, "grpc", opts.Port, ports.evaluation),
-				servicePort(FlagdAPIOFREP, "http", opts.OFREPPort, ports.ofrep),
-				servicePort(FlagdAPISync, "grpc", opts.SyncPort, ports.sync),
+				servicePort(APIEvaluation, "grpc", opts.Port, ports.evaluation),
+				servicePort(APIOFREP, "http", opts.OFREPPort, ports.ofrep),
+				servicePort(APISync, "grpc", opts.SyncPort, ports.sync),
 				servicePort("metrics", "http", opts.ManagementPort, ports.management),
 			},
 		},
@@ -262,15 +263,15 @@ func DesiredFlagd(v *topology.View, key topology.Key, opts FlagdOptions) *FlagdO
 	for _, e := range []struct {
 		api  string
 		port int32
-	}{{FlagdAPIEvaluation, opts.Port}, {FlagdAPIOFREP, opts.OFREPPort}, {FlagdAPISync, opts.SyncPort}, {FlagdAPIManagement, opts.ManagementPort}} {
+	}{{APIEvaluation, opts.Port}, {APIOFREP, opts.OFREPPort}, {APISync, opts.SyncPort}, {APIManagement, opts.ManagementPort}} {
 		out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: e.api, Kind: "Service", Host: host, Port: e.port})
 	}
 
 	if f.Spec.Ingress.Enabled {
 		out.Ingress = desiredIngress(f, labels, owner, opts)
 		for _, r := range out.Ingress.Spec.Rules {
-			for _, p := range r.HTTP.Paths {
-				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(p.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: p.Path})
+			for _, path := range r.HTTP.Paths {
+				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(path.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: path.Path})
 			}
 		}
 	}
@@ -302,14 +303,14 @@ func servicePort(name, appProtocol string, port, target int32) corev1.ServicePor
 		Port: port, TargetPort: intstr.FromInt32(target)}
 }
 
-func apiOfPort(port int32, opts FlagdOptions) string {
+func apiOfPort(port int32, opts Options) string {
 	switch port {
 	case opts.OFREPPort:
-		return FlagdAPIOFREP
+		return APIOFREP
 	case opts.SyncPort:
-		return FlagdAPISync
+		return APISync
 	}
-	return FlagdAPIEvaluation
+	return APIEvaluation
 }
 
 // flagdOwnLabels are the labels flagplane sets on a Flagd's objects besides
@@ -323,8 +324,8 @@ func flagdOwnLabels(f *v1beta1.Flagd, tag string) map[string]string {
 }
 
 // flagdLabels: the operator's --labels, then spec.labels, then flagplane's own.
-func flagdLabels(f *v1beta1.Flagd, tag string, gen GeneratedMetadata) map[string]string {
-	l := gen.labels()
+func flagdLabels(f *v1beta1.Flagd, tag string, gen workflows.GeneratedMetadata) map[string]string {
+	l := gen.ObjectLabels()
 	for k, val := range f.Spec.Labels {
 		if k != v1beta1.LabelManagedBy {
 			l[k] = val
@@ -336,8 +337,8 @@ func flagdLabels(f *v1beta1.Flagd, tag string, gen GeneratedMetadata) map[string
 }
 
 // flagdAnnotations: the operator's --annotations, then spec.annotations.
-func flagdAnnotations(f *v1beta1.Flagd, gen GeneratedMetadata) map[string]string {
-	a := gen.annotations()
+func flagdAnnotations(f *v1beta1.Flagd, gen workflows.GeneratedMetadata) map[string]string {
+	a := gen.ObjectAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
@@ -365,7 +366,7 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts FlagdOptions) *networkingv1.Ingress {
+func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts Options) *networkingv1.Ingress {
 	spec := f.Spec.Ingress
 	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
@@ -385,7 +386,7 @@ func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.O
 	for _, h := range hosts {
 		rules = append(rules, networkingv1.IngressRule{Host: h, IngressRuleValue: networkingv1.IngressRuleValue{
 			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
-				{Path: cmp.Or(spec.FlagdPath, DefaultFlagdPath), PathType: ptr.To(pathType), Backend: backend(opts.Port)},
+				{Path: cmp.Or(spec.FlagdPath, DefaultEvaluationPath), PathType: ptr.To(pathType), Backend: backend(opts.Port)},
 				{Path: cmp.Or(spec.OFREPPath, DefaultOFREPPath), PathType: ptr.To(pathType), Backend: backend(opts.OFREPPort)},
 				{Path: cmp.Or(spec.SyncPath, DefaultSyncPath), PathType: ptr.To(pathType), Backend: backend(opts.SyncPort)},
 			}},
@@ -402,7 +403,7 @@ func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.O
 	}
 }
 
-func desiredHTTPRoute(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts FlagdOptions) *gatewayapiv1.HTTPRoute {
+func desiredHTTPRoute(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, opts Options) *gatewayapiv1.HTTPRoute {
 	spec := f.Spec.GatewayApiRoutes
 	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
@@ -434,7 +435,7 @@ func desiredHTTPRoute(f *v1beta1.Flagd, labels map[string]string, owner []metav1
 			Hostnames:       hostnames,
 			Rules: []gatewayapiv1.HTTPRouteRule{
 				rule(DefaultOFREPPath, opts.OFREPPort),
-				rule(DefaultFlagdPath, opts.Port),
+				rule(DefaultEvaluationPath, opts.Port),
 				rule(DefaultSyncPath, opts.SyncPort),
 			},
 		},
@@ -457,16 +458,16 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 // pruneNil removes map entries whose value is nil, and maps left empty by it.
 func pruneNil(m map[string]any) {
 	for k, val := range m {
-		switch x := val.(type) {
+		switch val := val.(type) {
 		case nil:
 			delete(m, k)
 		case map[string]any:
-			pruneNil(x)
-			if len(x) == 0 {
+			pruneNil(val)
+			if len(val) == 0 {
 				delete(m, k)
 			}
 		case []any:
-			for _, e := range x {
+			for _, e := range val {
 				if em, ok := e.(map[string]any); ok {
 					pruneNil(em)
 				}

@@ -1,7 +1,6 @@
-package workflows
+package configmaps
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,38 +9,17 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
-// RenderFlagSet returns the flagd JSON document of a flag set: its flags,
-// $evaluators and metadata. encoding/json sorts map keys, so equal flag sets
-// render to equal bytes.
-func RenderFlagSet(ff *v1beta1.FeatureFlag) (string, error) {
-	spec := ff.Spec.FlagSpec
-	if spec.Flags == nil {
-		// flagd requires the flags object even when it is empty.
-		spec.Flags = map[string]v1beta1.Flag{}
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return "", fmt.Errorf("rendering flag set %s/%s: %w", ff.Namespace, ff.Name, err)
-	}
-	return string(b), nil
-}
-
-// ManagedLabels are the labels by which flagplane knows (and its informers
-// select) the objects it generates; Settings.Generated adds
-// the operator's --labels.
-func ManagedLabels() map[string]string {
-	return map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
-}
-
-// DesiredConfigMap returns the ConfigMap that the graph wants for key (see
+// Desired returns the ConfigMap that the graph wants for key (see
 // topology.ConfigMapKey), or nil when no workload needs it any more.
 //
 // It returns an *InvalidFlagSetError when the flag set fails validation: the
 // caller then keeps whatever the ConfigMap holds, so that bad input never
 // replaces the last good configuration.
-func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.ConfigMap, error) {
+func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
 	if !v.ConfigMapNeeded(key) {
 		return nil, nil
 	}
@@ -55,7 +33,7 @@ func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.C
 	if err := s.FlagSets.Validate(ff); err != nil {
 		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: err}
 	}
-	content, err := RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +42,8 @@ func DesiredConfigMap(v *topology.View, key topology.Key, s Settings) (*corev1.C
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        topology.ConfigMapName(fsKey),
 			Namespace:   key.Namespace,
-			Labels:      s.Generated.labels(),
-			Annotations: s.Generated.annotations(),
+			Labels:      s.Generated.ObjectLabels(),
+			Annotations: s.Generated.ObjectAnnotations(),
 		},
 		Data: map[string]string{topology.ConfigMapDataKey(fsKey): content},
 	}

@@ -1,4 +1,4 @@
-package workflows
+package rollout
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
@@ -109,14 +108,14 @@ func (p WorkloadPods) workload(ctx context.Context, w topology.Key) (client.Obje
 	key := client.ObjectKey{Namespace: w.Namespace, Name: w.Name}
 	switch w.Kind {
 	case topology.KindDeployment:
-		o := &appsv1.Deployment{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		deployment := &appsv1.Deployment{}
+		return deployment, &deployment.Spec.Template, p.Reader.Get(ctx, key, deployment)
 	case topology.KindStatefulSet:
-		o := &appsv1.StatefulSet{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		statefulSet := &appsv1.StatefulSet{}
+		return statefulSet, &statefulSet.Spec.Template, p.Reader.Get(ctx, key, statefulSet)
 	case topology.KindDaemonSet:
-		o := &appsv1.DaemonSet{}
-		return o, &o.Spec.Template, p.Reader.Get(ctx, key, o)
+		daemonSet := &appsv1.DaemonSet{}
+		return daemonSet, &daemonSet.Spec.Template, p.Reader.Get(ctx, key, daemonSet)
 	}
 	return nil, nil, nil
 }
@@ -136,26 +135,14 @@ func (p WorkloadPods) podsOf(ctx context.Context, w topology.Key) ([]corev1.Pod,
 		}
 	}
 	var out []corev1.Pod
-	for _, o := range owners {
+	for _, owner := range owners {
 		var pods corev1.PodList
-		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: o}); err != nil {
+		if err := p.Reader.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingFields{ControllerIndex: owner}); err != nil {
 			return nil, fmt.Errorf("listing the pods of %s: %w", w, err)
 		}
 		out = append(out, pods.Items...)
 	}
 	return out, nil
-}
-
-// Restart rolls a workload's pods the way `kubectl rollout restart` does:
-// it sets the pod template's RestartedAtAnnotation to at. (The manager's
-// admission policy lets it change nothing else of a workload.)
-func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Time) error {
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
-		RestartedAtAnnotation, at.UTC().Format(time.RFC3339))
-	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
-	}
-	return nil
 }
 
 // SlimPod keeps of a pod what flagplane reads (its metadata but managed

@@ -1,4 +1,4 @@
-package workflows
+package status
 
 import (
 	"context"
@@ -10,28 +10,27 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
-// StatusUpdater writes the status of FeatureFlags, FeatureFlagSources and
+// Updater writes the status of FeatureFlags, FeatureFlagSources and
 // InProcessConfigurations, only when it differs from what they have.
-type StatusUpdater struct {
+type Updater struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
 	// Settings are the operator's: how flag sets are validated, what
 	// generated objects carry, what the webhook injects with.
-	Settings Settings
+	Settings workflows.Settings
 	Writes   func(verb string)
 	// Events receives a Warning when a resource turns invalid or unresolved.
 	Events events.EventRecorder
 	// Failures are the generated objects whose last write failed.
-	Failures *WriteFailures
+	Failures *workflows.WriteFailures
 
 	mu sync.Mutex
 	// replaced holds, per object whose status this updater wrote, the
@@ -40,73 +39,60 @@ type StatusUpdater struct {
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
-func (u *StatusUpdater) UpdateFlagSet(ctx context.Context, v *topology.View, key topology.Key) error {
+func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topology.Key) error {
 	ff := &v1beta1.FeatureFlag{}
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSetStatus(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
+	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
-		recorder{u.Events}.warn(ff, EventInvalidFlagSet, actionValidate, "%s", c.Message)
+	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		workflows.Warn(u.Events, ff, workflows.EventInvalidFlagSet, workflows.ActionValidate, "%s", c.Message)
 	}
 	ff.Status = desired
 	return u.write(ctx, key, ff)
 }
 
 // UpdateSource writes the status of a FeatureFlagSource.
-func (u *StatusUpdater) UpdateSource(ctx context.Context, v *topology.View, key topology.Key) error {
+func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topology.Key) error {
 	src := &v1beta1.FeatureFlagSource{}
 	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
 		return err
 	}
-	desired := DesiredSourceStatus(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures}, u.Settings)
+	desired := DesiredSource(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures}, u.Settings)
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
-		recorder{u.Events}.warn(src, EventInvalidSource, actionValidate, "%s", c.Message)
+	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		workflows.Warn(u.Events, src, workflows.EventInvalidSource, workflows.ActionValidate, "%s", c.Message)
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
-		recorder{u.Events}.warn(src, EventUnresolvedRefs, actionResolve, "%s", c.Message)
+	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
+		workflows.Warn(u.Events, src, workflows.EventUnresolvedRefs, workflows.ActionResolve, "%s", c.Message)
 	}
-	if c := turnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
-		recorder{u.Events}.warn(src, EventReferrersDenied, actionResolve, "%s", c.Message)
+	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
+		workflows.Warn(u.Events, src, workflows.EventReferrersDenied, workflows.ActionResolve, "%s", c.Message)
 	}
 	src.Status = desired
 	return u.write(ctx, key, src)
 }
 
 // UpdateInProcessConfig writes the status of an InProcessConfiguration.
-func (u *StatusUpdater) UpdateInProcessConfig(ctx context.Context, v *topology.View, key topology.Key) error {
+func (u *Updater) UpdateInProcessConfig(ctx context.Context, v *topology.View, key topology.Key) error {
 	c := &v1beta1.InProcessConfiguration{}
 	if err := u.get(ctx, key, c); err != nil || c.UID == "" {
 		return err
 	}
-	desired := DesiredInProcessConfigStatus(v, c)
+	desired := DesiredInProcessConfig(v, c)
 	if equality.Semantic.DeepEqual(c.Status, desired) {
 		return nil
 	}
-	if cond := turnedFalse(c.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); cond != nil {
-		recorder{u.Events}.warn(c, EventReferrersDenied, actionResolve, "%s", cond.Message)
+	if cond := workflows.TurnedFalse(c.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); cond != nil {
+		workflows.Warn(u.Events, c, workflows.EventReferrersDenied, workflows.ActionResolve, "%s", cond.Message)
 	}
 	c.Status = desired
 	return u.write(ctx, key, c)
-}
-
-// turnedFalse returns the condition of type t in desired when it is False and
-// was not False (or had another message) before.
-func turnedFalse(before, desired []metav1.Condition, t string) *metav1.Condition {
-	now := meta.FindStatusCondition(desired, t)
-	if now == nil || now.Status != metav1.ConditionFalse {
-		return nil
-	}
-	if was := meta.FindStatusCondition(before, t); was != nil && was.Status == metav1.ConditionFalse && was.Message == now.Message {
-		return nil
-	}
-	return now
 }
 
 // ErrCacheBehind says that the cache does not hold the status this updater
@@ -121,7 +107,7 @@ var ErrCacheBehind = errors.New("the cache does not hold the last status write y
 // nothing else would bring the key back once the cache catches up. Deciding
 // on it could leave a status wrong for good (a source Pending on a ConfigMap
 // that was written meanwhile), or write with a stale resourceVersion.
-func (u *StatusUpdater) get(ctx context.Context, key topology.Key, obj client.Object) error {
+func (u *Updater) get(ctx context.Context, key topology.Key, obj client.Object) error {
 	err := u.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading %s from the cache: %w", key, err)
@@ -137,7 +123,7 @@ func (u *StatusUpdater) get(ctx context.Context, key topology.Key, obj client.Ob
 	return nil
 }
 
-func (u *StatusUpdater) write(ctx context.Context, key topology.Key, obj client.Object) error {
+func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object) error {
 	before := obj.GetResourceVersion()
 	err := u.Client.Status().Update(ctx, obj)
 	if apierrors.IsNotFound(err) {
@@ -163,12 +149,12 @@ type CacheObserved struct {
 	Ctx    context.Context
 	Reader client.Reader
 	// Failures are the writes that failed; nil knows of none.
-	Failures *WriteFailures
+	Failures *workflows.WriteFailures
 }
 
 // WriteFailure implements Observed.
 func (o CacheObserved) WriteFailure(kind, namespace, name string) string {
-	return o.Failures.Of(ObjectRef{Kind: kind, Namespace: namespace, Name: name})
+	return o.Failures.Of(workflows.ObjectRef{Kind: kind, Namespace: namespace, Name: name})
 }
 
 var _ Observed = CacheObserved{}

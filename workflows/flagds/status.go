@@ -1,4 +1,4 @@
-package workflows
+package flagds
 
 import (
 	"fmt"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
-// FlagdChildren is what the apply step found and did for a Flagd's
+// Children is what the apply step found and did for a Flagd's
 // generated objects, the input of its status besides the graph.
-type FlagdChildren struct {
+type Children struct {
 	// InPlace are the kinds (Deployment, Service, Ingress, HTTPRoute) whose
 	// object is as desired.
 	InPlace map[string]bool
@@ -29,12 +30,12 @@ type FlagdChildren struct {
 	Deployment *appsv1.Deployment
 }
 
-// DesiredFlagdStatus is the status a Flagd should have, from what the graph
-// wants for it (DesiredFlagd) and what its apply step found.
-func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChildren) v1beta1.FlagdStatus {
+// DesiredStatus is the status a Flagd should have, from what the graph
+// wants for it (Desired) and what its apply step found.
+func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.FlagdStatus {
 	gen := f.Generation
-	st := *f.Status.DeepCopy()
-	st.ObservedGeneration = gen
+	status := *f.Status.DeepCopy()
+	status.ObservedGeneration = gen
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: gen}
 		if !ok {
@@ -47,7 +48,7 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 	if len(objs.Invalid) > 0 {
 		accepted = cond(v1beta1.ConditionAccepted, false, v1beta1.ReasonInvalid, objs.Invalid.ToAggregate().Error())
 	}
-	meta.SetStatusCondition(&st.Conditions, accepted)
+	meta.SetStatusCondition(&status.Conditions, accepted)
 
 	src := objs.Source.Namespace + "/" + objs.Source.Name
 	var resolved metav1.Condition
@@ -60,7 +61,7 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 	default:
 		resolved = cond(v1beta1.ConditionResolvedRefs, false, v1beta1.ReasonSourceNotFound, "FeatureFlagSource "+src+" does not exist")
 	}
-	meta.SetStatusCondition(&st.Conditions, resolved)
+	meta.SetStatusCondition(&status.Conditions, resolved)
 
 	var programmed metav1.Condition
 	switch {
@@ -70,27 +71,27 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs, "the FeatureFlagSource does not resolve (see ResolvedRefs): its objects are left as they are")
 	case objs.Unservable != "":
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonUnresolvedRefs,
-			objs.Unservable+": "+summarize(objs.Warnings, 5)+"; its objects are left as they are")
+			objs.Unservable+": "+workflows.WaitingFor(objs.Warnings, 5)+"; its objects are left as they are")
 	case len(children.Failed) > 0:
-		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, summarize(children.Failed, 5))
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, workflows.WaitingFor(children.Failed, 5))
 	case children.GatewayAPIMissing:
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonGatewayAPINotInstalled,
 			"spec.gatewayApiRoutes is enabled and Gateway API's HTTPRoute CRD is not installed: the HTTPRoute is created once it is")
 	case len(children.Pending) > 0:
-		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonPending, summarize(children.Pending, 5))
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonPending, workflows.WaitingFor(children.Pending, 5))
 	default:
 		msg := strings.Join(kindsInPlace(objs, children), ", ") + " in place"
 		if len(objs.Warnings) > 0 {
-			msg += "; but " + summarize(objs.Warnings, 5)
+			msg += "; but " + workflows.WaitingFor(objs.Warnings, 5)
 		}
 		programmed = cond(v1beta1.ConditionProgrammed, true, v1beta1.ReasonProgrammed, msg)
 	}
-	meta.SetStatusCondition(&st.Conditions, programmed)
+	meta.SetStatusCondition(&status.Conditions, programmed)
 
-	st.Replicas, st.ReadyReplicas = 0, 0
+	status.Replicas, status.ReadyReplicas = 0, 0
 	available := cond(v1beta1.ConditionAvailable, false, v1beta1.ReasonUnavailable, "no flagd Deployment")
 	if d := children.Deployment; d != nil {
-		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		status.Replicas, status.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		want := int32(1)
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
@@ -99,19 +100,19 @@ func DesiredFlagdStatus(f *v1beta1.Flagd, objs *FlagdObjects, children FlagdChil
 		available = cond(v1beta1.ConditionAvailable, d.Status.ReadyReplicas > 0,
 			map[bool]string{true: v1beta1.ReasonAvailable, false: v1beta1.ReasonUnavailable}[d.Status.ReadyReplicas > 0], msg)
 	}
-	meta.SetStatusCondition(&st.Conditions, available)
+	meta.SetStatusCondition(&status.Conditions, available)
 
-	st.Endpoints = nil
+	status.Endpoints = nil
 	for _, e := range objs.Endpoints {
 		if children.InPlace[e.Kind] {
-			st.Endpoints = append(st.Endpoints, e)
+			status.Endpoints = append(status.Endpoints, e)
 		}
 	}
-	return st
+	return status
 }
 
 // kindsInPlace lists the kinds of the generated objects, in order.
-func kindsInPlace(objs *FlagdObjects, children FlagdChildren) []string {
+func kindsInPlace(objs *Objects, children Children) []string {
 	var out []string
 	for _, k := range []string{"Deployment", "Service", "Ingress", "HTTPRoute"} {
 		if children.InPlace[k] {

@@ -1,4 +1,4 @@
-package workflows
+package flagds
 
 import (
 	"context"
@@ -21,15 +21,18 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
-// FlagdReconciler makes a Flagd's generated objects what DesiredFlagd says
+// Reconciler makes a Flagd's generated objects what Desired says
 // (server-side apply, field manager flagplane), removes the Ingress and
 // HTTPRoute it no longer asks for, keeps the RBAC of its service account,
 // and writes its status. It never takes over an object of a generated name
-// that flagplane does not manage (owned.go), and it writes nothing that is
-// up to date (owned_fields.go).
-type FlagdReconciler struct {
+// that flagplane does not manage (workflows.NotManagedError), and it writes
+// nothing that is up to date (workflows.FieldsMismatch,
+// workflows.OwnsUndesiredFields).
+type Reconciler struct {
 	// Client reads from the informer cache (Flagds, Deployments, managed
 	// Services, Ingresses and ConfigMaps) and writes to the API server.
 	Client client.Client
@@ -37,15 +40,15 @@ type FlagdReconciler struct {
 	// already (the caches hold managed ones only).
 	Live client.Reader
 	// Options are the operator's settings of the kind.
-	Options FlagdOptions
+	Options Options
 	// RBAC keeps the Role and RoleBinding of a Flagd's service account.
-	RBAC *RBACReconciler
+	RBAC *rbac.Reconciler
 	// Writes counts the requests that changed the cluster, by kind and verb.
 	Writes func(kind, verb string)
 	// Events receives Warnings on the Flagd when a write fails.
 	Events events.EventRecorder
 	// Failures remembers failed writes for status; nil remembers nothing.
-	Failures *WriteFailures
+	Failures *workflows.WriteFailures
 
 	routes atomic.Pointer[routeReader]
 }
@@ -55,10 +58,10 @@ type routeReader struct{ client.Reader }
 // SetRoutes gives the reconciler the reader of managed HTTPRoutes, once
 // Gateway API's CRDs are installed; until then an HTTPRoute that a Flagd
 // asks for is reported as waiting for them.
-func (r *FlagdReconciler) SetRoutes(reader client.Reader) { r.routes.Store(&routeReader{reader}) }
+func (r *Reconciler) SetRoutes(reader client.Reader) { r.routes.Store(&routeReader{reader}) }
 
 // Reconcile brings the objects and status of a Flagd in line with the graph.
-func (r *FlagdReconciler) Reconcile(ctx context.Context, v *topology.View, key topology.Key) error {
+func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, key topology.Key) error {
 	logger := log.FromContext(ctx).WithValues("Flagd", key.Namespace+"/"+key.Name)
 	ctx = log.IntoContext(ctx, logger)
 	f := &v1beta1.Flagd{}
@@ -70,7 +73,7 @@ func (r *FlagdReconciler) Reconcile(ctx context.Context, v *topology.View, key t
 		// RBAC is in other objects' namespaces, and goes here.
 		return r.RBAC.Reconcile(ctx, v, key)
 	}
-	objs := DesiredFlagd(v, key, r.Options)
+	objs := Desired(v, key, r.Options)
 	if objs == nil {
 		return nil // the graph has not seen it yet: its event follows
 	}
@@ -79,7 +82,7 @@ func (r *FlagdReconciler) Reconcile(ctx context.Context, v *topology.View, key t
 	if rbacErr != nil {
 		children.Failed = append(children.Failed, rbacErr.Error())
 	}
-	statusErr := r.writeStatus(ctx, f, DesiredFlagdStatus(f, objs, children))
+	statusErr := r.writeStatus(ctx, f, DesiredStatus(f, objs, children))
 	return errors.Join(applyErr, rbacErr, statusErr)
 }
 
@@ -95,8 +98,8 @@ type child struct {
 	reader  client.Reader
 }
 
-func (r *FlagdReconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *FlagdObjects) (FlagdChildren, error) {
-	out := FlagdChildren{InPlace: map[string]bool{}}
+func (r *Reconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Objects) (Children, error) {
+	out := Children{InPlace: map[string]bool{}}
 	dep := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(f), dep); err == nil {
 		out.Deployment = dep
@@ -142,13 +145,13 @@ func (r *FlagdReconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Fla
 
 	var errs []error
 	for _, c := range children {
-		ref := ObjectRef{Kind: c.kind, Namespace: f.Namespace, Name: f.Name}
+		ref := workflows.ObjectRef{Kind: c.kind, Namespace: f.Namespace, Name: f.Name}
 		inPlace, err := r.ensure(ctx, f, c)
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return out, nil // the namespace, and the Flagd with it, is going away
 		}
 		if r.Failures.Record(ref, err) && err != nil {
-			recorder{r.Events}.warn(f, EventApplyFailed, actionApply, "writing %s %s/%s: %v", c.kind, f.Namespace, f.Name, err)
+			workflows.Warn(r.Events, f, workflows.EventApplyFailed, workflows.ActionApply, "writing %s %s/%s: %v", c.kind, f.Namespace, f.Name, err)
 		}
 		switch {
 		case err != nil:
@@ -164,7 +167,7 @@ func (r *FlagdReconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Fla
 // ensure makes one child what is desired, or removes it when it is no
 // longer wanted; it tells whether the cluster holds it as desired (now
 // that a write, if one was needed, succeeded).
-func (r *FlagdReconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (bool, error) {
+func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (bool, error) {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(f)
 	err := c.reader.Get(ctx, key, c.current)
@@ -173,7 +176,7 @@ func (r *FlagdReconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child)
 		return false, fmt.Errorf("reading %s %s/%s from the cache: %w", c.kind, key.Namespace, key.Name, err)
 	}
 	if !c.wanted || c.desired == nil {
-		if !exists || !hasManagedLabel(c.current.GetLabels()) || !metav1.IsControlledBy(c.current, f) {
+		if !exists || !workflows.HasManagedLabel(c.current.GetLabels()) || !metav1.IsControlledBy(c.current, f) {
 			return false, nil
 		}
 		logger.Info("deleting what the Flagd no longer asks for", "kind", c.kind)
@@ -195,8 +198,8 @@ func (r *FlagdReconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child)
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return false, fmt.Errorf("reading %s %s/%s, missing from the cache: %w", c.kind, key.Namespace, key.Name, err)
-		case !hasManagedLabel(meta.Labels):
-			return false, &NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
+		case !workflows.HasManagedLabel(meta.Labels):
+			return false, &workflows.NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
 		}
 		if err := r.write(ctx, c); err != nil {
 			return false, err
@@ -204,8 +207,8 @@ func (r *FlagdReconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child)
 		logger.Info("created", "kind", c.kind)
 		return true, nil
 	}
-	if !hasManagedLabel(c.current.GetLabels()) {
-		return false, &NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
+	if !workflows.HasManagedLabel(c.current.GetLabels()) {
+		return false, &workflows.NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
 	}
 	if why := driftOf(c.current, c.desired); why != "" {
 		logger.Info("applying", "kind", c.kind, "because", why)
@@ -234,16 +237,16 @@ func driftOf(current client.Object, desired *unstructured.Unstructured) string {
 			wantMeta[k] = val
 		}
 	}
-	if p := FieldsMismatch(got, want); p != "" {
-		return "field " + p + " differs"
+	if path := workflows.FieldsMismatch(got, want); path != "" {
+		return "field " + path + " differs"
 	}
-	if p := OwnsUndesiredFields(current.GetManagedFields(), desired.Object); p != "" {
-		return "field " + p + " is no longer desired"
+	if path := workflows.OwnsUndesiredFields(current.GetManagedFields(), desired.Object); path != "" {
+		return "field " + path + " is no longer desired"
 	}
 	return ""
 }
 
-func (r *FlagdReconciler) write(ctx context.Context, c child) error {
+func (r *Reconciler) write(ctx context.Context, c child) error {
 	ac := client.ApplyConfigurationFromUnstructured(c.desired.DeepCopy())
 	if err := r.Client.Apply(ctx, ac, client.FieldOwner(v1beta1.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s %s/%s: %w", c.kind, c.desired.GetNamespace(), c.desired.GetName(), err)
@@ -252,21 +255,21 @@ func (r *FlagdReconciler) write(ctx context.Context, c child) error {
 	return nil
 }
 
-func (r *FlagdReconciler) count(kind, verb string) {
+func (r *Reconciler) count(kind, verb string) {
 	if r.Writes != nil {
 		r.Writes(kind, verb)
 	}
 }
 
-func (r *FlagdReconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, desired v1beta1.FlagdStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, desired v1beta1.FlagdStatus) error {
 	if equality.Semantic.DeepEqual(f.Status, desired) {
 		return nil
 	}
-	if c := turnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
-		recorder{r.Events}.warn(f, EventUnresolvedRefs, actionResolve, "%s", c.Message)
+	if c := workflows.TurnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionResolvedRefs); c != nil {
+		workflows.Warn(r.Events, f, workflows.EventUnresolvedRefs, workflows.ActionResolve, "%s", c.Message)
 	}
-	if c := turnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
-		recorder{r.Events}.warn(f, EventInvalidFlagd, actionValidate, "%s", c.Message)
+	if c := workflows.TurnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
+		workflows.Warn(r.Events, f, workflows.EventInvalidFlagd, workflows.ActionValidate, "%s", c.Message)
 	}
 	f = f.DeepCopy()
 	f.Status = desired
@@ -281,6 +284,3 @@ func (r *FlagdReconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, des
 	r.count("status", "update")
 	return nil
 }
-
-// EventInvalidFlagd: a Flagd's spec cannot be generated.
-const EventInvalidFlagd = "InvalidFlagd"

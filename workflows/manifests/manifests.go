@@ -1,4 +1,4 @@
-package workflows
+package manifests
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ const (
 	ReferenceGrantKind  = "ReferenceGrant"
 )
 
-var manifestDecoder = func() runtime.Decoder {
+var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
@@ -32,13 +32,13 @@ var manifestDecoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 
-// LoadManifests adds the objects of a multi-document YAML stream to a
+// Load adds the objects of a multi-document YAML stream to a
 // topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations, Flagds,
 // FeatureFlagSourcePolicies,
 // Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
 // skipped. It lets the graph be built offline, from files, exactly as the
 // controllers build it from informers.
-func LoadManifests(t *topology.Topology, r io.Reader) error {
+func Load(t *topology.Topology, r io.Reader) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	for i := 0; ; i++ {
 		var raw runtime.RawExtension
@@ -66,30 +66,30 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		_, err := t.UpsertGrant(GrantFromReferenceGrant(u))
 		return err
 	}
-	obj, _, err := manifestDecoder.Decode(raw, nil, nil)
+	obj, _, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
 		if runtime.IsNotRegisteredError(err) {
 			return nil
 		}
 		return err
 	}
-	switch o := obj.(type) {
+	switch obj := obj.(type) {
 	case *v1beta1.FeatureFlag:
-		_, err = t.UpsertFlagSet(o)
+		_, err = t.UpsertFlagSet(obj)
 	case *v1beta1.FeatureFlagSource:
-		_, err = t.UpsertSource(o)
+		_, err = t.UpsertSource(obj)
 	case *v1beta1.InProcessConfiguration:
-		_, err = t.UpsertInProcessConfig(o)
+		_, err = t.UpsertInProcessConfig(obj)
 	case *policyv1alpha1.FeatureFlagSourcePolicy:
-		_, err = t.UpsertSourcePolicy(o)
+		_, err = t.UpsertSourcePolicy(obj)
 	case *v1beta1.Flagd:
-		_, err = t.UpsertFlagd(o)
+		_, err = t.UpsertFlagd(obj)
 	case *appsv1.Deployment:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDeployment, obj, &obj.Spec.Template))
 	case *appsv1.StatefulSet:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, obj, &obj.Spec.Template))
 	case *appsv1.DaemonSet:
-		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, o, &o.Spec.Template))
+		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, obj, &obj.Spec.Template))
 	}
 	return err
 }

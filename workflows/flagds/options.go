@@ -1,18 +1,19 @@
-package workflows
+package flagds
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
-// FlagdOptions are the operator-wide settings of the Flagd kind, set once
+// Options are the operator-wide settings of the Flagd kind, set once
 // from the manager's flags (--flagd-image, --flagd-port, ...): the
 // OpenFeature Operator's flagdConfiguration. The settings of a Flagd's
 // FeatureFlagSource override them where it makes them (a value other than
 // the API's default), as they override the sidecar's.
-type FlagdOptions struct {
+type Options struct {
 	// Injection are the options the sidecar is computed with (resources,
 	// env var prefix, evaluator, log format, probes, image pull secrets, the
 	// sync server and its credentials...): a Flagd's container is the
@@ -30,50 +31,50 @@ type FlagdOptions struct {
 	// Generated are the operator's labels and annotations of generated
 	// objects, which a Flagd's objects carry too (the controllers set it
 	// from their workflows.Settings).
-	Generated GeneratedMetadata
+	Generated workflows.GeneratedMetadata
 }
 
-// Defaults of FlagdOptions: the OpenFeature Operator's flagdConfiguration.
+// Defaults of Options: the OpenFeature Operator's flagdConfiguration.
 const (
-	DefaultFlagdPort           int32 = 8013
-	DefaultFlagdOFREPPort      int32 = 8016
-	DefaultFlagdSyncPort       int32 = 8015
-	DefaultFlagdManagementPort int32 = 8014
+	DefaultPort           int32 = 8013
+	DefaultOFREPPort      int32 = 8016
+	DefaultSyncPort       int32 = 8015
+	DefaultManagementPort int32 = 8014
 )
 
-// DefaultFlagdOptions are the FlagdOptions when no flag is given.
-func DefaultFlagdOptions() FlagdOptions {
-	return FlagdOptions{
+// DefaultOptions are the Options when no flag is given.
+func DefaultOptions() Options {
+	return Options{
 		Injection:      injection.DefaultOptions(),
-		Port:           DefaultFlagdPort,
-		OFREPPort:      DefaultFlagdOFREPPort,
-		SyncPort:       DefaultFlagdSyncPort,
-		ManagementPort: DefaultFlagdManagementPort,
+		Port:           DefaultPort,
+		OFREPPort:      DefaultOFREPPort,
+		SyncPort:       DefaultSyncPort,
+		ManagementPort: DefaultManagementPort,
 	}
 }
 
 // Validate reports settings that would make every Flagd's objects invalid.
-func (o FlagdOptions) Validate() error {
+func (o Options) Validate() error {
 	var errs []error
 	seen := map[int32]string{}
-	for _, p := range []struct {
+	for _, port := range []struct {
 		name string
 		v    int32
 	}{{"port", o.Port}, {"OFREP port", o.OFREPPort}, {"sync port", o.SyncPort}, {"management port", o.ManagementPort}} {
-		if p.v < 1 || p.v > 65535 {
-			errs = append(errs, fmt.Errorf("flagd %s %d is not a port", p.name, p.v))
+		if port.v < 1 || port.v > 65535 {
+			errs = append(errs, fmt.Errorf("flagd %s %d is not a port", port.name, port.v))
 			continue
 		}
-		if other, ok := seen[p.v]; ok {
-			errs = append(errs, fmt.Errorf("flagd %s and %s are both %d", other, p.name, p.v))
+		if other, ok := seen[port.v]; ok {
+			errs = append(errs, fmt.Errorf("flagd %s and %s are both %d", other, port.name, port.v))
 		}
-		seen[p.v] = p.name
+		seen[port.v] = port.name
 	}
 	return errors.Join(errs...)
 }
 
 // sidecarOptions are the sidecar options a Flagd's container is computed with.
-func (o FlagdOptions) sidecarOptions() injection.Options {
+func (o Options) sidecarOptions() injection.Options {
 	io := o.Injection
 	if o.Image != "" {
 		io.Sidecar.Image = o.Image

@@ -1,4 +1,4 @@
-package workflows
+package configmaps
 
 import (
 	"context"
@@ -18,17 +18,18 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
-// ConfigMapReconciler makes one generated ConfigMap what the graph wants:
+// Reconciler makes one generated ConfigMap what the graph wants:
 // created or updated with server-side apply, deleted when no workload needs
 // it, restored when someone deletes or edits it.
-type ConfigMapReconciler struct {
+type Reconciler struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
 	// Settings are the operator's: how flag sets are validated, what
 	// generated objects carry.
-	Settings Settings
+	Settings workflows.Settings
 	// Writes counts the requests that changed the cluster, by verb.
 	Writes func(verb string)
 	// Events receives a Warning on the FeatureFlag when its ConfigMap cannot be written.
@@ -37,7 +38,7 @@ type ConfigMapReconciler struct {
 	// already (the cache holds managed ConfigMaps only).
 	Live client.Reader
 	// Failures remembers failed writes for status; nil remembers nothing.
-	Failures *WriteFailures
+	Failures *workflows.WriteFailures
 	// UnneededGrace keeps a new ConfigMap that no workload needs for this
 	// long (UnneededGrace once the graph is live; zero deletes at once, as
 	// at start-up, when the graph has seen every pod).
@@ -46,7 +47,7 @@ type ConfigMapReconciler struct {
 
 // Reconcile brings the ConfigMap namespace/name in line with the graph. It
 // makes no request when the cluster already holds the desired content.
-func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, namespace, name string) error {
+func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace, name string) error {
 	logger := log.FromContext(ctx).WithValues("ConfigMap", namespace+"/"+name)
 	current := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, current)
@@ -59,11 +60,11 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 
 	key, needed := v.ConfigMapByName(namespace, name)
 	if !needed {
-		if current == nil || !hasManagedLabel(current.Labels) {
+		if current == nil || !workflows.HasManagedLabel(current.Labels) {
 			return nil
 		}
 		if age := time.Since(current.CreationTimestamp.Time); age < r.UnneededGrace {
-			return RequeueAfter(r.UnneededGrace - age)
+			return workflows.RequeueAfter(r.UnneededGrace - age)
 		}
 		logger.Info("deleting ConfigMap no workload needs")
 		err := r.Client.Delete(ctx, current, client.Preconditions{UID: &current.UID})
@@ -74,7 +75,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		return nil
 	}
 
-	desired, err := DesiredConfigMap(v, key, r.Settings)
+	desired, err := Desired(v, key, r.Settings)
 	var invalid *InvalidFlagSetError
 	if errors.As(err, &invalid) {
 		// The FeatureFlag's status says why; the ConfigMap keeps its last
@@ -94,19 +95,19 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 	} else if err != nil {
 		return err
 	}
-	if desired == nil || configMapUpToDate(current, desired) {
-		r.Failures.Record(ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}, nil)
+	if desired == nil || upToDate(current, desired) {
+		r.Failures.Record(workflows.ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}, nil)
 		return nil
 	}
 	if current == nil {
-		err = createOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
+		err = workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
 		if err == nil {
 			r.count("create")
 		}
 	} else {
 		err = r.apply(ctx, desired)
 	}
-	ref := ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}
+	ref := workflows.ObjectRef{Kind: "ConfigMap", Namespace: namespace, Name: name}
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace is going away, and its workloads with it.
@@ -114,7 +115,7 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 		}
 		if r.Failures.Record(ref, err) {
 			if ff, ok := v.FlagSet(key.FlagSet()); ok {
-				recorder{r.Events}.warn(ff, EventApplyFailed, actionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+				workflows.Warn(r.Events, ff, workflows.EventApplyFailed, workflows.ActionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
 			}
 		}
 		return err
@@ -129,16 +130,16 @@ func (r *ConfigMapReconciler) Reconcile(ctx context.Context, v *topology.View, n
 	return nil
 }
 
-func (r *ConfigMapReconciler) apply(ctx context.Context, desired *corev1.ConfigMap) error {
+func (r *Reconciler) apply(ctx context.Context, desired *corev1.ConfigMap) error {
 	ac := corev1ac.ConfigMap(desired.Name, desired.Namespace).
 		WithLabels(desired.Labels).
 		WithData(desired.Data)
 	if len(desired.Annotations) > 0 {
 		ac.WithAnnotations(desired.Annotations)
 	}
-	for _, o := range desired.OwnerReferences {
+	for _, owner := range desired.OwnerReferences {
 		ac.WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID).WithController(*o.Controller))
+			WithAPIVersion(owner.APIVersion).WithKind(owner.Kind).WithName(owner.Name).WithUID(owner.UID).WithController(*owner.Controller))
 	}
 	if err := r.Client.Apply(ctx, ac, client.FieldOwner(v1beta1.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying ConfigMap %s/%s: %w", desired.Namespace, desired.Name, err)
@@ -150,7 +151,7 @@ func (r *ConfigMapReconciler) apply(ctx context.Context, desired *corev1.ConfigM
 // removeForeignKeys drops data keys that someone else added: server-side
 // apply leaves fields of other managers alone, but a flagd sidecar reads the
 // whole directory, so a generated ConfigMap must hold exactly the flag set.
-func (r *ConfigMapReconciler) removeForeignKeys(ctx context.Context, current, desired *corev1.ConfigMap) error {
+func (r *Reconciler) removeForeignKeys(ctx context.Context, current, desired *corev1.ConfigMap) error {
 	patch := client.MergeFrom(current.DeepCopy())
 	updated := current.DeepCopy()
 	changed := false
@@ -174,7 +175,7 @@ func (r *ConfigMapReconciler) removeForeignKeys(ctx context.Context, current, de
 	return nil
 }
 
-func (r *ConfigMapReconciler) count(verb string) {
+func (r *Reconciler) count(verb string) {
 	if r.Writes != nil {
 		r.Writes(verb)
 	}
@@ -182,7 +183,7 @@ func (r *ConfigMapReconciler) count(verb string) {
 
 // lastValidCopy returns the ConfigMap key should be, with the data of an
 // existing copy of the same flag set in another namespace, or nil.
-func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.View, key topology.Key) *corev1.ConfigMap {
+func (r *Reconciler) lastValidCopy(ctx context.Context, v *topology.View, key topology.Key) *corev1.ConfigMap {
 	fs := key.FlagSet()
 	dataKey := topology.ConfigMapDataKey(fs)
 	for _, ns := range v.ConsumerNamespaces(fs) {
@@ -193,9 +194,9 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(fs)}, other); err != nil {
 			continue
 		}
-		if content, ok := other.Data[dataKey]; ok && hasManagedLabel(other.Labels) {
+		if content, ok := other.Data[dataKey]; ok && workflows.HasManagedLabel(other.Labels) {
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.labels(), Annotations: r.Settings.Generated.annotations()},
+				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.ObjectLabels(), Annotations: r.Settings.Generated.ObjectAnnotations()},
 				Data:       map[string]string{dataKey: content},
 			}
 			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {
@@ -207,10 +208,10 @@ func (r *ConfigMapReconciler) lastValidCopy(ctx context.Context, v *topology.Vie
 	return nil
 }
 
-// configMapUpToDate tells whether the cluster's ConfigMap is exactly what is desired.
-func configMapUpToDate(current, desired *corev1.ConfigMap) bool {
-	if current == nil || !hasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
-		!hasAll(current.Labels, desired.Labels) || !hasAll(current.Annotations, desired.Annotations) {
+// upToDate tells whether the cluster's ConfigMap is exactly what is desired.
+func upToDate(current, desired *corev1.ConfigMap) bool {
+	if current == nil || !workflows.HasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
+		!workflows.HasAll(current.Labels, desired.Labels) || !workflows.HasAll(current.Annotations, desired.Annotations) {
 		return false
 	}
 	if !equality.Semantic.DeepEqual(current.Data, desired.Data) {
@@ -230,3 +231,10 @@ func configMapUpToDate(current, desired *corev1.ConfigMap) bool {
 	}
 	return true
 }
+
+// UnneededGrace is how long a new generated ConfigMap that no workload
+// needs is kept: the Pod webhook writes one for the first pod of a workload
+// that only its pods make known, moments before the pod informer tells the
+// graph. (Should the graph take longer, the ConfigMap is deleted and written
+// again when it does; the kubelet waits for it meanwhile.)
+const UnneededGrace = 5 * time.Second

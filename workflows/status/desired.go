@@ -1,9 +1,7 @@
-package workflows
+package status
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,8 +14,11 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/rbac"
 )
 
 // maxStatusTargets caps status.targets so that a source selecting thousands
@@ -38,32 +39,32 @@ type Observed interface {
 	WriteFailure(kind, namespace, name string) string
 }
 
-// DesiredFlagSetStatus is the status a FeatureFlag should have. obs gives
+// DesiredFlagSet is the status a FeatureFlag should have. obs gives
 // the generated ConfigMaps as the cache holds them, for the revision each
 // holds (Revision, Delivered, Consumers).
-func DesiredFlagSetStatus(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
+func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
-	st := *ff.Status.DeepCopy()
-	st.ObservedGeneration = ff.Generation
-	st.Flags = int32(len(ff.Spec.FlagSpec.Flags))
-	st.Sources = int32(len(v.SourcesOfFlagSet(key)))
-	st.Namespaces = v.ConsumerNamespaces(key)
-	st.Revision, st.Delivered, st.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
+	status := *ff.Status.DeepCopy()
+	status.ObservedGeneration = ff.Generation
+	status.Flags = int32(len(ff.Spec.FlagSpec.Flags))
+	status.Sources = int32(len(v.SourcesOfFlagSet(key)))
+	status.Namespaces = v.ConsumerNamespaces(key)
+	status.Revision, status.Delivered, status.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
 	if err := val.Validate(ff); err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1beta1.ReasonInvalid
 		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
+	meta.SetStatusCondition(&status.Conditions, cond)
 	consistent := metav1.Condition{Type: v1beta1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonConsistent,
 		Message: "nothing in the flag set looks like a mistake", ObservedGeneration: ff.Generation}
 	if warnings := val.Warnings(ff); len(warnings) > 0 {
 		consistent.Status, consistent.Reason = metav1.ConditionFalse, v1beta1.ReasonProbableMistakes
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
-	meta.SetStatusCondition(&st.Conditions, consistent)
-	return st
+	meta.SetStatusCondition(&status.Conditions, consistent)
+	return status
 }
 
 // summarizeWarnings joins at most max warnings, saying how many more there are.
@@ -74,33 +75,33 @@ func summarizeWarnings(warnings []string, max int) string {
 	return fmt.Sprintf("%s; and %d more", strings.Join(warnings[:max], "; "), len(warnings)-max)
 }
 
-// DesiredSourceStatus is the status a FeatureFlagSource should have:
+// DesiredSource is the status a FeatureFlagSource should have:
 // Accepted (its spec makes sense), ResolvedRefs (every flag set it names
 // exists and may be read, naming each one that does not), Programmed (every
 // workload it targets has its ConfigMaps and RBAC in place), and its targets.
-func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s Settings) v1beta1.FeatureFlagSourceStatus {
+func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s workflows.Settings) v1beta1.FeatureFlagSourceStatus {
 	key := topology.SourceKey(src.Namespace, src.Name)
 	gen := src.Generation
-	st := *src.Status.DeepCopy()
-	st.ObservedGeneration = gen
+	status := *src.Status.DeepCopy()
+	status.ObservedGeneration = gen
 	targets, first := v.FirstWorkloadsOfSource(key, maxStatusTargets)
-	st.TargetCount = int32(targets)
-	st.Targets = workloadRefs(src.Namespace, first)
+	status.TargetCount = int32(targets)
+	status.Targets = workloadRefs(src.Namespace, first)
 
 	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
 	if errs := ValidateSource(src, v.DefaultSyncProvider()); len(errs) > 0 {
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, errs.ToAggregate().Error()
 	}
-	meta.SetStatusCondition(&st.Conditions, accepted)
+	meta.SetStatusCondition(&status.Conditions, accepted)
 
 	resolved := metav1.Condition{Type: v1beta1.ConditionResolvedRefs, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonResolvedRefs, Message: "all flag sets resolved", ObservedGeneration: gen}
 	if msgs, reason := unresolvedMessages(v.UnresolvedRefs(key)); len(msgs) > 0 {
 		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, strings.Join(msgs, "; ")
 	}
-	meta.SetStatusCondition(&st.Conditions, resolved)
-	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, key, gen))
+	meta.SetStatusCondition(&status.Conditions, resolved)
+	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, key, gen))
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
@@ -113,13 +114,13 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 	case len(pending) > 0:
 		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
 		msgs := make([]string, len(pending))
-		for i, p := range pending {
-			msgs[i] = p.message
-			if p.failed {
+		for i, item := range pending {
+			msgs[i] = item.message
+			if item.failed {
 				programmed.Reason = v1beta1.ReasonApplyFailed
 			}
 		}
-		programmed.Message = summarize(msgs, 5)
+		programmed.Message = workflows.WaitingFor(msgs, 5)
 	case targets == 0:
 		programmed.Message = "source targets no workload"
 	default:
@@ -133,21 +134,21 @@ func DesiredSourceStatus(v *topology.View, src *v1beta1.FeatureFlagSource, obs O
 			}
 		}
 	}
-	meta.SetStatusCondition(&st.Conditions, programmed)
-	return st
+	meta.SetStatusCondition(&status.Conditions, programmed)
+	return status
 }
 
-// DesiredInProcessConfigStatus is the status an InProcessConfiguration should have.
-func DesiredInProcessConfigStatus(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
-	st := *c.Status.DeepCopy()
-	st.ObservedGeneration = c.Generation
+// DesiredInProcessConfig is the status an InProcessConfiguration should have.
+func DesiredInProcessConfig(v *topology.View, c *v1beta1.InProcessConfiguration) v1beta1.InProcessConfigurationStatus {
+	status := *c.Status.DeepCopy()
+	status.ObservedGeneration = c.Generation
 	workloads := v.WorkloadsOfInProcessConfig(topology.InProcessConfigKey(c.Namespace, c.Name))
-	st.TargetCount = int32(len(workloads))
-	st.Targets = workloadRefs(c.Namespace, workloads)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
+	status.TargetCount = int32(len(workloads))
+	status.Targets = workloadRefs(c.Namespace, workloads)
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "configuration is valid", ObservedGeneration: c.Generation})
-	meta.SetStatusCondition(&st.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
-	return st
+	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
+	return status
 }
 
 // maxDeniedReferrers caps the workloads a ReferrersPermitted condition
@@ -185,29 +186,6 @@ func referrersCondition(v *topology.View, target topology.Key, gen int64) metav1
 	return c
 }
 
-// AnnotationWarnings says, for a workload, each source or in-process
-// configuration its pod-template annotation names that does not resolve,
-// and why. Across namespaces the message is the same whether or not the
-// object exists, so that it tells nothing about another namespace.
-func AnnotationWarnings(v *topology.View, w topology.Key) []string {
-	var out []string
-	for _, r := range v.AnnotationRefs(w) {
-		annotation := v1beta1.AnnotationFeatureFlagSource
-		if r.Target.Kind == topology.KindInProcessConfig {
-			annotation = v1beta1.AnnotationInProcessConfiguration
-		}
-		switch r.State {
-		case topology.RefNotPermitted:
-			out = append(out, fmt.Sprintf("%s names %s %s/%s, which is in another namespace, and no ReferenceGrant in namespace %s permits the pods of namespace %s to use it: it is not applied",
-				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name, r.Target.Namespace, w.Namespace))
-		case topology.RefNotFound:
-			out = append(out, fmt.Sprintf("%s names %s %s/%s, which does not exist: it is applied once it does",
-				annotation, r.Target.Kind, r.Target.Namespace, r.Target.Name))
-		}
-	}
-	return out
-}
-
 // ValidateSource checks what the CRD schema cannot: the syntax of flag-set
 // references and of the label selector. defaultProvider is the operator's
 // (topology.View.DefaultSyncProvider).
@@ -240,7 +218,7 @@ type pending struct {
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
 // the current flag set content, and the RBAC of the kubernetes provider.
-func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Settings) []pending {
+func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workflows.Settings) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
 	// ConfigMaps: one per file flag set and namespace of its workloads, found
@@ -255,8 +233,8 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Setti
 			if ref.Provider != string(v1beta1.SyncProviderFile) {
 				continue
 			}
-			if p, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs, s); ok && !slices.Contains(out, p) {
-				out = append(out, p)
+			if missing, ok := configMapPending(v, topology.ConfigMapKey(ref.FlagSet, ns), obs, s); ok && !slices.Contains(out, missing) {
+				out = append(out, missing)
 			}
 		}
 	}
@@ -265,10 +243,10 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Setti
 	}
 	// RBAC: a Role and RoleBinding per workload.
 	for _, w := range v.WorkloadsOfSource(source) {
-		roles, bindings := DesiredRBAC(v, w, s.Generated)
+		roles, bindings := rbac.Desired(v, w, s.Generated)
 		for i := range roles {
-			if roleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
-				roleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
+			if rbac.RoleUpToDate(obs.Role(roles[i].Namespace, roles[i].Name), roles[i]) &&
+				rbac.RoleBindingUpToDate(obs.RoleBinding(bindings[i].Namespace, bindings[i].Name), bindings[i]) {
 				continue
 			}
 			what := fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace)
@@ -282,10 +260,10 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s Setti
 	return out
 }
 
-func configMapPending(v *topology.View, cm topology.Key, obs Observed, s Settings) (pending, bool) {
+func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflows.Settings) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
-	desired, err := DesiredConfigMap(v, cm, s)
-	var invalid *InvalidFlagSetError
+	desired, err := configmaps.Desired(v, cm, s)
+	var invalid *configmaps.InvalidFlagSetError
 	switch {
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
@@ -342,33 +320,19 @@ func unresolvedMessages(refs []topology.FlagSetRef) ([]string, string) {
 	return msgs, reason
 }
 
-func summarize(items []string, max int) string {
-	if len(items) <= max {
-		return "waiting for " + strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("waiting for %s; and %d more", strings.Join(items[:max], "; "), len(items)-max)
-}
-
 // maxConsumers caps status.consumers (the CRD's MaxItems).
 const maxConsumers = 32
-
-// Revision is the content hash of a flag set's flagd document: the content
-// of its generated ConfigMaps once they are up to date.
-func Revision(content string) string {
-	sum := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(sum[:6])
-}
 
 // delivery computes a flag set's revision and, over its generated
 // ConfigMaps as the cache holds them, which hold it: "<up to date>/<all>"
 // and the consumers, those behind first. A consumer keeps its Since while it
 // holds the same revision.
 func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
-	content, err := RenderFlagSet(ff)
+	content, err := flagsets.Render(ff)
 	if err != nil {
 		return "", "", nil
 	}
-	revision := Revision(content)
+	revision := flagsets.Revision(content)
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
 	var consumers []v1beta1.ConsumerRevision
@@ -383,7 +347,7 @@ func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1
 				// Up to date is a comparison; only a copy behind is hashed.
 				c.Revision = revision
 				if held != content {
-					c.Revision = Revision(held)
+					c.Revision = flagsets.Revision(held)
 				}
 			}
 		}
@@ -409,9 +373,9 @@ func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision) *metav
 	if c.Revision == "" {
 		return nil
 	}
-	for _, p := range prev {
-		if p.Kind == c.Kind && p.Namespace == c.Namespace && p.Name == c.Name && p.Revision == c.Revision && p.Since != nil {
-			return p.Since
+	for _, before := range prev {
+		if before.Kind == c.Kind && before.Namespace == c.Namespace && before.Name == c.Name && before.Revision == c.Revision && before.Since != nil {
+			return before.Since
 		}
 	}
 	now := metav1.Now()

@@ -1,0 +1,119 @@
+// Package workflowstest holds the fixtures that the tests of the workflows
+// share, so that each has one home: a cluster in which everything desired
+// is applied (Applied), a small world of a flag set, a source and a
+// workload with a client (World), a cache that sees nothing (EmptyCache),
+// and the time that golden files give every condition (FixedTime).
+//
+// Only tests import it.
+package workflowstest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
+	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/rbac"
+)
+
+// FixedTime replaces the transition times of conditions in golden files.
+var FixedTime = metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Applied is what the cache of a cluster in which every desired ConfigMap
+// and RBAC object has been applied holds (it implements status.Observed).
+type Applied struct {
+	View *topology.View
+	// Settings are those the ConfigMaps and RBAC were computed with.
+	Settings workflows.Settings
+}
+
+// ConfigMapData returns the data of the desired ConfigMap.
+func (a Applied) ConfigMapData(namespace, name string) (map[string]string, bool) {
+	key, ok := a.View.ConfigMapByName(namespace, name)
+	if !ok {
+		return nil, false
+	}
+	cm, err := configmaps.Desired(a.View, key, a.Settings)
+	if err != nil || cm == nil {
+		return nil, false
+	}
+	return cm.Data, true
+}
+
+// WriteFailure knows of no failure.
+func (Applied) WriteFailure(string, string, string) string { return "" }
+
+// Role returns the desired Role.
+func (a Applied) Role(namespace, name string) *rbacv1.Role {
+	if w, ok := rbac.WorkloadOfName(name); ok {
+		roles, _ := rbac.Desired(a.View, w, a.Settings.Generated)
+		for _, r := range roles {
+			if r.Namespace == namespace {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// RoleBinding returns the desired RoleBinding.
+func (a Applied) RoleBinding(namespace, name string) *rbacv1.RoleBinding {
+	if w, ok := rbac.WorkloadOfName(name); ok {
+		_, bindings := rbac.Desired(a.View, w, a.Settings.Generated)
+		for _, b := range bindings {
+			if b.Namespace == namespace {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+// World is a flag set, shop/flags, read by a Deployment of its namespace,
+// shop/web, through the source shop/src with the file and the kubernetes
+// provider, and a client whose cluster holds what is given.
+func World(t testing.TB, existing ...client.Object) (*topology.View, client.Client) {
+	t.Helper()
+	topo := topology.New()
+	for _, m := range []string{
+		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags","uid":"ff"},"spec":{"flagSpec":{"flags":{"f":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"}}}}}`,
+		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"app"}]}}}}`,
+	} {
+		if err := manifests.Load(topo, strings.NewReader(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1beta1.AddToScheme(s)
+	return topo.Snapshot(), fake.NewClientBuilder().WithScheme(s).WithObjects(existing...).Build()
+}
+
+// EmptyCache is a client whose reads see nothing: the manager's cache,
+// which holds only labelled ConfigMaps, Roles and RoleBindings, before it
+// has seen any. Writes go through.
+type EmptyCache struct{ client.Client }
+
+// Get finds nothing.
+func (EmptyCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
+}
+
+// List lists nothing.
+func (EmptyCache) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }

@@ -1,0 +1,64 @@
+package workflows_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// layers lists, for every package of the workflows, the packages of the
+// workflows it may depend on, directly or not: the root package holds
+// only what they share and imports none of them but flagsets and
+// injection; the status of a source compares with the ConfigMaps and RBAC
+// it expects, so status imports configmaps and rbac and never the reverse.
+var layers = map[string][]string{
+	"workflows":                        {"flagsets", "injection"},
+	"workflows/flagsets":               {},
+	"workflows/injection":              {},
+	"workflows/manifests":              {},
+	"workflows/blast":                  {"injection"},
+	"workflows/configmaps":             {"workflows", "flagsets", "injection"},
+	"workflows/rbac":                   {"workflows", "flagsets", "injection"},
+	"workflows/rollout":                {"workflows", "flagsets", "injection"},
+	"workflows/status":                 {"workflows", "flagsets", "injection", "configmaps", "rbac"},
+	"workflows/flagds":                 {"workflows", "flagsets", "injection", "rbac"},
+	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "manifests", "configmaps", "rbac"},
+}
+
+// TestLayers keeps the imports among the workflows one way (see the
+// package doc), and every package of the workflows in the table above.
+func TestLayers(t *testing.T) {
+	const module = "github.com/flagplane/flagplane/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		allowed, ok := layers[pkg]
+		if !ok {
+			t.Errorf("package %s is not in the layers of the workflows: add it, with what it may import", pkg)
+			continue
+		}
+		seen++
+		for _, dep := range fields[1:] {
+			rest, ok := strings.CutPrefix(dep, module+"workflows")
+			if !ok {
+				continue
+			}
+			name := strings.TrimPrefix(rest, "/")
+			if name == "" {
+				name = "workflows"
+			}
+			if !slices.Contains(allowed, name) {
+				t.Errorf("%s depends on %s, which it may not (it may: %v)", pkg, dep, allowed)
+			}
+		}
+	}
+	if seen != len(layers) {
+		t.Errorf("go list saw %d of the %d packages of the table", seen, len(layers))
+	}
+}

@@ -1,0 +1,26 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RestartedAtAnnotation is the pod-template annotation `kubectl rollout
+// restart` sets; setting it the same way rolls a workload's pods.
+const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// Restart rolls a workload's pods the way `kubectl rollout restart` does:
+// it sets the pod template's RestartedAtAnnotation to at. (The manager's
+// admission policy lets it change nothing else of a workload.)
+func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Time) error {
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
+		RestartedAtAnnotation, at.UTC().Format(time.RFC3339))
+	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
+	}
+	return nil
+}

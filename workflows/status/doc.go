@@ -1,0 +1,28 @@
+// Package status reports what flagplane made of the objects people write:
+// the status of FeatureFlags, FeatureFlagSources and
+// InProcessConfigurations, and, for workloads (which have no status of
+// flagplane's), Warning Events on the annotations that name nothing usable.
+//
+// What it computes, from a topology.View, the operator's workflows.Settings
+// and an Observed reader of what the cluster holds of the generated objects
+// (the informer cache in the operator, CacheObserved):
+//
+//   - DesiredFlagSet: a FeatureFlag's Accepted and Consistent conditions
+//     (package flagsets decides), its counts, and the revision each of its
+//     generated ConfigMaps holds (Revision, Delivered, Consumers);
+//   - DesiredSource: a FeatureFlagSource's Accepted (ValidateSource: what
+//     the CRD schema cannot check), ResolvedRefs, ReferrersPermitted and
+//     Programmed (every generated ConfigMap, Role and RoleBinding of its
+//     workloads in place and up to date, settings another source
+//     overrides), and its targets;
+//   - DesiredInProcessConfig: an InProcessConfiguration's targets and
+//     ReferrersPermitted;
+//   - AnnotationWarnings: what a workload's openfeature.dev annotations
+//     name in vain (missing, or in another namespace without a
+//     ReferenceGrant), which the Pod webhook returns as admission warnings
+//     too.
+//
+// What it applies: the Updater writes a status with Status().Update only
+// when it differs, with a Warning Event when a condition turns False; the
+// AnnotationReporter sends a workload's warnings when they change.
+package status
