@@ -212,6 +212,9 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 	labels := flagdLabels(f, io.Sidecar.Tag, opts.Generated)
 	owner := flagdOwner(f)
 	podAnnotations := flagdAnnotations(f, opts.Generated)
+	// The mark the OpenFeature Operator puts on pods whose flagd reads
+	// FeatureFlags itself, as the sidecar's pods get it.
+	maps.Copy(podAnnotations, sc.PodAnnotations)
 	var pullSecrets []corev1.LocalObjectReference
 	for _, s := range io.Sidecar.ImagePullSecrets {
 		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})

@@ -131,6 +131,10 @@ type SourceContainer struct {
 	ConfigMaps []topology.Key
 	// Warnings say what was left out and why.
 	Warnings []string
+	// PodAnnotations are what the pods get, as for Injection
+	// (AnnotationAllowKubernetesSync when flagd reads with the kubernetes
+	// provider).
+	PodAnnotations map[string]string
 	// PolicyDecisions and PolicyNotes are as for Injection.
 	PolicyDecisions []PolicyDecision
 	PolicyNotes     []PolicyNote
@@ -165,6 +169,9 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
 	if m.ofrepPort.set {
 		out.OFREPPort = m.ofrepPort.value
+	}
+	if m.kubernetes {
+		out.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
 	}
 	return out
 }
