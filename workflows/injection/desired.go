@@ -58,9 +58,51 @@ type FlagdSourceConfig struct {
 // the operator-wide options. It reads no cluster state. A workload no source
 // or in-process configuration applies to gets an empty Injection.
 func Desired(v *topology.View, workload topology.Key, opts Options) *Injection {
+	inj, _ := desired(v, workload, opts)
+	return inj
+}
+
+// EffectiveSetting is one sidecar setting in force on a workload and the
+// object it comes from: a source, a FeatureFlagSourcePolicy (Block says
+// which of its blocks), or the operator's default when From is empty.
+type EffectiveSetting struct {
+	Setting string       `json:"setting"`
+	Value   string       `json:"value"`
+	From    topology.Key `json:"from"`
+	Block   string       `json:"block,omitempty"`
+}
+
+// EffectiveSettings lists the sidecar settings a source or a policy sets
+// on a workload's sidecar, with what each comes from, by setting; the
+// rest are the operator's (SidecarOptions). Nil when the workload gets no
+// sidecar. It computes what Desired does, for explain; admission does not
+// pay for it.
+func EffectiveSettings(v *topology.View, workload topology.Key, opts Options) []EffectiveSetting {
+	inj, m := desired(v, workload, opts)
+	if inj.Sidecar == nil || m == nil {
+		return nil
+	}
+	settings := m.settings(workload.Namespace).Settings
+	blocks := map[string]string{} // the merge keeps values and origins; the decisions keep the blocks
+	for _, d := range inj.PolicyDecisions {
+		blocks[d.Setting] = d.Block
+	}
+	out := make([]EffectiveSetting, 0, len(settings))
+	for _, path := range slices.Sorted(maps.Keys(settings)) {
+		s := settings[path]
+		e := EffectiveSetting{Setting: path, Value: s.Text(), From: s.From}
+		if s.From.Kind == topology.KindSourcePolicy {
+			e.Block = blocks[path]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func desired(v *topology.View, workload topology.Key, opts Options) (*Injection, *sidecarMerge) {
 	inj := &Injection{Workload: workload}
 	if _, ok := v.Workload(workload); !ok {
-		return inj
+		return inj, nil
 	}
 	m := newSidecarMerge(inj)
 	m.mayReadDirectly = func(f topology.Key) bool { return v.MayReadDirectly(workload, f) }
@@ -115,7 +157,7 @@ func Desired(v *topology.View, workload topology.Key, opts Options) *Injection {
 		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
 		inj.Sidecar.Env = m.sidecarEnv(opts.Sidecar)
 	}
-	return inj
+	return inj, m
 }
 
 // SourceContainer is flagd's container for one source alone, rendered by

@@ -37,7 +37,11 @@ type Report struct {
 	FlagSets         []Delivery      `json:"flagSets,omitempty"`
 	Unresolved       []string        `json:"unresolved,omitempty"`
 	Sidecar          *Sidecar        `json:"sidecar,omitempty"`
-	Overridden       []string        `json:"overridden,omitempty"`
+	// Settings are the sidecar settings a source or a policy sets, each
+	// with what it comes from (the rest are the operator's defaults);
+	// Overridden the values other sources set for them and lost.
+	Settings   []string `json:"settings,omitempty"`
+	Overridden []string `json:"overridden,omitempty"`
 	// Policies are the sidecar settings the FeatureFlagSourcePolicies of
 	// its namespace decided (defaults and overrides), PolicyNotes what of
 	// them did not apply and why.
@@ -298,6 +302,13 @@ func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r
 				r.Sidecar.Volumes = append(r.Sidecar.Volumes, vol.ConfigMap.Name)
 			}
 		}
+	}
+	for _, e := range injection.EffectiveSettings(v, w, opts) {
+		line := e.Setting + "=" + e.Value + " from " + describe(e.From)
+		if e.Block != "" {
+			line += " " + e.Block
+		}
+		r.Settings = append(r.Settings, line)
 	}
 	for _, c := range inj.Conflicts {
 		r.Overridden = append(r.Overridden, c.String())

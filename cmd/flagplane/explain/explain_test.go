@@ -116,6 +116,10 @@ func TestSourcePolicies(t *testing.T) {
 		"debugLogging=false from FeatureFlagSourcePolicy pay/platform overrides (was true from FeatureFlagSource pay/app)",
 		"otelCollectorUri=otel-collector.observability:4317 from FeatureFlagSourcePolicy pay/platform defaults",
 	}))
+	g.Expect(r.Settings).To(Equal([]string{
+		"debugLogging=false from FeatureFlagSourcePolicy pay/platform overrides",
+		"otelCollectorUri=otel-collector.observability:4317 from FeatureFlagSourcePolicy pay/platform defaults",
+	}), "every setting in force with what it comes from")
 	g.Expect(r.Sidecar.Args).To(ContainElements("--otel-collector-uri", "otel-collector.observability:4317"))
 	g.Expect(r.Sidecar.Args).NotTo(ContainElement("--debug"))
 	var out bytes.Buffer

@@ -74,6 +74,7 @@ func text(r *Report) string {
 			}
 			b.WriteString("    (" + r.Sidecar.Note + ")\n")
 		}
+		list("sidecar settings in force that a source or a policy sets (the rest are the operator's defaults)", r.Settings)
 		list("settings a source set and another overrode", r.Overridden)
 		list("settings decided by FeatureFlagSourcePolicies", r.Policies)
 		list("policy blocks that did not apply", r.PolicyNotes)
