@@ -78,9 +78,15 @@ type EffectiveSetting struct {
 // sidecar. It computes what Desired does, for explain; admission does not
 // pay for it.
 func EffectiveSettings(v *topology.View, workload topology.Key, opts Options) []EffectiveSetting {
+	_, settings := DesiredWithSettings(v, workload, opts)
+	return settings
+}
+
+// DesiredWithSettings is Desired and EffectiveSettings from one merge.
+func DesiredWithSettings(v *topology.View, workload topology.Key, opts Options) (*Injection, []EffectiveSetting) {
 	inj, m := desired(v, workload, opts)
 	if inj.Sidecar == nil || m == nil {
-		return nil
+		return inj, nil
 	}
 	settings := m.settings(workload.Namespace).Settings
 	blocks := map[string]string{} // the merge keeps values and origins; the decisions keep the blocks
@@ -96,7 +102,7 @@ func EffectiveSettings(v *topology.View, workload topology.Key, opts Options) []
 		}
 		out = append(out, e)
 	}
-	return out
+	return inj, out
 }
 
 func desired(v *topology.View, workload topology.Key, opts Options) (*Injection, *sidecarMerge) {

@@ -293,7 +293,7 @@ func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r
 	}
 	r.InProcessConfigs = names(v.InProcessConfigsOfWorkload(w))
 
-	inj := injection.Desired(v, w, opts)
+	inj, settings := injection.DesiredWithSettings(v, w, opts)
 	if inj.Sidecar != nil {
 		r.Sidecar = &Sidecar{Image: inj.Sidecar.Image, Args: inj.Sidecar.Args,
 			Note: "computed with the manager's default options; your install's --sidecar-* flags may differ"}
@@ -303,7 +303,7 @@ func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r
 			}
 		}
 	}
-	for _, e := range injection.EffectiveSettings(v, w, opts) {
+	for _, e := range settings {
 		line := e.Setting + "=" + e.Value + " from " + describe(e.From)
 		if e.Block != "" {
 			line += " " + e.Block
