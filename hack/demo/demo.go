@@ -147,6 +147,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.explainAndPreview(ctx); err != nil {
 		return err
 	}
+	if err := d.previewAnswers(ctx); err != nil {
+		return err
+	}
 	if err := d.editFlag(ctx); err != nil {
 		return err
 	}
