@@ -7,6 +7,7 @@
 //	   ├──────────────────────targets──────────────────────────────▶ Workload
 //	   └──────────────────────serves───────────────────────────────▶ Flagd
 //	InProcessConfig ──targets──▶ Workload
+//	SourcePolicy (no edge: it governs the sidecars of its namespace; policy.go)
 //
 // Every edit (Upsert*/Delete*) returns a Delta: the nodes whose desired state
 // may have changed. Callers recompute only those. The central invariant is
@@ -57,7 +58,10 @@
 // configurations, ConfigMaps and, when it has a sidecar, its service
 // account) and its annotation references that do not resolve; a Flagd's
 // generated objects and status (see flagd.go); a ConfigMap's existence or
-// content. Events that change none of these, such
+// content; a FeatureFlagSourcePolicy's status (its spec, the other
+// policies of its namespace, and the desired state of every workload and
+// Flagd there; see policy.go), a policy's spec reaching the workloads and
+// Flagds of its namespace that a source serves. Events that change none of these, such
 // as status, resourceVersion or unrelated labels, give an empty Delta. A
 // property test checks that every Delta is exact against these definitions.
 //
