@@ -116,7 +116,15 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 	// The operator's provider args come first, as the OpenFeature
 	// Operator's sidecarConfiguration.providerArgs do.
 	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
-	for _, sk := range v.SourcesOfWorkload(workload) {
+	sources := v.SourcesOfWorkload(workload)
+	entries := 0
+	for _, sk := range sources {
+		if src, ok := v.Source(sk); ok {
+			entries += len(src.Spec.Sources)
+		}
+	}
+	m.entries = make([]FlagdSourceConfig, 0, entries)
+	for _, sk := range sources {
 		src, ok := v.Source(sk)
 		if !ok {
 			continue
@@ -128,6 +136,7 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 		m.applyPolicies(v.SourcePoliciesOfNamespace(workload.Namespace), workload.Namespace)
 	}
 	env := newEnvMerge(inj)
+	var sidecarEnv []corev1.EnvVar
 	if len(m.entries) > 0 {
 		inj.Sidecar = m.container(opts)
 		inj.Volumes = m.volumes
@@ -138,8 +147,16 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 		if m.kubernetes {
 			inj.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
 		}
-		for _, e := range m.appEnv(opts.Sidecar) {
+		appEnv := m.appEnv(opts.Sidecar)
+		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
+		sidecarEnv = make([]corev1.EnvVar, 0, len(appEnv))
+		for _, e := range appEnv {
 			env.add(e.env, e.from)
+			own := e.env
+			if own.ValueFrom != nil {
+				own.ValueFrom = own.ValueFrom.DeepCopy() // the pod's two containers share nothing
+			}
+			sidecarEnv = append(sidecarEnv, own)
 		}
 	} else if len(inj.Sources) > 0 {
 		inj.Warnings = append(inj.Warnings, "no flagd sidecar: none of the entries of the sources can be served")
@@ -160,8 +177,7 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 	}
 	inj.Env = env.list()
 	if inj.Sidecar != nil {
-		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
-		inj.Sidecar.Env = m.sidecarEnv(opts.Sidecar)
+		inj.Sidecar.Env = sidecarEnv
 	}
 	return inj, m
 }
@@ -352,10 +368,9 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 	mergeResources(inj, "resources.requests", m.requests, s.Resources.Requests, sk)
 	mergeResources(inj, "resources.limits", m.limits, s.Resources.Limits, sk)
 
-	refs := map[int]topology.FlagSetRef{}
-	for _, r := range v.FlagSetRefs(sk) {
-		refs[r.Index] = r
-	}
+	// The references of the entries, by entry index (one per entry that
+	// names a flag set; FlagSetRefs lists them in entry order).
+	refs := v.FlagSetRefs(sk)
 	for i, e := range s.Sources {
 		m.addEntry(sk, i, e, s.DefaultSyncProvider, refs, opts)
 	}
@@ -364,11 +379,11 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 // addEntry turns one spec.sources entry into a flagd source (and, for a
 // file source, its volume and mount), or a warning saying why it cannot be.
 func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1beta1.SyncProviderType,
-	refs map[int]topology.FlagSetRef, opts Options) {
+	refs []topology.FlagSetRef, opts Options) {
 	provider := topology.ProviderInForce(e, def, m.defaultProvider)
 	var cfg FlagdSourceConfig
 	if provider.ReferencesFlagSet() {
-		ref, ok := refs[i]
+		ref, ok := refOfEntry(refs, i)
 		if !ok || ref.State != topology.RefResolved {
 			why := "the FeatureFlag does not exist"
 			if ok && ref.State == topology.RefNotPermitted {
@@ -426,6 +441,16 @@ func (c FlagdSourceConfig) equal(o FlagdSourceConfig) bool {
 		maps.Equal(c.Headers, o.Headers)
 }
 
+// refOfEntry finds the reference of entry i.
+func refOfEntry(refs []topology.FlagSetRef, i int) (topology.FlagSetRef, bool) {
+	for _, r := range refs {
+		if r.Index == i {
+			return r, true
+		}
+	}
+	return topology.FlagSetRef{}, false
+}
+
 // remoteSourceConfig passes a remote source through to flagd. A grpc URI
 // loses its grpc:// or grpcs:// prefix, which flagd's --sources (unlike
 // --uri) hands to the gRPC dialer as it is; grpcs:// means TLS.
@@ -467,11 +492,12 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	mgmt := m.managementPort.or(opts.Sidecar.ManagementPort)
 	port := m.port.or(opts.Sidecar.Port)
 	sources, _ := json.Marshal(m.entries) // plain data: cannot fail
-	args := []string{"start",
+	args := make([]string, 0, 16+2*(len(m.contextValues)+len(m.headerMappings)+len(m.cors)+len(m.providerArgs)))
+	args = append(args, "start",
 		"--management-port", strconv.Itoa(int(mgmt)),
 		"--port", strconv.Itoa(int(port)),
 		"--log-format", m.logFormat.or(opts.Sidecar.LogFormat),
-	}
+	)
 	if m.ofrepPort.set {
 		args = append(args, "--ofrep-port", strconv.Itoa(int(m.ofrepPort.value)))
 	}
@@ -660,7 +686,7 @@ type sourcedEnv struct {
 // credentials flagd reads under their vendors' names (sourceEnvVarKey).
 func (m *sidecarMerge) appEnv(opts SidecarOptions) []sourcedEnv {
 	prefix := m.envVarPrefix.or(opts.EnvVarPrefix)
-	var out []sourcedEnv
+	out := make([]sourcedEnv, 0, len(m.envVars)+6)
 	add := func(name, value string, src topology.Key) {
 		out = append(out, sourcedEnv{env: corev1.EnvVar{Name: EnvVarKey(prefix, name), Value: value}, from: src})
 	}
