@@ -576,19 +576,11 @@ func (d *demo) explainAndPreview(ctx context.Context) error {
 	ns := d.o.namespace
 	d.step("Why does Deployment %s/shop-web get these flags? (flagplane explain, from the API with the demo's credentials)", ns)
 	d.say("$ flagplane explain deployment/shop-web -n %s", ns)
-	top, err := topodump.LoadCluster(ctx, d.cp.Config, topodump.ClusterOptions{Namespaces: []string{ns}})
-	if err != nil {
-		return fmt.Errorf("reading the graph for explain: %w", err)
-	}
-	report, err := explain.Explain(top.Snapshot(), "deployment", ns, "shop-web", injection.DefaultOptions())
+	text, err := d.explain(ctx, "deployment", ns, "shop-web")
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	if err := explain.Write(&out, report, "text"); err != nil {
-		return err
-	}
-	d.block(out.String())
+	d.block(text)
 
 	d.step("What will the edit reach? (a server-side dry run: the webhook answers from the graph, nothing is stored)")
 	patch := `{"spec":{"flagSpec":{"flags":{"new-checkout":{"defaultVariant":"on"}}}}}`
@@ -602,6 +594,24 @@ func (d *demo) explainAndPreview(ctx context.Context) error {
 	}
 	d.block(string(combined))
 	return nil
+}
+
+// explain is `flagplane explain KIND/NAME -n NS` over the graph read from
+// the API with the demo's credentials, as text.
+func (d *demo) explain(ctx context.Context, kind, ns, name string) (string, error) {
+	top, err := topodump.LoadCluster(ctx, d.cp.Config, topodump.ClusterOptions{Namespaces: []string{ns}})
+	if err != nil {
+		return "", fmt.Errorf("reading the graph for explain: %w", err)
+	}
+	report, err := explain.Explain(top.Snapshot(), kind, ns, name, injection.DefaultOptions())
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	if err := explain.Write(&out, report, "text"); err != nil {
+		return "", err
+	}
+	return out.String(), nil
 }
 
 // editFlag flips the default variant of new-checkout and measures how long

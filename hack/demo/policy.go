@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -11,9 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
-	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // demoPolicy is the platform team's FeatureFlagSourcePolicy of the demo's
@@ -56,19 +52,10 @@ func (d *demo) showPolicy(ctx context.Context) error {
 		d.say("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message)
 	}
 	d.say("$ flagplane explain deployment/shop-web -n %s   (the part the policy decides)", ns)
-	top, err := topodump.LoadCluster(ctx, d.cp.Config, topodump.ClusterOptions{Namespaces: []string{ns}})
-	if err != nil {
-		return fmt.Errorf("reading the graph for explain: %w", err)
-	}
-	report, err := explain.Explain(top.Snapshot(), "deployment", ns, "shop-web", injection.DefaultOptions())
+	text, err := d.explain(ctx, "deployment", ns, "shop-web")
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	if err := explain.Write(&out, report, "text"); err != nil {
-		return err
-	}
-	text := out.String()
 	if i := strings.Index(text, "  settings decided by FeatureFlagSourcePolicies"); i >= 0 {
 		text = text[i:]
 	}
