@@ -1,6 +1,6 @@
 // Package status reports what flagplane made of the objects people write:
-// the status of FeatureFlags, FeatureFlagSources and
-// InProcessConfigurations, and, for workloads (which have no status of
+// the status of FeatureFlags, FeatureFlagSources, InProcessConfigurations
+// and FeatureFlagSourcePolicies, and, for workloads (which have no status of
 // flagplane's), Warning Events on the annotations that name nothing usable.
 //
 // What it computes, from a topology.View, the operator's workflows.Settings
@@ -17,6 +17,10 @@
 //     overrides), and its targets;
 //   - DesiredInProcessConfig: an InProcessConfiguration's targets and
 //     ReferrersPermitted;
+//   - DesiredSourcePolicy: a FeatureFlagSourcePolicy's Accepted (it targets
+//     its own namespace) and Enforced (on how many of the namespace's
+//     sidecars its settings are in force, what of it did not apply), from
+//     the injection of every sidecar it governs;
 //   - AnnotationWarnings: what a workload's openfeature.dev annotations
 //     name in vain (missing, or in another namespace without a
 //     ReferenceGrant), which the Pod webhook returns as admission warnings
