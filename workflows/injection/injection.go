@@ -107,7 +107,7 @@ type Injection struct {
 	Conflicts []SettingConflict `json:"conflicts,omitempty"`
 	// PolicyDecisions are the sidecar settings the FeatureFlagSourcePolicies
 	// of the workload's namespace decided; PolicyNotes the blocks of theirs
-	// that did not apply, or lost a setting to an older policy.
+	// that did not apply, or lost a setting to another policy.
 	PolicyDecisions []PolicyDecision `json:"policyDecisions,omitempty"`
 	PolicyNotes     []PolicyNote     `json:"policyNotes,omitempty"`
 	// Warnings say what was left out and why.

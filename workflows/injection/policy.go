@@ -290,7 +290,7 @@ func (d PolicyDecision) String() string {
 }
 
 // PolicyNote is a block of a policy that did not apply to a sidecar, or a
-// setting of one that an older policy won.
+// setting of one that another policy won.
 type PolicyNote struct {
 	Policy  topology.Key `json:"policy"`
 	Block   string       `json:"block"`
@@ -303,17 +303,23 @@ func (m *sidecarMerge) applyPolicies(policies []*policyv1alpha1.FeatureFlagSourc
 	if len(policies) == 0 {
 		return
 	}
+	// Each policy's blocks, once; nil where it has none.
+	defaults := make([]*SettingsPolicy, len(policies))
+	overrides := make([]*SettingsPolicy, len(policies))
+	for i, p := range policies {
+		defaults[i], overrides[i] = BlockPolicy(p, BlockDefaults), BlockPolicy(p, BlockOverrides)
+	}
 	sources := m.settings(namespace)
 	var effective machinery.Policy = sources
-	for _, p := range policies {
-		if b := BlockPolicy(p, BlockDefaults); b != nil {
+	for _, b := range defaults {
+		if b != nil {
 			next := effective.Merge(b)
 			m.noteUnapplied(b, settingsOf(effective), settingsOf(next))
 			effective = next
 		}
 	}
-	for _, p := range slices.Backward(policies) {
-		if b := BlockPolicy(p, BlockOverrides); b != nil {
+	for _, b := range slices.Backward(overrides) {
+		if b != nil {
 			effective = effective.Merge(b)
 		}
 	}
@@ -335,29 +341,37 @@ func (m *sidecarMerge) applyPolicies(policies []*policyv1alpha1.FeatureFlagSourc
 			old := sources.Settings[path]
 			from := old.From
 			m.inj.PolicyDecisions = append(m.inj.PolicyDecisions, PolicyDecision{Setting: path, Value: "(removed)",
-				Policy: m.dropper(policies, path), Block: BlockOverrides, Replaced: &from, ReplacedValue: old.Text()})
+				Policy: dropper(policies, overrides, path), Block: BlockOverrides, Replaced: &from, ReplacedValue: old.Text()})
 		}
 	}
-	// Blocks whose settings an older policy won.
-	for _, p := range policies {
-		for _, block := range []string{BlockDefaults, BlockOverrides} {
-			b := BlockPolicy(p, block)
-			if b == nil {
-				continue
+	// Settings of a block that another policy's block wins.
+	for _, b := range slices.Concat(defaults, overrides) {
+		if b == nil {
+			continue
+		}
+		var lost []string
+		for _, path := range slices.Sorted(maps.Keys(b.Settings)) {
+			if v, ok := eff.Settings[path]; ok && v.Block != "" && v.From != b.Object {
+				lost = append(lost, fmt.Sprintf("%s (to %s %s)", path, keyString(v.From), v.Block))
 			}
-			var lost []string
-			for _, path := range slices.Sorted(maps.Keys(b.Settings)) {
-				if v, ok := eff.Settings[path]; ok && v.Block != "" && v.From != b.Object {
-					lost = append(lost, fmt.Sprintf("%s (to %s)", path, keyString(v.From)))
-				}
-			}
-			if len(lost) > 0 {
-				m.inj.PolicyNotes = append(m.inj.PolicyNotes, PolicyNote{Policy: b.Object, Block: block,
-					Message: "an older policy wins " + strings.Join(lost, ", ")})
-			}
+		}
+		if len(lost) > 0 {
+			m.inj.PolicyNotes = append(m.inj.PolicyNotes, PolicyNote{Policy: b.Object, Block: b.Block,
+				Message: "another policy wins " + strings.Join(lost, ", ")})
 		}
 	}
 	m.setSettings(eff)
+}
+
+// dropper is the policy whose atomic overrides dropped a path: the last
+// applied of those naming its field, i.e. the oldest.
+func dropper(policies []*policyv1alpha1.FeatureFlagSourcePolicy, overrides []*SettingsPolicy, path string) topology.Key {
+	for i, b := range overrides {
+		if b != nil && policies[i].Spec.Overrides.Strategy == policyv1alpha1.StrategyAtomic && b.groups()[settingGroup(path)] {
+			return b.Object
+		}
+	}
+	return topology.Key{}
 }
 
 // noteUnapplied notes an atomic defaults block that did not apply because
@@ -384,16 +398,6 @@ func (m *sidecarMerge) noteUnapplied(b, before, after *SettingsPolicy) {
 		msg = "not applied (atomic): already set: " + strings.Join(set, ", ")
 	}
 	m.inj.PolicyNotes = append(m.inj.PolicyNotes, PolicyNote{Policy: b.Object, Block: BlockDefaults, Message: msg})
-}
-
-// dropper is the policy whose atomic overrides dropped a path.
-func (m *sidecarMerge) dropper(policies []*policyv1alpha1.FeatureFlagSourcePolicy, path string) topology.Key {
-	for _, p := range policies {
-		if b := BlockPolicy(p, BlockOverrides); b != nil && b.groups()[settingGroup(path)] {
-			return b.Object
-		}
-	}
-	return topology.Key{}
 }
 
 // settings is what the sources merged to, as a SettingsPolicy.

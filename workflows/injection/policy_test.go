@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -62,4 +64,22 @@ func TestDefaultsAtomicAppliesWhenNothingIsSet(t *testing.T) {
 	defaults := &SettingsPolicy{Object: pol, Strategy: DefaultsAtomic, Settings: map[string]SettingValue{
 		"otelCollectorUri": {Value: "otel:4317", From: pol}, "envVars[A]": {Value: "x", From: pol}}}
 	g.Expect(settingsOf(sources.Merge(defaults)).Settings).To(HaveLen(3))
+}
+
+// TestDropperIsTheAtomicOverride: a source's map entry dropped by atomic
+// overrides is blamed on the policy whose atomic block dropped it, not on
+// an older one that only merges the same field.
+func TestDropperIsTheAtomicOverride(t *testing.T) {
+	g := NewWithT(t)
+	policy := func(name string, strategy policyv1alpha1.MergeStrategy) *policyv1alpha1.FeatureFlagSourcePolicy {
+		return &policyv1alpha1.FeatureFlagSourcePolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: policyv1alpha1.FeatureFlagSourcePolicySpec{Overrides: &policyv1alpha1.SourceSettingsBlock{
+				Strategy: strategy, SourceSettings: policyv1alpha1.SourceSettings{ContextValues: map[string]string{"region": "eu"}}}},
+		}
+	}
+	policies := []*policyv1alpha1.FeatureFlagSourcePolicy{policy("older", policyv1alpha1.StrategyMerge), policy("younger", policyv1alpha1.StrategyAtomic)}
+	overrides := []*SettingsPolicy{BlockPolicy(policies[0], BlockOverrides), BlockPolicy(policies[1], BlockOverrides)}
+	g.Expect(dropper(policies, overrides, "contextValues[tier]")).To(Equal(topology.SourcePolicyKey("shop", "younger")))
+	g.Expect(dropper(policies, overrides, "logFormat")).To(Equal(topology.Key{}), "no atomic block names logFormat")
 }

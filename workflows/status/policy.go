@@ -23,7 +23,7 @@ const maxPolicyNotes = 3
 // whether it is accepted (it targets its own namespace), how many sidecars
 // of the namespace it governs, on how many its settings are in force, and
 // what of it did not apply (an atomic block a source pre-empted, a setting
-// an older policy wins). It computes the injection of every governed
+// another policy wins). It computes the injection of every governed
 // sidecar: a policy's cost grows with its namespace, not the cluster.
 func DesiredSourcePolicy(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePolicy, s workflows.Settings) policyv1alpha1.FeatureFlagSourcePolicyStatus {
 	st := *p.Status.DeepCopy()

@@ -40,7 +40,7 @@
 //     otherwise; it then applies to nothing.
 //   - Enforced: on how many of the namespace's sidecars its settings are
 //     in force, and what of it did not apply (an atomic block a source
-//     pre-empted, a setting an older policy wins). False: Invalid (not
+//     pre-empted, a setting another policy wins). False: Invalid (not
 //     accepted), NoSidecars (no workload or Flagd of the namespace has a
 //     sidecar), Overridden (none of its settings is in force anywhere).
 //
