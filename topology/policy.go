@@ -113,16 +113,24 @@ func (edit *tx) markNamespaceGoverned(namespace string, consumers bool) {
 	if !consumers {
 		return
 	}
-	for _, w := range indexGet(edit.state.wlByNs, nsKey(namespace)) {
-		if len(edit.state.sourcesOfWorkload(w)) > 0 {
-			edit.mark(w)
+	edit.markAll(edit.state.governedSidecars(namespace))
+}
+
+// governedSidecars are the workloads and Flagds of namespace that a source
+// serves: the sidecars its policies govern.
+func (st *state) governedSidecars(namespace string) []Key {
+	var out []Key
+	for _, w := range indexGet(st.wlByNs, nsKey(namespace)) {
+		if len(st.sourcesOfWorkload(w)) > 0 {
+			out = append(out, w)
 		}
 	}
-	for _, f := range indexGet(edit.state.flagdsByNs, nsKey(namespace)) {
-		if len(edit.state.consumerSources(f)) > 0 {
-			edit.mark(f)
+	for _, f := range indexGet(st.flagdsByNs, nsKey(namespace)) {
+		if len(st.consumerSources(f)) > 0 {
+			out = append(out, f)
 		}
 	}
+	return out
 }
 
 // markPoliciesOfConsumers marks, at the end of an edit, the policies of the
@@ -177,16 +185,5 @@ func (v *View) SourcePoliciesOfNamespace(namespace string) []*policyv1alpha1.Fea
 // GovernedBySourcePolicies lists the workloads and Flagds of namespace that
 // a source serves: the sidecars its policies govern.
 func (v *View) GovernedBySourcePolicies(namespace string) []Key {
-	var out []Key
-	for _, w := range indexGet(v.state.wlByNs, nsKey(namespace)) {
-		if len(v.state.sourcesOfWorkload(w)) > 0 {
-			out = append(out, w)
-		}
-	}
-	for _, f := range indexGet(v.state.flagdsByNs, nsKey(namespace)) {
-		if len(v.state.consumerSources(f)) > 0 {
-			out = append(out, f)
-		}
-	}
-	return sortedKeys(out)
+	return sortedKeys(v.state.governedSidecars(namespace))
 }
