@@ -72,17 +72,11 @@ type EffectiveSetting struct {
 	Block   string       `json:"block,omitempty"`
 }
 
-// EffectiveSettings lists the sidecar settings a source or a policy sets
-// on a workload's sidecar, with what each comes from, by setting; the
-// rest are the operator's (SidecarOptions). Nil when the workload gets no
-// sidecar. It computes what Desired does, for explain; admission does not
-// pay for it.
-func EffectiveSettings(v *topology.View, workload topology.Key, opts Options) []EffectiveSetting {
-	_, settings := DesiredWithSettings(v, workload, opts)
-	return settings
-}
-
-// DesiredWithSettings is Desired and EffectiveSettings from one merge.
+// DesiredWithSettings is Desired, with the sidecar settings a source or a
+// policy sets on the workload's sidecar and what each comes from, by
+// setting (the rest are the operator's, SidecarOptions; none when the
+// workload gets no sidecar). For explain: admission calls Desired and
+// does not pay for the list.
 func DesiredWithSettings(v *topology.View, workload topology.Key, opts Options) (*Injection, []EffectiveSetting) {
 	inj, m := desired(v, workload, opts)
 	if inj.Sidecar == nil || m == nil {
