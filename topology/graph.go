@@ -182,6 +182,17 @@ func (g *graph[P]) children(k Key, r rel) []Key { return g.adjacent(k, r, false)
 func (g *graph[P]) parents(k Key, r rel) []Key { return g.adjacent(k, r, true) }
 
 func (g *graph[P]) adjacent(k Key, r rel, up bool) []Key {
+	return g.adjacentOfKind(k, r, up, "")
+}
+
+// parentsOfKind lists the parents of k by relation r of one kind, unordered.
+func (g *graph[P]) parentsOfKind(k Key, r rel, kind Kind) []Key {
+	return g.adjacentOfKind(k, r, true, kind)
+}
+
+// adjacentOfKind lists the neighbours of k by relation r, of kind unless
+// kind is "", in one allocation.
+func (g *graph[P]) adjacentOfKind(k Key, r rel, up bool, kind Kind) []Key {
 	n, ok := g.nodes.get(k)
 	if !ok {
 		return nil
@@ -190,9 +201,19 @@ func (g *graph[P]) adjacent(k Key, r rel, up bool) []Key {
 	if up {
 		m = n.in
 	}
-	var out []Key
+	match := func(c Key, cr rel) bool { return cr == r && (kind == "" || c.Kind == kind) }
+	count := 0
 	for c, cr := range m.all() {
-		if cr == r {
+		if match(c, cr) {
+			count++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	out := make([]Key, 0, count)
+	for c, cr := range m.all() {
+		if match(c, cr) {
 			out = append(out, c)
 		}
 	}

@@ -855,3 +855,51 @@ func FuzzIncrementalEqualsRebuild(f *testing.F) {
 		checkEqualsRebuild(t, top, w, log)
 	})
 }
+
+// TestWhatIfEqualsEdit: the views the webhooks compute an edit's reach
+// from (WithSource, WithFlagSet, WithWorkload), which skip the Delta, are
+// the graph the edit itself makes, and leave the graph they start from as
+// it was.
+func TestWhatIfEqualsEdit(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			g := NewWithT(t)
+			r := rand.New(rand.NewPCG(seed, 0x3a7))
+			c := randChooser{r}
+			top, _, _ := runSequence(t, c, 80)
+			for range 30 {
+				ns := pick(c, propNamespaces...)
+				var whatIf func(*View) (*View, error)
+				var edit func(*Topology) (Delta, error)
+				var desc string
+				switch c.intn(3) {
+				case 0:
+					s := genSource(c, ns, pick(c, propSources...))
+					whatIf = func(v *View) (*View, error) { return v.WithSource(s) }
+					edit = func(t *Topology) (Delta, error) { return t.UpsertSource(s) }
+					desc = "source " + mustJSON(s)
+				case 1:
+					ff := genFlagSet(c, ns, pick(c, propFlagSets...))
+					whatIf = func(v *View) (*View, error) { return v.WithFlagSet(ff) }
+					edit = func(t *Topology) (Delta, error) { return t.UpsertFlagSet(ff) }
+					desc = "flag set " + mustJSON(ff)
+				default:
+					wl := genWorkload(c, pick(c, propKinds...), ns, pick(c, propWorkloads...))
+					whatIf = func(v *View) (*View, error) { return v.WithWorkload(wl) }
+					edit = func(t *Topology) (Delta, error) { return t.UpsertWorkload(wl) }
+					desc = "workload " + mustJSON(wl)
+				}
+				before := top.Snapshot()
+				wantBefore := answers(before)
+				seen, err := whatIf(before)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(answers(before)).To(Equal(wantBefore), "a what-if of %s changed the view it started from", desc)
+				_, err = edit(top)
+				g.Expect(err).NotTo(HaveOccurred())
+				done := top.Snapshot()
+				g.Expect(string(seen.DOT())).To(Equal(string(done.DOT())), "what-if of %s: DOT", desc)
+				g.Expect(answers(seen)).To(Equal(answers(done)), "what-if of %s: queries", desc)
+			}
+		})
+	}
+}

@@ -25,6 +25,10 @@ type Topology struct {
 	token token
 	// shared says that a View holds state, so the next edit must not write it.
 	shared bool
+	// whatIf marks a copy made to see an edit before it happens
+	// (View.WithSource, View.WithFlagSet): its edits change the state alike
+	// but compute no Delta, which nobody reads.
+	whatIf bool
 }
 
 // lastToken hands out ownership tokens process-wide, so that no two
@@ -166,6 +170,8 @@ type tx struct {
 	// are recomputed once, when everything else of the edit is done, so that
 	// a ConfigMap is never created and removed again within one edit.
 	remount []Key
+	// noDelta: the edit is a what-if's, the Delta is not kept.
+	noDelta bool
 }
 
 // apply runs one edit of the object k. If the edit fails, the state is
@@ -190,7 +196,7 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	if existed {
 		before = prior.payload
 	}
-	edit := &tx{owner: t.token, state: t.state}
+	edit := &tx{owner: t.token, state: t.state, noDelta: t.whatIf}
 	err := fn(edit)
 	if err == nil {
 		err = edit.flushMounts()
@@ -199,6 +205,9 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 		t.token = newToken()
 		t.state = t.state.rebuilt(t.token, k, before, existed)
 		return Delta{}, err
+	}
+	if edit.noDelta {
+		return Delta{}, nil
 	}
 	edit.markSourcesOfWorkloads()
 	edit.markPoliciesOfConsumers()
@@ -315,6 +324,9 @@ func diff[T comparable](before, after []T) (added, removed []T) {
 // Delta bookkeeping: mark records that a node's desired state may have changed.
 
 func (edit *tx) mark(k Key) {
+	if edit.noDelta {
+		return
+	}
 	switch {
 	case k.Kind == KindFlagSet:
 		edit.delta.FlagSets.Add(k)

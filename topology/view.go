@@ -250,9 +250,15 @@ func (v *View) ReaderNamespaces(flagSet Key) []string {
 // Rollout) before any informer has seen it: it computes that pod's injection
 // from such a view.
 func (v *View) WithWorkload(w Workload) (*View, error) {
+	return v.whatIf(func(t *Topology) (Delta, error) { return t.UpsertWorkload(w) })
+}
+
+// whatIf returns a view of the graph with edit applied to a copy, and
+// leaves v as it is. The copy computes no Delta: only its state is read.
+func (v *View) whatIf(edit func(*Topology) (Delta, error)) (*View, error) {
 	copied := *v.state
-	t := &Topology{state: &copied, token: newToken()}
-	if _, err := t.UpsertWorkload(w); err != nil {
+	t := &Topology{state: &copied, token: newToken(), whatIf: true}
+	if _, err := edit(t); err != nil {
 		return nil, err
 	}
 	return t.Snapshot(), nil
@@ -262,24 +268,14 @@ func (v *View) WithWorkload(w Workload) (*View, error) {
 // it is: the FeatureFlag webhook tells what an edit will reach before it is
 // stored.
 func (v *View) WithFlagSet(ff *v1beta1.FeatureFlag) (*View, error) {
-	copied := *v.state
-	t := &Topology{state: &copied, token: newToken()}
-	if _, err := t.UpsertFlagSet(ff); err != nil {
-		return nil, err
-	}
-	return t.Snapshot(), nil
+	return v.whatIf(func(t *Topology) (Delta, error) { return t.UpsertFlagSet(ff) })
 }
 
 // WithSource returns a view of the graph with s upserted, and leaves v as it
 // is: the FeatureFlagSource webhook tells what an edit will change before it
 // is stored.
 func (v *View) WithSource(s *v1beta1.FeatureFlagSource) (*View, error) {
-	copied := *v.state
-	t := &Topology{state: &copied, token: newToken()}
-	if _, err := t.UpsertSource(s); err != nil {
-		return nil, err
-	}
-	return t.Snapshot(), nil
+	return v.whatIf(func(t *Topology) (Delta, error) { return t.UpsertSource(s) })
 }
 
 // TargetNamespaces lists, sorted, the namespaces of the consumers of a

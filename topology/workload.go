@@ -242,13 +242,7 @@ func (st *state) sourcesOfWorkload(w Key) []Key {
 	if !ok || n.payload.workload == nil {
 		return nil
 	}
-	var all []Key
-	for _, k := range st.g.parents(w, relTargets) {
-		if k.Kind == KindSource {
-			all = append(all, k)
-		}
-	}
-	return annotationOrder(n.payload.workload.annotSources, all)
+	return annotationOrder(n.payload.workload.annotSources, st.g.parentsOfKind(w, relTargets, KindSource))
 }
 
 // ipcsOfWorkload orders a workload's in-process configurations like sourcesOfWorkload.
@@ -257,31 +251,23 @@ func (st *state) ipcsOfWorkload(w Key) []Key {
 	if !ok || n.payload.workload == nil {
 		return nil
 	}
-	var all []Key
-	for _, k := range st.g.parents(w, relTargets) {
-		if k.Kind == KindInProcessConfig {
-			all = append(all, k)
-		}
-	}
-	return annotationOrder(n.payload.workload.annotIPCs, all)
+	return annotationOrder(n.payload.workload.annotIPCs, st.g.parentsOfKind(w, relTargets, KindInProcessConfig))
 }
 
-// annotationOrder puts the members of all that annotated lists first, in
-// that order, then the rest sorted.
+// annotationOrder reorders all in place: the members of all that annotated
+// lists first, in that order, then the rest sorted.
 func annotationOrder(annotated, all []Key) []Key {
-	out := make([]Key, 0, len(all))
+	front := 0
 	for _, k := range annotated {
-		if slices.Contains(all, k) {
-			out = append(out, k)
+		if i := slices.Index(all[front:], k); i >= 0 {
+			// Annotations list a reference once (ParseAnnotations): k
+			// is not among the front already placed.
+			all[front], all[front+i] = all[front+i], all[front]
+			front++
 		}
 	}
-	var rest []Key
-	for _, k := range all {
-		if !slices.Contains(out, k) {
-			rest = append(rest, k)
-		}
-	}
-	return append(out, sortedKeys(rest)...)
+	sortedKeys(all[front:])
+	return all
 }
 
 // unresolved keeps the annotation references that do not resolve.

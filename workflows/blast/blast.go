@@ -1,6 +1,7 @@
 package blast
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,22 +123,24 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	r := &Source{Source: key, Namespaces: after.TargetNamespaces(key), Workloads: now, Flagds: after.FlagdsOfSource(key)}
 	// Both lists are sorted (View.WorkloadsOfSource): one merge pass
 	// finds what was gained, lost and kept.
-	all := make([]topology.Key, 0, len(now)+len(before))
-	kept := make(map[topology.Key]bool, len(now))
+	type reached struct {
+		key  topology.Key
+		kept bool
+	}
+	all := make([]reached, 0, max(len(now), len(before)))
 	i, j := 0, 0
 	for i < len(now) || j < len(before) {
 		switch {
 		case j == len(before) || (i < len(now) && now[i].Less(before[j])):
 			r.Gained = append(r.Gained, now[i])
-			all = append(all, now[i])
+			all = append(all, reached{key: now[i]})
 			i++
 		case i == len(now) || before[j].Less(now[i]):
 			r.Lost = append(r.Lost, before[j])
-			all = append(all, before[j])
+			all = append(all, reached{key: before[j]})
 			j++
 		default:
-			all = append(all, now[i])
-			kept[now[i]] = true
+			all = append(all, reached{key: now[i], kept: true})
 			i++
 			j++
 		}
@@ -148,23 +151,32 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	}
 	r.Compared = true
 	// Workloads whose sidecar is computed from the same inputs get the same
-	// one: each group is computed once.
+	// one: each group is computed once. The inputs are written into one
+	// buffer, reused: looking a group up allocates nothing, only a new
+	// group's key is copied.
 	type groupOutcome struct{ changed, restarts bool }
 	outcomes := map[string]groupOutcome{}
+	var inputs injectionInputs
 	for _, w := range all {
-		group := injectionInputs(v, after, w, kept[w])
-		outcome, ok := outcomes[group]
+		group := inputs.of(v, after, w.key, w.kept)
+		outcome, ok := outcomes[string(group)]
 		if !ok {
-			old, next := injection.Desired(v, w, opts), injection.Desired(after, w, opts)
+			old, next := injection.Desired(v, w.key, opts), injection.Desired(after, w.key, opts)
 			outcome.changed = !old.Same(next)
 			outcome.restarts = outcome.changed && (next.RolloutOnChange(after) || old.RolloutOnChange(v))
-			outcomes[group] = outcome
+			outcomes[string(group)] = outcome
 		}
 		if outcome.changed {
-			r.Changed = append(r.Changed, w)
+			if r.Changed == nil {
+				r.Changed = make([]topology.Key, 0, len(all))
+			}
+			r.Changed = append(r.Changed, w.key)
 		}
 		if outcome.restarts {
-			r.Restarts = append(r.Restarts, w)
+			if r.Restarts == nil {
+				r.Restarts = make([]topology.Key, 0, len(all))
+			}
+			r.Restarts = append(r.Restarts, w.key)
 		}
 	}
 	return r, nil
@@ -187,48 +199,57 @@ func (r *Source) Summary() string {
 		count(len(r.Changed), "workload"), len(r.Restarts))
 }
 
-// injectionInputs is everything injection.Desired reads of a workload in
-// the two views but its name: its kind and namespace (the tenancy rule),
+// injectionInputs writes everything injection.Desired reads of a workload
+// in the two views but its name: its kind and namespace (the tenancy rule),
 // its pod annotations and service account, and the sources and in-process
 // configurations that apply to it, in order.
 //
 // A workload the source applied to before and applies to now has the same
 // sources in both views (the edit changes this source only, and the order
 // is the workload's): they are read once.
-func injectionInputs(before, after *topology.View, w topology.Key, kept bool) string {
+type injectionInputs struct {
+	buf  []byte
+	keys []string
+}
+
+// of returns w's inputs, valid until the next call.
+func (in *injectionInputs) of(before, after *topology.View, w topology.Key, kept bool) []byte {
 	wl, _ := after.Workload(w) // a source edit changes no workload: the same in both views
-	annotations := make([]string, 0, len(wl.PodAnnotations))
-	for k, v := range wl.PodAnnotations {
-		annotations = append(annotations, k+"="+v)
+	in.buf, in.keys = in.buf[:0], in.keys[:0]
+	for k := range wl.PodAnnotations {
+		in.keys = append(in.keys, k)
 	}
-	slices.Sort(annotations)
-	var b strings.Builder
+	slices.Sort(in.keys)
+	// Every string is written after its length, every list after its
+	// count: two different inputs never write the same bytes, whatever
+	// bytes an annotation's value holds.
 	field := func(s string) {
-		b.WriteString(s)
-		b.WriteByte(0) // a byte no name or annotation holds
+		in.buf = binary.AppendUvarint(in.buf, uint64(len(s)))
+		in.buf = append(in.buf, s...)
 	}
 	keys := func(ks []topology.Key) {
+		in.buf = binary.AppendUvarint(in.buf, uint64(len(ks)))
 		for _, k := range ks {
 			field(string(k.Kind))
 			field(k.Namespace)
 			field(k.Name)
 		}
-		b.WriteByte(1)
 	}
 	field(string(w.Kind))
 	field(w.Namespace)
 	field(wl.ServiceAccountName)
-	for _, a := range annotations {
-		field(a)
+	in.buf = binary.AppendUvarint(in.buf, uint64(len(in.keys)))
+	for _, k := range in.keys {
+		field(k)
+		field(wl.PodAnnotations[k])
 	}
-	b.WriteByte(1)
 	keys(after.SourcesOfWorkload(w))
 	keys(after.InProcessConfigsOfWorkload(w))
 	if !kept {
 		keys(before.SourcesOfWorkload(w))
 		keys(before.InProcessConfigsOfWorkload(w))
 	}
-	return b.String()
+	return in.buf
 }
 
 func count(n int, noun string) string {

@@ -129,7 +129,7 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 	if len(inj.Sources) > 0 {
 		m.applyPolicies(v.SourcePoliciesOfNamespace(workload.Namespace), workload.Namespace)
 	}
-	env := newEnvMerge(inj)
+	var env *envMerge
 	var sidecarEnv []corev1.EnvVar
 	if len(m.entries) > 0 {
 		inj.Sidecar = m.container(opts)
@@ -142,6 +142,7 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 			inj.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
 		}
 		appEnv := m.appEnv(opts.Sidecar)
+		env = newEnvMerge(inj, len(appEnv))
 		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
 		sidecarEnv = make([]corev1.EnvVar, 0, len(appEnv))
 		for _, e := range appEnv {
@@ -165,7 +166,11 @@ func desired(v *topology.View, workload topology.Key, opts Options) (*Injection,
 		ipm.add(ck, &c.Spec)
 	}
 	if len(inj.InProcessConfigs) > 0 {
-		for _, e := range ipm.env(opts.InProcess) {
+		ipEnv := ipm.env(opts.InProcess)
+		if env == nil {
+			env = newEnvMerge(inj, len(ipEnv))
+		}
+		for _, e := range ipEnv {
 			env.add(e.env, e.from)
 		}
 	}
@@ -295,16 +300,10 @@ type sidecarMerge struct {
 	configMaps []topology.Key
 }
 
-func newSidecarMerge(inj *Injection) *sidecarMerge {
-	return &sidecarMerge{
-		inj:            inj,
-		envFrom:        map[string]topology.Key{},
-		contextValues:  map[string]keyedValue{},
-		headerMappings: map[string]keyedValue{},
-		requests:       map[corev1.ResourceName]keyedValue{},
-		limits:         map[corev1.ResourceName]keyedValue{},
-	}
-}
+// newSidecarMerge starts a merge. Its maps are made when a source first
+// sets one of their settings: most sources set none, and a merge is made
+// for every pod admitted.
+func newSidecarMerge(inj *Injection) *sidecarMerge { return &sidecarMerge{inj: inj} }
 
 func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1.FeatureFlagSource, opts Options) {
 	s := &src.Spec
@@ -342,10 +341,10 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 		} else {
 			m.envVars = append(m.envVars, *e.DeepCopy())
 		}
-		m.envFrom[e.Name] = sk
+		setKey(&m.envFrom, e.Name, sk)
 	}
-	mergeMap(inj, "contextValues", m.contextValues, s.ContextValues, sk)
-	mergeMap(inj, "headerToContextMappings", m.headerMappings, s.HeaderToContextMappings, sk)
+	mergeMap(inj, "contextValues", &m.contextValues, s.ContextValues, sk)
+	mergeMap(inj, "headerToContextMappings", &m.headerMappings, s.HeaderToContextMappings, sk)
 	for _, origin := range s.CORS {
 		if !slices.Contains(m.cors, origin) {
 			m.cors = append(m.cors, origin)
@@ -359,8 +358,8 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 	if len(s.SyncProviderArgs) > 0 && !opts.PassSyncProviderArgs {
 		inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: syncProviderArgs left out: flagd v0.16 has no --sync-provider-args", keyString(sk)))
 	}
-	mergeResources(inj, "resources.requests", m.requests, s.Resources.Requests, sk)
-	mergeResources(inj, "resources.limits", m.limits, s.Resources.Limits, sk)
+	mergeResources(inj, "resources.requests", &m.requests, s.Resources.Requests, sk)
+	mergeResources(inj, "resources.limits", &m.limits, s.Resources.Limits, sk)
 
 	// The references of the entries, by entry index (one per entry that
 	// names a flag set; FlagSetRefs lists them in entry order).
@@ -741,7 +740,7 @@ type inProcessMerge struct {
 }
 
 func newInProcessMerge(inj *Injection) *inProcessMerge {
-	return &inProcessMerge{inj: inj, envFrom: map[string]topology.Key{}}
+	return &inProcessMerge{inj: inj}
 }
 
 func (m *inProcessMerge) add(k topology.Key, s *v1beta1.InProcessConfigurationSpec) {
@@ -763,7 +762,7 @@ func (m *inProcessMerge) add(k topology.Key, s *v1beta1.InProcessConfigurationSp
 			inj.Conflicts = append(inj.Conflicts, SettingConflict{Setting: "in-process envVars[" + e.Name + "]",
 				Loser: m.envFrom[e.Name], LoserValue: envValue(m.envVars[i]), Winner: k, WinnerValue: envValue(e)})
 		}
-		m.envFrom[e.Name] = k
+		setKey(&m.envFrom, e.Name, k)
 		m.envVars = append(m.envVars, *e.DeepCopy())
 	}
 	m.envVars = lastOfEachName(m.envVars)
@@ -827,27 +826,43 @@ func (m *inProcessMerge) env(opts InProcessOptions) []sourcedEnv {
 type envMerge struct {
 	inj  *Injection
 	vars []corev1.EnvVar
-	from map[string]topology.Key
+	// from[i] set vars[i].
+	from []topology.Key
 }
 
-func newEnvMerge(inj *Injection) *envMerge {
-	return &envMerge{inj: inj, from: map[string]topology.Key{}}
+// newEnvMerge starts a merge of about n vars.
+func newEnvMerge(inj *Injection, n int) *envMerge {
+	return &envMerge{inj: inj, vars: make([]corev1.EnvVar, 0, n), from: make([]topology.Key, 0, n)}
 }
 
 func (m *envMerge) add(e corev1.EnvVar, src topology.Key) {
 	if i := envIndex(m.vars, e.Name); i >= 0 {
 		if !envEqual(m.vars[i], e) {
 			m.inj.Conflicts = append(m.inj.Conflicts, SettingConflict{Setting: "env " + e.Name,
-				Loser: m.from[e.Name], LoserValue: envValue(m.vars[i]), Winner: src, WinnerValue: envValue(e)})
+				Loser: m.from[i], LoserValue: envValue(m.vars[i]), Winner: src, WinnerValue: envValue(e)})
 		}
-		m.vars[i] = e
-	} else {
-		m.vars = append(m.vars, e)
+		m.vars[i], m.from[i] = e, src
+		return
 	}
-	m.from[e.Name] = src
+	m.vars = append(m.vars, e)
+	m.from = append(m.from, src)
 }
 
-func (m *envMerge) list() []corev1.EnvVar { return m.vars }
+// setKey sets m[k], making m first if it is nil.
+func setKey[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+}
+
+// list is the merged vars, nil when there are none (m may be nil).
+func (m *envMerge) list() []corev1.EnvVar {
+	if m == nil || len(m.vars) == 0 {
+		return nil
+	}
+	return m.vars
+}
 
 func envEqual(a, b corev1.EnvVar) bool { return envValue(a) == envValue(b) }
 
@@ -859,29 +874,35 @@ func envValue(e corev1.EnvVar) string {
 	return string(b)
 }
 
-func mergeMap(inj *Injection, name string, into map[string]keyedValue, from map[string]string, src topology.Key) {
+func mergeMap(inj *Injection, name string, into *map[string]keyedValue, from map[string]string, src topology.Key) {
+	if len(from) == 0 {
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(from)) {
 		v := from[k]
-		if old, ok := into[k]; ok && old.value != v {
+		if old, ok := (*into)[k]; ok && old.value != v {
 			inj.Conflicts = append(inj.Conflicts, SettingConflict{Setting: name + "[" + k + "]",
 				Loser: old.from, LoserValue: old.value, Winner: src, WinnerValue: v})
 		}
-		into[k] = keyedValue{value: v, from: src}
+		setKey(into, k, keyedValue{value: v, from: src})
 	}
 }
 
-func mergeResources(inj *Injection, name string, into map[corev1.ResourceName]keyedValue, from corev1.ResourceList, src topology.Key) {
+func mergeResources(inj *Injection, name string, into *map[corev1.ResourceName]keyedValue, from corev1.ResourceList, src topology.Key) {
+	if len(from) == 0 {
+		return
+	}
 	for _, r := range sortedResourceNames(from) {
 		q := from[r]
 		v := q.String()
-		if old, ok := into[r]; ok {
+		if old, ok := (*into)[r]; ok {
 			oq := resource.MustParse(old.value)
 			if oq.Cmp(q) != 0 {
 				inj.Conflicts = append(inj.Conflicts, SettingConflict{Setting: name + "[" + string(r) + "]",
 					Loser: old.from, LoserValue: old.value, Winner: src, WinnerValue: v})
 			}
 		}
-		into[r] = keyedValue{value: v, from: src}
+		setKey(into, r, keyedValue{value: v, from: src})
 	}
 }
 
