@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,8 +28,21 @@ type change struct {
 	FlagSet *blast.FlagSet `json:"flagSet,omitempty"`
 	Source  *blast.Source  `json:"source,omitempty"`
 	// Evaluations, with --contexts, say which of a flag set's flags change
-	// what flagd serves each context.
-	Evaluations *evaluate.Changes `json:"evaluations,omitempty"`
+	// what flagd serves each context: once for each distinct way its
+	// consumers' flagds add to the context (a source's contextValues and
+	// headerToContextMappings, and what FeatureFlagSourcePolicies set).
+	Evaluations []servedEvaluations `json:"evaluations,omitempty"`
+}
+
+// servedEvaluations are the answers that change for the consumers whose
+// flagds serve the flag set alike.
+type servedEvaluations struct {
+	// Serving is what their flagds add to every request's context.
+	Serving evaluate.Serving `json:"serving"`
+	// Consumers are the workloads and Flagds whose flagd serves it so;
+	// none when nothing consumes the flag set yet.
+	Consumers []topology.Key `json:"consumers,omitempty"`
+	evaluate.Changes
 }
 
 func newDiffCmd(kube *kubeFlags) *cobra.Command {
@@ -59,9 +74,14 @@ and sem_ver included. CONTEXTS_FILE is YAML or JSON, a list of:
 
   - name: eu-user
     context: {region: eu, email: ana@example.com, targetingKey: user-1}
+    headers: {X-Tier: gold}    # optional: the HTTP headers it sends
 
-A context is what a client sends; sidecar settings that add to it
-(contextValues, headerToContextMappings) are not applied.`,
+A context is what a client sends; the flagd that answers adds to it what
+it is started with: a source's contextValues (--context-value), which
+override the request's, and headerToContextMappings
+(--context-from-header), whose headers override both. The consumers of
+each flag set are grouped by what their flagd adds, and each context is
+evaluated once per group.`,
 		Example: `  flagplane diff -f checkout.yaml
   flagplane diff -f web-source.yaml -n shop -o yaml
   flagplane diff -f change.yaml --from-dir ./manifests
@@ -219,15 +239,17 @@ func diff(v *topology.View, objects []any, opts injection.Options, contexts []ev
 				return nil, err
 			}
 			c := change{Object: "FeatureFlag " + obj.Namespace + "/" + obj.Name, FlagSet: r}
+			after, err := v.WithFlagSet(obj)
+			if err != nil {
+				return nil, err
+			}
 			if contexts != nil {
-				if c.Evaluations, err = evaluations(v, obj, contexts); err != nil {
+				if c.Evaluations, err = evaluations(v, after, obj, r, opts, contexts); err != nil {
 					return nil, err
 				}
 			}
 			out = append(out, c)
-			if v, err = v.WithFlagSet(obj); err != nil {
-				return nil, err
-			}
+			v = after
 		case *v1beta1.FeatureFlagSource:
 			r, err := blast.OfSource(v, obj, opts)
 			if err != nil {
@@ -243,8 +265,10 @@ func diff(v *topology.View, objects []any, opts injection.Options, contexts []ev
 }
 
 // evaluations compares what flagd serves with the flag set of the graph
-// and with ff, both rendered as flagplane serves them.
-func evaluations(v *topology.View, ff *v1beta1.FeatureFlag, contexts []evaluate.Context) (*evaluate.Changes, error) {
+// and with ff, both rendered as flagplane serves them, once for each way
+// ff's consumers (r, in after) have their flagd add to the context.
+func evaluations(v, after *topology.View, ff *v1beta1.FeatureFlag, r *blast.FlagSet, opts injection.Options,
+	contexts []evaluate.Context) ([]servedEvaluations, error) {
 	var before string
 	if cur, ok := v.FlagSet(topology.FlagSetKey(ff.Namespace, ff.Name)); ok {
 		var err error
@@ -252,12 +276,55 @@ func evaluations(v *topology.View, ff *v1beta1.FeatureFlag, contexts []evaluate.
 			return nil, err
 		}
 	}
-	after, err := flagsets.Render(ff)
+	next, err := flagsets.Render(ff)
 	if err != nil {
 		return nil, err
 	}
-	c := evaluate.Compare(before, after, contexts)
-	return &c, nil
+	groups := servings(after, r, opts)
+	out := make([]servedEvaluations, 0, len(groups))
+	for _, g := range groups {
+		g.Changes = evaluate.Compare(before, next, contexts, g.Serving)
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// servings groups the consumers of a flag set by what their flagd adds to
+// every request's context, read from the flagd container each gets (its
+// --context-value and --context-from-header args), in the order the
+// groups' first consumers come. With no consumer, the flag set is
+// evaluated as a flagd that adds nothing serves it.
+func servings(v *topology.View, r *blast.FlagSet, opts injection.Options) []servedEvaluations {
+	var out []servedEvaluations
+	index := map[string]int{}
+	add := func(k topology.Key, args []string) {
+		var s evaluate.Serving
+		s.ContextValues, s.HeaderMappings = injection.ContextArgs(args)
+		id, _ := json.Marshal(s) // maps marshal with sorted keys: equal servings, equal ids
+		i, ok := index[string(id)]
+		if !ok {
+			i = len(out)
+			index[string(id)] = i
+			out = append(out, servedEvaluations{Serving: s})
+		}
+		out[i].Consumers = append(out[i].Consumers, k)
+	}
+	for _, w := range r.Workloads {
+		if inj := injection.Desired(v, w, opts); inj.Sidecar != nil {
+			add(w, inj.Sidecar.Args)
+		}
+	}
+	for _, f := range r.Flagds {
+		if src, state, ok := v.FlagdSource(f); ok && state == topology.RefResolved {
+			if c := injection.ContainerOfSource(v, f, src, opts).Container; c != nil {
+				add(f, c.Args)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, servedEvaluations{})
+	}
+	return out
 }
 
 func diffText(changes []change) string {
@@ -280,7 +347,7 @@ func diffText(changes []change) string {
 			list("workloads", c.FlagSet.Workloads)
 			list("Flagds", c.FlagSet.Flagds)
 			list("subscribing on the sync server (flagd-proxy)", c.FlagSet.SyncSubscribers)
-			if c.Evaluations != nil {
+			if len(c.Evaluations) > 0 {
 				evaluationsText(&b, c.Evaluations)
 			}
 		case c.Source != nil:
@@ -295,7 +362,8 @@ func diffText(changes []change) string {
 	return b.String()
 }
 
-func evaluationsText(b *strings.Builder, e *evaluate.Changes) {
+func evaluationsText(b *strings.Builder, groups []servedEvaluations) {
+	e := groups[0].Changes // refusals are the flag set's, the same in every group
 	if e.Refused != "" {
 		fmt.Fprintf(b, "  %s would not load this flag set (%s): it keeps serving the current one\n", e.Evaluator, e.Refused)
 		return
@@ -304,20 +372,61 @@ func evaluationsText(b *strings.Builder, e *evaluate.Changes) {
 	if e.CurrentRefused != "" {
 		fmt.Fprintf(b, "  (flagd would not load the current flag set (%s): its flags count as not found)\n", e.CurrentRefused)
 	}
-	for _, c := range e.Contexts {
-		if len(c.Changed) == 0 {
-			b.WriteString("    " + c.Name + ": no flag changes\n")
-			continue
+	// The answers are told once per way of serving, but for one flagd
+	// that adds nothing to the context, as before any source sets context.
+	titled := len(groups) > 1 || !groups[0].Serving.Empty()
+	for _, g := range groups {
+		indent := "    "
+		if titled {
+			fmt.Fprintf(b, "  as %s serve it%s:\n", consumersText(g.Consumers), servingText(g.Serving))
+			indent = "      "
 		}
-		verb := "changes"
-		if len(c.Changed) > 1 {
-			verb = "change"
-		}
-		fmt.Fprintf(b, "    %s: %s %s\n", c.Name, plural(len(c.Changed), "flag"), verb)
-		for _, f := range c.Changed {
-			b.WriteString("      - " + f.String() + "\n")
+		for _, c := range g.Contexts {
+			if len(c.Changed) == 0 {
+				b.WriteString(indent + c.Name + ": no flag changes\n")
+				continue
+			}
+			verb := "changes"
+			if len(c.Changed) > 1 {
+				verb = "change"
+			}
+			fmt.Fprintf(b, "%s%s: %s %s\n", indent, c.Name, plural(len(c.Changed), "flag"), verb)
+			for _, f := range c.Changed {
+				b.WriteString(indent + "  - " + f.String() + "\n")
+			}
 		}
 	}
+}
+
+// consumersText names at most three consumers, and counts the others.
+func consumersText(keys []topology.Key) string {
+	const shown = 3
+	if len(keys) == 0 {
+		return "flagd processes"
+	}
+	var names []string
+	for _, k := range keys[:min(len(keys), shown)] {
+		names = append(names, string(k.Kind)+" "+k.Namespace+"/"+k.Name)
+	}
+	if len(keys) > shown {
+		names = append(names, fmt.Sprintf("%d more", len(keys)-shown))
+	}
+	return strings.Join(names, ", ")
+}
+
+// servingText says what a flagd adds to the context, as its args say it.
+func servingText(s evaluate.Serving) string {
+	if s.Empty() {
+		return ", adding nothing to the context"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s.ContextValues)) {
+		parts = append(parts, "--context-value "+k+"="+s.ContextValues[k])
+	}
+	for _, h := range slices.Sorted(maps.Keys(s.HeaderMappings)) {
+		parts = append(parts, "--context-from-header "+h+"="+s.HeaderMappings[h])
+	}
+	return " with " + strings.Join(parts, " ")
 }
 
 func plural(n int, noun string) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -245,8 +246,8 @@ spec: {flagSpec: {flags: {new-checkout: `+flag+`}}}
 		var changes []change
 		g.Expect(json.Unmarshal([]byte(out), &changes)).To(Succeed())
 		g.Expect(changes).To(HaveLen(1))
-		g.Expect(changes[0].Evaluations.Contexts).To(HaveLen(2))
-		g.Expect(changes[0].Evaluations.Contexts[0].Changed).To(ConsistOf(HaveField("After.Reason", "DISABLED")))
+		g.Expect(changes[0].Evaluations[0].Contexts).To(HaveLen(2))
+		g.Expect(changes[0].Evaluations[0].Contexts[0].Changed).To(ConsistOf(HaveField("After.Reason", "DISABLED")))
 	})
 	t.Run("a flag set flagd would not load", func(t *testing.T) {
 		g := NewWithT(t)
@@ -264,8 +265,86 @@ spec: {flagSpec: {flags: {new-checkout: `+flag+`}}}
 		g.Expect(changes[0].Source).NotTo(BeNil())
 		g.Expect(changes[0].Evaluations).To(BeNil())
 		g.Expect(changes[1].Evaluations).NotTo(BeNil(), "the file's FeatureFlag")
-		g.Expect(changes[1].Evaluations.Contexts[1].Changed).To(ConsistOf(And(
+		g.Expect(changes[1].Evaluations[0].Contexts[1].Changed).To(ConsistOf(And(
 			HaveField("Flag", "new-checkout"), HaveField("Before.Variant", "off"), HaveField("After.Variant", "on"))))
+	})
+
+	t.Run("consumers whose flagds add to the context", func(t *testing.T) {
+		g := NewWithT(t)
+		graph := t.TempDir()
+		manifest := func(name, content string) {
+			g.Expect(os.WriteFile(filepath.Join(graph, name), []byte(content), 0o600)).To(Succeed())
+		}
+		flagSet := `apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: checkout, namespace: shop}
+spec: {flagSpec: {flags: {new-checkout: %s}}}
+`
+		manifest("flags.yaml", fmt.Sprintf(flagSet, `{state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}`))
+		workloads := ""
+		for _, name := range []string{"eu-web", "web", "tiered-web"} {
+			workloads += `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: ` + name + `}
+spec:
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec: {containers: [{name: app, image: app}]}
+`
+		}
+		manifest("workloads.yaml", workloads+`---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: eu}
+spec:
+  sources: [{source: checkout}]
+  contextValues: {region: eu}
+  targetRefs: [{group: apps, kind: Deployment, name: eu-web}]
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: plain}
+spec:
+  sources: [{source: checkout}]
+  targetRefs: [{group: apps, kind: Deployment, name: web}]
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: tiered}
+spec:
+  sources: [{source: checkout}]
+  headerToContextMappings: {X-Tier: tier}
+  targetRefs: [{group: apps, kind: Deployment, name: tiered-web}]
+`)
+		// on for region eu (which a request cannot override: flagd's
+		// static values win), or for tier gold (which the X-Tier header sets
+		// where flagd maps it, over the request's own tier).
+		edited := write("edited.yaml", fmt.Sprintf(flagSet, `{state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off",
+  targeting: {if: [{or: [{"==": [{var: region}, eu]}, {"==": [{var: tier}, gold]}]}, "on", "off"]}}`))
+		ctxs := write("headers.yaml", `- {name: us-bronze, context: {region: us, tier: bronze}, headers: {x-tier: gold}}
+- {name: us, context: {region: us}}
+`)
+		var stdout, stderr bytes.Buffer
+		g.Expect(run(context.Background(), []string{"diff", "--from-dir", graph, "-f", edited, "--contexts", ctxs}, &stdout, &stderr)).To(Succeed())
+		g.Expect(stdout.String()).To(HaveSuffix(`  evaluated with flagd v0.16.0's evaluator: 1 flag in 2 contexts
+  as Deployment shop/eu-web serve it with --context-value region=eu:
+      us-bronze: 1 flag changes
+        - new-checkout: off (false, STATIC) -> on (true, TARGETING_MATCH)
+      us: 1 flag changes
+        - new-checkout: off (false, STATIC) -> on (true, TARGETING_MATCH)
+  as Deployment shop/tiered-web serve it with --context-from-header X-Tier=tier:
+      us-bronze: 1 flag changes
+        - new-checkout: off (false, STATIC) -> on (true, TARGETING_MATCH)
+      us: 1 flag changes
+        - new-checkout: off (false, STATIC) -> off (false, TARGETING_MATCH)
+  as Deployment shop/web serve it, adding nothing to the context:
+      us-bronze: 1 flag changes
+        - new-checkout: off (false, STATIC) -> off (false, TARGETING_MATCH)
+      us: 1 flag changes
+        - new-checkout: off (false, STATIC) -> off (false, TARGETING_MATCH)
+`))
 	})
 
 	for _, tt := range []struct {
@@ -278,8 +357,8 @@ spec: {flagSpec: {flags: {new-checkout: `+flag+`}}}
 		{name: "not a list", contexts: write("map.yaml", "name: a\ncontext: {}\n"), wantErr: "want a list of {name, context}"},
 		{name: "no name", contexts: write("noname.yaml", "- context: {a: 1}\n"), wantErr: "context 1 has no name"},
 		{name: "twice", contexts: write("twice.yaml", "- name: a\n- name: a\n"), wantErr: `context "a" is given twice`},
-		{name: "a misspelt field", contexts: write("ctx.yaml", "- name: a\n  ctx: {tier: gold}\n"), wantErr: `context 1: want {name, context} with context an object: json: unknown field "ctx"`},
-		{name: "a context that is not an object", contexts: write("list.yaml", "- name: a\n  context: [1]\n"), wantErr: "context 1: want {name, context} with context an object"},
+		{name: "a misspelt field", contexts: write("ctx.yaml", "- name: a\n  ctx: {tier: gold}\n"), wantErr: `context 1: want {name, context, headers} with context an object and headers a map of strings: json: unknown field "ctx"`},
+		{name: "a context that is not an object", contexts: write("list.yaml", "- name: a\n  context: [1]\n"), wantErr: "context 1: want {name, context, headers} with context an object"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,6 +17,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // flagplane diff --contexts says what flagd would serve with flagd's own
@@ -35,20 +38,8 @@ var _ = Describe("flagplane diff's evaluator", func() {
 		Expect(len(flagSets)).To(BeNumerically(">=", 5))
 		contexts := evaluationContexts()
 
-		// flagd's HTTP API answers an error with a Connect code.
-		connectCode := map[string]string{
-			"FLAG_NOT_FOUND": "not_found", "TYPE_MISMATCH": "invalid_argument", "PARSE_ERROR": "data_loss", "GENERAL": "unknown",
-		}
-		apiKind := map[evaluate.Type]string{evaluate.Boolean: "Boolean", evaluate.String: "String", evaluate.Number: "Float", evaluate.Object: "Object"}
 		otherType := map[evaluate.Type]evaluate.Type{evaluate.Boolean: evaluate.String, evaluate.String: evaluate.Boolean,
 			evaluate.Number: evaluate.String, evaluate.Object: evaluate.Boolean}
-		asServed := func(r evaluate.Resolution) evaluation {
-			if r.ErrorCode != "" {
-				Expect(connectCode).To(HaveKey(r.ErrorCode))
-				return evaluation{Code: connectCode[r.ErrorCode]}
-			}
-			return evaluation{Value: r.Value, Variant: r.Variant, Reason: r.Reason}
-		}
 
 		dir := GinkgoT().TempDir()
 		compared := 0
@@ -109,6 +100,94 @@ var _ = Describe("flagplane diff's evaluator", func() {
 		Expect(served["button-color"]).To(HaveLen(2), "the CLI's golden diff: fractional on targetingKey")
 	})
 })
+
+// A source's contextValues and headerToContextMappings become flagd's
+// --context-value and --context-from-header: flagd adds them to every
+// request's context, over what the request sends. flagplane diff
+// evaluates with the same merge (evaluate.Serving); this holds it to the
+// real flagd, started with the args the sidecar gets.
+var _ = Describe("flagplane diff's evaluator, for a flagd that adds to the context", func() {
+	It("answers as flagd v0.16.0 does with static context values and mapped headers", func() {
+		flagSets := featureFlagsIn("testdata/targeting.yaml")
+		serving := evaluate.Serving{
+			ContextValues:  map[string]string{"region": "eu", "appVersion": "2.9.9"},
+			HeaderMappings: map[string]string{"X-Tier": "tier", "X-User-Email": "email"},
+		}
+		var args []string
+		for _, k := range slices.Sorted(maps.Keys(serving.ContextValues)) {
+			args = append(args, "--context-value", k+"="+serving.ContextValues[k])
+		}
+		for _, h := range slices.Sorted(maps.Keys(serving.HeaderMappings)) {
+			args = append(args, "--context-from-header", h+"="+serving.HeaderMappings[h])
+		}
+		// What the sidecar's args say is what flagplane diff reads back.
+		values, headers := injection.ContextArgs(append([]string{"start"}, args...))
+		Expect(evaluate.Serving{ContextValues: values, HeaderMappings: headers}).To(Equal(serving))
+
+		contexts := evaluationContexts()
+		// Requests with headers: mapped ones (in any case), an empty one
+		// (which flagd ignores), and one no flagd maps.
+		for i, c := range contexts[:20] {
+			with := evaluate.Context{Name: c.Name + "+headers", Context: c.Context, Headers: map[string]string{"x-tier": "gold", "X-Unmapped": "x"}}
+			switch i % 3 {
+			case 1:
+				with.Headers["X-User-Email"] = "boss@faas.com"
+			case 2:
+				with.Headers["x-tier"] = ""
+			}
+			contexts = append(contexts, with)
+		}
+
+		dir := GinkgoT().TempDir()
+		compared, differs := 0, 0
+		for i, ff := range flagSets {
+			doc, err := flagsets.Render(ff)
+			Expect(err).NotTo(HaveOccurred())
+			fs, err := evaluate.Load(doc)
+			Expect(err).NotTo(HaveOccurred())
+			path := filepath.Join(dir, fmt.Sprintf("flags-%d.json", i))
+			Expect(os.WriteFile(path, []byte(doc), 0o644)).To(Succeed())
+			f := startFlagd(append([]string{"--uri", "file:" + path}, args...)...)
+			keys := fs.Keys()
+			Expect(keys).NotTo(BeEmpty())
+			t0, _ := fs.TypeOf(keys[0])
+			Eventually(f.resolve(apiKind[t0], keys[0], nil)).ShouldNot(HaveField("Code", "not_found"), "flagd never loaded %s", path)
+			for _, key := range keys {
+				typ, _ := fs.TypeOf(key)
+				for _, c := range contexts {
+					want, err := f.resolveWithHeaders(apiKind[typ], key, c.Context, c.Headers)()
+					Expect(err).NotTo(HaveOccurred())
+					got := fs.Resolve(key, typ, serving.Merge(c))
+					Expect(asServed(got)).To(Equal(want),
+						"flag %s asked with context %s %v and headers %v", key, c.Name, c.Context, c.Headers)
+					compared++
+					if plain := fs.Resolve(key, typ, c.Context); plain.Variant != got.Variant {
+						differs++
+					}
+				}
+			}
+		}
+		By(fmt.Sprintf("%d answers compared, %d of them differ from the request's own context's", compared, differs))
+		Expect(compared).To(BeNumerically(">", 300))
+		Expect(differs).To(BeNumerically(">", 20), "the static values and headers must change answers, or this proves nothing")
+	})
+})
+
+// apiKind names flagd's Resolve call of each type.
+var apiKind = map[evaluate.Type]string{evaluate.Boolean: "Boolean", evaluate.String: "String", evaluate.Number: "Float", evaluate.Object: "Object"}
+
+// asServed is a resolution as flagd's HTTP API answers it: an error as its
+// Connect code.
+func asServed(r evaluate.Resolution) evaluation {
+	connectCode := map[string]string{
+		"FLAG_NOT_FOUND": "not_found", "TYPE_MISMATCH": "invalid_argument", "PARSE_ERROR": "data_loss", "GENERAL": "unknown",
+	}
+	if r.ErrorCode != "" {
+		Expect(connectCode).To(HaveKey(r.ErrorCode))
+		return evaluation{Code: connectCode[r.ErrorCode]}
+	}
+	return evaluation{Value: r.Value, Variant: r.Variant, Reason: r.Reason}
+}
 
 // featureFlagsIn reads the FeatureFlags of a manifest file (other kinds are
 // skipped).

@@ -140,13 +140,26 @@ func startFlagd(args ...string) *flagd {
 
 // resolve evaluates a flag over flagd's HTTP (Connect) API.
 func (f *flagd) resolve(kind, flagKey string, evalCtx map[string]any) func() (evaluation, error) {
+	return f.resolveWithHeaders(kind, flagKey, evalCtx, nil)
+}
+
+// resolveWithHeaders is resolve with HTTP headers on the request.
+func (f *flagd) resolveWithHeaders(kind, flagKey string, evalCtx map[string]any, headers map[string]string) func() (evaluation, error) {
 	return func() (evaluation, error) {
 		if evalCtx == nil {
 			evalCtx = map[string]any{}
 		}
 		body, _ := json.Marshal(map[string]any{"flagKey": flagKey, "context": evalCtx})
 		url := fmt.Sprintf("http://127.0.0.1:%d/flagd.evaluation.v1.Service/Resolve%s", f.port, kind)
-		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return evaluation{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for name, v := range headers {
+			req.Header.Set(name, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return evaluation{}, err
 		}

@@ -545,6 +545,30 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	return c
 }
 
+// ContextArgs reads back, from a flagd container's args as container
+// writes them, what that flagd adds to every evaluation's context: the
+// static context values (--context-value KEY=VALUE) and the headers it maps
+// into the context (--context-from-header HEADER=KEY). Both are nil when
+// there are none.
+func ContextArgs(args []string) (values, headers map[string]string) {
+	for i := 0; i+1 < len(args); i++ {
+		var into *map[string]string
+		switch args[i] {
+		case "--context-value":
+			into = &values
+		case "--context-from-header":
+			into = &headers
+		default:
+			continue
+		}
+		i++
+		if k, v, ok := strings.Cut(args[i], "="); ok {
+			setKey(into, k, v)
+		}
+	}
+	return values, headers
+}
+
 func httpProbe(path string, port int32, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTP}},

@@ -450,3 +450,28 @@ func TestDefaultSyncProvider(t *testing.T) {
 		})
 	}
 }
+
+// TestContextArgs: what ContextArgs reads back from a sidecar's args is the
+// merged contextValues and headerToContextMappings the sidecar was given:
+// a source's own, and those a FeatureFlagSourcePolicy sets over them.
+func TestContextArgs(t *testing.T) {
+	for _, c := range []struct {
+		golden, workload       string
+		wantValues, wantHeader map[string]string
+	}{
+		{"sidecar-settings", "web", map[string]string{"env": "prod", "region": "eu"}, map[string]string{"X-User-Id": "userId"}},
+		{"policy-merge", "web", map[string]string{"region": "eu-west-1", "tier": "gold"}, map[string]string{"x-user-tier": "tier"}},
+		{"several-sources", "web", map[string]string{"region": "us", "tier": "gold"}, nil},
+		{"selector", "storefront", nil, nil},
+	} {
+		t.Run(c.golden, func(t *testing.T) {
+			g := NewWithT(t)
+			v := loadView(t, c.golden)
+			inj := injection.Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", c.workload), injection.DefaultOptions())
+			g.Expect(inj.Sidecar).NotTo(BeNil())
+			values, headers := injection.ContextArgs(inj.Sidecar.Args)
+			g.Expect(values).To(Equal(c.wantValues))
+			g.Expect(headers).To(Equal(c.wantHeader))
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -13,10 +14,49 @@ import (
 )
 
 // Context is a named evaluation context: what a client sends flagd with
-// its Resolve calls.
+// its Resolve calls, and the HTTP headers it sends them with (which flagd
+// maps into the context where a source says so: headerToContextMappings).
 type Context struct {
-	Name    string         `json:"name"`
-	Context map[string]any `json:"context"`
+	Name    string            `json:"name"`
+	Context map[string]any    `json:"context"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Serving is what one flagd adds to every request's context, from its
+// command line: static context values (--context-value, a source's
+// contextValues) and the headers it maps into the context
+// (--context-from-header, a source's headerToContextMappings: header to
+// context key).
+type Serving struct {
+	ContextValues  map[string]string `json:"contextValues,omitempty"`
+	HeaderMappings map[string]string `json:"headerToContextMappings,omitempty"`
+}
+
+// Empty tells whether flagd adds nothing to the request's context.
+func (s Serving) Empty() bool { return len(s.ContextValues) == 0 && len(s.HeaderMappings) == 0 }
+
+// Merge is the context flagd evaluates c with: the request's context, over
+// it the static values, over those the mapped headers that c sends and
+// that are not empty (flagd's order, header names case-insensitive).
+func (s Serving) Merge(c Context) map[string]any {
+	if s.Empty() {
+		return c.Context
+	}
+	out := make(map[string]any, len(c.Context)+len(s.ContextValues)+len(s.HeaderMappings))
+	maps.Copy(out, c.Context)
+	for k, v := range s.ContextValues {
+		out[k] = v
+	}
+	headers := http.Header{}
+	for name, v := range c.Headers {
+		headers.Set(name, v)
+	}
+	for header, key := range s.HeaderMappings {
+		if v := headers.Get(header); v != "" {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 // ParseContexts reads a list of named evaluation contexts, YAML or JSON:
@@ -25,6 +65,8 @@ type Context struct {
 //     context: {region: eu, email: a@example.com, targetingKey: user-1}
 //
 // Names must be given and distinct; a context that is left out is empty.
+// A context may list the HTTP headers its requests carry (headers: {X-User:
+// a@example.com}), for the flagds that map headers into the context.
 func ParseContexts(data []byte) ([]Context, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("no evaluation contexts: give a list of {name, context}")
@@ -43,7 +85,7 @@ func ParseContexts(data []byte) ([]Context, error) {
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("context %d: want {name, context} with context an object: %w", i+1, err)
+			return nil, fmt.Errorf("context %d: want {name, context, headers} with context an object and headers a map of strings: %w", i+1, err)
 		}
 		switch {
 		case strings.TrimSpace(c.Name) == "":
@@ -92,10 +134,10 @@ type FlagChange struct {
 
 // Compare evaluates every flag of two versions of a flag set (flagd
 // documents; "" for none, as before a flag set is created) for each
-// context, and lists what changes. Each version answers a flag as a
-// client of its type asks it; a flag only one version has is asked as
-// that version's type of the other.
-func Compare(before, after string, contexts []Context) Changes {
+// context, as a flagd with serving serves them, and lists what changes.
+// Each version answers a flag as a client of its type asks it; a flag only
+// one version has is asked as that version's type of the other.
+func Compare(before, after string, contexts []Context, serving Serving) Changes {
 	out := Changes{Evaluator: "flagd " + FlagdVersion}
 	next, err := Load(after)
 	if err != nil {
@@ -126,9 +168,10 @@ func Compare(before, after string, contexts []Context) Changes {
 	}
 	for _, c := range contexts {
 		cc := ContextChanges{Name: c.Name}
+		evalCtx := serving.Merge(c)
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			b := cur.Resolve(k, typeIn(cur, next, k), c.Context)
-			a := next.Resolve(k, typeIn(next, cur, k), c.Context)
+			b := cur.Resolve(k, typeIn(cur, next, k), evalCtx)
+			a := next.Resolve(k, typeIn(next, cur, k), evalCtx)
 			if !a.Equal(b) {
 				cc.Changed = append(cc.Changed, FlagChange{Flag: k, Before: b, After: a})
 			}

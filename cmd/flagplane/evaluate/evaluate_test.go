@@ -265,3 +265,22 @@ func TestParseContexts(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(want))
 }
+
+// TestServingMerge: flagd's order, lowest first: the request's context, the
+// static values, the mapped headers the request sends (case-insensitive,
+// empty ones ignored).
+func TestServingMerge(t *testing.T) {
+	g := NewWithT(t)
+	s := evaluate.Serving{ContextValues: map[string]string{"region": "eu", "env": "prod"}, HeaderMappings: map[string]string{"X-Tier": "tier", "X-Email": "email"}}
+	c := evaluate.Context{Name: "c", Context: map[string]any{"region": "us", "tier": "bronze", "email": "a@example.com", "age": 3.0},
+		Headers: map[string]string{"x-tier": "gold", "X-Email": "", "X-Other": "o"}}
+	g.Expect(s.Merge(c)).To(Equal(map[string]any{"region": "eu", "env": "prod", "tier": "gold", "email": "a@example.com", "age": 3.0}))
+	g.Expect(c.Context).To(HaveKeyWithValue("region", "us"), "the request's context is left as it is")
+	g.Expect(evaluate.Serving{}.Merge(c)).To(Equal(c.Context))
+
+	contexts, err := evaluate.ParseContexts([]byte("- {name: a, context: {x: 1}, headers: {X-Tier: gold}}\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(contexts[0].Headers).To(Equal(map[string]string{"X-Tier": "gold"}))
+	_, err = evaluate.ParseContexts([]byte("- {name: a, headers: {X-Tier: [gold]}}\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("headers a map of strings")))
+}
