@@ -76,6 +76,10 @@ type Options struct {
 	// the edit that changed it. It is called from informer event handlers
 	// and must return at once.
 	FlagSetListener FlagSetListener
+	// SyncReportNamespace, when set, is the manager's own namespace, where
+	// every replica's sync server reports its streams: the status of flag
+	// sets counts them (see status.SyncReports).
+	SyncReportNamespace string
 }
 
 // FlagSetListener is told which flag sets an edit of the graph may have
@@ -134,6 +138,8 @@ type Controller struct {
 	workloadListeners []func([]topology.Key)
 	// failures are the generated objects whose last write failed, for status.
 	failures workflows.WriteFailures
+	// syncReports are the sync servers' reports of their streams, for status.
+	syncReports status.SyncReports
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
@@ -190,7 +196,8 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	events := mgr.GetEventRecorder("flagplane")
 	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures}
+	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures,
+		SyncReports: &c.syncReports}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
@@ -219,6 +226,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	if err := c.registerCallbacks(ctx, mgr); err != nil {
 		return nil, err
+	}
+	if opts.SyncReportNamespace != "" {
+		if err := c.setupSyncReports(ctx, mgr, opts.SyncReportNamespace); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
 		return nil, fmt.Errorf("adding the workflows to the manager: %w", err)

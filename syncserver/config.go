@@ -214,6 +214,13 @@ func (c Config) keySecret() (namespace, name string) {
 	if ns, n, ok := strings.Cut(c.NamespaceTokenKeySecret, "/"); ok {
 		return ns, n
 	}
+	return c.Namespace(), c.NamespaceTokenKeySecret
+}
+
+// Namespace is the manager's own namespace: SecretNamespace, else
+// $POD_NAMESPACE, else flagplane-system. It holds the replicas' sync
+// reports (Reporter).
+func (c Config) Namespace() string {
 	ns := c.SecretNamespace
 	if ns == "" {
 		ns = os.Getenv("POD_NAMESPACE")
@@ -221,7 +228,7 @@ func (c Config) keySecret() (namespace, name string) {
 	if ns == "" {
 		ns = "flagplane-system"
 	}
-	return ns, c.NamespaceTokenKeySecret
+	return ns
 }
 
 // AddToManager builds the server of c over topo and adds it to mgr, where it
@@ -285,6 +292,12 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 	}
 	if err := mgr.Add(srv); err != nil {
 		return nil, fmt.Errorf("adding the sync server to the manager: %w", err)
+	}
+	replica, uid := ReplicaIdentity()
+	reporter := &Reporter{Server: srv, Client: mgr.GetClient(), Namespace: c.Namespace(), Replica: replica, Owner: uid,
+		Log: mgr.GetLogger().WithName("syncreport")}
+	if err := mgr.Add(reporter); err != nil {
+		return nil, fmt.Errorf("adding the sync report to the manager: %w", err)
 	}
 	return srv, nil
 }

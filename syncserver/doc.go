@@ -62,6 +62,22 @@
 // controllers. Views are taken in order, so no subscriber is ever offered an
 // older state after a newer one.
 //
+// # Delivery status
+//
+// The hub remembers, for every stream, the revision (flagsets.Revision of
+// the content, as a FeatureFlag's status.revision) and the time of the
+// last state sent on it: sent, not acknowledged, as flagd's sync protocol
+// has no acknowledgement. Every replica serves streams while only the
+// leader writes status, so every replica's Reporter publishes, per flag set
+// and subscriber namespace, how many streams hold which revision since
+// when (status.SyncReport), as a ConfigMap of the manager's namespace
+// labelled status.SyncReportLabel and owned by the replica's Pod
+// ($POD_NAME, $POD_UID; the host name outside a Pod): at most once per
+// DefaultReportInterval and only when it changed, capped at
+// status.MaxSyncReportEntries, deleted when no stream is left and when the
+// replica stops. The leader folds the reports into the status (package
+// status, SyncReports).
+//
 // # Transport
 //
 // Keepalive pings from clients are permitted every KeepaliveMinTime (flagd's

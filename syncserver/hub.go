@@ -25,6 +25,9 @@ type update struct {
 	// sends a content once however often it is offered.
 	version uint64
 	content string
+	// revision is flagsets.Revision of content: what the status of the flag
+	// set calls it.
+	revision string
 	// encoded is the SyncFlagsResponse of content, encoded once.
 	encoded *encodedResponse
 	denied  bool
@@ -47,8 +50,10 @@ type subscriber struct {
 	// conn names the connection the stream runs on (the peer's address).
 	conn   string
 	latest atomic.Pointer[update]
-	ended  atomic.Int32  // why the stream must end; 0 while it lives
-	wake   chan struct{} // capacity 1: a pending wake-up covers every offer after it
+	// sent is the last state sent on the stream, and when; nil until one was.
+	sent  atomic.Pointer[sentState]
+	ended atomic.Int32  // why the stream must end; 0 while it lives
+	wake  chan struct{} // capacity 1: a pending wake-up covers every offer after it
 }
 
 // Why a stream ends.
@@ -61,6 +66,12 @@ const (
 	// streamExpired: the credential that opened it expired.
 	streamExpired
 )
+
+// sentState is a state sent on a stream, and when.
+type sentState struct {
+	revision string
+	at       time.Time
+}
 
 func (s *subscriber) offer(u *update) {
 	s.latest.Store(u)
@@ -112,11 +123,14 @@ type hub struct {
 	// renderings is used by the publishing goroutine only.
 	renderings map[topology.Key]rendering
 
-	version     atomic.Uint64
-	renders     atomic.Uint64
-	subscribers atomic.Int64
-	sent        atomic.Uint64
-	publishes   atomic.Uint64
+	version atomic.Uint64
+	renders atomic.Uint64
+	// reportChanged is set whenever a stream opens, closes or is sent a
+	// state: the report of the streams (report) may have changed.
+	reportChanged atomic.Bool
+	subscribers   atomic.Int64
+	sent          atomic.Uint64
+	publishes     atomic.Uint64
 }
 
 func newHub(topo Snapshotter, flagSets *flagsets.Validator) *hub {
@@ -174,6 +188,7 @@ func (h *hub) join(flagSet topology.Key, namespace, conn string) *subscriber {
 	h.joined = append(h.joined, sub)
 	h.mu.Unlock()
 	h.subscribers.Add(1)
+	h.reportChanged.Store(true)
 	h.signal()
 	return sub
 }
@@ -191,6 +206,14 @@ func (h *hub) leave(sub *subscriber) {
 	}
 	h.mu.Unlock()
 	h.subscribers.Add(-1)
+	h.reportChanged.Store(true)
+}
+
+// sentTo records that a state was sent on a stream.
+func (h *hub) sentTo(sub *subscriber, u *update) {
+	sub.sent.Store(&sentState{revision: u.revision, at: time.Now()})
+	h.sent.Add(1)
+	h.reportChanged.Store(true)
 }
 
 // run publishes until ctx ends: each round takes the flag sets changed and
@@ -263,7 +286,7 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 		encoded, err := encodeResponse(content)
 		if err == nil {
 			fresh = st.last != nil // a first state is no change pushed
-			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded}
+			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded, revision: flagsets.Revision(content)}
 		}
 	}
 	if at, ok := h.changedAt[flagSet]; ok && subs == nil {

@@ -422,7 +422,7 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 			return err
 		}
 		sent = u.version
-		s.hub.sent.Add(1)
+		s.hub.sentTo(sub, u)
 	}
 }
 

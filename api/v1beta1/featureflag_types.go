@@ -98,37 +98,78 @@ type FeatureFlagStatus struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// Revision is the content hash of the flag set as flagplane serves it:
-	// the content its generated ConfigMaps hold once they are up to date.
+	// the content its generated ConfigMaps hold, and the sync server sends,
+	// once they are up to date.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
-	// Delivered is "<up to date>/<all>" over the generated ConfigMaps of the
-	// flag set (the file provider's copies, in every consuming namespace):
-	// how many hold Revision. What flagd reads itself (the kubernetes
-	// provider) and what the sync server pushes are not counted here.
+	// Delivered is "<up to date>/<all>" over the consumers whose revision
+	// flagplane observes (Consumers): the generated ConfigMaps of the flag
+	// set (the file provider's copies, in every consuming namespace), and,
+	// per namespace, the streams of the built-in sync server (the
+	// flagd-proxy provider), up to date when every stream of the namespace
+	// was sent Revision. Not counted, because nothing tells flagplane which
+	// revision they hold: what flagd reads itself from the API server (the
+	// kubernetes provider, see Unobserved), and the delay with which the
+	// kubelet projects a ConfigMap into a pod's volume.
 	// +optional
 	Delivered string `json:"delivered,omitempty"`
 
-	// Consumers lists generated ConfigMaps of the flag set and the revision
-	// each holds, those behind first, at most 32.
+	// Consumers lists the consumers whose revision flagplane observes, and
+	// the revision each holds, those behind first, at most 32: every
+	// generated ConfigMap (kind ConfigMap), and the sync server's streams of
+	// each subscriber namespace (kind SyncSubscribers).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Consumers []ConsumerRevision `json:"consumers,omitempty"`
+
+	// Unobserved counts the consumers of the flag set whose revision
+	// flagplane cannot observe, so that Delivered is not read as covering
+	// them.
+	// +optional
+	Unobserved *UnobservedConsumers `json:"unobserved,omitempty"`
 }
 
 // ConsumerRevision is the revision of a flag set that one consumer holds.
 type ConsumerRevision struct {
-	// Kind of the consumer: ConfigMap.
+	// Kind of the consumer: ConfigMap (a generated ConfigMap), or
+	// SyncSubscribers (the sync server's streams of the flag set to the
+	// subscribers of one namespace, over every replica of flagplane).
 	Kind string `json:"kind"`
 	// Namespace of the consumer.
 	Namespace string `json:"namespace"`
-	// Name of the consumer.
+	// Name of the consumer: the ConfigMap's; for SyncSubscribers, the
+	// selector the subscribers stream (core.openfeature.dev/<namespace>/<name>).
 	Name string `json:"name"`
-	// Revision it holds ("" when it does not exist yet).
+	// Revision it holds ("" when it does not exist yet, or no content was
+	// sent yet). For SyncSubscribers: Revision when every stream was sent
+	// it, else the revision of the streams furthest behind.
 	Revision string `json:"revision,omitempty"`
-	// Since is when flagplane first saw it hold that revision.
+	// Since is when it got that revision (for SyncSubscribers, when the
+	// sync server sent it), or when flagplane first saw it hold it.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
+	// Streams is, for SyncSubscribers, the number of open streams.
+	// +optional
+	Streams int32 `json:"streams,omitempty"`
+	// Current is, for SyncSubscribers, how many of the streams were sent
+	// the flag set's Revision.
+	// +optional
+	Current int32 `json:"current,omitempty"`
+}
+
+// UnobservedConsumers are the consumers of a flag set whose revision
+// flagplane cannot observe.
+type UnobservedConsumers struct {
+	// Workloads is the number of workloads that read the flag set with the
+	// kubernetes provider.
+	// +optional
+	Workloads int32 `json:"workloads,omitempty"`
+	// Flagds is the number of Flagds that read it with the kubernetes provider.
+	// +optional
+	Flagds int32 `json:"flagds,omitempty"`
+	// Reason says why their revision is not known.
+	Reason string `json:"reason"`
 }
 
 // +kubebuilder:object:root=true

@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"context"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 var _ = Describe("the flagd-proxy provider", func() {
@@ -23,9 +29,14 @@ var _ = Describe("the flagd-proxy provider", func() {
 		addr := flagdAddr(pod)
 		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
 
+		By("the FeatureFlag's status counts the namespace's sync subscribers, which hold its revision")
+		first := syncDelivered(ctx, ff, "")
+
 		By("editing the FeatureFlag: pushed by the sync server")
 		setVariant(ctx, ff, "on")
 		Eventually(resolve(addr)).Should(Equal(evaluated("on")))
+		By("the status shows the sync subscribers holding the new revision")
+		Expect(syncDelivered(ctx, ff, first)).NotTo(Equal(first))
 
 		By("deleting the FeatureFlag: the sync server serves the flag set as empty")
 		Expect(k8s.Delete(ctx, ff)).To(Succeed())
@@ -33,3 +44,32 @@ var _ = Describe("the flagd-proxy provider", func() {
 		staysAsAdmitted(ctx, pod)
 	})
 })
+
+// syncDelivered waits until the status of ff, at a revision other than
+// before, counts the sync subscribers of its namespace (the workload's
+// flagd, streaming from this process's sync server, which reports to
+// itself as the leader) as one up-to-date consumer, and returns the revision.
+func syncDelivered(ctx context.Context, ff *v1beta1.FeatureFlag, before string) string {
+	GinkgoHelper()
+	var revision string
+	Eventually(func(g Gomega) {
+		got := &v1beta1.FeatureFlag{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+		st := got.Status
+		g.Expect(st.Revision).NotTo(BeEmpty())
+		g.Expect(st.Revision).NotTo(Equal(before))
+		g.Expect(st.Consumers).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+			"Kind":      Equal(status.KindSyncSubscribers),
+			"Namespace": Equal(ff.Namespace),
+			"Name":      Equal(syncserver.Selector(topology.FlagSetKey(ff.Namespace, ff.Name))),
+			"Revision":  Equal(st.Revision),
+			"Since":     Not(BeNil()),
+			"Streams":   BeEquivalentTo(1),
+			"Current":   BeEquivalentTo(1),
+		})))
+		g.Expect(st.Delivered).To(Equal("1/1"))
+		g.Expect(st.Unobserved).To(BeNil())
+		revision = st.Revision
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return revision
+}

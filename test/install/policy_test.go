@@ -25,6 +25,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/manifests"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // How the API server words a refusal by config/policy, and the message of
@@ -263,6 +264,10 @@ func describePolicy() {
 		Entry("label someone else's ConfigMap to take it over", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}},
 				`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"flagplane"}}}`)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("write a sync report in a namespace other than its own (a forged delivery status)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "flagplane-sync-report-x",
+				Labels: map[string]string{status.SyncReportLabel: "true"}}}, client.DryRunAll)
 		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
 		// RoleBindings
 		Entry("bind cluster-admin (a ClusterRole) with a RoleBinding", misuse(func(ctx context.Context, c client.Client, t *target) error {

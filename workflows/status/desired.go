@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,9 +40,20 @@ type Observed interface {
 	WriteFailure(kind, namespace, name string) string
 }
 
+// SyncObserved is what an Observed that knows of the sync server's streams
+// (CacheObserved) implements too; the status of a flag set counts them.
+type SyncObserved interface {
+	// SyncSubscribers is what the sync server's streams of a flag set hold,
+	// by subscriber namespace, over the reports of every replica (see
+	// SyncReports).
+	SyncSubscribers(flagSet topology.Key) []SyncSubscribers
+}
+
 // DesiredFlagSet is the status a FeatureFlag should have. obs gives
-// the generated ConfigMaps as the cache holds them, for the revision each
-// holds (Revision, Delivered, Consumers).
+// the generated ConfigMaps as the cache holds them and the sync server's
+// streams as its replicas report them, for the revision each holds
+// (Revision, Delivered, Consumers); what reads the flag set unobserved is
+// counted in Unobserved.
 func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	status := *ff.Status.DeepCopy()
@@ -50,6 +62,7 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Val
 	status.Sources = int32(len(v.SourcesOfFlagSet(key)))
 	status.Namespaces = v.ConsumerNamespaces(key)
 	status.Revision, status.Delivered, status.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
+	status.Unobserved = unobserved(v, key)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
 	if err := val.Validate(ff); err != nil {
@@ -323,9 +336,11 @@ func unresolvedMessages(refs []topology.FlagSetRef) ([]string, string) {
 // maxConsumers caps status.consumers (the CRD's MaxItems).
 const maxConsumers = 32
 
-// delivery computes a flag set's revision and, over its generated
-// ConfigMaps as the cache holds them, which hold it: "<up to date>/<all>"
-// and the consumers, those behind first. A consumer keeps its Since while it
+// delivery computes a flag set's revision and, over the consumers whose
+// revision flagplane observes, which hold it: "<up to date>/<all>" and the
+// consumers, those behind first. The consumers are its generated ConfigMaps
+// as the cache holds them, and the sync server's streams of each
+// subscriber namespace (syncConsumer). A consumer keeps its Since while it
 // holds the same revision.
 func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
 	content, err := flagsets.Render(ff)
@@ -354,7 +369,22 @@ func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1
 		if c.Revision == revision {
 			upToDate++
 		}
-		c.Since = sinceOf(prev, c)
+		c.Since = sinceOf(prev, c, time.Time{})
+		consumers = append(consumers, c)
+	}
+	var syncs []SyncSubscribers
+	if so, ok := obs.(SyncObserved); ok {
+		syncs = so.SyncSubscribers(key)
+	}
+	for _, subs := range syncs {
+		c, at, ok := syncConsumer(key, subs, revision)
+		if !ok {
+			continue
+		}
+		if c.Revision == revision {
+			upToDate++
+		}
+		c.Since = sinceOf(prev, c, at)
 		consumers = append(consumers, c)
 	}
 	if len(consumers) == 0 {
@@ -362,14 +392,84 @@ func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1
 	}
 	delivered := fmt.Sprintf("%d/%d", upToDate, len(consumers))
 	slices.SortStableFunc(consumers, func(a, b v1beta1.ConsumerRevision) int {
-		// Those behind first; then by namespace, as ConsumerNamespaces lists them.
+		// Those behind first; then ConfigMaps by namespace, as
+		// ConsumerNamespaces lists them, then sync subscribers by namespace.
 		return cmp.Compare(boolInt(a.Revision == revision), boolInt(b.Revision == revision))
 	})
 	return revision, delivered, consumers[:min(len(consumers), maxConsumers)]
 }
 
-// sinceOf keeps the Since of a consumer that held the same revision before.
-func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision) *metav1.Time {
+// syncConsumer is the consumer that stands for the sync server's streams of
+// a flag set to one namespace: up to date (Revision) when every stream was
+// sent revision; else it shows the streams furthest behind: those sent
+// nothing yet, else those whose revision was sent the longest ago. at is
+// when the streams shown got their revision (zero when unknown).
+func syncConsumer(flagSet topology.Key, subs SyncSubscribers, revision string) (c v1beta1.ConsumerRevision, at time.Time, ok bool) {
+	c = v1beta1.ConsumerRevision{Kind: KindSyncSubscribers, Namespace: subs.Namespace,
+		Name: topology.GroupOpenFeature + "/" + flagSet.Namespace + "/" + flagSet.Name}
+	var behind *HeldRevision
+	for i, h := range subs.Held {
+		c.Streams += h.Streams
+		if h.Revision == revision {
+			c.Current += h.Streams
+			continue
+		}
+		if behind == nil || h.Revision == "" || (behind.Revision != "" && h.Since.Before(behind.Since)) {
+			behind = &subs.Held[i]
+		}
+	}
+	if c.Streams == 0 {
+		return c, at, false
+	}
+	if behind == nil {
+		c.Revision = revision
+		for _, h := range subs.Held {
+			if h.Revision == revision {
+				at = h.Since
+			}
+		}
+		return c, at, true
+	}
+	c.Revision = behind.Revision
+	return c, behind.Since, true
+}
+
+// unobserved counts the workloads and Flagds that read a flag set with the
+// kubernetes provider: flagd watches the FeatureFlag itself, and nothing
+// tells flagplane which revision it holds.
+func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsumers {
+	workloads, flagds := map[topology.Key]struct{}{}, map[topology.Key]struct{}{}
+	for _, s := range v.SourcesOfFlagSet(flagSet) {
+		if !readsWith(v, s, flagSet, v1beta1.SyncProviderKubernetes) {
+			continue
+		}
+		for _, w := range v.WorkloadsOfSource(s) {
+			workloads[w] = struct{}{}
+		}
+		for _, f := range v.FlagdsOfSource(s) {
+			flagds[f] = struct{}{}
+		}
+	}
+	if len(workloads) == 0 && len(flagds) == 0 {
+		return nil
+	}
+	return &v1beta1.UnobservedConsumers{Workloads: int32(len(workloads)), Flagds: int32(len(flagds)),
+		Reason: "they read the FeatureFlag from the API server with the kubernetes provider: which revision their flagd holds is not reported to flagplane"}
+}
+
+// readsWith tells whether source delivers flagSet with provider.
+func readsWith(v *topology.View, source, flagSet topology.Key, provider v1beta1.SyncProviderType) bool {
+	for _, ref := range v.FlagSetRefs(source) {
+		if ref.FlagSet == flagSet && ref.State == topology.RefResolved && ref.Provider == string(provider) {
+			return true
+		}
+	}
+	return false
+}
+
+// sinceOf keeps the Since of a consumer that held the same revision before;
+// else it is at, when known, or now.
+func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision, at time.Time) *metav1.Time {
 	if c.Revision == "" {
 		return nil
 	}
@@ -377,6 +477,10 @@ func sinceOf(prev []v1beta1.ConsumerRevision, c v1beta1.ConsumerRevision) *metav
 		if before.Kind == c.Kind && before.Namespace == c.Namespace && before.Name == c.Name && before.Revision == c.Revision && before.Since != nil {
 			return before.Since
 		}
+	}
+	if !at.IsZero() {
+		t := metav1.NewTime(at)
+		return &t
 	}
 	now := metav1.Now()
 	return &now

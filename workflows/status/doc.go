@@ -9,7 +9,15 @@
 //
 //   - DesiredFlagSet: a FeatureFlag's Accepted and Consistent conditions
 //     (package flagsets decides), its counts, and the revision each of its
-//     generated ConfigMaps holds (Revision, Delivered, Consumers);
+//     observed consumers holds (Revision, Delivered, Consumers): its
+//     generated ConfigMaps, and, per subscriber namespace, the sync
+//     server's streams as every replica reports them (SyncReport, folded
+//     by SyncReports, read through SyncObserved; only reports of the
+//     manager's own namespace with SyncReportLabel are believed, see
+//     SyncReportLabel on whom that trusts). What it cannot observe is
+//     counted, not guessed: the workloads and Flagds that read the flag
+//     set with the kubernetes provider (Unobserved); the kubelet's
+//     projection of a ConfigMap into a pod is in no count;
 //   - DesiredSource: a FeatureFlagSource's Accepted (ValidateSource: what
 //     the CRD schema cannot check), ResolvedRefs, ReferrersPermitted and
 //     Programmed (every generated ConfigMap, Role and RoleBinding of its

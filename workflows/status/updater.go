@@ -31,6 +31,9 @@ type Updater struct {
 	Events events.EventRecorder
 	// Failures are the generated objects whose last write failed.
 	Failures *workflows.WriteFailures
+	// SyncReports are the sync server replicas' reports of their streams;
+	// nil knows of none.
+	SyncReports *SyncReports
 
 	mu sync.Mutex
 	// replaced holds, per object whose status this updater wrote, the
@@ -44,7 +47,7 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures})
+	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports})
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
@@ -61,7 +64,7 @@ func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topolo
 	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
 		return err
 	}
-	desired := DesiredSource(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures}, u.Settings)
+	desired := DesiredSource(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports}, u.Settings)
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}
@@ -150,6 +153,13 @@ type CacheObserved struct {
 	Reader client.Reader
 	// Failures are the writes that failed; nil knows of none.
 	Failures *workflows.WriteFailures
+	// Sync are the sync reports of the replicas; nil knows of none.
+	Sync *SyncReports
+}
+
+// SyncSubscribers implements Observed.
+func (o CacheObserved) SyncSubscribers(flagSet topology.Key) []SyncSubscribers {
+	return o.Sync.Of(flagSet)
 }
 
 // WriteFailure implements Observed.
@@ -157,7 +167,10 @@ func (o CacheObserved) WriteFailure(kind, namespace, name string) string {
 	return o.Failures.Of(workflows.ObjectRef{Kind: kind, Namespace: namespace, Name: name})
 }
 
-var _ Observed = CacheObserved{}
+var (
+	_ Observed     = CacheObserved{}
+	_ SyncObserved = CacheObserved{}
+)
 
 // ConfigMapData implements Observed.
 func (o CacheObserved) ConfigMapData(namespace, name string) (map[string]string, bool) {

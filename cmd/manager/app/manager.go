@@ -154,6 +154,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}
 		ctrlOpts.FlagSetListener = m.Sync
+		ctrlOpts.SyncReportNamespace = o.Sync.Namespace()
 	}
 	// --- end sync server ---
 	// The options the webhook injects with, which rollouts follow.

@@ -1,0 +1,234 @@
+package syncserver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/status"
+)
+
+// The ConfigMap of a replica's sync report lives in the manager's own
+// namespace, which the manager's ConfigMap rules already cover (the
+// ClusterRole's; in the namespace-scoped install, the Role of its own
+// namespace, which is always among the watched ones).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+
+// Defaults of the Reporter.
+const (
+	// DefaultReportInterval is the shortest time between two writes of a
+	// replica's report.
+	DefaultReportInterval = time.Second
+	// ReportFieldManager is the field manager of the report's writes.
+	ReportFieldManager = "flagplane-sync-report"
+	// reportNamePrefix starts the name of every report's ConfigMap.
+	reportNamePrefix = "flagplane-sync-report-"
+)
+
+// report is what the hub's streams were sent, by flag set and subscriber
+// namespace (see status.SyncReport), at most max entries.
+func (h *hub) report(replica string, max int) *status.SyncReport {
+	type entryKey struct {
+		flagSet   topology.Key
+		namespace string
+	}
+	held := map[entryKey]map[string]status.HeldRevision{}
+	h.mu.Lock()
+	for flagSet, set := range h.subs {
+		set.each(func(s *subscriber) {
+			k := entryKey{flagSet, s.namespace}
+			byRevision := held[k]
+			if byRevision == nil {
+				byRevision = map[string]status.HeldRevision{}
+				held[k] = byRevision
+			}
+			var rev string
+			var at time.Time
+			if sent := s.sent.Load(); sent != nil {
+				rev, at = sent.revision, sent.at
+			}
+			r := byRevision[rev]
+			r.Revision = rev
+			r.Streams++
+			if at.After(r.Since) {
+				r.Since = at
+			}
+			byRevision[rev] = r
+		})
+	}
+	h.mu.Unlock()
+	r := &status.SyncReport{Replica: replica, Entries: make([]status.SyncEntry, 0, len(held))}
+	for k, byRevision := range held {
+		e := status.SyncEntry{FlagSetNamespace: k.flagSet.Namespace, FlagSet: k.flagSet.Name, Namespace: k.namespace}
+		for _, rev := range slices.Sorted(maps.Keys(byRevision)) {
+			hr := byRevision[rev]
+			// The API server keeps times to the second: so does the report,
+			// so that a status is not rewritten for a fraction of a second.
+			hr.Since = hr.Since.Truncate(time.Second).UTC()
+			e.Held = append(e.Held, hr)
+		}
+		r.Entries = append(r.Entries, e)
+	}
+	slices.SortFunc(r.Entries, func(a, b status.SyncEntry) int {
+		return cmp.Or(cmp.Compare(a.FlagSetNamespace, b.FlagSetNamespace), cmp.Compare(a.FlagSet, b.FlagSet), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	r.Truncate(max)
+	return r
+}
+
+// Reporter publishes the report of its server's streams as a ConfigMap in
+// the manager's namespace, labelled status.SyncReportLabel, from which the
+// leader's status workflow reads what every replica's subscribers hold. It
+// runs on every replica, writes at most once per Interval and only when the
+// report changed, and deletes the report when it stops. With an Owner (the
+// replica's Pod), the garbage collector deletes the report of a replica
+// that died without doing so.
+type Reporter struct {
+	// Server is the server whose streams are reported.
+	Server *Server
+	// Client writes the report (server-side apply) and deletes it.
+	Client client.Client
+	// Namespace is the manager's own namespace.
+	Namespace string
+	// Replica names the replica: its Pod's name, else the host's.
+	Replica string
+	// Owner, when its UID is set, is the Pod of the replica.
+	Owner types.UID
+	// Interval is the shortest time between two writes (DefaultReportInterval).
+	Interval time.Duration
+	// MaxEntries caps the entries of a report (status.MaxSyncReportEntries).
+	MaxEntries int
+	Log        logr.Logger
+
+	// published is the data last written, nil when no report exists (empty
+	// when one may exist, from an earlier run).
+	published map[string]string
+	truncated int
+}
+
+// ReportName is the name of a replica's report ConfigMap.
+func ReportName(replica string) string {
+	name := reportNamePrefix + replica
+	if len(name) > 253 {
+		name = name[:253]
+	}
+	return name
+}
+
+// ReplicaIdentity is the name and Pod UID of this replica: $POD_NAME and
+// $POD_UID (the downward API), else the host name and no UID.
+func ReplicaIdentity() (string, types.UID) {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name, types.UID(os.Getenv("POD_UID"))
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host, ""
+}
+
+// NeedLeaderElection is false: every replica reports its own streams.
+func (r *Reporter) NeedLeaderElection() bool { return false }
+
+// Start publishes until ctx ends, then deletes the report.
+func (r *Reporter) Start(ctx context.Context) error {
+	interval := cmp.Or(r.Interval, DefaultReportInterval)
+	// A report of this replica's name may be left from an earlier run (a
+	// replica outside a Pod, named after its host): the first round replaces
+	// or deletes it.
+	r.published = map[string]string{}
+	r.Server.hub.reportChanged.Store(true)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.remove()
+			return nil
+		case <-tick.C:
+		}
+		if err := r.Publish(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Error(err, "publishing the sync report")
+		}
+	}
+}
+
+// Publish writes the report if it changed since the last write.
+func (r *Reporter) Publish(ctx context.Context) error {
+	h := r.Server.hub
+	if !h.reportChanged.Swap(false) {
+		return nil
+	}
+	rep := h.report(r.Replica, cmp.Or(r.MaxEntries, status.MaxSyncReportEntries))
+	if len(rep.Entries) == 0 && rep.Truncated == 0 {
+		// No streams: no report, rather than an empty one.
+		if r.published == nil {
+			return nil
+		}
+		if err := r.delete(ctx); err != nil {
+			h.reportChanged.Store(true)
+			return err
+		}
+		return nil
+	}
+	data, err := status.EncodeSyncReport(rep)
+	if err != nil {
+		return err
+	}
+	if maps.Equal(data, r.published) {
+		return nil
+	}
+	if rep.Truncated > 0 && rep.Truncated != r.truncated {
+		r.Log.Info("the sync report is truncated: the streams of some flag sets are not in their status",
+			"entries", len(rep.Entries), "left out", rep.Truncated)
+	}
+	ac := corev1ac.ConfigMap(ReportName(r.Replica), r.Namespace).
+		WithLabels(map[string]string{status.SyncReportLabel: "true"}).
+		WithData(data)
+	if r.Owner != "" {
+		ac.WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion("v1").WithKind("Pod").WithName(r.Replica).WithUID(r.Owner))
+	}
+	if err := r.Client.Apply(ctx, ac, client.FieldOwner(ReportFieldManager), client.ForceOwnership); err != nil {
+		h.reportChanged.Store(true) // try again at the next tick
+		return fmt.Errorf("applying ConfigMap %s/%s: %w", r.Namespace, ReportName(r.Replica), err)
+	}
+	r.published, r.truncated = data, rep.Truncated
+	return nil
+}
+
+func (r *Reporter) delete(ctx context.Context) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: ReportName(r.Replica)}}
+	if err := r.Client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ConfigMap %s/%s: %w", r.Namespace, cm.Name, err)
+	}
+	r.published, r.truncated = nil, 0
+	return nil
+}
+
+// remove deletes the report when the replica stops: its streams end with it.
+func (r *Reporter) remove() {
+	if r.published == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.delete(ctx); err != nil {
+		r.Log.Error(err, "deleting the sync report on the way out; the garbage collector removes it with the Pod")
+	}
+}

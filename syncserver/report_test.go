@@ -1,0 +1,144 @@
+package syncserver
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/status"
+)
+
+// sendAll does what the streams' goroutines do with their latest state.
+func sendAll(h *hub, subs ...*subscriber) {
+	for _, s := range subs {
+		if u := s.latest.Load(); u != nil && u != denied {
+			h.sentTo(s, u)
+		}
+	}
+}
+
+// The report counts, per flag set and subscriber namespace, the streams by
+// the revision they were sent (flagsets.Revision of the content, as the
+// status calls it): a stream behind, and one sent nothing yet, are told apart.
+func TestHubReport(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	h := newHub(w.topo, nil)
+	checkout := topology.FlagSetKey("shop", "checkout")
+	ff := w.flagSet("shop", "checkout", "off")
+	w.source("web", "src", "shop/checkout")
+	w.grant("shop", "g", []string{"web"}, nil)
+	offContent, err := flagsets.Render(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	off := flagsets.Revision(offContent)
+
+	a, b := h.join(checkout, "shop", "c1"), h.join(checkout, "shop", "c2")
+	web := h.join(checkout, "web", "c3")
+	h.round()
+	sendAll(h, a, b, web)
+	g.Expect(h.reportChanged.Load()).To(BeTrue())
+
+	on := withDefault(ff, "on")
+	w.setFlagSet(on)
+	onContent, err := flagsets.Render(on)
+	g.Expect(err).NotTo(HaveOccurred())
+	h.changed([]topology.Key{checkout})
+	h.round()
+	sendAll(h, a) // b and web are behind
+	late := h.join(checkout, "web", "c4")
+
+	r := h.report("flagplane-0", 10)
+	g.Expect(r.Replica).To(Equal("flagplane-0"))
+	g.Expect(r.Entries).To(HaveLen(2))
+	g.Expect(r.Entries[0]).To(And(HaveField("FlagSetNamespace", "shop"), HaveField("FlagSet", "checkout"), HaveField("Namespace", "shop")))
+	g.Expect(revisions(r.Entries[0].Held)).To(Equal(map[string]int32{off: 1, flagsets.Revision(onContent): 1}))
+	g.Expect(r.Entries[1].Namespace).To(Equal("web"))
+	g.Expect(revisions(r.Entries[1].Held)).To(Equal(map[string]int32{off: 1, "": 1}), "the late stream was sent nothing yet")
+	for _, e := range r.Entries {
+		for _, held := range e.Held {
+			g.Expect(held.Since.Nanosecond()).To(BeZero(), "to the second, as the API server keeps times")
+		}
+	}
+
+	r = h.report("flagplane-0", 1)
+	g.Expect(r.Entries).To(HaveLen(1))
+	g.Expect(r.Truncated).To(Equal(1))
+
+	h.leave(a)
+	h.leave(b)
+	h.leave(web)
+	h.leave(late)
+	g.Expect(h.report("flagplane-0", 10).Entries).To(BeEmpty())
+}
+
+func revisions(held []status.HeldRevision) map[string]int32 {
+	out := map[string]int32{}
+	for _, h := range held {
+		out[h.Revision] = h.Streams
+	}
+	return out
+}
+
+// The reporter writes the report as a labelled ConfigMap of the manager's
+// namespace owned by its Pod, only when it changed, and deletes it when no
+// stream is left (or the replica stops).
+func TestReporterPublishes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	w := newWorld(t)
+	srv, err := New(w.topo, Options{Authenticator: Chain{}})
+	g.Expect(err).NotTo(HaveOccurred())
+	h := srv.hub
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	r := &Reporter{Server: srv, Client: countingApplies{Client: c, n: &writes}, Namespace: "flagplane-system", Replica: "flagplane-abc", Owner: "uid-1"}
+
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	g.Expect(writes).To(BeZero(), "no stream, no report")
+
+	checkout := topology.FlagSetKey("shop", "checkout")
+	w.flagSet("shop", "checkout", "off")
+	sub := h.join(checkout, "shop", "")
+	h.round()
+	sendAll(h, sub)
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	g.Expect(writes).To(Equal(1))
+	cm := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "flagplane-system", Name: "flagplane-sync-report-flagplane-abc"}, cm)).To(Succeed())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(status.SyncReportLabel, "true"))
+	g.Expect(cm.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "Pod"), HaveField("Name", "flagplane-abc"), HaveField("UID", BeEquivalentTo("uid-1")))))
+	rep, err := status.DecodeSyncReport(cm.Data)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rep.Entries).To(HaveLen(1))
+
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	h.reportChanged.Store(true) // something happened, and the report is the same
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	g.Expect(writes).To(Equal(1), "written only when it changed")
+
+	h.leave(sub)
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	err = c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no stream left: no report (%v)", err)
+}
+
+type countingApplies struct {
+	client.Client
+	n *int
+}
+
+func (c countingApplies) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	*c.n++
+	return c.Client.Apply(ctx, obj, opts...)
+}

@@ -1,0 +1,141 @@
+package status
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
+)
+
+// syncOnly observes no generated object, and the sync reports it holds.
+type syncOnly struct{ reports *SyncReports }
+
+func (syncOnly) ConfigMapData(string, string) (map[string]string, bool) { return nil, false }
+func (syncOnly) Role(string, string) *rbacv1.Role                       { return nil }
+func (syncOnly) RoleBinding(string, string) *rbacv1.RoleBinding         { return nil }
+func (syncOnly) WriteFailure(string, string, string) string             { return "" }
+func (o syncOnly) SyncSubscribers(k topology.Key) []SyncSubscribers     { return o.reports.Of(k) }
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func entry(ns string, held ...HeldRevision) SyncEntry {
+	return SyncEntry{FlagSetNamespace: "shop", FlagSet: "checkout", Namespace: ns, Held: held}
+}
+
+// Two replicas' reports of one namespace add up by revision; the Since of a
+// revision is when the last stream that holds it was sent it.
+func TestFoldSyncEntries(t *testing.T) {
+	g := NewWithT(t)
+	got := FoldSyncEntries([]SyncEntry{
+		entry("web", HeldRevision{Revision: "a", Streams: 2, Since: t0}),
+		entry("api", HeldRevision{Revision: "a", Streams: 1, Since: t0}),
+		entry("web", HeldRevision{Revision: "a", Streams: 1, Since: t0.Add(time.Minute)}, HeldRevision{Streams: 1}),
+		entry("empty", HeldRevision{Revision: "a", Streams: 0, Since: t0}),
+	})
+	g.Expect(got).To(Equal([]SyncSubscribers{
+		{Namespace: "api", Held: []HeldRevision{{Revision: "a", Streams: 1, Since: t0}}},
+		{Namespace: "web", Held: []HeldRevision{{Streams: 1}, {Revision: "a", Streams: 3, Since: t0.Add(time.Minute)}}},
+	}))
+	g.Expect(got[1].Streams()).To(BeEquivalentTo(4))
+}
+
+// The store tells which flag sets a report changes, folds every replica's
+// report, and forgets a replica whose report went away.
+func TestSyncReportsAcrossReplicas(t *testing.T) {
+	g := NewWithT(t)
+	checkout, pricing := topology.FlagSetKey("shop", "checkout"), topology.FlagSetKey("shop", "pricing")
+	var s SyncReports
+	g.Expect(s.Set("replica-a", &SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: "a", Streams: 1, Since: t0})}})).
+		To(Equal([]topology.Key{checkout}))
+	changed := s.Set("replica-b", &SyncReport{Entries: []SyncEntry{
+		entry("web", HeldRevision{Revision: "a", Streams: 2, Since: t0}),
+		{FlagSetNamespace: "shop", FlagSet: "pricing", Namespace: "web", Held: []HeldRevision{{Revision: "p", Streams: 1, Since: t0}}},
+	}})
+	g.Expect(changed).To(Equal([]topology.Key{checkout, pricing}))
+	g.Expect(s.Of(checkout)).To(Equal([]SyncSubscribers{{Namespace: "web", Held: []HeldRevision{{Revision: "a", Streams: 3, Since: t0}}}}))
+
+	g.Expect(s.Set("replica-b", nil)).To(Equal([]topology.Key{checkout, pricing}), "its flag sets are recomputed when a report goes away")
+	g.Expect(s.Of(checkout)).To(Equal([]SyncSubscribers{{Namespace: "web", Held: []HeldRevision{{Revision: "a", Streams: 1, Since: t0}}}}))
+	g.Expect(s.Of(pricing)).To(BeEmpty())
+	var none *SyncReports
+	g.Expect(none.Of(checkout)).To(BeEmpty())
+}
+
+func TestSyncReportCodec(t *testing.T) {
+	g := NewWithT(t)
+	r := &SyncReport{Replica: "flagplane-0", Entries: []SyncEntry{entry("web", HeldRevision{Revision: "a", Streams: 1, Since: t0}), entry("api")}}
+	r.Truncate(1)
+	g.Expect(r.Truncated).To(Equal(1))
+	data, err := EncodeSyncReport(r)
+	g.Expect(err).NotTo(HaveOccurred())
+	back, err := DecodeSyncReport(data)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back).To(Equal(r))
+
+	lie, _ := json.Marshal(&SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: "a", Streams: -5})}})
+	_, err = DecodeSyncReport(map[string]string{SyncReportKey: string(lie)})
+	g.Expect(err).To(HaveOccurred())
+	_, err = DecodeSyncReport(map[string]string{})
+	g.Expect(err).To(HaveOccurred())
+}
+
+// The sync subscribers of each namespace are a consumer of the flag set: up
+// to date when every stream, on every replica, was sent its revision; else
+// showing the streams furthest behind. Since stays while the revision held
+// does.
+func TestSyncSubscribersInStatus(t *testing.T) {
+	g := NewWithT(t)
+	topo := topology.New()
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout", Generation: 1}}
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
+		"f": {State: v1beta1.FlagStateEnabled, Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "off"},
+	}
+	if _, err := topo.UpsertFlagSet(ff); err != nil {
+		t.Fatal(err)
+	}
+	content, err := flagsets.Render(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	rev := flagsets.Revision(content)
+	val := flagsets.NewValidator(false)
+	reports := &SyncReports{}
+	obs := syncOnly{reports}
+	const name = "core.openfeature.dev/shop/checkout"
+
+	reports.Set("replica-a", &SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: rev, Streams: 2, Since: t0})}})
+	reports.Set("replica-b", &SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: rev, Streams: 1, Since: t0.Add(time.Second)})}})
+	st := DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	g.Expect(st.Revision).To(Equal(rev))
+	g.Expect(st.Delivered).To(Equal("1/1"))
+	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name,
+		Revision: rev, Since: &metav1.Time{Time: t0.Add(time.Second)}, Streams: 3, Current: 3}}))
+	g.Expect(st.Unobserved).To(BeNil())
+
+	// A stream behind on one replica, another not sent anything yet in another namespace.
+	reports.Set("replica-b", &SyncReport{Entries: []SyncEntry{
+		entry("web", HeldRevision{Revision: "0ld", Streams: 1, Since: t0.Add(-time.Hour)}),
+		entry("api", HeldRevision{Streams: 1}),
+	}})
+	ff.Status = st
+	st = DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	g.Expect(st.Delivered).To(Equal("0/2"))
+	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{
+		{Kind: KindSyncSubscribers, Namespace: "api", Name: name, Streams: 1},
+		{Kind: KindSyncSubscribers, Namespace: "web", Name: name, Revision: "0ld", Since: &metav1.Time{Time: t0.Add(-time.Hour)}, Streams: 3, Current: 2},
+	}))
+
+	// The replica's report goes away, its streams with it; Since is kept while the revision held stays.
+	reports.Set("replica-b", nil)
+	before := metav1.NewTime(t0.Add(-time.Minute))
+	ff.Status.Consumers = []v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name, Revision: rev, Since: &before}}
+	st = DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	g.Expect(st.Delivered).To(Equal("1/1"))
+	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name,
+		Revision: rev, Since: &before, Streams: 2, Current: 2}}))
+}
