@@ -158,6 +158,19 @@ func (v *View) FlagSetRefs(s Key) []FlagSetRef {
 	return slices.Clone(n.payload.source.refs)
 }
 
+// DeliversWith tells whether source delivers flagSet (a Resolved entry of
+// its) with provider: how the blast radius finds the sync server's
+// subscribers and status the readers it cannot observe.
+func (v *View) DeliversWith(source, flagSet Key, provider string) bool {
+	n, ok := v.state.g.node(source)
+	if !ok || n.payload.source == nil {
+		return false
+	}
+	return slices.ContainsFunc(n.payload.source.refs, func(r FlagSetRef) bool {
+		return r.FlagSet == flagSet && r.State == RefResolved && r.Provider == provider
+	})
+}
+
 // UnresolvedRefs lists the FlagSetRefs of a source that are not Resolved, in spec order.
 func (v *View) UnresolvedRefs(s Key) []FlagSetRef {
 	var out []FlagSetRef

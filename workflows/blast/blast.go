@@ -45,24 +45,13 @@ func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag) (*FlagSet, error) {
 		ws, fs := after.WorkloadsOfSource(s), after.FlagdsOfSource(s)
 		addAll(workloads, ws)
 		addAll(flagds, fs)
-		if readsThroughSyncServer(after, s, key) {
+		if after.DeliversWith(s, key, string(v1beta1.SyncProviderFlagdProxy)) {
 			addAll(sync, ws)
 			addAll(sync, fs)
 		}
 	}
 	r.Workloads, r.Flagds, r.SyncSubscribers = sorted(workloads), sorted(flagds), sorted(sync)
 	return r, nil
-}
-
-// readsThroughSyncServer tells whether source delivers flagSet with the
-// flagd-proxy provider (from flagplane's sync server).
-func readsThroughSyncServer(v *topology.View, source, flagSet topology.Key) bool {
-	for _, ref := range v.FlagSetRefs(source) {
-		if ref.FlagSet == flagSet && ref.State == topology.RefResolved && ref.Provider == string(v1beta1.SyncProviderFlagdProxy) {
-			return true
-		}
-	}
-	return false
 }
 
 // Summary is the one-line warning of the FeatureFlag webhook.

@@ -440,7 +440,7 @@ func syncConsumer(flagSet topology.Key, subs SyncSubscribers, revision string) (
 func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsumers {
 	workloads, flagds := map[topology.Key]struct{}{}, map[topology.Key]struct{}{}
 	for _, s := range v.SourcesOfFlagSet(flagSet) {
-		if !readsWith(v, s, flagSet, v1beta1.SyncProviderKubernetes) {
+		if !v.DeliversWith(s, flagSet, string(v1beta1.SyncProviderKubernetes)) {
 			continue
 		}
 		for _, w := range v.WorkloadsOfSource(s) {
@@ -455,16 +455,6 @@ func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsu
 	}
 	return &v1beta1.UnobservedConsumers{Workloads: int32(len(workloads)), Flagds: int32(len(flagds)),
 		Reason: "they read the FeatureFlag from the API server with the kubernetes provider: which revision their flagd holds is not reported to flagplane"}
-}
-
-// readsWith tells whether source delivers flagSet with provider.
-func readsWith(v *topology.View, source, flagSet topology.Key, provider v1beta1.SyncProviderType) bool {
-	for _, ref := range v.FlagSetRefs(source) {
-		if ref.FlagSet == flagSet && ref.State == topology.RefResolved && ref.Provider == string(provider) {
-			return true
-		}
-	}
-	return false
 }
 
 // sinceOf keeps the Since of a consumer that held the same revision before;

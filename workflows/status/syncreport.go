@@ -70,6 +70,13 @@ type HeldRevision struct {
 	Since time.Time `json:"since,omitzero"`
 }
 
+func (e SyncEntry) equal(o SyncEntry) bool {
+	return e.FlagSetNamespace == o.FlagSetNamespace && e.FlagSet == o.FlagSet && e.Namespace == o.Namespace &&
+		slices.EqualFunc(e.Held, o.Held, func(a, b HeldRevision) bool {
+			return a.Revision == b.Revision && a.Streams == b.Streams && a.Since.Equal(b.Since)
+		})
+}
+
 // Key is the flag set of the entry.
 func (e SyncEntry) Key() topology.Key { return topology.FlagSetKey(e.FlagSetNamespace, e.FlagSet) }
 
@@ -162,12 +169,19 @@ func (s *SyncReports) Set(name string, r *SyncReport) []topology.Key {
 		s.byReport[name] = next
 	}
 	s.mu.Unlock()
+	// Only the flag sets whose entries changed: a replica rewrites its
+	// report for any stream's change, and the status of the others would
+	// come out the same.
 	changed := map[topology.Key]struct{}{}
-	for k := range prev {
-		changed[k] = struct{}{}
+	for k, entries := range prev {
+		if !slices.EqualFunc(entries, next[k], SyncEntry.equal) {
+			changed[k] = struct{}{}
+		}
 	}
-	for k := range next {
-		changed[k] = struct{}{}
+	for k, entries := range next {
+		if !slices.EqualFunc(entries, prev[k], SyncEntry.equal) {
+			changed[k] = struct{}{}
+		}
 	}
 	out := make([]topology.Key, 0, len(changed))
 	for k := range changed {

@@ -61,6 +61,16 @@ func TestSyncReportsAcrossReplicas(t *testing.T) {
 	g.Expect(changed).To(Equal([]topology.Key{checkout, pricing}))
 	g.Expect(s.Of(checkout)).To(Equal([]SyncSubscribers{{Namespace: "web", Held: []HeldRevision{{Revision: "a", Streams: 3, Since: t0}}}}))
 
+	// A report rewritten for one flag set's streams recomputes that one only.
+	g.Expect(s.Set("replica-b", &SyncReport{Entries: []SyncEntry{
+		entry("web", HeldRevision{Revision: "a", Streams: 2, Since: t0}),
+		{FlagSetNamespace: "shop", FlagSet: "pricing", Namespace: "web", Held: []HeldRevision{{Revision: "p2", Streams: 1, Since: t0.Add(time.Second)}}},
+	}})).To(Equal([]topology.Key{pricing}))
+	g.Expect(s.Set("replica-b", &SyncReport{Entries: []SyncEntry{
+		entry("web", HeldRevision{Revision: "a", Streams: 2, Since: t0}),
+		{FlagSetNamespace: "shop", FlagSet: "pricing", Namespace: "web", Held: []HeldRevision{{Revision: "p2", Streams: 1, Since: t0.Add(time.Second)}}},
+	}})).To(BeEmpty(), "the same report again changes nothing")
+
 	g.Expect(s.Set("replica-b", nil)).To(Equal([]topology.Key{checkout, pricing}), "its flag sets are recomputed when a report goes away")
 	g.Expect(s.Of(checkout)).To(Equal([]SyncSubscribers{{Namespace: "web", Held: []HeldRevision{{Revision: "a", Streams: 1, Since: t0}}}}))
 	g.Expect(s.Of(pricing)).To(BeEmpty())
