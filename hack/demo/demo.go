@@ -68,6 +68,8 @@ type demo struct {
 	flagdAddr string
 	// editedAt is when the demo edited the flag.
 	editedAt time.Time
+	// revisionBefore is the flag set's revision before the edit.
+	revisionBefore string
 }
 
 type timing struct {
@@ -150,10 +152,16 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.previewAnswers(ctx); err != nil {
 		return err
 	}
+	if err := d.addStreamingWorkload(ctx); err != nil {
+		return err
+	}
 	if err := d.editFlag(ctx); err != nil {
 		return err
 	}
 	if err := d.flagdFollowsEdit(ctx); err != nil {
+		return err
+	}
+	if err := d.showDelivery(ctx); err != nil {
 		return err
 	}
 	if err := d.showPolicy(ctx); err != nil {
