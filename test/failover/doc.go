@@ -14,4 +14,10 @@
 // edits times the namespaces that use each flag set, plus one per injected
 // fault. What was injected and what happened is reported in the spec's
 // output (and quoted in docs/benchmarks.md).
+//
+// A second spec runs two replicas without faults, each with its sync
+// server: with streams open on both, the FeatureFlag's status (written by
+// whichever leads) counts every replica's streams from their sync reports,
+// and forgets a replica's when they end; and a replica is ready only once
+// its sync server listens.
 package failover

@@ -56,6 +56,9 @@ type Options struct {
 	// metrics (plain HTTP) on loopback ports, and JSON logs with
 	// RFC 3339 times.
 	Args []string
+	// Env is added to this process's environment (KEY=value), e.g.
+	// POD_NAME, which names a replica as the downward API would.
+	Env []string
 }
 
 // Process is a running manager.
@@ -101,7 +104,7 @@ func Start(o Options) (*Process, error) {
 		"--zap-encoder=json", "--zap-time-encoding=rfc3339nano",
 	}, o.Args...)
 	p.cmd = exec.Command(o.Binary, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+o.Kubeconfig)
+	p.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+o.Kubeconfig), o.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	// Killed when the thread that started it dies: this goroutine keeps its
 	// thread for the child's whole life (see test/controlplane).

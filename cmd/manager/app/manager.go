@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -245,6 +246,11 @@ func (m *Manager) Start(ctx context.Context) error {
 // keeps its graph built, which is what serving admission needs and what
 // taking over quickly needs: it is ready then.
 func (m *Manager) readyCheck(req *http.Request) error {
+	// A replica whose sync server does not listen yet is not ready: its
+	// Service would send subscribers to a closed port.
+	if m.Sync != nil && m.Sync.Addr() == nil {
+		return errSyncNotListening
+	}
 	if !m.Options.LeaderElection {
 		return m.Controller.ReadyCheck(req)
 	}
@@ -253,6 +259,8 @@ func (m *Manager) readyCheck(req *http.Request) error {
 	}
 	return nil
 }
+
+var errSyncNotListening = errors.New("the sync server does not listen yet")
 
 // unregister removes flagplane's metrics from the registry, so that a
 // process can run managers one after the other (tests, the demo).
