@@ -14,10 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apitypes "k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -389,6 +391,24 @@ func describePolicy() {
 			return c.Create(ctx, i, client.DryRunAll)
 		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
 	)
+
+	It("admits the manager's sync report in its own namespace only, and only labelled", func(ctx SpecContext) {
+		// As syncserver.Reporter writes it: server-side apply, labelled.
+		report := func(ns string, labelled bool) *corev1ac.ConfigMapApplyConfiguration {
+			ac := corev1ac.ConfigMap(syncserver.ReportName("flagplane-manager-0"), ns).WithData(map[string]string{"report": "{}"})
+			if labelled {
+				ac.WithLabels(map[string]string{status.SyncReportLabel: "true"})
+			}
+			return ac
+		}
+		apply := func(c client.Client, ac *corev1ac.ConfigMapApplyConfiguration) error {
+			return c.Apply(ctx, ac, client.FieldOwner(syncserver.ReportFieldManager), client.ForceOwnership, client.DryRunAll)
+		}
+		Expect(apply(asManager, report(systemNS, true))).To(Succeed(), "its own namespace, labelled")
+		Expect(apply(asManager, report(systemNS, false))).To(refusedByPolicy(policyOnlyGenerated), "unlabelled")
+		Expect(apply(asManager, report(t.ns, true))).To(refusedByPolicy(policyOnlyGenerated), "another namespace")
+		Expect(apply(lookAlike, report(systemNS, true))).To(refusedByPolicy(policyOnlyGenerated), "a look-alike, in the installed manager's namespace")
+	})
 
 	It("leaves what it refused unchanged", func(ctx SpecContext) {
 		// Every row above was a dry run; this checks that none was applied
