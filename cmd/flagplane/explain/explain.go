@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,6 +51,60 @@ type Report struct {
 
 	// A FeatureFlag's, a source's or an in-process configuration's.
 	Reaches *Reach `json:"reaches,omitempty"`
+	// Delivered is a FeatureFlag's delivery status, as the operator last
+	// wrote it: absent offline (manifests have no status).
+	Delivered *Delivered `json:"delivered,omitempty"`
+}
+
+// Delivered is whether a flag set's last edit has arrived, from its status.
+type Delivered struct {
+	Revision string `json:"revision"`
+	// Count is status.delivered: "<up to date>/<all>" observed consumers.
+	Count string `json:"count,omitempty"`
+	// Consumers are the observed consumers, those behind first, each with
+	// the revision it holds and since when.
+	Consumers []string `json:"consumers,omitempty"`
+	// Unobserved says which consumers are not counted, and why.
+	Unobserved string `json:"unobserved,omitempty"`
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// deliveredOf reads a FeatureFlag's delivery status; nil before the
+// operator wrote one.
+func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
+	st := ff.Status
+	if st.Revision == "" {
+		return nil
+	}
+	d := &Delivered{Revision: st.Revision, Count: st.Delivered}
+	for _, c := range st.Consumers {
+		line := c.Kind + " " + c.Namespace + "/" + c.Name + ": "
+		switch {
+		case c.Revision == "":
+			line += "holds nothing yet"
+		case c.Revision == st.Revision:
+			line += "holds " + c.Revision
+		default:
+			line += "behind, holds " + c.Revision
+		}
+		if c.Since != nil {
+			line += " since " + c.Since.UTC().Format(time.RFC3339)
+		}
+		if c.Kind == "SyncSubscribers" {
+			line += fmt.Sprintf(" (%d of %d streams current)", c.Current, c.Streams)
+		}
+		d.Consumers = append(d.Consumers, line)
+	}
+	if u := st.Unobserved; u != nil {
+		d.Unobserved = fmt.Sprintf("%s and %s not counted: %s", count(int(u.Workloads), "workload"), count(int(u.Flagds), "Flagd"), u.Reason)
+	}
+	return d
 }
 
 // AppliedSource is a source that applies to a workload and why.
@@ -193,10 +248,12 @@ func Explain(v *topology.View, kind, namespace, name string, opts injection.Opti
 		}
 		explainWorkload(v, k, opts, r)
 	case topology.KindFlagSet:
-		if _, ok := v.FlagSet(k); !ok {
+		ff, ok := v.FlagSet(k)
+		if !ok {
 			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = flagSetReach(v, k)
+		r.Delivered = deliveredOf(ff)
 	case topology.KindSource:
 		if _, ok := v.Source(k); !ok {
 			return nil, notFound(v, k, r.Object)

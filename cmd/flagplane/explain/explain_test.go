@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	. "github.com/onsi/gomega"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/flagplane/explain"
 	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/topology"
@@ -155,4 +159,35 @@ func TestKinds(t *testing.T) {
 		topology.FlagSetKey("pay", "payments"), topology.FlagSetKey("platform", "checkout"), topology.FlagSetKey("shop", "checkout"),
 	}))
 	g.Expect(explain.Objects(v, topology.KindStatefulSet)).To(BeEmpty())
+}
+
+// TestFlagSetDelivered: read from a cluster, a FeatureFlag carries the
+// delivery status the operator wrote; explain says it. Offline there is
+// none, and explain says nothing of it.
+func TestFlagSetDelivered(t *testing.T) {
+	g := NewWithT(t)
+	v := view(t)
+	r, err := explain.Explain(v, "ff", "shop", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Delivered).To(BeNil(), "manifests have no status")
+
+	ff, _ := v.FlagSet(topology.FlagSetKey("shop", "checkout"))
+	ff = ff.DeepCopy()
+	since := metav1.NewTime(time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC))
+	ff.Status = v1beta1.FeatureFlagStatus{Revision: "bbb", Delivered: "1/2", Consumers: []v1beta1.ConsumerRevision{
+		{Kind: "SyncSubscribers", Namespace: "shop", Name: "core.openfeature.dev/shop/checkout", Revision: "aaa", Since: &since, Streams: 3, Current: 1},
+		{Kind: "ConfigMap", Namespace: "shop", Name: "flagd.shop.checkout", Revision: "bbb", Since: &since},
+	}, Unobserved: &v1beta1.UnobservedConsumers{Workloads: 1, Reason: "they read it themselves"}}
+	withStatus, err := v.WithFlagSet(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err = explain.Explain(withStatus, "ff", "shop", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	var out bytes.Buffer
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(HaveSuffix(`  revision bbb, delivered 1/2 (status)
+  consumers:
+    - SyncSubscribers shop/core.openfeature.dev/shop/checkout: behind, holds aaa since 2026-11-23T04:00:00Z (1 of 3 streams current)
+    - ConfigMap shop/flagd.shop.checkout: holds bbb since 2026-11-23T04:00:00Z
+  1 workload and 0 Flagds not counted: they read it themselves
+`))
 }

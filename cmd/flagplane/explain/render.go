@@ -92,5 +92,16 @@ func text(r *Report) string {
 	list("generated ConfigMaps", rc.ConfigMaps)
 	list("referrers denied (no ReferenceGrant permits them)", rc.Denied)
 	list("references that do not resolve", rc.Unresolved)
+	if d := r.Delivered; d != nil {
+		b.WriteString("  revision " + d.Revision)
+		if d.Count != "" {
+			b.WriteString(", delivered " + d.Count)
+		}
+		b.WriteString(" (status)\n")
+		list("consumers", d.Consumers)
+		if d.Unobserved != "" {
+			b.WriteString("  " + d.Unobserved + "\n")
+		}
+	}
 	return b.String()
 }
