@@ -294,7 +294,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 		return nil, fmt.Errorf("adding the sync server to the manager: %w", err)
 	}
 	replica, uid := ReplicaIdentity()
-	reporter := &Reporter{Server: srv, Client: mgr.GetClient(), Namespace: c.Namespace(), Replica: replica, Owner: uid,
+	reporter := &Reporter{Server: srv, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: c.Namespace(), Replica: replica, Owner: uid,
 		Log: mgr.GetLogger().WithName("syncreport")}
 	if err := mgr.Add(reporter); err != nil {
 		return nil, fmt.Errorf("adding the sync report to the manager: %w", err)

@@ -73,9 +73,10 @@
 // when (status.SyncReport), as a ConfigMap of the manager's namespace
 // labelled status.SyncReportLabel and owned by the replica's Pod
 // ($POD_NAME, $POD_UID; the host name outside a Pod): at most once per
-// DefaultReportInterval and only when it changed, capped at
-// status.MaxSyncReportEntries, deleted when no stream is left and when the
-// replica stops. The leader folds the reports into the status (package
+// DefaultReportInterval and only when it changed, split over several
+// ConfigMaps (shards) of status.MaxSyncReportEntries entries each, up to
+// MaxReportShards, deleted when no stream is left and when the replica
+// stops. The leader folds the reports into the status (package
 // status, SyncReports).
 //
 // # Transport

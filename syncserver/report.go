@@ -3,10 +3,12 @@ package syncserver
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,6 +39,13 @@ const (
 	ReportFieldManager = "flagplane-sync-report"
 	// reportNamePrefix starts the name of every report's ConfigMap.
 	reportNamePrefix = "flagplane-sync-report-"
+	// MaxReportShards caps the ConfigMaps of one replica's report: each
+	// holds up to MaxEntries entries (status.MaxSyncReportEntries), and
+	// entries past them all are counted as left out.
+	MaxReportShards = 50
+	// shardSuffix separates a report's name from the number of a shard
+	// past the first.
+	shardSuffix = ".part-"
 )
 
 // report is what the hub's streams were sent, by flag set and subscriber
@@ -90,18 +99,24 @@ func (h *hub) report(replica string, max int) *status.SyncReport {
 	return r
 }
 
-// Reporter publishes the report of its server's streams as a ConfigMap in
+// Reporter publishes the report of its server's streams as ConfigMaps in
 // the manager's namespace, labelled status.SyncReportLabel, from which the
-// leader's status workflow reads what every replica's subscribers hold. It
-// runs on every replica, writes at most once per Interval and only when the
-// report changed, and deletes the report when it stops. With an Owner (the
-// replica's Pod), the garbage collector deletes the report of a replica
-// that died without doing so.
+// leader's status workflow reads what every replica's subscribers hold. A
+// report of more than MaxEntries entries is split over several ConfigMaps
+// (shards, ReportShardName), so that nothing is left out below
+// MaxReportShards of them. It runs on every replica, writes at most once per
+// Interval and only the shards that changed, and deletes its ConfigMaps when
+// it stops. With an Owner (the replica's Pod), the garbage collector deletes
+// the report of a replica that died without doing so.
 type Reporter struct {
 	// Server is the server whose streams are reported.
 	Server *Server
 	// Client writes the report (server-side apply) and deletes it.
 	Client client.Client
+	// Reader, when set, lists the ConfigMaps of the replica's report left
+	// by an earlier run (the API server itself: the manager's cache holds
+	// no report), which the first write replaces or deletes.
+	Reader client.Reader
 	// Namespace is the manager's own namespace.
 	Namespace string
 	// Replica names the replica: its Pod's name, else the host's.
@@ -110,23 +125,41 @@ type Reporter struct {
 	Owner types.UID
 	// Interval is the shortest time between two writes (DefaultReportInterval).
 	Interval time.Duration
-	// MaxEntries caps the entries of a report (status.MaxSyncReportEntries).
+	// MaxEntries caps the entries of one shard (status.MaxSyncReportEntries).
 	MaxEntries int
 	Log        logr.Logger
 
-	// published is the data last written, nil when no report exists (empty
-	// when one may exist, from an earlier run).
-	published map[string]string
+	// published is the data last written to each shard; an empty map for
+	// a shard that may exist with unknown data (from an earlier run).
+	published []map[string]string
 	truncated int
 }
 
-// ReportName is the name of a replica's report ConfigMap.
-func ReportName(replica string) string {
-	name := reportNamePrefix + replica
-	if len(name) > 253 {
-		name = name[:253]
+// ReportName is the name of a replica's report ConfigMap (its first shard).
+func ReportName(replica string) string { return ReportShardName(replica, 0) }
+
+// ReportShardName is the name of shard i of a replica's report: ReportName,
+// with ".part-<i>" past the first.
+func ReportShardName(replica string, i int) string {
+	suffix := ""
+	if i > 0 {
+		suffix = shardSuffix + strconv.Itoa(i)
 	}
-	return name
+	name := reportNamePrefix + replica
+	if len(name)+len(suffix) > 253 {
+		name = name[:253-len(suffix)]
+	}
+	return name + suffix
+}
+
+// shardOf tells whether name is one of replica's report shards, and which.
+func shardOf(replica, name string) (int, bool) {
+	for i := range MaxReportShards {
+		if ReportShardName(replica, i) == name {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // ReplicaIdentity is the name and Pod UID of this replica: $POD_NAME and
@@ -148,10 +181,13 @@ func (r *Reporter) NeedLeaderElection() bool { return false }
 // Start publishes until ctx ends, then deletes the report.
 func (r *Reporter) Start(ctx context.Context) error {
 	interval := cmp.Or(r.Interval, DefaultReportInterval)
-	// A report of this replica's name may be left from an earlier run (a
-	// replica outside a Pod, named after its host): the first round replaces
-	// or deletes it.
-	r.published = map[string]string{}
+	// Shards of this replica's name may be left from an earlier run (a
+	// replica outside a Pod, named after its host): the first round
+	// replaces or deletes them.
+	r.published = []map[string]string{{}}
+	if err := r.adoptLeftovers(ctx); err != nil {
+		r.Log.Error(err, "listing the sync report's ConfigMaps left by an earlier run; only its first is replaced")
+	}
 	r.Server.hub.reportChanged.Store(true)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -168,36 +204,82 @@ func (r *Reporter) Start(ctx context.Context) error {
 	}
 }
 
-// Publish writes the report if it changed since the last write.
+// adoptLeftovers marks the shards of this replica's report that exist as
+// published with unknown data.
+func (r *Reporter) adoptLeftovers(ctx context.Context) error {
+	if r.Reader == nil {
+		return nil
+	}
+	var list corev1.ConfigMapList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{status.SyncReportLabel: "true"}); err != nil {
+		return err
+	}
+	for _, cm := range list.Items {
+		if i, ok := shardOf(r.Replica, cm.Name); ok {
+			for len(r.published) <= i {
+				r.published = append(r.published, nil)
+			}
+			r.published[i] = map[string]string{}
+		}
+	}
+	return nil
+}
+
+// Publish writes the shards of the report that changed since the last
+// write, and deletes those it no longer needs.
 func (r *Reporter) Publish(ctx context.Context) error {
 	h := r.Server.hub
 	if !h.reportChanged.Swap(false) {
 		return nil
 	}
-	rep := h.report(r.Replica, cmp.Or(r.MaxEntries, status.MaxSyncReportEntries))
-	if len(rep.Entries) == 0 && rep.Truncated == 0 {
-		// No streams: no report, rather than an empty one.
-		if r.published == nil {
-			return nil
-		}
-		if err := r.delete(ctx); err != nil {
-			h.reportChanged.Store(true)
-			return err
-		}
-		return nil
-	}
-	data, err := status.EncodeSyncReport(rep)
-	if err != nil {
-		return err
-	}
-	if maps.Equal(data, r.published) {
-		return nil
-	}
+	perShard := cmp.Or(r.MaxEntries, status.MaxSyncReportEntries)
+	rep := h.report(r.Replica, perShard*MaxReportShards)
 	if rep.Truncated > 0 && rep.Truncated != r.truncated {
 		r.Log.Info("the sync report is truncated: the streams of some flag sets are not in their status",
-			"entries", len(rep.Entries), "left out", rep.Truncated)
+			"entries", len(rep.Entries), "left out", rep.Truncated, "shards", MaxReportShards)
 	}
-	ac := corev1ac.ConfigMap(ReportName(r.Replica), r.Namespace).
+	r.truncated = rep.Truncated
+	var errs []error
+	shards := rep.Shards(perShard)
+	for i, shard := range shards {
+		data, err := status.EncodeSyncReport(shard)
+		if err != nil {
+			return err
+		}
+		if i < len(r.published) && r.published[i] != nil && maps.Equal(data, r.published[i]) {
+			continue
+		}
+		if err := r.apply(ctx, i, data); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for len(r.published) <= i {
+			r.published = append(r.published, nil)
+		}
+		r.published[i] = data
+	}
+	// No streams: no report, rather than an empty one; fewer entries: fewer shards.
+	for i := len(r.published) - 1; i >= len(shards); i-- {
+		if r.published[i] == nil {
+			r.published = r.published[:i]
+			continue
+		}
+		if err := r.delete(ctx, i); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		r.published = r.published[:i]
+	}
+	if len(errs) > 0 {
+		h.reportChanged.Store(true) // try again at the next tick
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+func (r *Reporter) apply(ctx context.Context, shard int, data map[string]string) error {
+	name := ReportShardName(r.Replica, shard)
+	ac := corev1ac.ConfigMap(name, r.Namespace).
 		WithLabels(map[string]string{status.SyncReportLabel: "true"}).
 		WithData(data)
 	if r.Owner != "" {
@@ -205,30 +287,30 @@ func (r *Reporter) Publish(ctx context.Context) error {
 			WithAPIVersion("v1").WithKind("Pod").WithName(r.Replica).WithUID(r.Owner))
 	}
 	if err := r.Client.Apply(ctx, ac, client.FieldOwner(ReportFieldManager), client.ForceOwnership); err != nil {
-		h.reportChanged.Store(true) // try again at the next tick
-		return fmt.Errorf("applying ConfigMap %s/%s: %w", r.Namespace, ReportName(r.Replica), err)
+		return fmt.Errorf("applying ConfigMap %s/%s: %w", r.Namespace, name, err)
 	}
-	r.published, r.truncated = data, rep.Truncated
 	return nil
 }
 
-func (r *Reporter) delete(ctx context.Context) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: ReportName(r.Replica)}}
+func (r *Reporter) delete(ctx context.Context, shard int) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: ReportShardName(r.Replica, shard)}}
 	if err := r.Client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ConfigMap %s/%s: %w", r.Namespace, cm.Name, err)
 	}
-	r.published, r.truncated = nil, 0
 	return nil
 }
 
 // remove deletes the report when the replica stops: its streams end with it.
 func (r *Reporter) remove() {
-	if r.published == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.delete(ctx); err != nil {
-		r.Log.Error(err, "deleting the sync report on the way out; the garbage collector removes it with the Pod")
+	for i := len(r.published) - 1; i >= 0; i-- {
+		if r.published[i] == nil {
+			continue
+		}
+		if err := r.delete(ctx, i); err != nil {
+			r.Log.Error(err, "deleting the sync report on the way out; the garbage collector removes it with the Pod")
+		}
 	}
+	r.published = nil
 }

@@ -2,11 +2,13 @@ package syncserver
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,4 +143,85 @@ type countingApplies struct {
 func (c countingApplies) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	*c.n++
 	return c.Client.Apply(ctx, obj, opts...)
+}
+
+// A report of more entries than a ConfigMap holds is split over shards:
+// each written when it changes, the ones no longer needed deleted, and
+// those an earlier run left (found through Reader) replaced or deleted.
+func TestReporterShards(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	w := newWorld(t)
+	srv, err := New(w.topo, Options{Authenticator: Chain{}})
+	g.Expect(err).NotTo(HaveOccurred())
+	h := srv.hub
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	leftover := func(i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "flagplane-system", Name: ReportShardName("flagplane-abc", i),
+			Labels: map[string]string{status.SyncReportLabel: "true"}}, Data: map[string]string{status.SyncReportKey: `{"replica":"old"}`}}
+	}
+	other := leftover(0)
+	other.Name = ReportName("flagplane-abcd") // another replica's: left alone
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(leftover(0), leftover(3), other).Build()
+	writes := 0
+	r := &Reporter{Server: srv, Client: countingApplies{Client: c, n: &writes}, Reader: c, Namespace: "flagplane-system", Replica: "flagplane-abc", MaxEntries: 1}
+	r.published = []map[string]string{{}}
+	g.Expect(r.adoptLeftovers(ctx)).To(Succeed())
+
+	checkout := topology.FlagSetKey("shop", "checkout")
+	w.flagSet("shop", "checkout", "off")
+	w.source("web", "src", "shop/checkout")
+	w.grant("shop", "g", []string{"web"}, nil)
+	inShop, inWeb := h.join(checkout, "shop", ""), h.join(checkout, "web", "")
+	h.round()
+	sendAll(h, inShop, inWeb)
+	h.reportChanged.Store(true)
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	names := func() []string {
+		var list corev1.ConfigMapList
+		g.Expect(c.List(ctx, &list, client.InNamespace("flagplane-system"))).To(Succeed())
+		var out []string
+		for _, cm := range list.Items {
+			out = append(out, cm.Name)
+		}
+		return out
+	}
+	g.Expect(names()).To(ConsistOf(ReportShardName("flagplane-abc", 0), ReportShardName("flagplane-abc", 1), other.Name),
+		"two entries, one per shard; the earlier run's fourth shard deleted")
+	g.Expect(ReportShardName("flagplane-abc", 1)).To(Equal("flagplane-sync-report-flagplane-abc.part-1"))
+	namespaces := map[string]bool{}
+	for i := range 2 {
+		cm := &corev1.ConfigMap{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "flagplane-system", Name: ReportShardName("flagplane-abc", i)}, cm)).To(Succeed())
+		rep, err := status.DecodeSyncReport(cm.Data)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rep.Entries).To(HaveLen(1))
+		namespaces[rep.Entries[0].Namespace] = true
+	}
+	g.Expect(namespaces).To(Equal(map[string]bool{"shop": true, "web": true}))
+	g.Expect(writes).To(Equal(2))
+
+	// One stream leaves: one shard is enough, the other is deleted.
+	h.leave(inWeb)
+	g.Expect(r.Publish(ctx)).To(Succeed())
+	g.Expect(names()).To(ConsistOf(ReportShardName("flagplane-abc", 0), other.Name))
+	g.Expect(writes).To(Equal(2), "the first shard did not change")
+
+	r.remove()
+	g.Expect(names()).To(ConsistOf(other.Name))
+}
+
+func TestShardNames(t *testing.T) {
+	g := NewWithT(t)
+	long := strings.Repeat("a", 260)
+	for i := range MaxReportShards {
+		name := ReportShardName(long, i)
+		g.Expect(len(name)).To(BeNumerically("<=", 253))
+		got, ok := shardOf(long, name)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(got).To(Equal(i))
+	}
+	_, ok := shardOf("flagplane-abc", ReportName("flagplane-abcd"))
+	g.Expect(ok).To(BeFalse())
 }

@@ -30,9 +30,11 @@ const (
 	// KindSyncSubscribers is the kind of the consumers that stand for the
 	// sync server's streams of a flag set to one namespace.
 	KindSyncSubscribers = "SyncSubscribers"
-	// MaxSyncReportEntries caps the entries of one report (about 200 bytes
-	// each): the rest are counted in Truncated, and their streams are not
-	// in the status.
+	// MaxSyncReportEntries caps the entries of one report's ConfigMap
+	// (about 200 bytes each): a replica with more splits its report over
+	// several (syncserver.MaxReportShards of them at most; past those, the
+	// rest are counted in Truncated, and their streams are not in the
+	// status).
 	MaxSyncReportEntries = 2000
 )
 
@@ -79,6 +81,22 @@ func (e SyncEntry) equal(o SyncEntry) bool {
 
 // Key is the flag set of the entry.
 func (e SyncEntry) Key() topology.Key { return topology.FlagSetKey(e.FlagSetNamespace, e.FlagSet) }
+
+// Shards splits the report into reports of at most max entries each, in
+// order; the last one carries Truncated. A report without entries is none.
+func (r *SyncReport) Shards(max int) []*SyncReport {
+	var out []*SyncReport
+	for start := 0; start < len(r.Entries); start += max {
+		out = append(out, &SyncReport{Replica: r.Replica, Entries: r.Entries[start:min(start+max, len(r.Entries))]})
+	}
+	if r.Truncated > 0 {
+		if len(out) == 0 {
+			out = append(out, &SyncReport{Replica: r.Replica})
+		}
+		out[len(out)-1].Truncated = r.Truncated
+	}
+	return out
+}
 
 // Truncate keeps at most max entries, counting the rest in Truncated.
 func (r *SyncReport) Truncate(max int) {
