@@ -42,6 +42,16 @@ type servedEvaluations struct {
 	// Consumers are the workloads and Flagds whose flagd serves it so;
 	// none when nothing consumes the flag set yet.
 	Consumers []topology.Key `json:"consumers,omitempty"`
+	// ServedBefore and ServedAfter are the other FeatureFlags their flagd
+	// serves, before and after this one in its --sources: a key that one
+	// of ServedAfter holds is answered from it (Shadowed), and this flag
+	// set's keys hide ServedBefore's.
+	ServedBefore []topology.Key `json:"servedBefore,omitempty"`
+	ServedAfter  []topology.Key `json:"servedAfter,omitempty"`
+	// Unseen are the other sources of their flagd that are no FeatureFlag
+	// (a URI: http, grpc, a file of the pod's own): flagplane cannot tell
+	// which keys they hold.
+	Unseen []string `json:"unseenSources,omitempty"`
 	evaluate.Changes
 }
 
@@ -79,9 +89,10 @@ and sem_ver included. CONTEXTS_FILE is YAML or JSON, a list of:
 A context is what a client sends; the flagd that answers adds to it what
 it is started with: a source's contextValues (--context-value), which
 override the request's, and headerToContextMappings
-(--context-from-header), whose headers override both. The consumers of
-each flag set are grouped by what their flagd adds, and each context is
-evaluated once per group.`,
+(--context-from-header), whose headers override both. A flagd that serves
+several flag sets answers a key from the last of its sources that holds
+it. The consumers of each flag set are grouped by what their flagd adds
+and serves besides, and each context is evaluated once per group.`,
 		Example: `  flagplane diff -f checkout.yaml
   flagplane diff -f web-source.yaml -n shop -o yaml
   flagplane diff -f change.yaml --from-dir ./manifests
@@ -280,44 +291,81 @@ func evaluations(v, after *topology.View, ff *v1beta1.FeatureFlag, r *blast.Flag
 	if err != nil {
 		return nil, err
 	}
-	groups := servings(after, r, opts)
+	groups := servings(after, topology.FlagSetKey(ff.Namespace, ff.Name), r, opts)
 	out := make([]servedEvaluations, 0, len(groups))
 	for _, g := range groups {
-		g.Changes = evaluate.Compare(before, next, contexts, g.Serving)
+		stack := evaluate.Stack{Lower: renderAll(after, g.ServedBefore), Upper: renderAll(after, g.ServedAfter)}
+		g.Changes = evaluate.CompareStack(stack, before, next, contexts, g.Serving)
 		out = append(out, g)
 	}
 	return out, nil
 }
 
-// servings groups the consumers of a flag set by what their flagd adds to
-// every request's context, read from the flagd container each gets (its
-// --context-value and --context-from-header args), in the order the
-// groups' first consumers come. With no consumer, the flag set is
-// evaluated as a flagd that adds nothing serves it.
-func servings(v *topology.View, r *blast.FlagSet, opts injection.Options) []servedEvaluations {
+// renderAll renders flag sets as flagplane serves them; one that does not
+// render (flagplane serves it to nobody) is left out.
+func renderAll(v *topology.View, keys []topology.Key) []string {
+	var out []string
+	for _, k := range keys {
+		if ff, ok := v.FlagSet(k); ok {
+			if doc, err := flagsets.Render(ff); err == nil {
+				out = append(out, doc)
+			}
+		}
+	}
+	return out
+}
+
+// servings groups the consumers of flagSet by how their flagd serves it:
+// what it adds to every request's context, read from the flagd container
+// each gets (its --context-value and --context-from-header args), and what
+// else it serves, before and after the flag set in its --sources. Groups
+// come in the order of their first consumers. With no consumer, the flag
+// set is evaluated as a flagd that serves it alone and adds nothing.
+func servings(v *topology.View, flagSet topology.Key, r *blast.FlagSet, opts injection.Options) []servedEvaluations {
 	var out []servedEvaluations
 	index := map[string]int{}
-	add := func(k topology.Key, args []string) {
-		var s evaluate.Serving
-		s.ContextValues, s.HeaderMappings = injection.ContextArgs(args)
-		id, _ := json.Marshal(s) // maps marshal with sorted keys: equal servings, equal ids
+	add := func(k topology.Key, args []string, served []injection.ServedEntry) {
+		last := -1
+		for i, e := range served {
+			if e.FlagSet == flagSet {
+				last = i
+			}
+		}
+		if last < 0 {
+			return // its flagd does not serve the flag set (the entry was left out)
+		}
+		g := servedEvaluations{}
+		g.Serving.ContextValues, g.Serving.HeaderMappings = injection.ContextArgs(args)
+		for i, e := range served {
+			switch {
+			case e.FlagSet == flagSet:
+			case e.FlagSet == (topology.Key{}):
+				g.Unseen = append(g.Unseen, e.Provider+" "+e.URI)
+			case i < last:
+				g.ServedBefore = append(g.ServedBefore, e.FlagSet)
+			default:
+				g.ServedAfter = append(g.ServedAfter, e.FlagSet)
+			}
+		}
+		// JSON marshals maps with sorted keys: equal groups, equal ids.
+		id, _ := json.Marshal([]any{g.Serving, g.ServedBefore, g.ServedAfter, g.Unseen})
 		i, ok := index[string(id)]
 		if !ok {
 			i = len(out)
 			index[string(id)] = i
-			out = append(out, servedEvaluations{Serving: s})
+			out = append(out, g)
 		}
 		out[i].Consumers = append(out[i].Consumers, k)
 	}
 	for _, w := range r.Workloads {
 		if inj := injection.Desired(v, w, opts); inj.Sidecar != nil {
-			add(w, inj.Sidecar.Args)
+			add(w, inj.Sidecar.Args, inj.Served)
 		}
 	}
 	for _, f := range r.Flagds {
 		if src, state, ok := v.FlagdSource(f); ok && state == topology.RefResolved {
-			if c := injection.ContainerOfSource(v, f, src, opts).Container; c != nil {
-				add(f, c.Args)
+			if sc := injection.ContainerOfSource(v, f, src, opts); sc.Container != nil {
+				add(f, sc.Container.Args, sc.Served)
 			}
 		}
 	}
@@ -374,12 +422,21 @@ func evaluationsText(b *strings.Builder, groups []servedEvaluations) {
 	}
 	// The answers are told once per way of serving, but for one flagd
 	// that adds nothing to the context, as before any source sets context.
-	titled := len(groups) > 1 || !groups[0].Serving.Empty()
+	first := groups[0]
+	titled := len(groups) > 1 || !first.Serving.Empty() || len(first.ServedBefore)+len(first.ServedAfter)+len(first.Unseen) > 0
 	for _, g := range groups {
 		indent := "    "
 		if titled {
 			fmt.Fprintf(b, "  as %s serve it%s:\n", consumersText(g.Consumers), servingText(g.Serving))
 			indent = "      "
+		}
+		if len(g.Shadowed) > 0 {
+			fmt.Fprintf(b, "%sanswered from a later source of the same flagd (%s), not from this flag set: %s\n",
+				indent, keysText(g.ServedAfter), strings.Join(g.Shadowed, ", "))
+		}
+		if len(g.Unseen) > 0 {
+			fmt.Fprintf(b, "%salso serves sources flagplane cannot see into, whose keys may hide or be hidden by these: %s\n",
+				indent, strings.Join(g.Unseen, ", "))
 		}
 		for _, c := range g.Contexts {
 			if len(c.Changed) == 0 {
@@ -410,6 +467,15 @@ func consumersText(keys []topology.Key) string {
 	}
 	if len(keys) > shown {
 		names = append(names, fmt.Sprintf("%d more", len(keys)-shown))
+	}
+	return strings.Join(names, ", ")
+}
+
+// keysText names keys as "Kind namespace/name", comma-separated.
+func keysText(keys []topology.Key) string {
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		names = append(names, string(k.Kind)+" "+k.Namespace+"/"+k.Name)
 	}
 	return strings.Join(names, ", ")
 }

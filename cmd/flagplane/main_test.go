@@ -347,6 +347,55 @@ spec:
 `))
 	})
 
+	t.Run("a flagd that serves another flag set after this one", func(t *testing.T) {
+		g := NewWithT(t)
+		graph := t.TempDir()
+		g.Expect(os.WriteFile(filepath.Join(graph, "all.yaml"), []byte(`apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: checkout, namespace: shop}
+spec: {flagSpec: {flags: {new-checkout: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"},
+  fast-pay: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}}}}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: pinned, namespace: shop}
+spec: {flagSpec: {flags: {new-checkout: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}}}}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: web}
+spec:
+  sources: [{source: checkout}, {source: pinned}, {source: "https://flags.example.com/extra.json", provider: http}]
+  targetRefs: [{group: apps, kind: Deployment, name: web}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: app}]}
+`), 0o600)).To(Succeed())
+		edited := write("both-on.yaml", `apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: checkout, namespace: shop}
+spec: {flagSpec: {flags: {new-checkout: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "on"},
+  fast-pay: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "on"}}}}
+`)
+		var stdout, stderr bytes.Buffer
+		g.Expect(run(context.Background(), []string{"diff", "--from-dir", graph, "-f", edited, "--contexts", contexts}, &stdout, &stderr)).To(Succeed())
+		g.Expect(stdout.String()).To(HaveSuffix(`  evaluated with flagd v0.16.0's evaluator: 2 flags in 2 contexts
+  as Deployment shop/web serve it, adding nothing to the context:
+      answered from a later source of the same flagd (FeatureFlag shop/pinned), not from this flag set: new-checkout
+      also serves sources flagplane cannot see into, whose keys may hide or be hidden by these: http https://flags.example.com/extra.json
+      gold: 1 flag changes
+        - fast-pay: off (false, STATIC) -> on (true, STATIC)
+      anyone: 1 flag changes
+        - fast-pay: off (false, STATIC) -> on (true, STATIC)
+`))
+	})
+
 	for _, tt := range []struct {
 		name, contexts, wantErr string
 		usage                   bool

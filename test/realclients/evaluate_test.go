@@ -173,6 +173,76 @@ var _ = Describe("flagplane diff's evaluator, for a flagd that adds to the conte
 	})
 })
 
+// One flagd serving several flag sets answers a key that several hold from
+// the last of its --sources. flagplane diff models that (evaluate.Stack):
+// this holds it to the real flagd, started with three file sources.
+var _ = Describe("flagplane diff's evaluator, for a flagd that serves several flag sets", func() {
+	It("answers from the last source that holds a key, as flagd v0.16.0 does", func() {
+		edited := featureFlagsIn("../../cmd/flagplane/testdata/diff-evaluate.yaml")[0]
+		doc, err := flagsets.Render(edited)
+		Expect(err).NotTo(HaveOccurred())
+		fs, err := evaluate.Load(doc)
+		Expect(err).NotTo(HaveOccurred())
+		keys := fs.Keys()
+		Expect(len(keys)).To(BeNumerically(">=", 2))
+		static := func(key, variant string) string {
+			return `"` + key + `": {"state": "ENABLED", "variants": {"on": true, "off": false, "red": "#FF0000"}, "defaultVariant": "` + variant + `"}`
+		}
+		// The source before holds the flag set's first key and one of its
+		// own; the source after holds its last key, as another type.
+		lower := `{"flags": {` + static(keys[0], "off") + "," + static("lower-only", "on") + `}}`
+		upper := `{"flags": {` + static(keys[len(keys)-1], "red") + `}}`
+
+		dir := GinkgoT().TempDir()
+		var sources []map[string]string
+		for i, d := range []string{lower, doc, upper} {
+			path := filepath.Join(dir, fmt.Sprintf("source-%d.json", i))
+			Expect(os.WriteFile(path, []byte(d), 0o644)).To(Succeed())
+			sources = append(sources, map[string]string{"uri": path, "provider": "file"})
+		}
+		sourcesJSON, err := json.Marshal(sources)
+		Expect(err).NotTo(HaveOccurred())
+		f := startFlagd("--sources", string(sourcesJSON))
+		Eventually(f.resolve("Boolean", "lower-only", nil)).Should(HaveField("Variant", "on"), "flagd never loaded its sources")
+
+		contexts := evaluationContexts()
+		changes := evaluate.CompareStack(evaluate.Stack{Lower: []string{lower}, Upper: []string{upper}}, "", doc, contexts, evaluate.Serving{})
+		Expect(changes.Shadowed).To(Equal([]string{keys[len(keys)-1]}))
+		upperSet, err := evaluate.Load(upper)
+		Expect(err).NotTo(HaveOccurred())
+		compared := 0
+		for _, c := range contexts {
+			var changed []evaluate.FlagChange
+			for _, cc := range changes.Contexts {
+				if cc.Name == c.Name {
+					changed = cc.Changed
+				}
+			}
+			for _, key := range keys {
+				typ, _ := fs.TypeOf(key)
+				want := fs.Resolve(key, typ, c.Context) // as the flag set answers, when it is the one that answers
+				if key == keys[len(keys)-1] {
+					typ, _ = upperSet.TypeOf(key)
+					want = upperSet.Resolve(key, typ, c.Context)
+				} else {
+					// Before the flag set existed, the source before answered
+					// its first key: that change is listed with the answer now.
+					for _, ch := range changed {
+						if ch.Flag == key {
+							want = ch.After
+						}
+					}
+				}
+				got, err := f.resolve(apiKind[typ], key, c.Context)()
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(asServed(want)), "flag %s, context %s", key, c.Name)
+				compared++
+			}
+		}
+		By(fmt.Sprintf("%d answers compared", compared))
+	})
+})
+
 // apiKind names flagd's Resolve call of each type.
 var apiKind = map[evaluate.Type]string{evaluate.Boolean: "Boolean", evaluate.String: "String", evaluate.Number: "Float", evaluate.Object: "Object"}
 

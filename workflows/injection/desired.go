@@ -188,6 +188,8 @@ type SourceContainer struct {
 	// Container is the sidecar container, with its env; nil when none of
 	// the source's entries can be served.
 	Container *corev1.Container
+	// Served is what its flagd serves, as for Injection.
+	Served []ServedEntry
 	// Volumes are the ConfigMap volumes it mounts, ConfigMaps the
 	// generated ConfigMaps they are (topology keys).
 	Volumes    []corev1.Volume
@@ -227,7 +229,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	}
 	c := m.container(opts)
 	c.Env = m.sidecarEnv(opts.Sidecar)
-	out := SourceContainer{Container: c, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
+	out := SourceContainer{Container: c, Served: inj.Served, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
 		PolicyDecisions: inj.PolicyDecisions, PolicyNotes: inj.PolicyNotes,
 		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
 	if m.ofrepPort.set {
@@ -237,6 +239,14 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 		out.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
 	}
 	return out
+}
+
+// ServedEntry is one of flagd's sources: a FeatureFlag (whatever the
+// provider), or a source flagplane does not see into (URI and Provider).
+type ServedEntry struct {
+	FlagSet  topology.Key `json:"flagSet,omitzero"`
+	URI      string       `json:"uri,omitempty"`
+	Provider string       `json:"provider,omitempty"`
 }
 
 // setting is one merged scalar: its value, and the source it came from.
@@ -375,6 +385,7 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 	refs []topology.FlagSetRef, opts Options) {
 	provider := topology.ProviderInForce(e, def, m.defaultProvider)
 	var cfg FlagdSourceConfig
+	var f topology.Key
 	if provider.ReferencesFlagSet() {
 		ref, ok := refOfEntry(refs, i)
 		if !ok || ref.State != topology.RefResolved {
@@ -385,7 +396,7 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 			m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: %s", keyString(sk), i, e.Source, why))
 			return
 		}
-		f := ref.FlagSet
+		f = ref.FlagSet
 		switch provider {
 		case v1beta1.SyncProviderFile:
 			m.mount(f, topology.ConfigMapKey(f, m.inj.Workload.Namespace))
@@ -424,6 +435,11 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 	}
 	if !slices.ContainsFunc(m.entries, cfg.equal) {
 		m.entries = append(m.entries, cfg)
+		served := ServedEntry{URI: cfg.URI, Provider: cfg.Provider}
+		if provider.ReferencesFlagSet() {
+			served = ServedEntry{FlagSet: f}
+		}
+		m.inj.Served = append(m.inj.Served, served)
 	}
 }
 

@@ -115,7 +115,11 @@ type Changes struct {
 	// set; its flags are then compared as absent.
 	CurrentRefused string `json:"currentRefused,omitempty"`
 	// Flags counts the flags evaluated: those of either version.
-	Flags    int              `json:"flags"`
+	Flags int `json:"flags"`
+	// Shadowed are flags of the flag set that the flagd answers from
+	// another of its sources, of higher priority: the edit does not reach
+	// them there.
+	Shadowed []string         `json:"shadowed,omitempty"`
 	Contexts []ContextChanges `json:"contexts,omitempty"`
 }
 
@@ -138,6 +142,25 @@ type FlagChange struct {
 // Each version answers a flag as a client of its type asks it; a flag only
 // one version has is asked as that version's type of the other.
 func Compare(before, after string, contexts []Context, serving Serving) Changes {
+	return CompareStack(Stack{}, before, after, contexts, serving)
+}
+
+// Stack is what else one flagd serves besides the flag set compared, as
+// flagd documents in the order of its --sources: Lower before it, Upper
+// after it. flagd answers a flag key that several hold from the last of
+// them (the highest priority), so Upper's keys hide the flag set's, and
+// the flag set's hide Lower's.
+type Stack struct {
+	Lower, Upper []string
+}
+
+// CompareStack is Compare for a flagd that also serves stack: each flag of
+// the flag set is answered as that flagd answers it, from whichever
+// document holds the key with the highest priority. Keys that Upper holds
+// are never answered from the flag set, before or after: they are listed
+// in Shadowed. A document of the stack that flagd would not load counts as
+// holding nothing.
+func CompareStack(stack Stack, before, after string, contexts []Context, serving Serving) Changes {
 	out := Changes{Evaluator: "flagd " + FlagdVersion}
 	next, err := Load(after)
 	if err != nil {
@@ -151,6 +174,16 @@ func Compare(before, after string, contexts []Context, serving Serving) Changes 
 			cur = Empty()
 		}
 	}
+	load := func(docs []string) []*FlagSet {
+		var sets []*FlagSet
+		for _, d := range docs {
+			if fs, err := Load(d); err == nil {
+				sets = append(sets, fs)
+			}
+		}
+		return sets
+	}
+	lower, upper := load(stack.Lower), load(stack.Upper)
 	keys := map[string]bool{}
 	for _, k := range cur.Keys() {
 		keys[k] = true
@@ -166,12 +199,39 @@ func Compare(before, after string, contexts []Context, serving Serving) Changes 
 		t, _ := other.TypeOf(key)
 		return t
 	}
+	// answering is the document flagd answers key from, with the flag set
+	// at version own: the last of Upper that holds it, else own if it does,
+	// else the last of Lower that does (own, holding nothing, when none).
+	answering := func(own *FlagSet, key string) *FlagSet {
+		for i := len(upper) - 1; i >= 0; i-- {
+			if _, ok := upper[i].TypeOf(key); ok {
+				return upper[i]
+			}
+		}
+		if _, ok := own.TypeOf(key); ok {
+			return own
+		}
+		for i := len(lower) - 1; i >= 0; i-- {
+			if _, ok := lower[i].TypeOf(key); ok {
+				return lower[i]
+			}
+		}
+		return own
+	}
+	var compared []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if slices.ContainsFunc(upper, func(fs *FlagSet) bool { _, ok := fs.TypeOf(k); return ok }) {
+			out.Shadowed = append(out.Shadowed, k)
+			continue
+		}
+		compared = append(compared, k)
+	}
 	for _, c := range contexts {
 		cc := ContextChanges{Name: c.Name}
 		evalCtx := serving.Merge(c)
-		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			b := cur.Resolve(k, typeIn(cur, next, k), evalCtx)
-			a := next.Resolve(k, typeIn(next, cur, k), evalCtx)
+		for _, k := range compared {
+			b := answering(cur, k).Resolve(k, typeIn(cur, next, k), evalCtx)
+			a := answering(next, k).Resolve(k, typeIn(next, cur, k), evalCtx)
 			if !a.Equal(b) {
 				cc.Changed = append(cc.Changed, FlagChange{Flag: k, Before: b, After: a})
 			}

@@ -284,3 +284,31 @@ func TestServingMerge(t *testing.T) {
 	_, err = evaluate.ParseContexts([]byte("- {name: a, headers: {X-Tier: [gold]}}\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("headers a map of strings")))
 }
+
+// TestCompareStack: a flagd that serves other flag sets answers a key
+// that several hold from the last of its sources: a later one hides the
+// flag set's keys (Shadowed, never changed by the edit), and the flag set
+// hides an earlier one's, which answers a key the flag set drops.
+func TestCompareStack(t *testing.T) {
+	g := NewWithT(t)
+	doc := func(flags string) string { return `{"flags": {` + flags + `}}` }
+	static := func(key, variant string) string {
+		return `"` + key + `": {"state": "ENABLED", "variants": {"on": true, "off": false}, "defaultVariant": "` + variant + `"}`
+	}
+	before := doc(static("a", "off") + "," + static("b", "off") + "," + static("c", "off"))
+	after := doc(static("a", "on") + "," + static("b", "on"))
+	stack := evaluate.Stack{
+		Lower: []string{doc(static("c", "on") + "," + static("b", "off"))},
+		Upper: []string{doc(static("a", "off"))},
+	}
+	ch := evaluate.CompareStack(stack, before, after, []evaluate.Context{{Name: "any"}}, evaluate.Serving{})
+	g.Expect(ch.Shadowed).To(Equal([]string{"a"}), "a later source holds a")
+	g.Expect(ch.Contexts[0].Changed).To(ConsistOf(
+		And(HaveField("Flag", "b"), HaveField("After.Variant", "on")),
+		// c is dropped: the earlier source's c answers now.
+		And(HaveField("Flag", "c"), HaveField("Before.Variant", "off"), HaveField("After.Variant", "on")),
+	))
+	alone := evaluate.Compare(before, after, []evaluate.Context{{Name: "any"}}, evaluate.Serving{})
+	g.Expect(alone.Shadowed).To(BeEmpty())
+	g.Expect(alone.Contexts[0].Changed).To(HaveLen(3), "served alone, every flag's answer changes")
+}
