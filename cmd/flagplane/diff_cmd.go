@@ -358,8 +358,8 @@ func servings(v *topology.View, flagSet topology.Key, r *blast.FlagSet, opts inj
 		out[i].Consumers = append(out[i].Consumers, k)
 	}
 	for _, w := range r.Workloads {
-		if inj := injection.Desired(v, w, opts); inj.Sidecar != nil {
-			add(w, inj.Sidecar.Args, inj.Served)
+		if inj, served := injection.DesiredServed(v, w, opts); inj.Sidecar != nil {
+			add(w, inj.Sidecar.Args, served)
 		}
 	}
 	for _, f := range r.Flagds {

@@ -58,8 +58,20 @@ type FlagdSourceConfig struct {
 // the operator-wide options. It reads no cluster state. A workload no source
 // or in-process configuration applies to gets an empty Injection.
 func Desired(v *topology.View, workload topology.Key, opts Options) *Injection {
-	inj, _ := desired(v, workload, opts)
+	inj, _ := desired(v, workload, opts, false)
 	return inj
+}
+
+// DesiredServed is Desired, with what the sidecar's flagd serves, in the
+// order of its --sources (flagd answers a flag key that several hold from
+// the last). For flagplane diff: admission calls Desired and does not pay
+// for the list.
+func DesiredServed(v *topology.View, workload topology.Key, opts Options) (*Injection, []ServedEntry) {
+	inj, m := desired(v, workload, opts, true)
+	if m == nil {
+		return inj, nil
+	}
+	return inj, m.served
 }
 
 // EffectiveSetting is one sidecar setting in force on a workload and the
@@ -78,7 +90,7 @@ type EffectiveSetting struct {
 // workload gets no sidecar). For explain: admission calls Desired and
 // does not pay for the list.
 func DesiredWithSettings(v *topology.View, workload topology.Key, opts Options) (*Injection, []EffectiveSetting) {
-	inj, m := desired(v, workload, opts)
+	inj, m := desired(v, workload, opts, false)
 	if inj.Sidecar == nil || m == nil {
 		return inj, nil
 	}
@@ -99,12 +111,13 @@ func DesiredWithSettings(v *topology.View, workload topology.Key, opts Options) 
 	return inj, out
 }
 
-func desired(v *topology.View, workload topology.Key, opts Options) (*Injection, *sidecarMerge) {
+func desired(v *topology.View, workload topology.Key, opts Options, trackServed bool) (*Injection, *sidecarMerge) {
 	inj := &Injection{Workload: workload}
 	if _, ok := v.Workload(workload); !ok {
 		return inj, nil
 	}
 	m := newSidecarMerge(inj)
+	m.trackServed = trackServed
 	m.mayReadDirectly = func(f topology.Key) bool { return v.MayReadDirectly(workload, f) }
 	m.defaultProvider = v.DefaultSyncProvider()
 	// The operator's provider args come first, as the OpenFeature
@@ -219,6 +232,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 		return SourceContainer{Warnings: []string{keyString(source) + " does not exist"}}
 	}
 	m := newSidecarMerge(inj)
+	m.trackServed = true // a Flagd's few entries; flagplane diff reads them
 	m.mayReadDirectly = func(fs topology.Key) bool { return v.MayReadDirectly(owner, fs) }
 	m.defaultProvider = v.DefaultSyncProvider()
 	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
@@ -229,7 +243,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	}
 	c := m.container(opts)
 	c.Env = m.sidecarEnv(opts.Sidecar)
-	out := SourceContainer{Container: c, Served: inj.Served, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
+	out := SourceContainer{Container: c, Served: m.served, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
 		PolicyDecisions: inj.PolicyDecisions, PolicyNotes: inj.PolicyNotes,
 		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
 	if m.ofrepPort.set {
@@ -305,6 +319,9 @@ type sidecarMerge struct {
 
 	entries    []FlagdSourceConfig
 	kubernetes bool // an entry syncs with the kubernetes provider
+	// served follows entries when trackServed (DesiredServed, ContainerOfSource).
+	trackServed bool
+	served      []ServedEntry
 	volumes    []corev1.Volume
 	mounts     []corev1.VolumeMount
 	configMaps []topology.Key
@@ -435,11 +452,13 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 	}
 	if !slices.ContainsFunc(m.entries, cfg.equal) {
 		m.entries = append(m.entries, cfg)
-		served := ServedEntry{URI: cfg.URI, Provider: cfg.Provider}
-		if provider.ReferencesFlagSet() {
-			served = ServedEntry{FlagSet: f}
+		if m.trackServed {
+			served := ServedEntry{URI: cfg.URI, Provider: cfg.Provider}
+			if provider.ReferencesFlagSet() {
+				served = ServedEntry{FlagSet: f}
+			}
+			m.served = append(m.served, served)
 		}
-		m.inj.Served = append(m.inj.Served, served)
 	}
 }
 

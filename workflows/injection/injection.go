@@ -99,9 +99,6 @@ type Injection struct {
 	// ConfigMaps are the generated ConfigMaps the volumes mount (topology
 	// keys): they must exist before a pod that mounts them is admitted.
 	ConfigMaps []topology.Key `json:"configMaps,omitempty"`
-	// Served is what the sidecar's flagd serves, in the order of its
-	// --sources: flagd answers a flag key that several hold from the last.
-	Served []ServedEntry `json:"served,omitempty"`
 	// Sources and InProcessConfigs are what was merged, in merge order.
 	Sources          []topology.Key `json:"sources,omitempty"`
 	InProcessConfigs []topology.Key `json:"inProcessConfigs,omitempty"`
