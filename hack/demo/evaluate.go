@@ -46,8 +46,9 @@ func (d *demo) previewAnswers(ctx context.Context) error {
 	}
 	d.say("$ flagplane diff -f shop-flags.yaml --contexts contexts.yaml   (contexts: staff jane@example.com, customer joe@customer.test)")
 	// The demo's sources set no contextValues or headerToContextMappings,
-	// and its FeatureFlagSourcePolicy comes later: every consumer's flagd
-	// adds nothing to the context, as `flagplane diff` would find.
+	// its FeatureFlagSourcePolicy comes later, and each of its flagds
+	// serves shop-flags alone: every consumer's flagd adds nothing to the
+	// context and has no other source, as `flagplane diff` would find.
 	changes := evaluate.Compare(before, after, contexts, evaluate.Serving{})
 	if changes.Refused != "" {
 		return fmt.Errorf("flagd would not load the edit: %s", changes.Refused)
