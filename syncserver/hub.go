@@ -50,8 +50,12 @@ type subscriber struct {
 	// conn names the connection the stream runs on (the peer's address).
 	conn   string
 	latest atomic.Pointer[update]
-	// sent is the last state sent on the stream, and when; nil until one was.
-	sent  atomic.Pointer[sentState]
+	// sent is the last state sent on the stream, nil until one was, and
+	// sentAt when (Unix seconds, as the report keeps it). Two words set
+	// by the stream's goroutine, read by the report: a send allocates
+	// nothing for them.
+	sent   atomic.Pointer[update]
+	sentAt atomic.Int64
 	ended atomic.Int32  // why the stream must end; 0 while it lives
 	wake  chan struct{} // capacity 1: a pending wake-up covers every offer after it
 }
@@ -66,12 +70,6 @@ const (
 	// streamExpired: the credential that opened it expired.
 	streamExpired
 )
-
-// sentState is a state sent on a stream, and when.
-type sentState struct {
-	revision string
-	at       time.Time
-}
 
 func (s *subscriber) offer(u *update) {
 	s.latest.Store(u)
@@ -211,7 +209,8 @@ func (h *hub) leave(sub *subscriber) {
 
 // sentTo records that a state was sent on a stream.
 func (h *hub) sentTo(sub *subscriber, u *update) {
-	sub.sent.Store(&sentState{revision: u.revision, at: time.Now()})
+	sub.sentAt.Store(time.Now().Unix())
+	sub.sent.Store(u)
 	h.sent.Add(1)
 	h.reportChanged.Store(true)
 }

@@ -68,7 +68,8 @@ func (h *hub) report(replica string, max int) *status.SyncReport {
 			var rev string
 			var at time.Time
 			if sent := s.sent.Load(); sent != nil {
-				rev, at = sent.revision, sent.at
+				// sentAt is stored before sent: it is this send's time, or a later one's.
+				rev, at = sent.revision, time.Unix(s.sentAt.Load(), 0)
 			}
 			r := byRevision[rev]
 			r.Revision = rev

@@ -96,14 +96,9 @@ func revisions(held []status.HeldRevision) map[string]int32 {
 func TestReporterPublishes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	w := newWorld(t)
-	srv, err := New(w.topo, Options{Authenticator: Chain{}})
-	g.Expect(err).NotTo(HaveOccurred())
+	w, srv, c := reporterFixture(t)
 	h := srv.hub
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
 	writes := 0
-	c := fake.NewClientBuilder().WithScheme(s).Build()
 	r := &Reporter{Server: srv, Client: countingApplies{Client: c, n: &writes}, Namespace: "flagplane-system", Replica: "flagplane-abc", Owner: "uid-1"}
 
 	g.Expect(r.Publish(ctx)).To(Succeed())
@@ -135,6 +130,20 @@ func TestReporterPublishes(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no stream left: no report (%v)", err)
 }
 
+// reporterFixture is a sync server over a world of its own, and a fake API
+// holding existing.
+func reporterFixture(t *testing.T, existing ...client.Object) (*world, *Server, client.Client) {
+	t.Helper()
+	w := newWorld(t)
+	srv, err := New(w.topo, Options{Authenticator: Chain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	return w, srv, fake.NewClientBuilder().WithScheme(s).WithObjects(existing...).Build()
+}
+
 type countingApplies struct {
 	client.Client
 	n *int
@@ -151,19 +160,14 @@ func (c countingApplies) Apply(ctx context.Context, obj runtime.ApplyConfigurati
 func TestReporterShards(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	w := newWorld(t)
-	srv, err := New(w.topo, Options{Authenticator: Chain{}})
-	g.Expect(err).NotTo(HaveOccurred())
-	h := srv.hub
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
 	leftover := func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "flagplane-system", Name: ReportShardName("flagplane-abc", i),
 			Labels: map[string]string{status.SyncReportLabel: "true"}}, Data: map[string]string{status.SyncReportKey: `{"replica":"old"}`}}
 	}
 	other := leftover(0)
 	other.Name = ReportName("flagplane-abcd") // another replica's: left alone
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(leftover(0), leftover(3), other).Build()
+	w, srv, c := reporterFixture(t, leftover(0), leftover(3), other)
+	h := srv.hub
 	writes := 0
 	r := &Reporter{Server: srv, Client: countingApplies{Client: c, n: &writes}, Reader: c, Namespace: "flagplane-system", Replica: "flagplane-abc", MaxEntries: 1}
 	r.published = []map[string]string{{}}

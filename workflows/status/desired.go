@@ -438,22 +438,37 @@ func syncConsumer(flagSet topology.Key, subs SyncSubscribers, revision string) (
 // kubernetes provider: flagd watches the FeatureFlag itself, and nothing
 // tells flagplane which revision it holds.
 func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsumers {
-	workloads, flagds := map[topology.Key]struct{}{}, map[topology.Key]struct{}{}
+	var readers []topology.Key
 	for _, s := range v.SourcesOfFlagSet(flagSet) {
-		if !v.DeliversWith(s, flagSet, string(v1beta1.SyncProviderKubernetes)) {
-			continue
-		}
-		for _, w := range v.WorkloadsOfSource(s) {
-			workloads[w] = struct{}{}
-		}
-		for _, f := range v.FlagdsOfSource(s) {
-			flagds[f] = struct{}{}
+		if v.DeliversWith(s, flagSet, string(v1beta1.SyncProviderKubernetes)) {
+			readers = append(readers, s)
 		}
 	}
-	if len(workloads) == 0 && len(flagds) == 0 {
+	var workloads, flagds int
+	switch len(readers) {
+	case 0:
 		return nil
+	case 1:
+		// One source: its targets counted, not listed.
+		workloads, _ = v.FirstWorkloadsOfSource(readers[0], 0)
+		flagds = len(v.FlagdsOfSource(readers[0]))
+	default:
+		// Several: a workload two of them target is one reader.
+		seen := map[topology.Key]struct{}{}
+		for _, s := range readers {
+			for _, k := range append(v.WorkloadsOfSource(s), v.FlagdsOfSource(s)...) {
+				seen[k] = struct{}{}
+			}
+		}
+		for k := range seen {
+			if k.Kind == topology.KindFlagd {
+				flagds++
+			} else {
+				workloads++
+			}
+		}
 	}
-	return &v1beta1.UnobservedConsumers{Workloads: int32(len(workloads)), Flagds: int32(len(flagds)),
+	return &v1beta1.UnobservedConsumers{Workloads: int32(workloads), Flagds: int32(flagds),
 		Reason: "they read the FeatureFlag from the API server with the kubernetes provider: which revision their flagd holds is not reported to flagplane"}
 }
 

@@ -149,3 +149,45 @@ func TestSyncSubscribersInStatus(t *testing.T) {
 	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name,
 		Revision: rev, Since: &before, Streams: 2, Current: 2}}))
 }
+
+// Unobserved counts each workload and Flagd that reads the flag set with
+// the kubernetes provider once, however many of its sources deliver it so;
+// a source with another provider adds nothing.
+func TestUnobserved(t *testing.T) {
+	g := NewWithT(t)
+	topo := topology.New()
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout"}}
+	source := func(name, provider string, targets ...string) {
+		t.Helper()
+		src := &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+		src.Spec.Sources = []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderType(provider)}}
+		for _, w := range targets {
+			src.Spec.TargetRefs = append(src.Spec.TargetRefs, v1beta1.TargetRef{Group: "apps", Kind: "Deployment", Name: w})
+		}
+		if _, err := topo.UpsertSource(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := topo.UpsertFlagSet(ff); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"web", "api", "batch"} {
+		if _, err := topo.UpsertWorkload(topology.Workload{Kind: topology.KindDeployment, Namespace: "shop", Name: w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := topology.FlagSetKey("shop", "checkout")
+	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil())
+
+	source("files", "file", "batch")
+	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil(), "the file provider is observed")
+
+	source("a", "kubernetes", "web")
+	g.Expect(unobserved(topo.Snapshot(), key)).To(HaveField("Workloads", int32(1)))
+
+	source("b", "kubernetes", "web", "api")
+	u := unobserved(topo.Snapshot(), key)
+	g.Expect(u.Workloads).To(Equal(int32(2)), "web is read once, though two sources deliver it")
+	g.Expect(u.Flagds).To(BeZero())
+	g.Expect(u.Reason).To(ContainSubstring("kubernetes provider"))
+}

@@ -41,13 +41,19 @@ type Updater struct {
 	replaced map[topology.Key]string
 }
 
+// observed reads the generated objects from the cache, and knows the write
+// failures and the replicas' sync reports.
+func (u *Updater) observed(ctx context.Context) CacheObserved {
+	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports}
+}
+
 // UpdateFlagSet writes the status of a FeatureFlag.
 func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topology.Key) error {
 	ff := &v1beta1.FeatureFlag{}
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports})
+	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, u.observed(ctx))
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
@@ -64,7 +70,7 @@ func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topolo
 	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
 		return err
 	}
-	desired := DesiredSource(v, src, CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports}, u.Settings)
+	desired := DesiredSource(v, src, u.observed(ctx), u.Settings)
 	if equality.Semantic.DeepEqual(src.Status, desired) {
 		return nil
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // Report is the explanation of one object.
@@ -96,7 +97,7 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 		if c.Since != nil {
 			line += " since " + c.Since.UTC().Format(time.RFC3339)
 		}
-		if c.Kind == "SyncSubscribers" {
+		if c.Kind == status.KindSyncSubscribers {
 			line += fmt.Sprintf(" (%d of %d streams current)", c.Current, c.Streams)
 		}
 		d.Consumers = append(d.Consumers, line)
