@@ -56,8 +56,8 @@ type subscriber struct {
 	// nothing for them.
 	sent   atomic.Pointer[update]
 	sentAt atomic.Int64
-	ended atomic.Int32  // why the stream must end; 0 while it lives
-	wake  chan struct{} // capacity 1: a pending wake-up covers every offer after it
+	ended  atomic.Int32  // why the stream must end; 0 while it lives
+	wake   chan struct{} // capacity 1: a pending wake-up covers every offer after it
 }
 
 // Why a stream ends.

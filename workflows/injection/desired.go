@@ -322,9 +322,9 @@ type sidecarMerge struct {
 	// served follows entries when trackServed (DesiredServed, ContainerOfSource).
 	trackServed bool
 	served      []ServedEntry
-	volumes    []corev1.Volume
-	mounts     []corev1.VolumeMount
-	configMaps []topology.Key
+	volumes     []corev1.Volume
+	mounts      []corev1.VolumeMount
+	configMaps  []topology.Key
 }
 
 // newSidecarMerge starts a merge. Its maps are made when a source first
