@@ -48,8 +48,8 @@ ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
 KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
 KUBE_SCHEDULER_STAMP := $(BIN)/.kube-scheduler-$(KUBE_VERSION)
-FLAGD_STAMP := $(BIN)/.flagd-$(FLAGD_VERSION)
-SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER_VERSION)
+FLAGD_STAMP := $(BIN)/.flagd-$(FLAGD_VERSION)-static
+SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER_VERSION)-static
 
 # Tests find the control plane through envtest's variable.
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -168,6 +168,13 @@ demo: ## Start a local control plane, run flagplane on config/samples and show w
 	  wait $$pid
 	@$(BIN)/flagplane-demo $(DEMO_FLAGS)
 
+CLUSTER_FLAGS ?=
+
+.PHONY: cluster
+cluster: realnode ## A real single-node cluster (kubelet, containerd, CNI, kube-proxy, CoreDNS) with flagplane installed from its chart and image, until Ctrl-C (needs root; CLUSTER_FLAGS=-sync-frequency=5s, -hold=10m).
+	@go build -o $(BIN)/flagplane-cluster ./hack/cluster
+	@$(BIN)/flagplane-cluster $(CLUSTER_FLAGS)
+
 .PHONY: docs-topology
 docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README's picture) from the demo.
 	go run ./hack/demo -hold=0 -out docs
@@ -213,7 +220,7 @@ test-unit: ## Unit, golden and property tests of the pure packages, with the rac
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES)
 
 .PHONY: test-integration
-test-integration: controlplane realclients ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
+test-integration: controlplane realclients realnode ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
@@ -240,15 +247,55 @@ realclients: $(FLAGD_STAMP) $(SDKCLIENT_STAMP) ## Build flagd and the OpenFeatur
 $(FLAGD_STAMP): hack/tools/flagd/go.mod hack/tools/flagd/tools.go
 	@mkdir -p $(BIN)
 	@echo ">> building flagd $(FLAGD_VERSION) (about 2 minutes cold)"
-	cd hack/tools/flagd && GONOSUMDB=github.com/open-feature/flagd go build -trimpath \
+	cd hack/tools/flagd && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath \
 	  -ldflags "-s -w -X main.version=$(FLAGD_VERSION)" -o $(BIN)/flagd github.com/open-feature/flagd/flagd
 	@rm -f $(BIN)/.flagd-* && touch $@
 
 $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 	@mkdir -p $(BIN)
 	@echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))"
-	cd $(SDKCLIENT_DIR) && GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
+	cd $(SDKCLIENT_DIR) && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
 	@rm -f $(BIN)/.sdkclient-* && touch $@
+
+##@ The real node (test/realnode)
+
+# A real single-node cluster: kubelet and kube-proxy from the same wrapper
+# module as the API server, CoreDNS from its module, containerd, runc and
+# the CNI plugins from Debian's packages (installed here when missing), and
+# a registry serving images built locally (hack/image/registry). flagd and
+# the SDK client are built static (above), so that images can hold them.
+REALNODE_PACKAGES := containerd runc containernetworking-plugins iptables nftables conntrack busybox-static iproute2 util-linux procps
+COREDNS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/coredns/coredns" {print $$3}' hack/tools/coredns/go.mod)
+KUBELET_STAMP := $(BIN)/.kubelet-$(KUBE_VERSION)
+COREDNS_STAMP := $(BIN)/.coredns-$(COREDNS_VERSION)
+REALNODE_IMAGES_STAMP := $(BIN)/realnode/.built
+
+.PHONY: realnode
+realnode: realnode-packages controlplane realclients $(HELM_STAMP) $(KUBELET_STAMP) $(COREDNS_STAMP) $(REALNODE_IMAGES_STAMP) image ## Everything the real-node suites need: Debian's containerd, runc and CNI plugins; kubelet, kube-proxy, CoreDNS and the node's registry; the manager's image.
+
+.PHONY: realnode-packages
+realnode-packages: ## Install the Debian packages the real node needs, when missing (apt-get; needs root).
+	@missing=""; for p in $(REALNODE_PACKAGES); do 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; 	if [ -n "$$missing" ]; then 	  echo ">> installing Debian packages for the real node:$$missing"; 	  if [ "$$(id -u)" != 0 ]; then echo "installing$$missing needs root (apt-get)" >&2; exit 1; fi; 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; 	fi
+
+# Ordered after the other Kubernetes builds: each takes gigabytes of memory.
+$(KUBELET_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP)
+	@mkdir -p $(BIN)
+	@echo ">> building kubelet and kube-proxy $(KUBE_VERSION) (about 2 minutes once the API server is built)"
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubelet k8s.io/kubernetes/cmd/kubelet
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+	@rm -f $(BIN)/.kubelet-* && touch $@
+
+$(COREDNS_STAMP): hack/tools/coredns/go.mod hack/tools/coredns/main.go
+	@mkdir -p $(BIN)
+	@echo ">> building CoreDNS $(COREDNS_VERSION) with the plugins of a cluster's DNS"
+	cd hack/tools/coredns && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/coredns .
+	@rm -f $(BIN)/.coredns-* && touch $@
+
+$(REALNODE_IMAGES_STAMP): $(wildcard hack/image/registry/*.go hack/image/pause/*.go) hack/image/go.mod
+	@mkdir -p $(BIN)/realnode
+	cd hack/image && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/realnode/registry ./registry
+	cd hack/image && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/realnode/pause ./pause
+	@touch $@
 
 ##@ Tools (built from Go modules into bin/)
 

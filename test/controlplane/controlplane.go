@@ -566,6 +566,10 @@ func (o *Options) complete() error {
 // working directory (the tool wrapper modules under hack/ have their own).
 const modulePath = "github.com/flagplane/flagplane"
 
+// RepoRoot is the repository root: the directory of the flagplane module's
+// go.mod at or above the working directory.
+func RepoRoot() (string, error) { return findRepoRoot() }
+
 func findRepoRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {

@@ -1,0 +1,118 @@
+package realnode
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flagplane/flagplane/test/internal/child"
+)
+
+// component is one of the node's processes, run in its network namespace.
+// It can be stopped, restarted, paused and resumed, for the fault specs.
+type component struct {
+	name    string
+	argv    []string // without the netns prefix
+	logPath string
+	pidPath string
+	slot    slot
+
+	mu   sync.Mutex
+	proc *child.Process
+	log  *os.File
+}
+
+func (c *Cluster) newComponent(name string, argv ...string) *component {
+	comp := &component{
+		name:    name,
+		argv:    argv,
+		logPath: filepath.Join(c.Dir, "logs", name+".log"),
+		pidPath: filepath.Join(c.Dir, "pids", name+".pid"),
+		slot:    c.slot,
+	}
+	c.components[name] = comp
+	c.order = append(c.order, name)
+	return comp
+}
+
+func (comp *component) start() error {
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if comp.proc != nil && comp.proc.Running() {
+		return fmt.Errorf("%s is already running", comp.name)
+	}
+	if comp.log == nil {
+		f, err := os.OpenFile(comp.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		comp.log = f
+	}
+	argv := comp.slot.inNetns(comp.argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = comp.log, comp.log
+	p, err := child.Start(cmd)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", comp.name, err)
+	}
+	comp.proc = p
+	return os.WriteFile(comp.pidPath, []byte(strconv.Itoa(p.Pid())), 0o644)
+}
+
+// stop ends the process, SIGKILL after grace.
+func (comp *component) stop(grace time.Duration) error {
+	comp.mu.Lock()
+	p := comp.proc
+	comp.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	// A stopped (SIGSTOP) process must run again to act on SIGTERM.
+	_ = p.Signal(syscall.SIGCONT)
+	if _, err := p.Stop(grace); err != nil {
+		return fmt.Errorf("stopping %s: %w", comp.name, err)
+	}
+	_ = os.Remove(comp.pidPath)
+	return nil
+}
+
+func (comp *component) running() bool {
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	return comp.proc != nil && comp.proc.Running()
+}
+
+func (comp *component) signal(sig syscall.Signal) error {
+	comp.mu.Lock()
+	p := comp.proc
+	comp.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%s was never started", comp.name)
+	}
+	return p.Signal(sig)
+}
+
+func (comp *component) closeLog() {
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if comp.log != nil {
+		_ = comp.log.Close()
+		comp.log = nil
+	}
+}
+
+// exitedEarly describes a component that is not running although it should.
+func (comp *component) exitedEarly() error {
+	comp.mu.Lock()
+	p := comp.proc
+	comp.mu.Unlock()
+	if p == nil || p.Running() {
+		return nil
+	}
+	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", comp.name, p.Err(), comp.logPath, tail(comp.logPath, 25))
+}
