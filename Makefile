@@ -132,7 +132,10 @@ install-plugin: plugin ## Install the kubectl plugin into PLUGIN_DIR (default ~/
 # same digest (every timestamp is the commit's time, the binary is built with
 # -trimpath). It is written as an OCI image layout into IMAGE_DIR; push it
 # with `make image-push` (crane) or skopeo (README, Install).
-IMAGE ?= flagplane:dev
+# Its default name is the one the chart and config/ run by default: the
+# project's registry path, tagged with the chart's appVersion.
+APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/flagplane/Chart.yaml)
+IMAGE ?= ghcr.io/flagplane/flagplane:$(APP_VERSION)
 IMAGE_DIR ?= $(CURDIR)/dist/image
 IMAGE_ARCH ?= $(shell go env GOARCH)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -141,7 +144,7 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_BINARY := $(IMAGE_DIR)-bin/manager-linux-$(IMAGE_ARCH)
 
 .PHONY: image
-image: ## Build the manager's image (IMAGE=<registry>/flagplane:<tag>, default flagplane:dev) into IMAGE_DIR (dist/image, an OCI layout); prints its digest.
+image: ## Build the manager's image (IMAGE=<registry>/flagplane:<tag>, default ghcr.io/flagplane/flagplane:<the chart's appVersion>) into IMAGE_DIR (dist/image, an OCI layout); prints its digest.
 	@mkdir -p $(dir $(IMAGE_BINARY))
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath \
 	  -ldflags "-s -w -buildid= -X main.version=$(VERSION)" -o $(IMAGE_BINARY) ./cmd/manager

@@ -22,6 +22,7 @@ import (
 // ContinueOnFailure: a failed row of the RBAC matrix does not hide the others.
 var _ = Describe("flagplane's install", Ordered, ContinueOnFailure, func() {
 	Describe("every combination of config/components", describeCombinations)
+	Describe("the manager's default image", describeDefaultImage)
 	Describe("config/default", Ordered, describeDefault)
 	Describe("the manager with the RBAC and the admission policy of config/default", Ordered, describeManager)
 	Describe("the manager's misuse, refused by config/default's admission policy", Ordered, describePolicy)

@@ -251,3 +251,33 @@ func describeCombinations() {
 		entries,
 	)
 }
+
+// describeDefaultImage: out of the box, both installs run an image that a
+// registry serves (the project's, tagged with the chart's appVersion), not
+// a name that exists only where it was built.
+func describeDefaultImage() {
+	It("is the project's published image, tagged with the chart's appVersion", func() {
+		b, err := os.ReadFile(filepath.Join(rootDir, "charts", "flagplane", "Chart.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		chart := map[string]any{}
+		Expect(yaml.Unmarshal(b, &chart)).To(Succeed())
+		appVersion, _ := chart["appVersion"].(string)
+		Expect(appVersion).To(MatchRegexp(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`), "a release's version, which a registry can serve as a tag")
+		want := "ghcr.io/flagplane/flagplane:" + appVersion
+		for _, mode := range []installMode{clusterWide, teamScoped} {
+			renders := map[string]string{
+				"helm template":     helmTemplate(mode.namespace, mode.values...),
+				"kubectl kustomize": kustomizeBuild(filepath.Join(rootDir, mode.dir)),
+			}
+			for tool, render := range renders {
+				dep := objects(render)["Deployment/"+mode.namespace+"/flagplane-manager"]
+				Expect(dep).NotTo(BeNil(), "%s, %s", mode.name, tool)
+				var images []any
+				for _, c := range dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any) {
+					images = append(images, c.(map[string]any)["image"])
+				}
+				Expect(images).To(Equal([]any{want}), "%s, %s", mode.name, tool)
+			}
+		}
+	})
+}
