@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -337,22 +338,11 @@ func (c *Controller) dispatch(d topology.Delta) {
 	for k := range d.ConfigMaps {
 		c.configMaps.Add(configMapObjectKey(k))
 	}
-	for k := range d.Workloads {
-		c.workloads.Add(k)
+	for _, keys := range []topology.KeySet{d.Workloads, d.Sources, d.FlagSets, d.InProcessConfigs, d.SourcePolicies, d.Flagds} {
+		for k := range keys {
+			c.enqueue(k)
+		}
 	}
-	for k := range d.Sources {
-		c.statuses.Add(k)
-	}
-	for k := range d.FlagSets {
-		c.statuses.Add(k)
-	}
-	for k := range d.InProcessConfigs {
-		c.statuses.Add(k)
-	}
-	for k := range d.SourcePolicies {
-		c.statuses.Add(k)
-	}
-	c.dispatchFlagds(d)
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
 	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
 		c.opts.FlagSetListener.FlagSetsChanged(d.FlagSets.Sorted())
@@ -432,9 +422,11 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	for i := range existing.Items {
 		cms[client.ObjectKeyFromObject(&existing.Items[i])] = true
 	}
-	workloads := map[topology.Key]bool{}
-	for _, k := range v.Workloads() {
-		workloads[k] = true
+	// Each key on the one queue of its kind (queueOf): a Role's workload
+	// may be a Flagd, which only the flagds queue reconciles.
+	keys := map[*workQueue[topology.Key]]map[topology.Key]bool{c.workloads: {}, c.flagds: {}}
+	for _, k := range slices.Concat(v.Workloads(), v.Flagds()) {
+		keys[c.queueOf(k)][k] = true
 	}
 	var roles rbacv1.RoleList
 	if err := c.cache.List(ctx, &roles); err != nil {
@@ -442,12 +434,14 @@ func (c *Controller) initialPass(ctx context.Context, v *topology.View) error {
 	}
 	for i := range roles.Items {
 		if k, ok := rbac.WorkloadOfName(roles.Items[i].Name); ok {
-			workloads[k] = true
+			if q := c.queueOf(k); keys[q] != nil {
+				keys[q][k] = true
+			}
 		}
 	}
 	processAll(ctx, c.configMaps, maps.Keys(cms))
-	processAll(ctx, c.workloads, maps.Keys(workloads))
-	processAll(ctx, c.flagds, slices.Values(v.Flagds()))
+	processAll(ctx, c.workloads, maps.Keys(keys[c.workloads]))
+	processAll(ctx, c.flagds, maps.Keys(keys[c.flagds]))
 	return nil
 }
 
@@ -481,7 +475,7 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 	if failedAfter := c.failures.Of(ref); failedAfter != failedBefore {
 		if cm, ok := v.ConfigMapByName(key.Namespace, key.Name); ok {
 			for _, s := range v.SourcesOfFlagSet(cm.FlagSet()) {
-				c.statuses.Add(s)
+				c.enqueue(s)
 			}
 		}
 	}
@@ -513,8 +507,9 @@ func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 }
 
 func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {
-	if key.Kind == topology.KindFlagd {
-		return c.reconcileFlagd(ctx, key) // a Flagd's RBAC event, or its Roles at start-up
+	if c.queueOf(key) != c.workloads {
+		// Reconciling it here would make a second writer of its status (routing.go).
+		return reconcile.TerminalError(fmt.Errorf("reconciling %s on the workloads queue: %w", key, errNotThisQueue))
 	}
 	v := c.topo.Snapshot()
 	c.annotWF.Report(ctx, v, key)
@@ -525,7 +520,7 @@ func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) er
 	// Delta, and the Roles it writes through their informer events.)
 	if c.failures.Count() != failedBefore || rbacErr != nil {
 		for _, s := range v.SourcesOfWorkload(key) {
-			c.statuses.Add(s)
+			c.enqueue(s)
 		}
 	}
 	return errors.Join(rbacErr, c.rolloutWF.Reconcile(ctx, v, key))

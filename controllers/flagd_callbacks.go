@@ -134,7 +134,7 @@ func (c *Controller) flagdChildHandler() typedHandler[client.Object] {
 		for _, k := range flagdOwners(objs...) {
 			c.event(v1beta1.FlagdKind, event)
 			if c.ready.Load() {
-				c.flagds.Add(k)
+				c.enqueue(k)
 			}
 		}
 	}
@@ -271,7 +271,7 @@ func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error
 		v := c.topo.Snapshot()
 		for _, k := range v.Flagds() {
 			if f, ok := v.Flagd(k); ok && f.Spec.GatewayApiRoutes.Enabled {
-				c.flagds.Add(k)
+				c.enqueue(k)
 			}
 		}
 	}()
@@ -288,13 +288,6 @@ func (c *Controller) flagdRouteHandler() typedHandler[*unstructured.Unstructured
 			}
 		},
 		onDelete: func(u *unstructured.Unstructured) { h.onDelete(u) },
-	}
-}
-
-// dispatchFlagds queues the Flagds of a Delta.
-func (c *Controller) dispatchFlagds(d topology.Delta) {
-	for k := range d.Flagds {
-		c.flagds.Add(k)
 	}
 }
 

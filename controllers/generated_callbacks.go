@@ -57,14 +57,14 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
 			c.opts.Metrics.EditDelivered("configmap", took)
 		}
 		// The flag set's status counts the ConfigMaps that hold its revision.
-		c.statuses.Add(key.FlagSet())
+		c.enqueue(key.FlagSet())
 		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
-			c.statuses.Add(s)
+			c.enqueue(s)
 		}
 		// A Flagd's Deployment waits for its ConfigMaps.
 		for _, w := range v.WorkloadsOfConfigMap(key) {
 			if w.Kind == topology.KindFlagd {
-				c.flagds.Add(w)
+				c.enqueue(w)
 			}
 		}
 	}
@@ -78,10 +78,11 @@ func rbacHandler[T client.Object](c *Controller) typedHandler[T] {
 			return
 		}
 		if w, ok := rbac.WorkloadOfName(obj.GetName()); ok {
-			c.workloads.Add(w)
+			// A workload's or a Flagd's: each on the queue of its kind.
+			c.enqueue(w)
 			// What the cluster holds of its RBAC decides whether its sources are Programmed.
 			for _, s := range c.topo.Snapshot().SourcesOfWorkload(w) {
-				c.statuses.Add(s)
+				c.enqueue(s)
 			}
 		}
 	}

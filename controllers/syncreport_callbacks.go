@@ -66,7 +66,7 @@ func (c *Controller) syncReportHandler(namespace string) typedHandler[*corev1.Co
 		// Queued even before the startup pass: a report may arrive while it
 		// computes the status of its flag sets.
 		for _, k := range c.syncReports.Set(cm.Name, r) {
-			c.statuses.Add(k)
+			c.enqueue(k)
 		}
 	}
 	return typedHandler[*corev1.ConfigMap]{

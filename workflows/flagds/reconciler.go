@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +53,17 @@ type Reconciler struct {
 	Failures *workflows.WriteFailures
 
 	routes atomic.Pointer[routeReader]
+
+	mu sync.Mutex
+	// replaced holds, per Flagd whose status this reconciler wrote, the
+	// resourceVersion that the write replaced, until the cache has moved
+	// past it (as status.Updater does).
+	replaced map[topology.Key]string
 }
+
+// cacheBehindDelay is how long a reconcile whose cache has not seen its own
+// last status write waits before it runs again.
+const cacheBehindDelay = 50 * time.Millisecond
 
 type routeReader struct{ client.Reader }
 
@@ -71,7 +83,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, key topolo
 		}
 		// Gone: Kubernetes deletes its objects (they are owned by it); its
 		// RBAC is in other objects' namespaces, and goes here.
+		r.cacheBehind(key, f)
 		return r.RBAC.Reconcile(ctx, v, key)
+	}
+	if r.cacheBehind(key, f) {
+		// The status to compare with is gone, and our own write's event
+		// changes no spec (nothing else brings the key back): a status
+		// written now would be refused with a Conflict. Not a failure.
+		return workflows.RequeueAfter(cacheBehindDelay)
 	}
 	objs := Desired(v, key, r.Options)
 	if objs == nil {
@@ -273,14 +292,40 @@ func (r *Reconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, desired 
 	}
 	f = f.DeepCopy()
 	f.Status = desired
+	before := f.ResourceVersion
 	err := r.Client.Status().Update(ctx, f)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		// A conflict means the cache is behind; the update event requeues the key.
+		// A conflict here is another writer's change (a spec edit, whose
+		// event requeues the key): this reconciler waits for the cache to
+		// hold its own writes (cacheBehind).
 		return fmt.Errorf("writing status of Flagd %s/%s: %w", f.Namespace, f.Name, err)
 	}
+	r.mu.Lock()
+	if r.replaced == nil {
+		r.replaced = map[topology.Key]string{}
+	}
+	r.replaced[topology.FlagdKey(f.Namespace, f.Name)] = before
+	r.mu.Unlock()
 	r.count("status", "update")
 	return nil
+}
+
+// cacheBehind tells whether the cache still holds the version of f that
+// this reconciler's last status write replaced; once it does not, the
+// write is forgotten.
+func (r *Reconciler) cacheBehind(key topology.Key, f *v1beta1.Flagd) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	replaced, ok := r.replaced[key]
+	if !ok {
+		return false
+	}
+	if f.ResourceVersion == replaced {
+		return true
+	}
+	delete(r.replaced, key)
+	return false
 }

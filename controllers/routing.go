@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"errors"
+
+	"github.com/flagplane/flagplane/topology"
+)
+
+// One queue per kind, so one writer per status. Every node of the graph is
+// reconciled by exactly one workflow queue, chosen by its kind here, and
+// every caller puts a node's key on the queue through enqueue. A status is
+// written by the workflow that reconciles its object, so a kind reconciled
+// on two queues has two writers of its status: both read the same cached
+// object, the second write is refused with a Conflict and logged as a
+// "Reconciler error" before its retry (a Flagd's RBAC events once put the
+// Flagd on the workloads queue while its own events put it on the flagds
+// queue).
+//
+//	FeatureFlag, FeatureFlagSource, InProcessConfiguration,
+//	FeatureFlagSourcePolicy                        → statuses (status.Updater)
+//	Flagd (its objects, its RBAC and its status)   → flagds (flagds.Reconciler)
+//	Deployment, StatefulSet, DaemonSet, pod owners → workloads (RBAC, rollouts;
+//	                                                 no status of flagplane's)
+//
+// ConfigMaps are keyed by object, not by node, and have a queue of their own.
+
+// queueOf is the one queue that reconciles keys of k's kind, or nil for a
+// kind that no queue reconciles (a ConfigMap node, a ReferenceGrant).
+func (c *Controller) queueOf(k topology.Key) *workQueue[topology.Key] {
+	switch {
+	case k.Kind == topology.KindFlagd:
+		return c.flagds
+	case k.Kind.IsWorkload():
+		return c.workloads
+	case k.Kind == topology.KindFlagSet, k.Kind == topology.KindSource,
+		k.Kind == topology.KindInProcessConfig, k.Kind == topology.KindSourcePolicy:
+		return c.statuses
+	}
+	return nil
+}
+
+// enqueue puts k on the queue of its kind (queueOf).
+func (c *Controller) enqueue(k topology.Key) {
+	if q := c.queueOf(k); q != nil {
+		q.Add(k)
+	}
+}
+
+// errNotThisQueue: a key reached a queue that does not reconcile its kind.
+var errNotThisQueue = errors.New("its kind is reconciled on another queue")
