@@ -9,10 +9,11 @@
 //
 // What it proves: the world converges (every generated ConfigMap holds the
 // last content of its flag set, every status is about the last generation
-// and says True); no generated ConfigMap is ever deleted or emptied on the
-// way; and the ConfigMap writes that reach the proxies stay within the
-// edits times the namespaces that use each flag set, plus one per injected
-// fault. What was injected and what happened is reported in the spec's
+// and says True); no generated ConfigMap is ever deleted, emptied or set
+// back to an earlier edit on the way (a watch from the spec's own
+// connection sees every change); and the ConfigMap writes that reach the
+// proxies stay within the edits times the namespaces that use each flag
+// set, plus one per injected fault. What was injected and what happened is reported in the spec's
 // output (and quoted in docs/benchmarks.md).
 //
 // A second spec runs two replicas without faults, each with its sync

@@ -141,6 +141,7 @@ every request of both replicas from the first fault on, by what the proxies did 
 		}
 		Expect(mon.deleted).To(BeEmpty(), "generated ConfigMaps deleted on the way")
 		Expect(mon.emptied).To(BeEmpty(), "generated ConfigMaps without their flag set's content on the way")
+		Expect(mon.regressions).To(BeEmpty(), "generated ConfigMaps that went back to an earlier edit on the way")
 		Expect(duringA.Count(cmWrites)).To(BeNumerically("<=", boundA), "a's ConfigMap writes beyond its edits and the retries of injected faults")
 		Expect(duringB.Count(cmWrites)).To(BeNumerically("<=", boundB), "b's ConfigMap writes beyond what it took over, its edits and the retries of injected faults")
 		Expect(during.Count(func(o faultproxy.Outcome) bool {
