@@ -16,9 +16,11 @@
 //
 // The cluster: a control plane with kube-scheduler (test/controlplane),
 // flagplane's manager with its admission webhooks and its flagd sync server
-// (test/operator), and a test node that runs the pods (test/node): flagd
-// images as flagd, every other image (nginx, busybox, curl) as an idle
-// placeholder.
+// (test/operator), installed with --sidecar-tag and --flagd-tag naming the
+// flagd release the node runs — the flagd image a spec expects is its
+// scenario's, with that tag, never flagplane's own default — and a test
+// node that runs the pods (test/node): flagd images as flagd, every other
+// image (nginx, busybox, curl) as an idle placeholder.
 //
 //	go test ./test/ofo
 //

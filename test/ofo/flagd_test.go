@@ -48,14 +48,15 @@ var _ = DescribeTable("a standalone flagd (the Flagd kind)",
 	Entry("flagd-with-gateway-api", "flagd-with-gateway-api", 2, int32(8013)),
 )
 
-// asserts reads a scenario's assert file, with ${NAMESPACE} and
-// ${FLAGD_IMAGE} replaced by the spec's namespace and flagplane's default
-// flagd image.
+// asserts reads a scenario's assert file, with ${NAMESPACE} replaced by
+// the spec's namespace and the scenario's flagd image by the one it expects
+// of flagplane as installed here (flagdImage: another tag).
 func asserts(scenario, ns string) []*unstructured.Unstructured {
 	GinkgoHelper()
 	data, err := os.ReadFile(testdata(scenario, "assert.yaml"))
 	Expect(err).NotTo(HaveOccurred())
-	data = []byte(strings.NewReplacer("${NAMESPACE}", ns, "${FLAGD_IMAGE}", flagdImage).Replace(string(data)))
+	Expect(string(data)).To(ContainSubstring(ofoFlagdImage), "the scenario's flagd image, in %s", scenario)
+	data = []byte(strings.NewReplacer("${NAMESPACE}", ns, ofoFlagdImage, flagdImage).Replace(string(data)))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for {

@@ -3,6 +3,7 @@ package ofo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
 // The names the OpenFeature Operator's sidecar scenarios use.
@@ -213,21 +216,83 @@ func askFlagdOn(p corev1.Pod, port int32) func() (string, error) {
 		if !ok {
 			return "", fmt.Errorf("no container flagd listens on port %d of pod %s", port, p.Name)
 		}
-		body := `{"flagKey":"` + flagKey + `","context":{}}`
-		resp, err := http.Post("http://"+addr+"/schema.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return "", err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("flagd answered %d: %s", resp.StatusCode, data)
-		}
-		return strings.Join(strings.Fields(string(data)), ""), nil
+		return resolveBoolean(addr)
 	}
+}
+
+// httpClient asks with a deadline: a port that accepts and never answers
+// is no answer.
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// resolveBoolean sends the scenarios' request for simple-flag to addr and
+// returns a 200 answer with whitespace removed; any other answer, or none,
+// is an error.
+func resolveBoolean(addr string) (string, error) {
+	body := `{"flagKey":"` + flagKey + `","context":{}}`
+	resp, err := httpClient.Post("http://"+addr+"/schema.v1.Service/ResolveBoolean", "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("flagd answered %d: %s", resp.StatusCode, data)
+	}
+	return strings.Join(strings.Fields(string(data)), ""), nil
+}
+
+// flagAnswers sends the scenarios' request for simple-flag to every port
+// the pod's containers declare, init containers included — on the host
+// port the node gave each, there being no pod network — and lists, as
+// "container:port", those that answer with the flag's value. A declared
+// port the node did not map is an error: the question was not asked.
+func flagAnswers(p corev1.Pod) func() ([]string, error) {
+	return func() ([]string, error) {
+		var answered []string
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, port := range c.Ports {
+				addr, ok := n.Addr(key(p), c.Name, port.ContainerPort)
+				if !ok {
+					return nil, fmt.Errorf("the node gave port %d of container %s of pod %s no host port", port.ContainerPort, c.Name, p.Name)
+				}
+				if answer, err := resolveBoolean(addr); err == nil && strings.Contains(answer, flagdAnswer) {
+					answered = append(answered, fmt.Sprintf("%s:%d", c.Name, port.ContainerPort))
+				}
+			}
+		}
+		return answered, nil
+	}
+}
+
+// patchPodAnnotation sets an annotation of a Deployment's pod template, as
+// a user would with kubectl: the Deployment rolls.
+func patchPodAnnotation(ns, deployment, k, v string) {
+	GinkgoHelper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{k: v}}}}})
+	Expect(err).NotTo(HaveOccurred())
+	_, stderr, err := kubectl("patch", "deployment", deployment, "-n", ns, "--type=merge", "-p", string(patch))
+	Expect(err).NotTo(HaveOccurred(), "kubectl patch: %s", stderr)
+}
+
+// sourceTargets are the workloads a FeatureFlagSource's status says it
+// applies to.
+func sourceTargets(ctx context.Context, src *v1beta1.FeatureFlagSource) func() ([]v1beta1.WorkloadReference, error) {
+	return func() ([]v1beta1.WorkloadReference, error) {
+		got := &v1beta1.FeatureFlagSource{}
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(src), got)
+		return got.Status.Targets, err
+	}
+}
+
+// flagSetConfigMap is the ConfigMap flagplane generates in ns for the
+// scenarios' flag set when a file source of a pod there delivers it
+// (flagd.<namespace>.<name>).
+func flagSetConfigMap(ns string) client.ObjectKey {
+	return client.ObjectKey{Namespace: ns, Name: "flagd." + ns + ".end-to-end-test"}
 }
 
 // manifest reads a one-object manifest of testdata.

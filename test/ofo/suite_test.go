@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/test/operator"
@@ -21,6 +22,11 @@ func TestOpenFeatureOperatorScenarios(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "The OpenFeature Operator's e2e scenarios, on flagplane")
 }
+
+// flagdTag is the flagd release this suite installs flagplane with, for
+// its sidecars and its Flagd kind: the release of the flagd binary the test
+// node runs for flagd's image (bin/flagd, from hack/tools/flagd).
+const flagdTag = "v0.16.0"
 
 var (
 	cp  *controlplane.ControlPlane
@@ -50,7 +56,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
-	op, err = operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir()})
+	op, err = operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir(),
+		Configure: func(o *app.Options) {
+			// --sidecar-tag and --flagd-tag, as an install would set them.
+			o.Sidecar.Tag, o.Flagd.Tag = flagdTag, flagdTag
+		}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
 
