@@ -170,15 +170,28 @@ var _ = Describe("a tenant reaching for another namespace's flags", func() {
 			Expect(canI(ctx, t.tenant, "default", "get", "featureflags.core.openfeature.dev", t.platform)).To(BeFalse())
 		})
 
-		It("selecting the platform's workloads by their labels: a selector never leaves its namespace", func(ctx SpecContext) {
+		It("selecting the platform's workloads by their labels: a selector never leaves its namespace; her own workload of those labels is selected (the control)", func(ctx SpecContext) {
 			t := newTenancy(ctx)
-			create(ctx, t.mallory, fixtures.FlagSet(t.tenant, "bait", "on"),
-				fixtures.Source(t.tenant, "everyone", []v1beta1.Source{fixtures.FileRef("bait")}, fixtures.Selecting("tier", "core")))
-			Consistently(func() int32 {
+			src := fixtures.Source(t.tenant, "everyone", []v1beta1.Source{fixtures.FileRef("bait")}, fixtures.Selecting("tier", "core"))
+			create(ctx, t.mallory, fixtures.FlagSet(t.tenant, "bait", "on"), src)
+			// Her workload once flagplane has the source: its first pod is
+			// admitted with it.
+			Eventually(condition(ctx, source(t.tenant, "everyone"), v1beta1.ConditionAccepted)).Should(HavePrefix("True/"))
+			create(ctx, t.mallory, fixtures.Deployment(t.tenant, "mine", map[string]string{"tier": "core"}, nil))
+			targets := func() []v1beta1.WorkloadReference {
 				s := source(t.tenant, "everyone")
 				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
-				return s.Status.TargetCount
-			}).Should(BeZero())
+				return s.Status.Targets
+			}
+			mine := v1beta1.WorkloadReference{Kind: "Deployment", Name: "mine"} // of the source's namespace: none named
+
+			By("the control: the same selector selects her workload labelled tier=core, which gets the flag set")
+			Eventually(targets).Should(ConsistOf(mine))
+			Eventually(func() []string { return injected(firstPod(ctx, t.tenant, "mine")) }).Should(ContainElement("volume flagd." + t.tenant + ".bait"))
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.tenant, Name: "flagd." + t.tenant + ".bait"}, &corev1.ConfigMap{})).To(Succeed())
+
+			By("the platform's workload of the same labels: neither selected nor written to")
+			Consistently(targets).Should(ConsistOf(mine))
 			Expect(injected(firstPod(ctx, t.platform, "platform-app"))).NotTo(ContainElement(ContainSubstring("bait")))
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.platform, Name: "flagd." + t.tenant + ".bait"}, &corev1.ConfigMap{})).
 				To(Satisfy(apierrors.IsNotFound), "nothing of hers is written into the platform's namespace")
@@ -250,6 +263,17 @@ var _ = Describe("a tenant reaching for another namespace's flags through the sy
 		Entry("forged: JWT-shaped, signed by nobody", func(*tenancy) string {
 			return "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6eDp5In0.c2lnbmF0dXJl"
 		}),
+		Entry("forged: the control's claims, signed with a key of her own", func(t *tenancy) string {
+			return signJWT(tokenClaims(context.Background(), t.tenant, "default", "flagplane", time.Now().Add(time.Hour)), attackerKey())
+		}),
+		Entry(`forged: the control's claims with alg "none" and no signature`, func(t *tenancy) string {
+			return unsignedJWT(tokenClaims(context.Background(), t.tenant, "default", "flagplane", time.Now().Add(time.Hour)), "")
+		}),
+		Entry(`forged: a genuine token's claims and signature under alg "none"`, func(t *tenancy) string {
+			claims := tokenClaims(context.Background(), t.tenant, "default", "flagplane", time.Now().Add(time.Hour))
+			genuine := signJWT(claims, apiServerSigningKey())
+			return unsignedJWT(claims, genuine[strings.LastIndexByte(genuine, '.')+1:])
+		}),
 		Entry("expired: signed with the API server's key, expired a minute ago", func(t *tenancy) string {
 			return signedToken(context.Background(), t.tenant, "default", "flagplane", time.Now().Add(-time.Minute))
 		}),
@@ -261,7 +285,7 @@ var _ = Describe("a tenant reaching for another namespace's flags through the sy
 		}),
 	)
 
-	It("the control of the forged-token rows: a token signed the same way but not expired is accepted", func(ctx SpecContext) {
+	It("the control of the forged-token rows: the same claims, signed with the API server's key and not expired, are accepted", func(ctx SpecContext) {
 		t := newTenancy(ctx)
 		create(ctx, t.mallory, fixtures.FlagSet(t.tenant, "own", "on"))
 		code, _ := fetch(ctx, syncClient(signedToken(ctx, t.tenant, "default", "flagplane", time.Now().Add(time.Hour))), t.tenant, "own")

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"strings"
 	"time"
@@ -295,46 +296,93 @@ func serviceAccountToken(ctx context.Context, ns, sa, audience string) string {
 // waiting ten minutes for one to expire.
 func signedToken(ctx context.Context, ns, sa, audience string, expires time.Time) string {
 	GinkgoHelper()
+	return signJWT(tokenClaims(ctx, ns, sa, audience, expires), apiServerSigningKey())
+}
+
+// tokenClaims are the claims of a service-account token as the API server
+// issues them.
+func tokenClaims(ctx context.Context, ns, sa, audience string, expires time.Time) map[string]any {
+	GinkgoHelper()
 	account := &corev1.ServiceAccount{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: sa}, account)).To(Succeed())
 	now := time.Now()
-	claims := map[string]any{
+	return map[string]any{
 		"aud": []string{audience}, "iss": cp.ServiceAccountIssuer(), "sub": "system:serviceaccount:" + ns + ":" + sa,
 		"iat": now.Add(-time.Hour).Unix(), "nbf": now.Add(-time.Hour).Unix(), "exp": expires.Unix(),
 		"kubernetes.io": map[string]any{"namespace": ns, "serviceaccount": map[string]any{"name": sa, "uid": string(account.UID)}},
 	}
+}
+
+// apiServerSigningKey is the key the API server signs service-account
+// tokens with.
+func apiServerSigningKey() crypto.Signer {
+	GinkgoHelper()
 	raw, err := os.ReadFile(cp.ServiceAccountSigningKeyPath())
 	Expect(err).NotTo(HaveOccurred())
 	block, _ := pem.Decode(raw)
 	Expect(block).NotTo(BeNil(), "no PEM in the signing key file")
 	key, err := parsePrivateKey(block.Bytes)
 	Expect(err).NotTo(HaveOccurred())
+	return key
+}
+
+// attackerKey is a key of the attacker's own, generated now, of the kind
+// the API server signs with: a token it signs differs from a genuine one
+// by its key alone.
+func attackerKey() crypto.Signer {
+	GinkgoHelper()
+	var key crypto.Signer
+	var err error
+	switch k := apiServerSigningKey().(type) {
+	case *rsa.PrivateKey:
+		key, err = rsa.GenerateKey(rand.Reader, k.N.BitLen())
+	case *ecdsa.PrivateKey:
+		key, err = ecdsa.GenerateKey(k.Curve, rand.Reader)
+	default:
+		err = fmt.Errorf("signing key of type %T", k)
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return key
+}
+
+// signJWT is a compact JWT of claims signed with key: RS256 for an RSA
+// key, ES256 for a P-256 one.
+func signJWT(claims map[string]any, key crypto.Signer) string {
+	GinkgoHelper()
 	alg := "RS256"
 	if _, ok := key.(*ecdsa.PrivateKey); ok {
 		alg = "ES256"
 	}
-	enc := base64.RawURLEncoding
-	header, _ := json.Marshal(map[string]string{"alg": alg, "typ": "JWT"})
-	payload, _ := json.Marshal(claims)
-	signing := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
+	signing := jwtSegment(map[string]string{"alg": alg, "typ": "JWT"}) + "." + jwtSegment(claims)
 	digest := sha256.Sum256([]byte(signing))
 	var sig []byte
+	var err error
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
 		sig, err = rsa.SignPKCS1v15(rand.Reader, k, crypto.SHA256, digest[:])
 	case *ecdsa.PrivateKey:
-		var r, s []byte
-		rr, ss, e := ecdsa.Sign(rand.Reader, k, digest[:])
-		err = e
-		if e == nil {
-			r, s = rr.FillBytes(make([]byte, 32)), ss.FillBytes(make([]byte, 32))
-			sig = append(r, s...)
+		var r, s *big.Int
+		if r, s, err = ecdsa.Sign(rand.Reader, k, digest[:]); err == nil {
+			sig = append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...)
 		}
 	default:
 		err = fmt.Errorf("signing key of type %T", key)
 	}
 	Expect(err).NotTo(HaveOccurred())
-	return signing + "." + enc.EncodeToString(sig)
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// unsignedJWT is claims under the header {"alg":"none"}, followed by
+// signature: "" for none at all.
+func unsignedJWT(claims map[string]any, signature string) string {
+	return jwtSegment(map[string]string{"alg": "none", "typ": "JWT"}) + "." + jwtSegment(claims) + "." + signature
+}
+
+func jwtSegment(v any) string {
+	GinkgoHelper()
+	data, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	return base64.RawURLEncoding.EncodeToString(data)
 }
 
 func parsePrivateKey(der []byte) (crypto.Signer, error) {
