@@ -491,7 +491,7 @@ func (d *demo) showPod(ctx context.Context) error {
 	}
 	d.podKey = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	d.say("scheduled by kube-scheduler onto node %s and Ready %s later: its flagd runs there as the real flagd binary,", pod.Spec.NodeName, time.Since(pod.CreationTimestamp.Time).Round(100*time.Millisecond))
-	d.say("with the Pod's own arguments, environment and ConfigMap volume (test/node)")
+	d.say("with the Pod's arguments, environment and ConfigMap volume, its ports moved to free host ports (test/node: no pod network)")
 	got, err := d.evaluate(ctx, "new-checkout")
 	if err != nil {
 		return err

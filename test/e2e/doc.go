@@ -4,9 +4,11 @@
 // its admission webhooks and its flagd sync server (test/operator), and
 // the test node (test/node), which runs the pods the ReplicaSet controller
 // creates and admission mutates — the injected flagd as the real flagd
-// binary with the pod's exact arguments, environment, volumes and
-// service-account token, the OpenFeature Go SDK client as the binary of a
-// known test image, anything else as an idle placeholder.
+// binary with the pod's arguments and environment (their ports rewritten to
+// the host ports the node gives the pod's declared ports: there is no pod
+// network; see test/node), volumes and service-account token, the
+// OpenFeature Go SDK client as the binary of a known test image, anything
+// else as an idle placeholder.
 //
 // One spec per delivery path: create the objects, wait until the pod is
 // Ready, evaluate over the injected flagd's HTTP API on the node's remapped

@@ -2,9 +2,25 @@
 // local control plane of test/controlplane and runs the Pods bound to it,
 // doing what a kubelet does for the parts flagplane depends on. With it, the
 // flagd sidecar that admission injects really runs, as the real flagd
-// binary, with the Pod's exact arguments, environment and volumes; the
-// suites then assert what a real counterpart accepts, not what flagplane's
-// own output looks like.
+// binary, with the Pod's arguments, environment and volumes; the suites
+// then assert what a real counterpart accepts, not what flagplane's own
+// output looks like.
+//
+// The arguments and environment are not exactly the Pod's: the agent
+// rewrites ports. Pods here have no network namespace of their own, so two
+// pods' flagds would both listen on 8013 of the one loopback; every port a
+// Pod declares gets a free host port instead, and to match, the agent
+// rewrites, in every container, the environment variables whose name ends
+// in _PORT and whose value is a declared port (so an app container's
+// FLAGD_PORT still reaches its sidecar, and $(VAR) in args expands to the
+// host port); in flagd's containers, the values of flagd's port flags
+// (--port, --management-port, --sync-port, --ofrep-port, --metrics-port,
+// -p, -m, -g, -r); and, when flagd's command is start, adds those flags
+// with a host port for each flagd port the arguments leave to
+// FLAGD_*_PORT or the default; probes are sent to the host port. See
+// ports.go and ports_rewrite.go. A port written anywhere else — in a URL,
+// a config file — is left alone. Tests reach a container on its host port
+// with Addr or PortOf.
 //
 // Typical use in a Ginkgo suite, with kube-scheduler binding the Pods:
 //
