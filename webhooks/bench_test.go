@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,8 +171,8 @@ func TestAdmissionMakesNoAPIRequest(t *testing.T) {
 		if !resp.Allowed {
 			t.Fatalf("denied: %v", resp.Result)
 		}
-		if len(resp.Patches) > 0 {
-			injected++
+		if slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool { return strings.HasPrefix(op.Path, "/spec/") }) {
+			injected++ // the others get their admission record only
 		}
 	}
 	if n := f.apiCalls.Load(); n != 0 {

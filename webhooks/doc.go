@@ -22,8 +22,13 @@
 // A dry-run request gets the same patch and causes nothing.
 //
 // Every pod that gets an injection carries rollout.AnnotationInjection, the
-// fingerprint of what it got. The annotation is how the webhook knows a pod
-// it has seen (it is idempotent) and how the Healer knows a pod it has not.
+// fingerprint of what it got; every other pod of a workload that it admits
+// carries rollout.AnnotationAdmitted ("nothing-to-inject"). The first is how
+// the webhook knows a pod it has injected (it is idempotent); together they
+// are how the Healer knows a pod the webhook never saw, and tells the Event
+// on the workload it restarts which happened: admitted before flagplane knew
+// the workload was targeted (Targeted), or never admitted by flagplane's
+// webhook (InjectionMissing), whichever replica admitted the pod.
 //
 // The webhook's failurePolicy is Ignore, with namespace and object
 // selectors that leave kube-system, flagplane's own namespace and opted-out

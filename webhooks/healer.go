@@ -25,12 +25,14 @@ import (
 
 // Reasons of the Event on a workload that the Healer restarts.
 const (
-	// EventInjectionMissing: a pod was admitted without the injection its
-	// workload had then (the webhook was not reached), or lacks flag sets
-	// whose ConfigMaps exist now.
+	// EventInjectionMissing: a pod created after its workload was targeted
+	// never reached the webhook (it carries no admission record of
+	// flagplane's), or lacks flag sets whose ConfigMaps exist now.
 	EventInjectionMissing = "InjectionMissing"
-	// EventTargeted: the workload's pods predate the source (or annotation,
-	// or grant) that targets it now.
+	// EventTargeted: the workload's pods were admitted before flagplane
+	// knew of the source (or annotation, or grant) that targets it now:
+	// they were created before it, or the webhook admitted them with
+	// nothing to inject (rollout.AnnotationAdmitted).
 	EventTargeted = "Targeted"
 )
 
@@ -82,11 +84,7 @@ type Healer struct {
 	// targetedSince is when this process saw each targeted workload become
 	// targeted: a pod older than that predates its targeting.
 	targetedSince map[topology.Key]time.Time
-	// Admissions, when set, tells which workloads' pods the Pod webhook
-	// admitted with nothing to inject, and when: it decides, for a pod created
-	// within the second the workload became targeted, whether the webhook saw it.
-	Admissions *EmptyAdmissions
-	queue      workqueue.TypedRateLimitingInterface[topology.Key]
+	queue         workqueue.TypedRateLimitingInterface[topology.Key]
 }
 
 // WorkloadsChanged hears the workloads of every Delta (see
@@ -334,7 +332,12 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	return 0, nil
 }
 
-// why says why a pod of w lacks its injection, as far as this process knows.
+// why says why a pod of w lacks its injection, from what the pod records
+// of its admission and when this process saw w become targeted. The
+// webhook marks every pod it admits: with AnnotationInjection, or with
+// AnnotationAdmitted when it had nothing to inject. A pod with neither was
+// never seen by it. Creation times have whole seconds; within the second
+// of the targeting, the pod's record decides.
 func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
 	if _, incomplete := pod.Annotations[rollout.AnnotationIncomplete]; incomplete {
 		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[rollout.AnnotationIncomplete]
@@ -343,21 +346,22 @@ func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod) (reason,
 	since, known := h.targetedSince[w]
 	h.mu.Unlock()
 	created := pod.CreationTimestamp.Time // whole seconds
-	second := since.Truncate(time.Second)
-	predates := fmt.Sprintf("was created before the %s was targeted by %s", w.Kind, targetedBy(v, w))
+	before := known && created.Before(since.Truncate(time.Second))
+	by := targetedBy(v, w)
+	_, admitted := pod.Annotations[rollout.AnnotationAdmitted]
 	switch {
-	case !known:
-	case created.Before(second):
-		return EventTargeted, predates
-	case created.Equal(second) && h.Admissions.Admitted(w, second):
-		// Within that second the webhook admitted a pod of the workload with
-		// nothing to inject: this one.
-		return EventTargeted, predates
-	default:
-		return EventInjectionMissing, "was admitted without its flagd injection after the workload was targeted: the admission webhook was not reached (it fails open)"
+	case before:
+		return EventTargeted, fmt.Sprintf("was created before the %s was targeted by %s", w.Kind, by)
+	case admitted:
+		// The webhook saw it, and the replica that admitted it did not know
+		// of the targeting yet: it came later, or reached that replica later.
+		return EventTargeted, fmt.Sprintf("was admitted with nothing to inject, before flagplane knew the %s was targeted by %s", w.Kind, by)
+	case known:
+		return EventInjectionMissing, fmt.Sprintf("was created after the %s was targeted by %s and never reached the admission webhook "+
+			"(it fails open: it was unavailable or timed out)", w.Kind, by)
 	}
-	return EventInjectionMissing, "runs without its flagd injection: it was created before the workload was targeted by " + targetedBy(v, w) +
-		", or while the admission webhook could not be reached"
+	return EventInjectionMissing, fmt.Sprintf("runs without its flagd injection and never reached the admission webhook "+
+		"(it fails open: it was unavailable or timed out, or the pod predates flagplane); the %s is targeted by %s", w.Kind, by)
 }
 
 // targetedBy names the sources and in-process configurations of a workload.
@@ -383,66 +387,4 @@ func (h *Healer) configMapsExist(ctx context.Context, inj *injection.Injection) 
 		}
 	}
 	return true
-}
-
-// EmptyAdmissions remembers, for a short while, when the Pod webhook
-// admitted a pod of a workload with nothing to inject. A pod's creation time
-// has whole seconds only; this tells, for a pod created within the second
-// its workload became targeted, that the webhook saw it before the targeting
-// rather than missed it after. It is safe for concurrent use.
-type EmptyAdmissions struct {
-	mu sync.Mutex
-	m  map[topology.Key][]time.Time
-}
-
-// emptyAdmissionMemory is how long an admission is remembered: long enough
-// for the Delta of the targeting to reach the healer.
-const emptyAdmissionMemory = time.Minute
-
-// Record notes that a pod of w was admitted with nothing to inject at t.
-func (e *EmptyAdmissions) Record(w topology.Key, t time.Time) {
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.m == nil {
-		e.m = map[topology.Key][]time.Time{}
-	}
-	e.m[w] = append(recent(e.m[w], t), t)
-	if len(e.m) > 1024 {
-		for k, ts := range e.m {
-			if ts = recent(ts, t); len(ts) == 0 {
-				delete(e.m, k)
-			} else {
-				e.m[k] = ts
-			}
-		}
-	}
-}
-
-// Admitted tells whether a pod of w was admitted with nothing to inject
-// within the second that starts at second.
-func (e *EmptyAdmissions) Admitted(w topology.Key, second time.Time) bool {
-	if e == nil {
-		return false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, t := range e.m[w] {
-		if t.Truncate(time.Second).Equal(second) {
-			return true
-		}
-	}
-	return false
-}
-
-func recent(ts []time.Time, now time.Time) []time.Time {
-	out := ts[:0]
-	for _, t := range ts {
-		if now.Sub(t) < emptyAdmissionMemory {
-			out = append(out, t)
-		}
-	}
-	return out
 }

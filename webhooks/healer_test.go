@@ -89,8 +89,9 @@ func TestHealer(t *testing.T) {
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
 		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning InjectionMissing"),
-			ContainSubstring("pod web-1-b runs without its flagd injection: it was created before the workload was targeted by FeatureFlagSource shop/flags, or while the admission webhook could not be reached")),
-			"this process did not see the workload become targeted: both causes are possible")
+			ContainSubstring("pod web-1-b runs without its flagd injection and never reached the admission webhook"),
+			ContainSubstring("the Deployment is targeted by FeatureFlagSource shop/flags")),
+			"no admission record: the webhook never saw it, whenever the workload was targeted")
 
 		*now = now.Add(time.Minute)
 		retry, err := h.Heal(ctx, web)
@@ -98,52 +99,50 @@ func TestHealer(t *testing.T) {
 		g.Expect(retry).To(BeZero(), "the pod is older than the restart: it is being replaced")
 	})
 
-	t.Run("the reason, when this process saw the workload become targeted", func(t *testing.T) {
-		for _, tc := range []struct {
-			name, reason, note string
-			podCreated         time.Time
-		}{
-			{"a pod older than the targeting predates it", EventTargeted,
-				"pod web-1-b was created before the Deployment was targeted by FeatureFlagSource shop/flags", created},
-			{"a pod younger than the targeting missed the webhook", EventInjectionMissing,
-				"pod web-1-b was admitted without its flagd injection after the workload was targeted: the admission webhook was not reached", created.Add(time.Hour + time.Second)},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				g := NewWithT(t)
-				h, _, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", tc.podCreated, nil))
-				*now = created.Add(time.Hour) // targeted an hour after the first pod
-				h.WorkloadsChanged([]topology.Key{web})
-				*now = created.Add(2 * time.Hour)
-				g.Expect(h.Heal(ctx, web)).To(BeZero())
-				g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+tc.reason), ContainSubstring(tc.note)))
-			})
-		}
-		// Creation times have whole seconds: within the second of the
-		// targeting, the webhook's own record decides.
-		for _, tc := range []struct {
-			name     string
-			admitted bool
-			reason   string
-		}{
-			{"within the same second, admitted by the webhook with nothing to inject", true, EventTargeted},
-			{"within the same second, never seen by the webhook", false, EventInjectionMissing},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				g := NewWithT(t)
-				targeted := created.Add(time.Hour + 700*time.Millisecond)
-				h, _, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", created.Add(time.Hour), nil))
-				h.Admissions = &EmptyAdmissions{}
-				if tc.admitted {
-					h.Admissions.Record(web, created.Add(time.Hour+300*time.Millisecond))
-				}
+	// What the Event says, from the pod's admission record and when this
+	// process saw the workload become targeted (an hour after the first
+	// pod, at 12:00:00.700). Creation times have whole seconds.
+	admitted := map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+	targeted := created.Add(time.Hour + 700*time.Millisecond)
+	for _, tc := range []struct {
+		name        string
+		seen        bool // this process saw the workload become targeted
+		podCreated  time.Time
+		annotations map[string]string
+		reason      string
+		note        string
+	}{
+		{"a pod older than the targeting predates it", true, created, nil, EventTargeted,
+			"pod web-1-b was created before the Deployment was targeted by FeatureFlagSource shop/flags"},
+		{"a pod older than the targeting, admitted with nothing to inject, predates it", true, created, admitted, EventTargeted,
+			"pod web-1-b was created before the Deployment was targeted by FeatureFlagSource shop/flags"},
+		// Two replicas serve the webhook: the one that admitted the pod
+		// may learn of a new source after the leader did (issue 24).
+		{"a pod younger than the targeting that the webhook admitted with nothing to inject: admitted before flagplane knew", true,
+			created.Add(time.Hour + time.Minute), admitted, EventTargeted,
+			"pod web-1-b was admitted with nothing to inject, before flagplane knew the Deployment was targeted by FeatureFlagSource shop/flags"},
+		{"within the second of the targeting, admitted by the webhook with nothing to inject", true,
+			created.Add(time.Hour), admitted, EventTargeted, "was admitted with nothing to inject, before flagplane knew"},
+		{"a pod younger than the targeting with no admission record never reached the webhook", true,
+			created.Add(time.Hour + time.Minute), nil, EventInjectionMissing,
+			"pod web-1-b was created after the Deployment was targeted by FeatureFlagSource shop/flags and never reached the admission webhook"},
+		{"within the second of the targeting, with no admission record", true,
+			created.Add(time.Hour), nil, EventInjectionMissing, "never reached the admission webhook"},
+		{"targeting not seen by this process, admitted with nothing to inject", false, created, admitted, EventTargeted,
+			"pod web-1-b was admitted with nothing to inject, before flagplane knew the Deployment was targeted by FeatureFlagSource shop/flags"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			h, _, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-b", "web-1", tc.podCreated, tc.annotations))
+			if tc.seen {
 				*now = targeted
 				h.WorkloadsChanged([]topology.Key{web})
-				*now = targeted.Add(time.Second)
-				g.Expect(h.Heal(ctx, web)).To(BeZero())
-				g.Expect(<-rec.Events).To(ContainSubstring("Warning " + tc.reason))
-			})
-		}
-	})
+			}
+			*now = created.Add(2 * time.Hour)
+			g.Expect(h.Heal(ctx, web)).To(BeZero())
+			g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+tc.reason), ContainSubstring(tc.note)))
+		})
+	}
 
 	t.Run("pods created before the last restart are being replaced already", func(t *testing.T) {
 		g := NewWithT(t)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,9 +34,6 @@ type PodMutator struct {
 	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
 	WorkloadWait time.Duration
-	// Admissions, when set, records the pods admitted with nothing to
-	// inject, for the Healer's account of why a pod lacks its injection.
-	Admissions *EmptyAdmissions
 }
 
 var _ admission.Handler = (*PodMutator)(nil)
@@ -75,14 +73,14 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	inj := injection.Desired(v, res.Workload, p.Options)
 	warnings := append(status.AnnotationWarnings(v, res.Workload), inj.Warnings...)
 	if inj.Empty() {
-		if req.DryRun == nil || !*req.DryRun {
-			p.Admissions.Record(res.Workload, time.Now())
-		}
 		if optedIn && len(warnings) == 0 {
 			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
 				res.Workload.Kind, res.Workload.Namespace, res.Workload.Name))
 		}
-		return admission.Allowed("nothing to inject").WithWarnings(warnings...)
+		// The pod's record that the webhook saw it: should its workload be
+		// targeted later, the Healer tells "admitted before flagplane knew"
+		// from "the webhook was not reached" by it, whichever replica admitted it.
+		return admission.Patched("nothing to inject", markAdmitted(pod)).WithWarnings(warnings...)
 	}
 
 	// Every ConfigMap the pod mounts exists before it is admitted; one that
@@ -112,6 +110,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
 	mutated.Annotations[rollout.AnnotationInjection] = inj.Fingerprint()
+	delete(mutated.Annotations, rollout.AnnotationAdmitted) // a copy's, of an earlier admission
 	if inj.RolloutOnChange(v) {
 		mutated.Annotations[rollout.AnnotationRolloutOnChange] = "true"
 	}
@@ -179,4 +178,15 @@ func unresolvedAnnotationRefs(v *topology.View, w topology.Key) []string {
 		}
 	}
 	return out
+}
+
+// markAdmitted is the patch that sets rollout.AnnotationAdmitted on pod.
+func markAdmitted(pod *corev1.Pod) jsonpatch.JsonPatchOperation {
+	if pod.Annotations == nil {
+		return jsonpatch.NewOperation("add", "/metadata/annotations",
+			map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject})
+	}
+	// RFC 6901: "~" and "/" escaped in a path's segment.
+	key := strings.NewReplacer("~", "~0", "/", "~1").Replace(rollout.AnnotationAdmitted)
+	return jsonpatch.NewOperation("add", "/metadata/annotations/"+key, rollout.AdmittedNothingToInject)
 }

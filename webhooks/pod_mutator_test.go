@@ -341,13 +341,47 @@ spec:
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("flag set shop/checkout left out of this pod")))
 	})
 
-	t.Run("a pod of a workload no source applies to is not patched", func(t *testing.T) {
-		g := NewWithT(t)
+	t.Run("a pod of a workload no source applies to gets its admission record only", func(t *testing.T) {
 		reader := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(replicaSetMeta("shop", "plain-1", "plain")).Build()
-		pod := podOwnedBy("ReplicaSet", "plain-1", nil)
-		resp := newMutator(t, reader, &recordingEnsurer{}).Handle(ctx, request(t, admissionv1.Create, pod, false))
-		g.Expect(resp.Allowed).To(BeTrue())
-		g.Expect(resp.Patches).To(BeEmpty())
+		for _, tc := range []struct {
+			name        string
+			annotations map[string]string
+			dryRun      bool
+		}{
+			{"no annotations", nil, false},
+			{"annotations of its own", map[string]string{"team": "shop", "a/b~c": "d"}, false},
+			{"dry run", nil, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				g := NewWithT(t)
+				ens := &recordingEnsurer{}
+				pod := podOwnedBy("ReplicaSet", "plain-1", nil)
+				pod.Annotations = tc.annotations
+				resp := newMutator(t, reader, ens).Handle(ctx, request(t, admissionv1.Create, pod, tc.dryRun))
+				g.Expect(resp.Allowed).To(BeTrue())
+				got := patched(t, pod, resp)
+				want := pod.DeepCopy()
+				want.Annotations = map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+				for k, v := range tc.annotations {
+					want.Annotations[k] = v
+				}
+				g.Expect(got).To(Equal(want), "the record that the webhook saw it, nothing else")
+				g.Expect(ens.calls).To(BeEmpty())
+
+				again := patched(t, got, newMutator(t, reader, ens).Handle(ctx, request(t, admissionv1.Create, got, tc.dryRun)))
+				g.Expect(again).To(Equal(want), "admitted again (re-created from its own YAML): the same")
+			})
+		}
+	})
+
+	t.Run("a pod admitted with nothing to inject before its workload was targeted is injected like any other once it is", func(t *testing.T) {
+		g := NewWithT(t)
+		pod := podOwnedBy("ReplicaSet", "web-5d4f8", map[string]string{"app": "web", "pod-template-hash": "5d4f8"})
+		pod.Annotations = map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+		got := patched(t, pod, newMutator(t, reader, &recordingEnsurer{}).Handle(ctx, request(t, admissionv1.Create, pod, false)))
+		g.Expect(sidecarOf(got)).NotTo(BeNil(), "the record never keeps the webhook from looking at a pod")
+		g.Expect(got.Annotations).To(HaveKey(rollout.AnnotationInjection))
+		g.Expect(got.Annotations).NotTo(HaveKey(rollout.AnnotationAdmitted), "what it got now is its record")
 	})
 
 	t.Run("an opted-in pod that is no workload's is told why it gets nothing", func(t *testing.T) {

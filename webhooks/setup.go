@@ -224,11 +224,9 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	}
 
 	resolver := rollout.Owners{Reader: mgr.GetCache()}
-	admissions := &EmptyAdmissions{}
 	a.PodMutator = &PodMutator{
-		Admissions: admissions,
-		Graph:      g,
-		Resolver:   resolver,
+		Graph:    g,
+		Resolver: resolver,
 		ConfigMaps: NewConfigMapEnsurer(mgr.GetCache(), mgr.GetClient(), mgr.GetAPIReader(),
 			workflows.Settings{FlagSets: o.FlagSets, Generated: o.Generated, Injection: o.Injection}),
 		Options:      o.Injection,
@@ -242,15 +240,14 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 
 	if o.Heal {
 		a.Healer = &Healer{
-			Admissions: admissions,
-			Graph:      g,
-			Resolver:   resolver,
-			Cache:      mgr.GetCache(),
-			Client:     mgr.GetClient(),
-			Events:     mgr.GetEventRecorder("flagplane"),
-			Options:    o.Injection,
-			Resync:     o.HealResync,
-			Backoff:    o.HealBackoff,
+			Graph:    g,
+			Resolver: resolver,
+			Cache:    mgr.GetCache(),
+			Client:   mgr.GetClient(),
+			Events:   mgr.GetEventRecorder("flagplane"),
+			Options:  o.Injection,
+			Resync:   o.HealResync,
+			Backoff:  o.HealBackoff,
 		}
 		if err := mgr.Add(a.Healer); err != nil {
 			return nil, fmt.Errorf("adding the healer: %w", err)

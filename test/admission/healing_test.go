@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -30,6 +31,7 @@ var _ = Describe("Healing", Serial, func() {
 		orphan := pods(ctx, ns, "web")()[0]
 		Expect(orphan).NotTo(HaveSidecar())
 		Expect(orphan.Annotations).NotTo(HaveKey(rollout.AnnotationInjection))
+		Expect(orphan.Annotations).NotTo(HaveKey(rollout.AnnotationAdmitted), "no webhook saw it")
 
 		By("the operator is back: the Deployment is restarted and its new Pod has the sidecar")
 		operator = startOperator()
@@ -46,7 +48,7 @@ var _ = Describe("Healing", Serial, func() {
 			HaveField("Reason", webhooks.EventInjectionMissing),
 			HaveField("Type", corev1.EventTypeWarning),
 			HaveField("Regarding.Name", "web"),
-			HaveField("Note", ContainSubstring("pod "+orphan.Name+" runs without its flagd injection")),
+			HaveField("Note", ContainSubstring("pod "+orphan.Name+" runs without its flagd injection and never reached the admission webhook")),
 		)))
 
 		By("the old Pod, which the rollout replaces, does not roll the Deployment again")
@@ -64,6 +66,8 @@ var _ = Describe("Healing", Serial, func() {
 		create(ctx, flagSet(ns, "checkout"), web)
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		Expect(pods(ctx, ns, "web")()[0]).NotTo(HaveSidecar())
+		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(rollout.AnnotationAdmitted, rollout.AdmittedNothingToInject),
+			"the webhook saw it, with nothing to inject")
 
 		create(ctx, source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web")))
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
@@ -71,7 +75,8 @@ var _ = Describe("Healing", Serial, func() {
 		Expect(web.Spec.Template.Annotations).To(HaveKey(rollout.RestartedAtAnnotation))
 		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
 			HaveField("Reason", webhooks.EventTargeted),
-			HaveField("Note", ContainSubstring("was created before the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
+			// Created before it, or (within the same second) admitted before flagplane knew.
+			HaveField("Note", ContainSubstring("the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
 	})
 
 	It("rolls a Deployment opted in by annotation before its source exists (the OpenFeature Operator's order) as soon as the source is created, saying so", func(ctx SpecContext) {
@@ -87,8 +92,39 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web"), 10*time.Second).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
 			HaveField("Reason", webhooks.EventTargeted),
-			HaveField("Note", ContainSubstring("was created before the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
+			// Created before it, or (within the same second) admitted before flagplane knew.
+			HaveField("Note", ContainSubstring("the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
 		Expect(healEvents(ctx, ns)()).NotTo(ContainElement(HaveField("Note", ContainSubstring("webhook"))), "the webhook was there all along")
+	})
+
+	// Issue 24: a replica that admits a pod may learn of a new source after
+	// the leader does, or the leader may start after the Deployment became
+	// targeted; neither knows from memory whether the webhook saw the pod.
+	// The pod's admission record tells, whichever process admitted it.
+	It("says that a Deployment's pods were admitted before flagplane knew it was targeted, not that the webhook was missed, when it became targeted while the operator was down", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		web := deployment(ns, "web", nil, nil)
+		create(ctx, flagSet(ns, "checkout"), web, source(ns, "flags", []v1beta1.Source{file("checkout")},
+			func(s *v1beta1.FeatureFlagSource) {
+				s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"flags": "yes"}}
+			}))
+		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
+		admitted := pods(ctx, ns, "web")()[0]
+		Expect(admitted).NotTo(HaveSidecar())
+		Expect(admitted.Annotations).To(HaveKeyWithValue(rollout.AnnotationAdmitted, rollout.AdmittedNothingToInject))
+
+		By("the source's selector comes to match the Deployment while the operator is down: the process that heals never sees it become targeted")
+		operator.stop()
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
+		web.Labels = map[string]string{"flags": "yes"} // its own labels, not its pods': nothing rolls
+		Expect(k8s.Update(ctx, web)).To(Succeed())
+		operator = startOperator()
+
+		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
+		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
+			HaveField("Reason", webhooks.EventTargeted),
+			HaveField("Note", ContainSubstring("pod "+admitted.Name+" was admitted with nothing to inject, before flagplane knew the Deployment was targeted by FeatureFlagSource "+ns+"/flags")))))
+		Expect(healEvents(ctx, ns)()).NotTo(ContainElement(HaveField("Reason", webhooks.EventInjectionMissing)), "the webhook saw the pod")
 	})
 })
 

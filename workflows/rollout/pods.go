@@ -35,11 +35,24 @@ const (
 	// comma-separated. The pod got the rest; the healer rolls the workload
 	// once what its pods would get differs from what this one got.
 	AnnotationUnresolved = "flagplane.core.openfeature.dev/injection-unresolved"
+	// AnnotationAdmitted is on every pod of a workload that the Pod
+	// webhook admitted with nothing to inject (as far as the replica that
+	// admitted it knew, no source or in-process configuration applied to
+	// its workload then), with the value AdmittedNothingToInject. It is the
+	// pod's own record that the webhook saw it: a pod of a targeted
+	// workload without it and without AnnotationInjection never reached
+	// the webhook (it fails open), and one with it was admitted before
+	// flagplane knew its workload to be targeted. Only the webhook sets it;
+	// it never keeps the webhook from looking at a pod.
+	AnnotationAdmitted = "flagplane.core.openfeature.dev/admitted"
 	// AnnotationRolloutOnChange is "true" on a pod one of whose sources
 	// asked for rolloutOnChange when it was admitted, so that removing that
 	// source rolls the pod too.
 	AnnotationRolloutOnChange = "flagplane.core.openfeature.dev/rollout-on-change"
 )
+
+// AdmittedNothingToInject is AnnotationAdmitted's value.
+const AdmittedNothingToInject = "nothing-to-inject"
 
 // ControllerIndex is the cache field index of pod and ReplicaSet metadata by
 // their controller, "<Kind>/<name>": how a workload's pods are found without
