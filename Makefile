@@ -61,6 +61,9 @@ BENCH_TIME ?= 1x
 FANOUT_BENCH_TIME ?= 1x
 # FeatureFlag edits per provider in the edit-to-served benchmark (test/e2e).
 E2E_BENCH_EDITS ?= 20
+# Edits per provider timed on the real kubelet (test/realinstall), with
+# syncFrequency 1s and the kubelet's default (a file edit then takes a minute).
+REALNODE_BENCH_EDITS ?= 6
 # hack/e2ebench: e.g. -edits 100, -sizes 10,1000, -strict.
 E2E_BENCH_FLAGS ?=
 
@@ -215,8 +218,9 @@ TEST_LIBRARIES := ./test/faultproxy
 # callbacks, queues, graph snapshots read while written) and its API-call
 # accounting. The others run without it, to keep CI's time in proportion.
 RACE_SUITES := ./test/reconcile ./test/accounting
-# Plain Go tests under test/ (no Ginkgo flags): the image, built by make image.
-PLAIN_TESTS := ./test/image
+# Plain Go tests under test/ (no Ginkgo flags): the image, built by make image;
+# the real node's own tests (it starts, serves, and leaves nothing behind).
+PLAIN_TESTS := ./test/image ./test/realnode
 
 .PHONY: test-unit
 test-unit: ## Unit, golden and property tests of the pure packages, with the race detector.
@@ -225,17 +229,19 @@ test-unit: ## Unit, golden and property tests of the pure packages, with the rac
 .PHONY: test-integration
 test-integration: controlplane realclients realnode ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v $(GINKGO_FLAGS)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
 
 .PHONY: bench
-bench: controlplane realclients ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
+bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go test ./cmd/flagplane/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
+	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
+	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).

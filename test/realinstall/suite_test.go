@@ -1,0 +1,157 @@
+package realinstall
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/realnode"
+)
+
+func TestRealInstall(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "flagplane installed from its chart on a real node")
+}
+
+// syncFrequencyEnv sets the kubelet's syncFrequency: a duration, or
+// "default" for the kubelet's own (1m). The suite's is 5s, so that a
+// ConfigMap edit reaches a mounted volume in seconds rather than a minute;
+// docs/benchmarks.md has the figures with both.
+const syncFrequencyEnv = "FLAGPLANE_REALNODE_SYNC_FREQUENCY"
+
+func suiteSyncFrequency() time.Duration {
+	switch v := os.Getenv(syncFrequencyEnv); v {
+	case "":
+		return 5 * time.Second
+	case "default":
+		return 0
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			panic(fmt.Sprintf("%s=%q: %v", syncFrequencyEnv, v, err))
+		}
+		return d
+	}
+}
+
+const (
+	systemNS    = "flagplane-system"
+	releaseName = "flagplane"
+)
+
+var (
+	cluster *realnode.Cluster
+	k8s     client.Client
+	root    string
+	// managerImage is the chart's default image reference (its values'
+	// repository at its appVersion), which the node's registry serves as
+	// `make image` built it; upgradeImage is a second image of it.
+	managerImage, upgradeImage string
+	// currentImage is the image the release runs now.
+	currentImage string
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	root, err = controlplane.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	repo, tag := chartImage()
+	managerImage = repo + ":" + tag
+	upgradeImage = repo + ":" + tag + "-upgrade"
+	currentImage = managerImage
+	layout := filepath.Join(root, "dist", "image")
+	cluster, err = realnode.Start(ctx, realnode.Options{
+		Log:           GinkgoWriter,
+		SyncFrequency: suiteSyncFrequency(),
+		CRDDirs:       []string{controlplane.GatewayAPICRDDir(filepath.Join(root, "bin"))},
+		Images: []realnode.Image{
+			{Ref: managerImage, Layout: layout},
+			{Ref: upgradeImage, Layout: layout, Labels: map[string]string{"dev.flagplane.test/upgrade": "1"}},
+		},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() || os.Getenv("FLAGPLANE_KEEP_REALNODE") != "" {
+			dumpState()
+		}
+		Expect(cluster.Stop()).To(Succeed())
+	})
+	k8s = cluster.Client
+
+	By("helm install " + releaseName + " charts/flagplane, with the chart's defaults")
+	began := time.Now()
+	helm("install", releaseName, filepath.Join(root, "charts", "flagplane"), "--wait", "--timeout", "5m")
+	waitForManagers(ctx, 2)
+	AddReportEntry("helm install to 2 Ready replicas", time.Since(began).Round(time.Millisecond).String())
+}, NodeTimeout(12*time.Minute))
+
+// chartImage is the manager image the chart installs when no value says
+// otherwise.
+func chartImage() (repository, tag string) {
+	GinkgoHelper()
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	var values struct {
+		ControllerManager struct {
+			Manager struct {
+				Image struct {
+					Repository string  `json:"repository"`
+					Tag        *string `json:"tag"`
+				} `json:"image"`
+			} `json:"manager"`
+		} `json:"controllerManager"`
+	}
+	readYAML(filepath.Join(root, "charts", "flagplane", "Chart.yaml"), &chart)
+	readYAML(filepath.Join(root, "charts", "flagplane", "values.yaml"), &values)
+	img := values.ControllerManager.Manager.Image
+	tag = chart.AppVersion
+	if img.Tag != nil && *img.Tag != "" {
+		tag = *img.Tag
+	}
+	Expect(img.Repository).NotTo(BeEmpty())
+	Expect(tag).NotTo(BeEmpty())
+	return img.Repository, tag
+}
+
+func readYAML(path string, into any) {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(yaml.Unmarshal(data, into)).To(Succeed())
+}
+
+func helm(args ...string) string {
+	GinkgoHelper()
+	out, err := cluster.Helm(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func kubectl(args ...string) string {
+	GinkgoHelper()
+	out, err := cluster.Kubectl(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// dumpState writes what a failed run needs to be understood: the pods, the
+// events and the managers' logs.
+func dumpState() {
+	for _, args := range [][]string{
+		{"get", "pods", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"logs", "-n", systemNS, "-l", "app.kubernetes.io/name=flagplane", "--tail=80", "--prefix"},
+	} {
+		out, err := cluster.Kubectl(args...)
+		fmt.Fprintf(GinkgoWriter, "$ kubectl %v\n%s%v\n", args, out, err)
+	}
+}
