@@ -12,9 +12,11 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -60,14 +62,14 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	res := p.Resolver.WorkloadOf(ctx, ns, pod)
 	if !res.OK {
 		if optedIn {
-			return admission.Allowed("no workload").WithWarnings("flagplane injects nothing into this pod: " + res.Why)
+			return admission.Allowed("no workload: " + res.Why).WithWarnings("flagplane injects nothing into this pod: " + res.Why)
 		}
-		return admission.Allowed("no workload")
+		return admission.Allowed("no workload: " + res.Why)
 	}
 	if res.Workload.Kind.IsPodOwner() && !optedIn {
 		// Workloads known only through their pods opt in by annotation
 		// (targetRefs and selectors name Deployments, StatefulSets and DaemonSets).
-		return admission.Allowed("not opted in")
+		return admission.Allowed(fmt.Sprintf("not opted in: %s is known only through its pods, which do not carry %s", res.Workload, v1beta1.AnnotationEnabled))
 	}
 	v := p.view(ctx, res.Workload, pod)
 	inj := injection.Desired(v, res.Workload, p.Options)
@@ -80,7 +82,8 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		// The pod's record that the webhook saw it: should its workload be
 		// targeted later, the Healer tells "admitted before flagplane knew"
 		// from "the webhook was not reached" by it, whichever replica admitted it.
-		return admission.Patched("nothing to inject", markAdmitted(pod)).WithWarnings(warnings...)
+		return admission.Patched("nothing to inject: no source or in-process configuration applies to "+res.Workload.String(),
+			markAdmitted(pod)).WithWarnings(warnings...)
 	}
 
 	// Every ConfigMap the pod mounts exists before it is admitted; one that
@@ -126,7 +129,40 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+	if resp.Allowed {
+		// What was injected, for the decision's log line (loggedDecisions).
+		resp.Result = &metav1.Status{Code: http.StatusOK, Message: injectedSummary(res.Workload, inj, incomplete)}
+	}
+	return resp
+}
+
+// injectedSummary says what a pod of w got, in one line.
+func injectedSummary(w topology.Key, inj *injection.Injection, incomplete []string) string {
+	var b strings.Builder
+	b.WriteString("injected for " + w.String() + ":")
+	if inj.Sidecar != nil {
+		b.WriteString(" flagd sidecar " + inj.Sidecar.Image)
+	}
+	if len(inj.ConfigMaps) > 0 {
+		flagSets := make([]string, len(inj.ConfigMaps))
+		for i, cm := range inj.ConfigMaps {
+			flagSets[i] = cm.FlagSet().Namespace + "/" + cm.FlagSet().Name
+		}
+		b.WriteString(", flag sets " + strings.Join(flagSets, ","))
+	}
+	if len(inj.Env) > 0 {
+		fmt.Fprintf(&b, ", %d env vars", len(inj.Env))
+	}
+	for _, from := range [][]topology.Key{inj.Sources, inj.InProcessConfigs} {
+		for _, k := range from {
+			b.WriteString(", from " + string(k.Kind) + " " + k.Namespace + "/" + k.Name)
+		}
+	}
+	if len(incomplete) > 0 {
+		b.WriteString("; left out (no ConfigMap): " + strings.Join(incomplete, ","))
+	}
+	return b.String()
 }
 
 // view returns a snapshot of the graph that knows the workload as the pod

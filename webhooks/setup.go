@@ -234,9 +234,10 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	}
 	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
-	srv.Register(PodMutatorPath, &admission.Webhook{Handler: a.PodMutator})
-	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: a.FlagSetValidator})
-	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: a.SourceValidator})
+	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
+	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})
+	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger})
+	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.SourceValidator}, LogConstructor: requestLogger})
 
 	if o.Heal {
 		a.Healer = &Healer{

@@ -124,7 +124,7 @@ func decodeForValidation(req admission.Request, obj, old any) (admission.Respons
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
 	default:
-		return admission.Allowed(""), true
+		return admission.Allowed(string(req.Operation) + " is not judged"), true
 	}
 	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err)), true
@@ -141,7 +141,7 @@ func decodeForValidation(req admission.Request, obj, old any) (admission.Respons
 // as the API server reports its own validation, or allows.
 func invalid(kind, name string, errs field.ErrorList, warnings []string) admission.Response {
 	if len(errs) == 0 {
-		return admission.Allowed("").WithWarnings(warnings...)
+		return admission.Allowed("valid").WithWarnings(warnings...)
 	}
 	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), name, errs).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
