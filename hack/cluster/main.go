@@ -13,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,9 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/realnode"
 )
 
@@ -87,6 +91,28 @@ func run(ctx context.Context, hold, syncFrequency time.Duration, samples bool) e
 			return err
 		}
 		fmt.Print(indent(out))
+		say("$ kubectl rollout status deployment/shop-web")
+		if out, err = c.Kubectl("rollout", "status", "deployment/shop-web", "--timeout=3m"); err != nil {
+			return err
+		}
+		fmt.Print(indent(out))
+		var pods corev1.PodList
+		if err := c.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "shop-web"}); err != nil {
+			return err
+		}
+		var ip string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && len(p.Spec.InitContainers) > 0 {
+				ip = p.Status.PodIP
+			}
+		}
+		addr := net.JoinHostPort(ip, "8013")
+		say("$ curl -X POST http://%s/flagd.evaluation.v1.Service/ResolveBoolean -d '{\"flagKey\":\"new-checkout\"}'   (the Pod's flagd, injected by flagplane)", addr)
+		e, err := flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "new-checkout", nil)
+		if err != nil {
+			return fmt.Errorf("evaluating new-checkout at the sample's flagd: %w", err)
+		}
+		fmt.Printf("    value %v, variant %q, reason %s\n", e.Value, e.Variant, e.Reason)
 	}
 	out, err = c.Kubectl("get", "pods", "-A", "-o", "wide")
 	if err != nil {

@@ -52,6 +52,9 @@ func defaultImages(binDir string) []Image {
 		{Ref: PauseImage, Files: []ImageFile{{Src: filepath.Join(binDir, "realnode", "pause"), Dst: "/pause"}}, Entrypoint: []string{"/pause"}, User: "65535:65535"},
 		{Ref: FlagdImage, Files: []ImageFile{{Src: filepath.Join(binDir, "flagd"), Dst: "/flagd-build"}}, Entrypoint: []string{"/flagd-build"}, User: "65532:65532"},
 		busyboxImage(BusyboxImage),
+		// config/samples and the OpenFeature Operator's manifests name these.
+		busyboxImage("docker.io/library/busybox:1.37"),
+		busyboxImage("docker.io/library/busybox:latest"),
 		{Ref: SDKClientImage, Files: []ImageFile{{Src: filepath.Join(binDir, "flagplane-sdkclient"), Dst: "/sdkclient"}}, Entrypoint: []string{"/sdkclient"}, User: "65532:65532"},
 	}
 }
