@@ -129,6 +129,42 @@ var _ = Describe("the chart installed on a real node", Ordered, func() {
 	})
 })
 
+var _ = Describe("the managers' logs on a real node", func() {
+	It("have no status write refused with a conflict while Flagds, sources and flag sets are created and edited", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "writers")
+		ff := fixtures.FlagSet(ns, "checkout", "off")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("checkout"), {Source: "checkout", Provider: v1beta1.SyncProviderKubernetes}})
+		flagd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-flagd"}}
+		flagd.Spec.FeatureFlagSource = "src"
+		before := conflictsLogged()
+		create(ctx, ff, src, flagd, app(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
+		readyPod(ctx, ns, "web")
+		for i, variant := range []string{"on", "off", "on", "off", "on"} {
+			setVariant(ctx, ff, variant)
+			Eventually(func(g Gomega) {
+				var cur v1beta1.Flagd
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(flagd), &cur)).To(Succeed())
+				g.Expect(cur.Status.Conditions).To(ContainElement(And(HaveField("Type", "Programmed"), HaveField("Status", metav1.ConditionTrue))))
+			}).WithTimeout(deliveryTimeout).Should(Succeed(), "edit %d", i)
+		}
+		// A status that two workflows write is refused to the slower one.
+		Consistently(conflictsLogged).WithTimeout(5 * time.Second).Should(HaveLen(len(before)))
+	})
+})
+
+// conflictsLogged counts the writes the API server refused with a
+// Conflict that the managers running now logged as reconcile errors.
+func conflictsLogged() []string {
+	out, _ := cluster.Kubectl("logs", "-n", systemNS, "-l", "app.kubernetes.io/name=flagplane", "--tail=-1")
+	var found []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Reconciler error") && strings.Contains(l, "the object has been modified") {
+			found = append(found, l)
+		}
+	}
+	return found
+}
+
 // clientPod runs script once in a busybox container named client, as
 // service account sa.
 func clientPod(ns, name, sa, script string) *corev1.Pod {

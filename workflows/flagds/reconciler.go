@@ -297,10 +297,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, desired 
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	if apierrors.IsConflict(err) {
+		// Someone changed the Flagd after the cached version (a user's
+		// edit of its spec): not a failure, since this reconciler is the
+		// status's one writer; it goes again once the cache has the change.
+		log.FromContext(ctx).V(1).Info("status write raced a change of the Flagd; again once the cache has it")
+		return workflows.RequeueAfter(cacheBehindDelay)
+	}
 	if err != nil {
-		// A conflict here is another writer's change (a spec edit, whose
-		// event requeues the key): this reconciler waits for the cache to
-		// hold its own writes (cacheBehind).
 		return fmt.Errorf("writing status of Flagd %s/%s: %w", f.Namespace, f.Name, err)
 	}
 	r.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -104,10 +105,12 @@ func (u *Updater) UpdateInProcessConfig(ctx context.Context, v *topology.View, k
 	return u.write(ctx, key, c)
 }
 
-// ErrCacheBehind says that the cache does not hold the status this updater
-// last wrote for an object yet: a status computed now would be compared
-// with the one before that write. Reconcile the key again a little later.
-var ErrCacheBehind = errors.New("the cache does not hold the last status write yet")
+// ErrCacheBehind says that the cache is behind the object in the API
+// server: it does not hold the status this updater last wrote yet (a
+// status computed now would be compared with the one before that write),
+// or a write was refused because someone changed the object since the
+// cached version. Reconcile the key again a little later.
+var ErrCacheBehind = errors.New("the cache is behind the API server")
 
 // get reads an object from the cache; a missing object leaves obj empty. It
 // returns ErrCacheBehind while the cache holds the version that this
@@ -125,7 +128,7 @@ func (u *Updater) get(ctx context.Context, key topology.Key, obj client.Object) 
 	defer u.mu.Unlock()
 	if replaced, ok := u.replaced[key]; ok {
 		if err == nil && obj.GetResourceVersion() == replaced {
-			return fmt.Errorf("status of %s: %w", key, ErrCacheBehind)
+			return fmt.Errorf("status of %s: the cache does not hold the last status write yet: %w", key, ErrCacheBehind)
 		}
 		delete(u.replaced, key)
 	}
@@ -137,6 +140,14 @@ func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object
 	err := u.Client.Status().Update(ctx, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if apierrors.IsConflict(err) {
+		// Someone changed the object after the version in the cache (a
+		// user's edit of its spec): the status computed from that version
+		// is not written, and the key goes again once the cache has the
+		// change. Not a failure: nobody else writes this status.
+		log.FromContext(ctx).V(1).Info("status write raced a change of the object; again once the cache has it", "key", key.String())
+		return fmt.Errorf("status of %s: the object was changed since the cached version (%w): %w", key, err, ErrCacheBehind)
 	}
 	if err != nil {
 		return fmt.Errorf("writing status of %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
