@@ -173,6 +173,14 @@ type Admission struct {
 	Certificates *certs.Manager
 }
 
+// TLSConfigurable is a webhook server other than controller-runtime's
+// DefaultServer whose TLS configuration can be added to, as its
+// Options.TLSOpts are (the manager's, which serves on a listener bound in
+// advance).
+type TLSConfigurable interface {
+	AddTLSOpts(opts ...func(*tls.Config))
+}
+
 // Setup registers flagplane's admission with mgr: the three webhooks on
 // mgr's webhook server, the certificate manager (self-managed mode), the
 // healer, and a readiness check that the certificate is served. The graph g
@@ -197,9 +205,14 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	srv := mgr.GetWebhookServer()
 
 	if o.Certificates == CertsSelfManaged {
-		ds, ok := srv.(*webhook.DefaultServer)
-		if !ok {
-			return nil, fmt.Errorf("self-managed webhook certificates need controller-runtime's default webhook server, not %T", srv)
+		var addTLSOpts func(...func(*tls.Config))
+		switch s := srv.(type) {
+		case *webhook.DefaultServer:
+			addTLSOpts = func(opts ...func(*tls.Config)) { s.Options.TLSOpts = append(s.Options.TLSOpts, opts...) }
+		case TLSConfigurable:
+			addTLSOpts = s.AddTLSOpts
+		default:
+			return nil, fmt.Errorf("self-managed webhook certificates need a webhook server whose TLS options can be set, not %T", srv)
 		}
 		a.Certificates = certs.New(mgr.GetAPIReader(), mgr.GetClient(), certs.Options{
 			Namespace: o.Namespace, SecretName: o.SecretName,
@@ -207,7 +220,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 			MutatingWebhooks:   []string{o.MutatingWebhookConfiguration},
 			ValidatingWebhooks: []string{o.ValidatingWebhookConfiguration},
 		})
-		ds.Options.TLSOpts = append(ds.Options.TLSOpts, func(c *tls.Config) { c.GetCertificate = a.Certificates.GetCertificate })
+		addTLSOpts(func(c *tls.Config) { c.GetCertificate = a.Certificates.GetCertificate })
 		// A first pass now, so that the server has a certificate as soon as
 		// it listens; the runnable retries if this one fails.
 		first, cancel := context.WithTimeout(ctx, 10*time.Second)

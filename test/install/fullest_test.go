@@ -103,7 +103,7 @@ func describeFullest() {
 
 		By("serving flagd.sync.v1")
 		Expect(mgr.Sync).NotTo(BeNil())
-		conn, err := net.DialTimeout("tcp", mgr.Options.Sync.BindAddress, time.Second)
+		conn, err := net.DialTimeout("tcp", mgr.syncAddr(), time.Second)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conn.Close()).To(Succeed())
 	})

@@ -3,10 +3,8 @@ package install
 import (
 	"context"
 	"flag"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,7 +27,7 @@ import (
 // (no kubelet): with the arguments of its installed Deployment, exactly as
 // its container would parse them, and the RBAC of its ServiceAccount
 // (impersonated). What a Pod has and a process has not is given to it:
-// the addresses it listens on (free local ports), its namespace (the Pod's
+// the addresses it listens on (loopback, on ports it picks and reports), its namespace (the Pod's
 // POD_NAMESPACE), a certificate directory for what a mounted Secret holds.
 
 // installedArgs are the manager container's arguments of the Deployment
@@ -71,19 +69,15 @@ type installedManager struct {
 func runInstalled(ctx context.Context, ns string, adjust func(*app.Options)) *installedManager {
 	GinkgoHelper()
 	opts := optionsFromArgs(installedArgs(ctx, ns))
-	webhookAddr := freeAddress("127.0.0.1")
-	host, port, err := net.SplitHostPort(webhookAddr)
-	Expect(err).NotTo(HaveOccurred())
-	opts.WebhookHost = host
-	opts.WebhookPort, err = strconv.Atoi(port)
-	Expect(err).NotTo(HaveOccurred())
+	// Ports the manager picks and reports (port 0).
+	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", 0
 	// A Pod's namespace, which in a Pod comes from POD_NAMESPACE and the
 	// service account mount.
 	opts.LeaderElectionNamespace = ns
 	opts.Admission.Namespace = ns
-	opts.Admission.ExtraDNSNames = []string{host}
+	opts.Admission.ExtraDNSNames = []string{opts.WebhookHost}
 	if opts.Sync.Enabled() {
-		opts.Sync.BindAddress = freeAddress("127.0.0.1")
+		opts.Sync.BindAddress = "127.0.0.1:0"
 		opts.Sync.SecretNamespace = ns
 	}
 	opts.Registry = newRegistry()
@@ -91,7 +85,9 @@ func runInstalled(ctx context.Context, ns string, adjust func(*app.Options)) *in
 		adjust(&opts)
 	}
 	m := startManager(impersonating(ns, managerSA), "127.0.0.1", opts)
-	return &installedManager{runningManager: m, ns: ns, webhookBase: "https://" + webhookAddr}
+	webhook := m.Addresses().Webhook
+	Expect(webhook).NotTo(BeEmpty(), "the webhook server listens once the manager is built")
+	return &installedManager{runningManager: m, ns: ns, webhookBase: "https://" + webhook}
 }
 
 // pointWebhooksAt points every webhook of the named configurations at base

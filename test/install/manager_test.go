@@ -2,7 +2,6 @@ package install
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ func describeManager() {
 		readerToken, nobodyToken string
 	)
 	// metricsURL is the URL of path on the manager's secure metrics server.
-	metricsURL := func(path string) string { return "https://" + mgr.metricsAddr + path }
+	metricsURL := func(path string) string { return "https://" + mgr.metricsAddr() + path }
 
 	BeforeAll(func(ctx SpecContext) {
 		metricsIP, ipErr = externalIP()
@@ -73,31 +72,27 @@ func describeManager() {
 		// which nothing routes: the installed webhook configurations are
 		// pointed at this process by URL instead. Everything else about
 		// them, the caBundle the manager injects included, is as installed.
-		webhookAddr := freeAddress("127.0.0.1")
-		repointWebhooks(ctx, "https://"+webhookAddr)
 		DeferCleanup(func() {
 			// A later section installs no webhook: these must not outlive this one.
 			kubectl("delete", "mutatingwebhookconfiguration", "flagplane-injector")
 			kubectl("delete", "validatingwebhookconfiguration", "flagplane-validator")
 		})
-		host, port, err := net.SplitHostPort(webhookAddr)
-		Expect(err).NotTo(HaveOccurred())
 		opts := app.DefaultOptions()
 		opts.LeaderElection = true
 		opts.LeaderElectionNamespace = systemNS
-		opts.WebhookHost = host
-		opts.WebhookPort, err = strconv.Atoi(port)
-		Expect(err).NotTo(HaveOccurred())
+		// A port the manager picks and reports.
+		opts.WebhookHost, opts.WebhookPort = "127.0.0.1", 0
 		opts.Admission.Namespace = systemNS
-		opts.Admission.ExtraDNSNames = []string{host}
+		opts.Admission.ExtraDNSNames = []string{opts.WebhookHost}
 		// The sync server as config/default turns it on: its key Secret,
 		// which this manager creates (it does not exist yet), and the
 		// address flagd-proxy sidecars are pointed at.
-		opts.Sync.BindAddress = freeAddress("127.0.0.1")
+		opts.Sync.BindAddress = "127.0.0.1:0"
 		opts.Sync.NamespaceTokenKeySecret = syncserver.DefaultNamespaceTokenKeySecret
 		opts.Sync.SecretNamespace = systemNS
 		opts.Admission.Injection.SyncServer = "flagplane-sync." + systemNS + ".svc:8015"
 		mgr = startManager(impersonating(systemNS, managerSA), metricsIP, opts)
+		pointWebhooksAt(ctx, "https://"+mgr.Addresses().Webhook, "flagplane-injector", "flagplane-validator")
 		shop = newNamespace(ctx, "shop")
 
 		scrapers = newNamespace(ctx, "scrapers")
@@ -476,7 +471,7 @@ func describeManager() {
 		// flagplane-metrics an EndpointSlice to it, as the kubelet and the
 		// EndpointSlice controller would do: the API server proxies only to
 		// the address of a Pod that a Service's endpoint refers to.
-		host, portStr, err := net.SplitHostPort(mgr.metricsAddr)
+		host, portStr, err := net.SplitHostPort(mgr.metricsAddr())
 		Expect(err).NotTo(HaveOccurred())
 		port, err := strconv.Atoi(portStr)
 		Expect(err).NotTo(HaveOccurred())
@@ -678,36 +673,13 @@ func describeManager() {
 		opts.LeaderElectionNamespace = systemNS
 		opts.Registry = prometheus.NewRegistry() // the leader's metrics own the process-wide registry
 		opts.WebhookHost, opts.Admission.ExtraDNSNames = "127.0.0.1", []string{"127.0.0.1"}
-		opts.WebhookPort = freePort()
+		opts.WebhookPort = 0 // one it picks
 		standby := startManager(impersonating(systemNS, managerSA), "127.0.0.1", opts)
 		Eventually(httpStatus("http://" + standby.probeAddr + "/readyz")).Should(Equal(http.StatusOK))
 		Expect(standby.Controller.Ready()).To(BeFalse(), "only the leader runs the first reconciliation pass")
 		Consistently(standby.Elected(), "2s").ShouldNot(BeClosed())
 		Expect(standby.Controller.Topology().Snapshot().Counts()[topology.KindFlagSet]).To(BeNumerically(">", 0))
 	})
-}
-
-// repointWebhooks points every webhook of the installed configurations at
-// base (https://host:port) by URL, keeping each one's path.
-func repointWebhooks(ctx context.Context, base string) {
-	GinkgoHelper()
-	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-injector"}, m)).To(Succeed())
-	for i := range m.Webhooks {
-		m.Webhooks[i].ClientConfig = urlOf(base, m.Webhooks[i].ClientConfig)
-	}
-	Expect(k8s.Update(ctx, m)).To(Succeed())
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-validator"}, v)).To(Succeed())
-	for i := range v.Webhooks {
-		v.Webhooks[i].ClientConfig = urlOf(base, v.Webhooks[i].ClientConfig)
-	}
-	Expect(k8s.Update(ctx, v)).To(Succeed())
-}
-
-func urlOf(base string, c admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
-	Expect(c.Service).NotTo(BeNil(), "config/webhook reaches the manager through its Service")
-	return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + ptr.Deref(c.Service.Path, "/"))}
 }
 
 // httpStatus GETs url and returns the status code (0 when it cannot connect).

@@ -214,7 +214,7 @@ func describeNamespaced() {
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: teamInjector(teamNS)}, m)).To(Succeed())
 			saved := m.DeepCopy()
 			m.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Fail)
-			m.Webhooks[0].ClientConfig.URL = ptr.To("https://" + freeAddress("127.0.0.1") + "/mutate-v1-pod")
+			m.Webhooks[0].ClientConfig.URL = ptr.To("https://" + closedAddress() + "/mutate-v1-pod")
 			Expect(k8s.Update(ctx, m)).To(Succeed())
 			DeferCleanup(func(ctx SpecContext) {
 				Eventually(func() error {
@@ -240,7 +240,7 @@ func describeNamespaced() {
 				"--clusterrole=flagplane-metrics-reader", "--serviceaccount="+other+":prometheus")
 			DeferCleanup(func() { kubectl("delete", "clusterrolebinding", "flagplane-metrics-reader-"+other) })
 			for _, team := range []string{teamNS, teamB} {
-				url := "https://" + managers[team].metricsAddr + "/metrics"
+				url := "https://" + managers[team].metricsAddr() + "/metrics"
 				Eventually(func() int { return answerTo(url, token).Status }).Should(Equal(http.StatusOK), team)
 				Expect(answerTo(url, "")).To(HaveField("Status", http.StatusUnauthorized), team)
 			}

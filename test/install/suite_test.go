@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +78,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 }, NodeTimeout(10*time.Minute))
 
 func init() {
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	// Bounds, not expectations: every wait polls its real condition, and a
+	// loaded 2-core machine (a control plane, managers, kubectl, other
+	// suites) may take minutes where an idle one takes a second.
+	SetDefaultEventuallyTimeout(3 * time.Minute)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
 	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
@@ -198,9 +200,10 @@ func bearerGet(url, token string) (int, string, error) {
 // runningManager is flagplane's manager run in the test process.
 type runningManager struct {
 	*app.Manager
-	metricsAddr, probeAddr string
-	cancel                 context.CancelFunc
-	done                   chan error
+	// probeAddr is where its probes listen (bound when it was built).
+	probeAddr string
+	cancel    context.CancelFunc
+	done      chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -212,50 +215,60 @@ func (rm *runningManager) stop() error {
 	GinkgoHelper()
 	rm.stopOnce.Do(func() {
 		rm.cancel()
-		Eventually(rm.done, time.Minute).Should(Receive(&rm.stopErr))
+		Eventually(rm.done).Should(Receive(&rm.stopErr))
 	})
 	return rm.stopErr
 }
 
-// startManager builds the manager with opts (addresses are chosen here) and
-// runs it until the spec ends.
+// startManager builds the manager with opts and runs it until the spec
+// ends. Its probes and metrics listen on ports it picks (port 0), on
+// 127.0.0.1 and metricsHost: the ports are read from it, never chosen here
+// and bound later (another process may take such a port meanwhile).
 func startManager(cfg *rest.Config, metricsHost string, opts app.Options) *runningManager {
 	GinkgoHelper()
-	opts.MetricsBindAddress = freeAddress(metricsHost)
-	opts.HealthProbeBindAddress = freeAddress("127.0.0.1")
+	opts.MetricsBindAddress = net.JoinHostPort(metricsHost, "0")
+	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	m, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		cancel()
 		Expect(err).NotTo(HaveOccurred())
 	}
-	rm := &runningManager{Manager: m, metricsAddr: opts.MetricsBindAddress, probeAddr: opts.HealthProbeBindAddress,
-		cancel: cancel, done: make(chan error, 1)}
+	rm := &runningManager{Manager: m, probeAddr: m.Addresses().Health, cancel: cancel, done: make(chan error, 1)}
+	Expect(rm.probeAddr).NotTo(BeEmpty(), "the probes listen once the manager is built")
 	go func() { rm.done <- m.Start(ctx) }()
 	DeferCleanup(func() { Expect(rm.stop()).To(Succeed()) })
 	return rm
 }
 
+// metricsAddr is where its metrics server listens, once it does (it starts
+// when the caches have synced).
+func (rm *runningManager) metricsAddr() string {
+	GinkgoHelper()
+	var addr string
+	Eventually(func() string { addr = rm.Addresses().Metrics; return addr }).ShouldNot(BeEmpty(), "the metrics server listens")
+	return addr
+}
+
+// syncAddr is where its sync server listens, once it does.
+func (rm *runningManager) syncAddr() string {
+	GinkgoHelper()
+	var addr string
+	Eventually(func() string { addr = rm.Addresses().Sync; return addr }).ShouldNot(BeEmpty(), "the sync server listens")
+	return addr
+}
+
 // newRegistry is a metrics registry for a second manager in the process.
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 
-// freeAddress returns host:port with a port free at the time of the call.
-func freeAddress(host string) string {
+// closedAddress is a loopback host:port where nothing listens (a port that
+// was free a moment ago): for a webhook that must not be answered.
+func closedAddress() string {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// freePort returns a loopback port free at the time of the call.
-func freePort() int {
-	GinkgoHelper()
-	_, port, err := net.SplitHostPort(freeAddress("127.0.0.1"))
-	Expect(err).NotTo(HaveOccurred())
-	n, err := strconv.Atoi(port)
-	Expect(err).NotTo(HaveOccurred())
-	return n
 }
 
 // externalIP is an IPv4 address of this machine that is not loopback: the

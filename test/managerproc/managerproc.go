@@ -3,7 +3,9 @@
 // suites and benchmarks that must kill one (SIGKILL: no cleanup, no lease
 // released) or measure its memory. A process started here dies with the
 // test process (parent-death signal) and serves its probes and plain-HTTP
-// metrics on loopback ports.
+// metrics on loopback ports that it binds itself (port 0) and reports in
+// its log (the lines "listening"): no port is picked here and bound later,
+// which another process of a busy machine may take meanwhile.
 package managerproc
 
 import (
@@ -13,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,8 +54,8 @@ type Options struct {
 	// Dir receives its log, <Name>.log.
 	Dir string
 	// Args are further flags. The process always gets its probes and
-	// metrics (plain HTTP) on loopback ports, and JSON logs with
-	// RFC 3339 times.
+	// metrics (plain HTTP) on loopback ports of its choosing, and JSON
+	// logs with RFC 3339 times.
 	Args []string
 	// Env is added to this process's environment (KEY=value), e.g.
 	// POD_NAME, which names a replica as the downward API would.
@@ -64,8 +65,6 @@ type Options struct {
 // Process is a running manager.
 type Process struct {
 	Name string
-	// HealthURL serves /readyz and /healthz; MetricsURL /metrics.
-	HealthURL, MetricsURL string
 	// LogPath holds its standard output and error.
 	LogPath string
 	// Started is when the process was started.
@@ -76,31 +75,25 @@ type Process struct {
 	err    error
 	log    *os.File
 	once   sync.Once
+
+	mu        sync.Mutex
+	addresses map[string]string // server → host:port, from its log
 }
 
 // Start runs the manager.
 func Start(o Options) (*Process, error) {
-	health, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	metricsAddr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	p := &Process{
-		Name:       o.Name,
-		HealthURL:  "http://" + health,
-		MetricsURL: "http://" + metricsAddr,
-		LogPath:    filepath.Join(o.Dir, o.Name+".log"),
-		exited:     make(chan struct{}),
+		Name:    o.Name,
+		LogPath: filepath.Join(o.Dir, o.Name+".log"),
+		exited:  make(chan struct{}),
 	}
+	var err error
 	if p.log, err = os.Create(p.LogPath); err != nil {
 		return nil, fmt.Errorf("creating the log of %s: %w", o.Name, err)
 	}
 	args := append([]string{
-		"--health-probe-bind-address=" + health,
-		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false",
 		"--zap-encoder=json", "--zap-time-encoding=rfc3339nano",
 	}, o.Args...)
 	p.cmd = exec.Command(o.Binary, args...)
@@ -134,9 +127,54 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 // Exited is closed when the process has ended.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
+// Address is where the process's server ("health", "metrics", "webhook",
+// "sync") listens, as its log says, or "" before it says so.
+func (p *Process) Address(server string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.addresses[server]; ok {
+		return a
+	}
+	logs, err := p.Logs()
+	if err != nil {
+		return ""
+	}
+	for _, e := range logs {
+		if e.Msg != "listening" {
+			continue
+		}
+		name, _ := e.Fields["server"].(string)
+		addr, _ := e.Fields["address"].(string)
+		if name != "" && addr != "" {
+			if p.addresses == nil {
+				p.addresses = map[string]string{}
+			}
+			p.addresses[name] = addr
+		}
+	}
+	return p.addresses[server]
+}
+
+// HealthURL serves /readyz and /healthz; "" until the process listens.
+func (p *Process) HealthURL() string { return urlOf(p.Address("health")) }
+
+// MetricsURL serves /metrics; "" until the process listens.
+func (p *Process) MetricsURL() string { return urlOf(p.Address("metrics")) }
+
+func urlOf(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return "http://" + addr
+}
+
 // Ready tells whether /readyz answers 200.
 func (p *Process) Ready() bool {
-	resp, err := http.Get(p.HealthURL + "/readyz")
+	url := p.HealthURL()
+	if url == "" {
+		return false
+	}
+	resp, err := http.Get(url + "/readyz")
 	if err != nil {
 		return false
 	}
@@ -208,9 +246,26 @@ func (p *Process) RSS() (now, peak int64, err error) {
 	return now, peak, nil
 }
 
-// Metrics scrapes /metrics.
+// metricsWait bounds how long Metrics waits for the metrics server to
+// listen (it starts once the caches have synced): minutes on a loaded machine.
+const metricsWait = 3 * time.Minute
+
+// Metrics scrapes /metrics, once the metrics server listens.
 func (p *Process) Metrics() (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(p.MetricsURL + "/metrics")
+	deadline := time.Now().Add(metricsWait)
+	url := p.MetricsURL()
+	for url == "" {
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("%s exited before its metrics server listened (%v)", p.Name, p.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: its metrics server does not listen after %s", p.Name, metricsWait)
+		}
+		url = p.MetricsURL()
+	}
+	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -292,13 +347,4 @@ func (p *Process) Tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

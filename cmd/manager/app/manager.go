@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
@@ -61,6 +63,10 @@ type Manager struct {
 	// injection are the options sidecars are injected with (what
 	// /debug/explain computes with); set before the manager starts.
 	injection injection.Options
+
+	// The servers' listeners and the metrics server (listeners.go).
+	healthListener, webhookListener net.Listener
+	metricsServer                   metricsserver.Server
 }
 
 // Scheme returns a scheme with client-go's kinds and flagplane's API.
@@ -116,22 +122,40 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		extra[TopologyPath] = topologyHandler(m)
 		extra[ExplainPath] = explainHandler(m)
 	}
-	m.Manager, err = ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(cacheOpts),
-		Metrics: metricsOptions(o, extra),
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir,
-		}),
-		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+	// The probes and the webhooks listen from now on, on the port asked for
+	// or (port 0) one the kernel picks: Addresses reports it.
+	if err := m.listen(o); err != nil {
+		m.unregister()
+		return nil, err
+	}
+	mgrOpts := ctrl.Options{
+		Scheme: scheme,
+		Cache:  controllers.CacheOptions(cacheOpts),
+		// Served by the servers of listeners.go instead.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process ends right after: let a standby take over at once
-	})
+	}
+	var webhooksServer *webhookServer
+	if m.webhookListener != nil {
+		webhooksServer = &webhookServer{listener: m.webhookListener, DefaultServer: webhook.NewServer(webhook.Options{
+			Host: o.WebhookHost, Port: m.webhookListener.Addr().(*net.TCPAddr).Port, CertDir: o.WebhookCertDir,
+		}).(*webhook.DefaultServer)}
+		mgrOpts.WebhookServer = webhooksServer
+	}
+	ctrlMgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
-		m.unregister()
+		m.close()
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	probes := &probes{healthz: map[string]healthz.Checker{}, readyz: map[string]healthz.Checker{}, listener: m.healthListener}
+	m.Manager = probedManager{Manager: ctrlMgr, probes: probes}
+	if m.metricsServer, err = newMetricsServer(m.Manager, metricsOptions(o, extra)); err != nil {
+		m.close()
+		return nil, err
 	}
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
 	// The operator-wide settings of the workflows, one value shared by the
@@ -151,7 +175,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
 		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, flagSets, graphBuilt, m.Metrics); err != nil {
-			m.unregister()
+			m.close()
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}
 		ctrlOpts.FlagSetListener = m.Sync
@@ -179,7 +203,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	ctrlOpts.Namespaces = o.Namespaces
 	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
 	if err != nil {
-		m.unregister()
+		m.close()
 		return nil, err
 	}
 	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
@@ -189,30 +213,61 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	// standby serves it too, from its own graph.
 	if o.Webhooks {
 		if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
-			m.unregister()
+			m.close()
 			return nil, fmt.Errorf("setting up admission: %w", err)
 		}
 		// Ready only once the webhook server answers TLS: with certificates
 		// from a Secret (cert-manager) it starts only when they are there.
 		// An update then waits for a replica that serves admission before
 		// it stops an old one.
-		if ws, ok := m.GetWebhookServer().(*webhook.DefaultServer); ok {
-			if err := m.AddReadyzCheck("webhook-server", ws.StartedChecker()); err != nil {
-				m.unregister()
-				return nil, fmt.Errorf("adding the webhook server's readiness check: %w", err)
-			}
+		if err := m.AddReadyzCheck("webhook-server", m.GetWebhookServer().StartedChecker()); err != nil {
+			m.close()
+			return nil, fmt.Errorf("adding the webhook server's readiness check: %w", err)
 		}
 	}
 
 	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		m.unregister()
+		m.close()
 		return nil, fmt.Errorf("adding the liveness check: %w", err)
 	}
 	if err := m.AddReadyzCheck("topology", m.readyCheck); err != nil {
-		m.unregister()
+		m.close()
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
+	if m.healthListener != nil {
+		if err := ctrlMgr.Add(probes.server()); err != nil {
+			m.close()
+			return nil, fmt.Errorf("adding the health probe server: %w", err)
+		}
+	}
 	return m, nil
+}
+
+// listen binds the listeners of the probes and of the webhooks (when on).
+func (m *Manager) listen(o Options) error {
+	var err error
+	if !disabled(o.HealthProbeBindAddress) {
+		if m.healthListener, err = listenAddr("health probes", o.HealthProbeBindAddress); err != nil {
+			return err
+		}
+	}
+	if o.Webhooks {
+		if m.webhookListener, err = listen("admission webhooks", o.WebhookHost, o.WebhookPort); err != nil {
+			m.close()
+			return err
+		}
+	}
+	return nil
+}
+
+// close undoes New: the listeners it bound, the metrics it registered.
+func (m *Manager) close() {
+	for _, l := range []net.Listener{m.healthListener, m.webhookListener} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	m.unregister()
 }
 
 // flagdOptions are the settings of Flagds: the --flagd-* flags, over the
@@ -233,10 +288,11 @@ func flagdOptions(o Options, sync *syncserver.Server) flagds.Options {
 
 // Start runs the manager until ctx is done. It can be called once.
 func (m *Manager) Start(ctx context.Context) error {
-	defer m.unregister()
+	defer m.close()
 	ctrl.LoggerFrom(ctx).Info("starting flagplane",
 		"namespaces", m.Options.Namespaces, "leaderElection", m.Options.LeaderElection,
 		"metrics", m.Options.MetricsBindAddress, "metricsSecure", m.Options.MetricsSecure, "probes", m.Options.HealthProbeBindAddress)
+	go m.logListening(ctx)
 	return m.Manager.Start(ctx)
 }
 

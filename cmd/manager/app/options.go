@@ -24,7 +24,9 @@ import (
 // Options configure the manager. DefaultOptions gives the values of the
 // command line's defaults; BindFlags ties every field to a flag.
 type Options struct {
-	// MetricsBindAddress serves /metrics and /debug/topology; "0" disables both.
+	// MetricsBindAddress serves /metrics and /debug/topology; "0" disables
+	// both. Port 0 listens on a port the kernel picks (Manager.Addresses,
+	// and the log line "listening", say which), as for every address here.
 	MetricsBindAddress string
 	// MetricsSecure serves them over HTTPS, to callers that present a bearer
 	// token the API server authenticates (TokenReview) and authorizes for
@@ -63,7 +65,8 @@ type Options struct {
 	CacheSyncPeriod time.Duration
 
 	// WebhookPort, WebhookHost and WebhookCertDir configure the admission
-	// webhook server (tls.crt and tls.key in WebhookCertDir).
+	// webhook server (tls.crt and tls.key in WebhookCertDir); port 0 is one
+	// the kernel picks.
 	WebhookPort    int
 	WebhookHost    string
 	WebhookCertDir string
@@ -150,7 +153,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per workflow queue")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
-	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory of the webhook server's tls.crt and tls.key (default: controller-runtime's)")
 	fs.StringVar(&o.Sidecar.Image, "sidecar-image", o.Sidecar.Image, "flagd image of the injected sidecar, without tag; prefix it with your registry")
@@ -186,7 +189,7 @@ func (o Options) Validate() error {
 	if o.CacheSyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))
 	}
-	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
 	}
 	if o.MetricsCertDir != "" && !o.MetricsSecure {
