@@ -59,6 +59,9 @@ type demo struct {
 	mgr        *app.Manager
 	metricsURL string
 	logPath    string
+	// logs receives what controller-runtime and klog log: kept in memory
+	// until the file at logPath is opened, then written there.
+	logs *lateFile
 
 	timings []timing
 
@@ -70,6 +73,58 @@ type demo struct {
 	editedAt time.Time
 	// revisionBefore is the flag set's revision before the edit.
 	revisionBefore string
+}
+
+// lateFile is a writer whose file is opened after the first writes: they
+// wait in memory (up to lateFileMemory bytes) and are written first.
+type lateFile struct {
+	mu      sync.Mutex
+	pending bytes.Buffer
+	f       *os.File
+}
+
+// lateFileMemory bounds what waits for the file.
+const lateFileMemory = 4 << 20
+
+func (l *lateFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		return l.f.Write(p)
+	}
+	if l.pending.Len()+len(p) <= lateFileMemory {
+		l.pending.Write(p)
+	}
+	return len(p), nil
+}
+
+// open creates the file at path and writes what waited for it.
+func (l *lateFile) open(path string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating the operator's log: %w", err)
+	}
+	if _, err := l.pending.WriteTo(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing the operator's log %s: %w", path, err)
+	}
+	l.f = f
+	return nil
+}
+
+// Close closes the file; what is written afterwards is dropped.
+func (l *lateFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	l.pending.Reset()
+	return err
 }
 
 type timing struct {
@@ -104,6 +159,14 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	fmt.Fprintln(d.out, "flagplane demo: an operator for OpenFeature flags, on a local control plane")
+	// The logger before anything logs: the control plane (envtest) logs
+	// through controller-runtime's logger long before the operator starts,
+	// and controller-runtime prints a stack trace for a line logged before
+	// SetLogger. The lines are kept until the log file exists (startOperator).
+	d.logs = &lateFile{}
+	logger := zap.New(zap.WriteTo(d.logs), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 
 	if !d.o.skipBuild {
 		d.step("Building what is missing (make controlplane realclients)")
@@ -261,13 +324,9 @@ func (d *demo) stopControlPlane() {
 func (d *demo) startOperator(ctx context.Context) (func(), error) {
 	d.step("Starting the operator (in this process: the manager of cmd/manager, its default options, admission included)")
 	d.logPath = filepath.Join(d.cp.Dir, "flagplane.log")
-	logFile, err := os.Create(d.logPath)
-	if err != nil {
+	if err := d.logs.open(d.logPath); err != nil {
 		return nil, err
 	}
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
 
 	opts := app.DefaultOptions()
 	metricsAddr, err := freeAddress()
@@ -319,7 +378,7 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 			d.say("operator stopped with: %v", err)
 		}
 		d.say("operator stopped in %s", time.Since(start).Round(time.Millisecond))
-		_ = logFile.Close()
+		_ = d.logs.Close()
 	}
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		select {
