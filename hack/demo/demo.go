@@ -81,6 +81,7 @@ type lateFile struct {
 	mu      sync.Mutex
 	pending bytes.Buffer
 	f       *os.File
+	closed  bool
 }
 
 // lateFileMemory bounds what waits for the file.
@@ -92,7 +93,7 @@ func (l *lateFile) Write(p []byte) (int, error) {
 	if l.f != nil {
 		return l.f.Write(p)
 	}
-	if l.pending.Len()+len(p) <= lateFileMemory {
+	if !l.closed && l.pending.Len()+len(p) <= lateFileMemory {
 		l.pending.Write(p)
 	}
 	return len(p), nil
@@ -118,12 +119,13 @@ func (l *lateFile) open(path string) error {
 func (l *lateFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
+	l.pending.Reset()
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
 	l.f = nil
-	l.pending.Reset()
 	return err
 }
 

@@ -22,6 +22,7 @@ func TestLateFile(t *testing.T) {
 	g.Expect(l.Close()).To(Succeed())
 	_, err = l.Write([]byte("after the operator stopped\n"))
 	g.Expect(err).NotTo(HaveOccurred(), "dropped, never an error to the logger")
+	g.Expect(l.pending.Len()).To(BeZero(), "not kept either")
 	b, err := os.ReadFile(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(b)).To(Equal("control plane starting\noperator started\n"))
