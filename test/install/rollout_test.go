@@ -166,7 +166,7 @@ func describeRollout(mgr func() *installedManager, shop func() string) {
 		for i := range 2 {
 			By("a new replica starts, and joins the endpoints once ready")
 			next := runInstalled(ctx, systemNS, nil)
-			Eventually(httpStatus("http://"+next.probeAddr+"/readyz")).Should(Equal(http.StatusOK))
+			Eventually(httpStatus("http://" + next.probeAddr + "/readyz")).Should(Equal(http.StatusOK))
 			svc.add(strings.TrimPrefix(next.webhookBase, "https://"))
 			at := createdSoFar()
 			Eventually(createdSoFar).Should(BeNumerically(">=", at+5), "Pods admitted while both serve (%d)", i)
