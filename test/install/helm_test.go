@@ -120,8 +120,6 @@ func describeHelm() {
 		}).Should(Succeed())
 	})
 
-	describeRollout(func() *installedManager { return mgr }, func() string { return shop })
-
 	It("uninstalls, keeping the CRDs and so every flag set", func(ctx SpecContext) {
 		// As its Pods would be, before its namespace goes.
 		Expect(mgr.stop()).To(Succeed())
