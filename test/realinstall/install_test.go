@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -149,6 +150,35 @@ var _ = Describe("the managers' logs on a real node", func() {
 		}
 		// A status that two workflows write is refused to the slower one.
 		Consistently(conflictsLogged).WithTimeout(5 * time.Second).Should(HaveLen(len(before)))
+	})
+})
+
+var _ = Describe("a workload applied before its source, on a real node", func() {
+	It("is rolled so that its pods get flagd, and its Events say why: the pods came before the source, not past a webhook that was down", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "order")
+		web := app(ns, "web", nil)
+		create(ctx, fixtures.FlagSet(ns, "checkout", "off"), web)
+		first := readyPod(ctx, ns, "web")
+		Expect(first.Spec.InitContainers).To(BeEmpty(), "nothing targets it yet")
+		create(ctx, fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("checkout")}, fixtures.Targeting("Deployment", "web")))
+		Eventually(func(g Gomega) {
+			pod := readyPod(ctx, ns, "web")
+			g.Expect(pod.Name).NotTo(Equal(first.Name), "the workload was rolled")
+			g.Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", "flagd")))
+		}).WithTimeout(podReadyTimeout).Should(Succeed())
+		var events []string
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			events = nil
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "Deployment" && e.Regarding.Name == "web" {
+					events = append(events, e.Reason+": "+e.Note)
+				}
+			}
+			g.Expect(events).To(ContainElement(HavePrefix("Targeted: ")))
+		}).WithTimeout(deliveryTimeout).Should(Succeed())
+		Expect(events).NotTo(ContainElement(HavePrefix("InjectionMissing")), "both webhook replicas were up: %v", events)
 	})
 })
 
