@@ -227,6 +227,8 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 		tag := strings.TrimPrefix(upgradeImage, repo+":")
 		helm("upgrade", releaseName, filepath.Join(root, "charts", "flagplane"), "--reuse-values",
 			"--set", "controllerManager.manager.image.tag="+tag, "--set", "controllerManager.manager.image.pullPolicy=Always",
+			// A user turning on the admission log, as the README says.
+			"--set-json", `extraArgs=["--zap-log-level=debug"]`,
 			"--wait", "--timeout", "5m")
 		Eventually(func(g Gomega) {
 			pods := waitForManagers(ctx, 2)
@@ -248,6 +250,18 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 		Expect(bare.Load()).To(BeZero(), "pods admitted without flagd")
 		Expect(injected.Load()).To(Equal(created.Load()))
 		currentImage = upgradeImage
+
+		By("the new replicas log each admission at the level the user turned on")
+		Eventually(func() ([]string, error) {
+			out, err := cluster.Kubectl("logs", "-n", systemNS, "-l", "app.kubernetes.io/name=flagplane", "--tail=-1")
+			var pods []string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, `"msg":"admission allowed"`) && strings.Contains(l, `"kind":"Pod"`) {
+					pods = append(pods, l)
+				}
+			}
+			return pods, err
+		}).WithTimeout(time.Minute).Should(ContainElement(And(ContainSubstring(`"dryRun":true`), ContainSubstring("-churn-"))))
 	})
 
 	It("deleting the leader pod with --grace-period=0", func(ctx SpecContext) {
