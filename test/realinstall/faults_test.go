@@ -181,7 +181,8 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 			Should(BeTrue(), "every flagd serves r%d after: %s", want, fault)
 		served := time.Since(since)
 		waitForManagers(ctx, 2)
-		AddReportEntry("converged after "+fault, fmt.Sprintf("every flagd serves the edit %s after; managers Ready %s after", fmtDuration(served), fmtDuration(time.Since(since))))
+		webhooksAnswer(ctx)
+		AddReportEntry("converged after "+fault, fmt.Sprintf("every flagd serves the edit %s after; managers Ready and webhooks answering %s after", fmtDuration(served), fmtDuration(time.Since(since))))
 		Expect(cluster.Healthy()).To(Succeed())
 	}
 
@@ -252,16 +253,25 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 		currentImage = upgradeImage
 
 		By("the new replicas log each admission at the level the user turned on")
-		Eventually(func() ([]string, error) {
+		probes := 0
+		Eventually(func(g Gomega) {
+			// A Pod admitted now is admitted by a new replica.
+			probes++
+			name := fmt.Sprintf("%s-logged-%d", owner.GenerateName, probes)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: owner.Labels, OwnerReferences: owner.OwnerReferences,
+				Annotations: map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "file"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: realnode.BusyboxImage}}}}
+			g.Expect(k8s.Create(ctx, pod, client.DryRunAll)).To(Succeed())
 			out, err := cluster.Kubectl("logs", "-n", systemNS, "-l", "app.kubernetes.io/name=flagplane", "--tail=-1")
-			var pods []string
+			g.Expect(err).NotTo(HaveOccurred())
+			var logged []string
 			for _, l := range strings.Split(out, "\n") {
-				if strings.Contains(l, `"msg":"admission allowed"`) && strings.Contains(l, `"kind":"Pod"`) {
-					pods = append(pods, l)
+				if strings.Contains(l, `"msg":"admission allowed"`) && strings.Contains(l, `"kind":"Pod"`) && strings.Contains(l, `"dryRun":true`) {
+					logged = append(logged, l)
 				}
 			}
-			return pods, err
-		}).WithTimeout(time.Minute).Should(ContainElement(And(ContainSubstring(`"dryRun":true`), ContainSubstring("-churn-"))))
+			g.Expect(logged).To(ContainElement(ContainSubstring(name)))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 
 	It("deleting the leader pod with --grace-period=0", func(ctx SpecContext) {

@@ -1,6 +1,7 @@
 package realinstall
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/realnode"
 )
 
@@ -91,6 +93,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	helm("install", releaseName, filepath.Join(root, "charts", "flagplane"), "--wait", "--timeout", "5m")
 	waitForManagers(ctx, 2)
 	AddReportEntry("helm install to 2 Ready replicas", time.Since(began).Round(time.Millisecond).String())
+	// Ready replicas are not yet a Service that answers: kube-proxy
+	// programs the endpoints a moment later, and until then the API server
+	// cannot reach the validating webhook (failurePolicy Fail). A user's
+	// first `kubectl apply` right after `helm install --wait` meets the
+	// same moment.
+	webhooksAnswer(ctx)
+	AddReportEntry("helm install to the webhooks answering through their Service", time.Since(began).Round(time.Millisecond).String())
 }, NodeTimeout(12*time.Minute))
 
 // chartImage is the manager image the chart installs when no value says
@@ -154,4 +163,13 @@ func dumpState() {
 		out, err := cluster.Kubectl(args...)
 		fmt.Fprintf(GinkgoWriter, "$ kubectl %v\n%s%v\n", args, out, err)
 	}
+}
+
+// webhooksAnswer waits until the API server reaches the validating webhook
+// through its Service: a server-side dry run of a FeatureFlag is admitted.
+func webhooksAnswer(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func() error {
+		return k8s.Create(ctx, fixtures.FlagSet("default", "probe", "off"), client.DryRunAll)
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
