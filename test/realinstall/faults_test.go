@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -275,14 +276,20 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 	})
 
 	It("deleting the leader pod with --grace-period=0", func(ctx SpecContext) {
-		var lease struct {
-			Spec struct {
-				HolderIdentity string `json:"holderIdentity"`
-			} `json:"spec"`
-		}
-		Expect(json.Unmarshal([]byte(kubectl("get", "lease", "-n", systemNS, "flagplane.core.openfeature.dev", "-o", "json")), &lease)).To(Succeed())
-		leader := strings.SplitN(lease.Spec.HolderIdentity, "_", 2)[0]
-		Expect(leader).NotTo(BeEmpty())
+		// The leader now: a replica that holds the Lease (a stopped leader
+		// releases it, and the standby takes it a moment later).
+		var leader string
+		Eventually(func(g Gomega) {
+			var lease coordinationv1.Lease
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane.core.openfeature.dev"}, &lease)).To(Succeed())
+			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+			leader = strings.SplitN(*lease.Spec.HolderIdentity, "_", 2)[0]
+			var names []string
+			for _, p := range waitForManagers(ctx, 2) {
+				names = append(names, p.Name)
+			}
+			g.Expect(names).To(ContainElement(leader))
+		}).WithTimeout(time.Minute).Should(Succeed())
 		since := time.Now()
 		kubectl("delete", "pod", "-n", systemNS, leader, "--grace-period=0", "--force")
 		want := edit(ctx)
@@ -321,5 +328,15 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 		want2 := edit(ctx)
 		Expect(want2).To(BeNumerically(">", want))
 		converged(ctx, "the API server stopped for 20 s", since, want2)
+		var restarts []string
+		for _, p := range waitForManagers(ctx, 2) {
+			st := p.Status.ContainerStatuses[0]
+			r := fmt.Sprintf("%s: %d restarts", p.Name, st.RestartCount)
+			if t := st.LastTerminationState.Terminated; t != nil {
+				r += fmt.Sprintf(", last exit %d (%s) %q", t.ExitCode, t.Reason, lastLine(t.Message))
+			}
+			restarts = append(restarts, r)
+		}
+		AddReportEntry("manager replicas after the API server's pause", strings.Join(restarts, "; "))
 	})
 })

@@ -91,7 +91,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	By("helm install " + releaseName + " charts/flagplane, with the chart's defaults")
 	began := time.Now()
 	helm("install", releaseName, filepath.Join(root, "charts", "flagplane"), "--wait", "--timeout", "5m")
-	waitForManagers(ctx, 2)
+	for _, p := range waitForManagers(ctx, 2) {
+		// Checked here, on the way up: a fault spec later (the API server
+		// stopped) restarts a leader that cannot renew its Lease, as it should.
+		Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "replica %s crashed on its way up", p.Name)
+	}
 	AddReportEntry("helm install to 2 Ready replicas", time.Since(began).Round(time.Millisecond).String())
 	// Ready replicas are not yet a Service that answers: kube-proxy
 	// programs the endpoints a moment later, and until then the API server
