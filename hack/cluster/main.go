@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/controlplane"
@@ -57,10 +56,11 @@ func run(ctx context.Context, hold, syncFrequency time.Duration, samples bool) e
 	if err != nil {
 		return err
 	}
-	image, err := chartImage(root)
+	repo, tag, err := realnode.ChartImage(root)
 	if err != nil {
 		return err
 	}
+	image := repo + ":" + tag
 	say("starting a single-node cluster: control plane, containerd, kubelet, kube-proxy, CoreDNS, registry")
 	c, err := realnode.Start(ctx, realnode.Options{
 		Log:           os.Stdout,
@@ -155,38 +155,6 @@ func run(ctx context.Context, hold, syncFrequency time.Duration, samples bool) e
 	case <-wait:
 	}
 	return nil
-}
-
-// chartImage is the manager image reference the chart installs by default.
-func chartImage(root string) (string, error) {
-	var chart struct {
-		AppVersion string `json:"appVersion"`
-	}
-	var values struct {
-		ControllerManager struct {
-			Manager struct {
-				Image struct {
-					Repository string `json:"repository"`
-					Tag        string `json:"tag"`
-				} `json:"image"`
-			} `json:"manager"`
-		} `json:"controllerManager"`
-	}
-	for path, into := range map[string]any{"Chart.yaml": &chart, "values.yaml": &values} {
-		data, err := os.ReadFile(filepath.Join(root, "charts", "flagplane", path))
-		if err != nil {
-			return "", err
-		}
-		if err := yaml.Unmarshal(data, into); err != nil {
-			return "", fmt.Errorf("reading the chart's %s: %w", path, err)
-		}
-	}
-	img := values.ControllerManager.Manager.Image
-	tag := img.Tag
-	if tag == "" {
-		tag = chart.AppVersion
-	}
-	return img.Repository + ":" + tag, nil
 }
 
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }

@@ -604,7 +604,11 @@ func exists(ctx context.Context, c client.Client, key client.ObjectKey, obj clie
 }
 
 // tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
+func tail(path string, n int) string { return Tail(path, n) }
+
+// Tail returns the last n lines of a file, for the error messages of
+// harnesses that run processes with log files.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(reading %s: %v)", path, err)

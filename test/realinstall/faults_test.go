@@ -225,10 +225,8 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 			}
 		}()
 		began := time.Now()
-		repo, _ := chartImage()
-		tag := strings.TrimPrefix(upgradeImage, repo+":")
 		helm("upgrade", releaseName, filepath.Join(root, "charts", "flagplane"), "--reuse-values",
-			"--set", "controllerManager.manager.image.tag="+tag, "--set", "controllerManager.manager.image.pullPolicy=Always",
+			"--set", "controllerManager.manager.image.tag="+upgradeTag, "--set", "controllerManager.manager.image.pullPolicy=Always",
 			// A user turning on the admission log, as the README says.
 			"--set-json", `extraArgs=["--zap-log-level=debug"]`,
 			"--wait", "--timeout", "5m")

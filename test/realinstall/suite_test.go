@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/fixtures"
@@ -56,7 +55,7 @@ var (
 	// managerImage is the chart's default image reference (its values'
 	// repository at its appVersion), which the node's registry serves as
 	// `make image` built it; upgradeImage is a second image of it.
-	managerImage, upgradeImage string
+	managerImage, upgradeImage, upgradeTag string
 	// currentImage is the image the release runs now.
 	currentImage string
 )
@@ -65,9 +64,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	root, err = controlplane.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	repo, tag := chartImage()
+	repo, tag, err := realnode.ChartImage(root)
+	Expect(err).NotTo(HaveOccurred())
 	managerImage = repo + ":" + tag
-	upgradeImage = repo + ":" + tag + "-upgrade"
+	upgradeTag = tag + "-upgrade"
+	upgradeImage = repo + ":" + upgradeTag
 	currentImage = managerImage
 	layout := filepath.Join(root, "dist", "image")
 	cluster, err = realnode.Start(ctx, realnode.Options{
@@ -105,42 +106,6 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	webhooksAnswer(ctx)
 	AddReportEntry("helm install to the webhooks answering through their Service", time.Since(began).Round(time.Millisecond).String())
 }, NodeTimeout(12*time.Minute))
-
-// chartImage is the manager image the chart installs when no value says
-// otherwise.
-func chartImage() (repository, tag string) {
-	GinkgoHelper()
-	var chart struct {
-		AppVersion string `json:"appVersion"`
-	}
-	var values struct {
-		ControllerManager struct {
-			Manager struct {
-				Image struct {
-					Repository string  `json:"repository"`
-					Tag        *string `json:"tag"`
-				} `json:"image"`
-			} `json:"manager"`
-		} `json:"controllerManager"`
-	}
-	readYAML(filepath.Join(root, "charts", "flagplane", "Chart.yaml"), &chart)
-	readYAML(filepath.Join(root, "charts", "flagplane", "values.yaml"), &values)
-	img := values.ControllerManager.Manager.Image
-	tag = chart.AppVersion
-	if img.Tag != nil && *img.Tag != "" {
-		tag = *img.Tag
-	}
-	Expect(img.Repository).NotTo(BeEmpty())
-	Expect(tag).NotTo(BeEmpty())
-	return img.Repository, tag
-}
-
-func readYAML(path string, into any) {
-	GinkgoHelper()
-	data, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(yaml.Unmarshal(data, into)).To(Succeed())
-}
 
 func helm(args ...string) string {
 	GinkgoHelper()

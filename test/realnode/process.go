@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/internal/child"
 )
 
@@ -114,5 +115,5 @@ func (comp *component) exitedEarly() error {
 	if p == nil || p.Running() {
 		return nil
 	}
-	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", comp.name, p.Err(), comp.logPath, tail(comp.logPath, 25))
+	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", comp.name, p.Err(), comp.logPath, controlplane.Tail(comp.logPath, 25))
 }
