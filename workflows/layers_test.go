@@ -10,20 +10,22 @@ import (
 // layers lists, for every package of the workflows, the packages of the
 // workflows it may depend on, directly or not: the root package holds
 // only what they share and imports none of them but flagsets and
-// injection; the status of a source compares with the ConfigMaps and RBAC
+// injection (and flagdversion, the facts of flagd releases, which injection
+// writes by); the status of a source compares with the ConfigMaps and RBAC
 // it expects, so status imports configmaps and rbac and never the reverse.
 var layers = map[string][]string{
-	"workflows":                        {"flagsets", "injection"},
+	"workflows":                        {"flagsets", "injection", "flagdversion"},
+	"workflows/flagdversion":           {},
 	"workflows/flagsets":               {},
-	"workflows/injection":              {},
+	"workflows/injection":              {"flagdversion"},
 	"workflows/manifests":              {},
-	"workflows/blast":                  {"injection"},
-	"workflows/configmaps":             {"workflows", "flagsets", "injection"},
-	"workflows/rbac":                   {"workflows", "flagsets", "injection"},
-	"workflows/rollout":                {"workflows", "flagsets", "injection"},
-	"workflows/status":                 {"workflows", "flagsets", "injection", "configmaps", "rbac"},
-	"workflows/flagds":                 {"workflows", "flagsets", "injection", "rbac"},
-	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "manifests", "configmaps", "rbac"},
+	"workflows/blast":                  {"injection", "flagdversion"},
+	"workflows/configmaps":             {"workflows", "flagsets", "injection", "flagdversion"},
+	"workflows/rbac":                   {"workflows", "flagsets", "injection", "flagdversion"},
+	"workflows/rollout":                {"workflows", "flagsets", "injection", "flagdversion"},
+	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
+	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
+	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},
 }
 
 // TestLayers keeps the imports among the workflows one way (see the
