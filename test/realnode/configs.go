@@ -219,10 +219,13 @@ type registryImage struct {
 	Ref        string            `json:"ref"`
 	Layout     string            `json:"layout,omitempty"`
 	Files      []ImageFile       `json:"files,omitempty"`
+	Dirs       []ImageDir        `json:"dirs,omitempty"`
+	Trees      []ImageTree       `json:"trees,omitempty"`
 	Symlinks   map[string]string `json:"symlinks,omitempty"`
 	Entrypoint []string          `json:"entrypoint,omitempty"`
 	Cmd        []string          `json:"cmd,omitempty"`
 	User       string            `json:"user,omitempty"`
+	Env        []string          `json:"env,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 }
 
@@ -230,8 +233,13 @@ func (c *Cluster) writeImages(images []Image) (string, error) {
 	list := make([]registryImage, 0, len(images))
 	for _, im := range images {
 		for _, f := range im.Files {
-			if !fileExists(f.Src) {
+			if f.Src != "" && !fileExists(f.Src) {
 				return "", fmt.Errorf("image %s: %s is missing (run `make realnode`)", im.Ref, f.Src)
+			}
+		}
+		for _, t := range im.Trees {
+			if !fileExists(t.Src) {
+				return "", fmt.Errorf("image %s: directory %s is missing (run `make realnode`)", im.Ref, t.Src)
 			}
 		}
 		if im.Layout != "" && !fileExists(filepath.Join(im.Layout, "index.json")) {

@@ -13,22 +13,40 @@ type Image struct {
 	Ref string
 	// Layout is an OCI image layout directory holding one image.
 	Layout string
-	// Files, Symlinks, Entrypoint, Cmd and User make an image from files.
+	// Files, Dirs, Trees, Symlinks, Entrypoint, Cmd, User and Env make an
+	// image from files.
 	Files      []ImageFile
+	Dirs       []ImageDir
+	Trees      []ImageTree
 	Symlinks   map[string]string
 	Entrypoint []string
 	Cmd        []string
 	User       string
+	Env        []string
 	// Labels are added to the image's config: the same files under other
 	// labels are an image with a digest of its own.
 	Labels map[string]string
 }
 
-// ImageFile is a file of an Image: Src on this machine, Dst in the image.
+// ImageFile is a file of an Image: Src on this machine (or Data, its
+// content), Dst in the image.
 type ImageFile struct {
-	Src  string `json:"src"`
+	Src  string `json:"src,omitempty"`
+	Data string `json:"data,omitempty"`
 	Dst  string `json:"dst"`
 	Mode int64  `json:"mode,omitempty"`
+}
+
+// ImageDir is an empty directory of an Image.
+type ImageDir struct {
+	Dst  string `json:"dst"`
+	Mode int64  `json:"mode,omitempty"`
+}
+
+// ImageTree is a directory of this machine copied whole into an Image.
+type ImageTree struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
 }
 
 // Image references the node serves by default.

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/test/controlplane"
 )
 
 // childEnv makes the test binary a child that starts a node, says where,
@@ -37,14 +39,23 @@ func TestMain(m *testing.M) {
 }
 
 // TestNode runs a Pod that resolves a Service by the cluster DNS and talks
-// to it through kube-proxy, then stops the node and checks that nothing of
-// it is left on the machine and the host's sysctls are as before.
+// to it through kube-proxy, and the OpenFeature Operator's e2e pattern with
+// the real programs its manifests name: nginx proxying to a sidecar, and a
+// curl Job whose shell script calls nginx's Service by name. Then it stops
+// the node and checks that nothing of it is left on the machine and the
+// host's sysctls are as before.
 func TestNode(t *testing.T) {
 	g := NewWithT(t)
 	before := tunables()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Log: testWriter{t}})
+	root, err := controlplane.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	nginx, err := NginxAt(NginxImage, filepath.Join(root, "bin"))
+	g.Expect(err).NotTo(HaveOccurred())
+	curl, err := CurlAt(CurlImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := Start(ctx, Options{Log: testWriter{t}, Images: []Image{nginx, curl}})
 	g.Expect(err).NotTo(HaveOccurred())
 	s := c.slot
 	stopped := false
@@ -68,6 +79,21 @@ func TestNode(t *testing.T) {
 	}
 	g.Eventually(func() (string, error) { return c.Kubectl("logs", "client") }).WithTimeout(3 * time.Minute).
 		Should(ContainSubstring("hello-from-the-node"))
+
+	// nginx (its image's command, the configuration mounted over
+	// /etc/nginx) proxies to a sidecar on 127.0.0.1:8013; curl's image runs
+	// the Job's script with the idioms of OFO's (${var//[[:space:]]/}, [[ ]]).
+	out, err := c.KubectlWithInput(strings.NewReader(proxyManifests), "apply", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = c.Kubectl("wait", "--for=condition=complete", "job/call-nginx", "--timeout=3m")
+	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, describe(c, "job/call-nginx"))
+	out, err = c.Kubectl("logs", "job/call-nginx")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("curl 8."), "Debian's curl ran")
+	g.Expect(out).To(ContainSubstring("got: from-the-sidecar-behind-nginx"))
+	out, err = c.Kubectl("logs", "deployment/nginx", "-c", "nginx")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`"GET /flag HTTP/1.1" 200`), "nginx's access log shows the proxied call")
 	g.Expect(c.Healthy()).To(Succeed())
 
 	g.Expect(c.Stop()).To(Succeed())
@@ -102,6 +128,85 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	g.Eventually(func() string { return s.leftovers() + mountsUnder(dir) + cgroupsOf(s) }).
 		WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(BeEmpty())
 	expectNothingLeft(g, s)
+}
+
+// proxyManifests are OFO's e2e pattern in small: nginx with its
+// configuration from a ConfigMap over /etc/nginx, a sidecar behind it, a
+// Service, and a curl Job that calls the Service by name.
+const proxyManifests = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: nginx-conf, namespace: default}
+data:
+  nginx.conf: |
+    events {}
+    http {
+      server {
+        location / {
+          proxy_pass http://127.0.0.1:8013;
+        }
+      }
+    }
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nginx, namespace: default}
+spec:
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      volumes:
+      - name: conf
+        configMap: {name: nginx-conf, items: [{key: nginx.conf, path: nginx.conf}]}
+      containers:
+      - name: nginx
+        image: nginx:stable-alpine
+        ports: [{containerPort: 80}]
+        volumeMounts: [{name: conf, mountPath: /etc/nginx, readOnly: true}]
+      - name: sidecar
+        image: busybox:1.36
+        command: [sh, -c, 'mkdir -p /www && printf "  from-the-sidecar-behind-nginx  " > /www/flag && httpd -f -p 127.0.0.1:8013 -h /www']
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nginx, namespace: default}
+spec:
+  selector: {app: nginx}
+  ports: [{port: 30000, targetPort: 80}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: call-nginx, namespace: default}
+spec:
+  backoffLimit: 10
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - name: curl
+        image: curlimages/curl:8.11.1
+        args:
+        - /bin/sh
+        - -ec
+        - |
+          curl --version | head -1
+          RESPONSE=$(curl -s "nginx:30000/flag")
+          RESPONSE="${RESPONSE//[[:space:]]/}"
+          if [[ "$RESPONSE" == *"from-the-sidecar"* ]]; then
+            echo "got: $RESPONSE"
+            exit 0
+          fi
+          echo "unexpected: $RESPONSE"
+          exit 1
+`
+
+// describe is kubectl describe of ref and its Pods' logs, for a failure.
+func describe(c *Cluster, ref string) string {
+	out, _ := c.Kubectl("describe", ref)
+	pods, _ := c.Kubectl("get", "pods", "-A", "-o", "wide")
+	logs, _ := c.Kubectl("logs", ref, "--all-containers", "--tail=40")
+	return out + "\n" + pods + "\n" + logs
 }
 
 func expectNothingLeft(g Gomega, s slot) {

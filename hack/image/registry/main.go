@@ -17,6 +17,10 @@
 //	  "entrypoint": ["/flagd-build"], "user": "65532:65532"},
 //	 {"ref": "ghcr.io/flagplane/flagplane:0.1.0", "layout": "dist/image"}]
 //
+// Besides files copied from this machine, an image may hold files given
+// inline ("data"), empty directories ("dirs", e.g. a writable /tmp) and
+// whole directory trees ("trees", e.g. an application's node_modules).
+//
 // A repository is stored under its path without the registry host
 // (open-feature/flagd), which is what a mirror is asked for. Labels, when
 // given, are added to the image's config, which gives an image of the same
@@ -32,13 +36,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +68,8 @@ type spec struct {
 	Ref        string            `json:"ref"`
 	Layout     string            `json:"layout,omitempty"`
 	Files      []file            `json:"files,omitempty"`
+	Dirs       []dir             `json:"dirs,omitempty"`
+	Trees      []tree            `json:"trees,omitempty"`
 	Symlinks   map[string]string `json:"symlinks,omitempty"`
 	Entrypoint []string          `json:"entrypoint,omitempty"`
 	Cmd        []string          `json:"cmd,omitempty"`
@@ -68,10 +78,25 @@ type spec struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 }
 
+// file is one file of an image: Src on this machine, or Data inline.
 type file struct {
-	Src  string `json:"src"`
+	Src  string `json:"src,omitempty"`
+	Data string `json:"data,omitempty"`
 	Dst  string `json:"dst"`
 	Mode int64  `json:"mode,omitempty"`
+}
+
+// dir is an empty directory of an image.
+type dir struct {
+	Dst  string `json:"dst"`
+	Mode int64  `json:"mode,omitempty"`
+}
+
+// tree is a directory of this machine copied into an image at Dst, with
+// its files' modes and its symlinks.
+type tree struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
 }
 
 func main() {
@@ -211,7 +236,11 @@ func image(s spec) (v1.Image, error) {
 		}
 		return idx.Image(im.Manifests[0].Digest)
 	}
-	layer, err := filesLayer(s.Files, s.Symlinks)
+	files, symlinks, err := expandTrees(s)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := filesLayer(files, s.Dirs, symlinks)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +262,7 @@ func image(s spec) (v1.Image, error) {
 
 // filesLayer is one layer with the files (and their parent directories)
 // and symlinks, owned by root, with a fixed timestamp.
-func filesLayer(files []file, symlinks map[string]string) (v1.Layer, error) {
+func filesLayer(files []file, emptyDirs []dir, symlinks map[string]string) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
@@ -250,10 +279,29 @@ func filesLayer(files []file, symlinks map[string]string) (v1.Layer, error) {
 		}
 		return nil
 	}
-	for _, f := range files {
-		data, err := os.ReadFile(f.Src)
-		if err != nil {
+	for _, d := range emptyDirs {
+		clean := path.Clean(d.Dst)
+		if err := mkdirs(clean); err != nil {
 			return nil, err
+		}
+		mode := d.Mode
+		if mode == 0 {
+			mode = 0o755
+		}
+		if !dirs[clean] {
+			dirs[clean] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(clean, "/") + "/", Mode: mode, ModTime: time.Unix(0, 0)}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range files {
+		data := []byte(f.Data)
+		if f.Src != "" {
+			var err error
+			if data, err = os.ReadFile(f.Src); err != nil {
+				return nil, err
+			}
 		}
 		if err := mkdirs(f.Dst); err != nil {
 			return nil, err
@@ -289,6 +337,47 @@ func filesLayer(files []file, symlinks map[string]string) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
+}
+
+// expandTrees lists the files and symlinks of s's trees after its own
+// files and symlinks, in a stable order.
+func expandTrees(s spec) ([]file, map[string]string, error) {
+	files := slices.Clone(s.Files)
+	symlinks := maps.Clone(s.Symlinks)
+	if symlinks == nil {
+		symlinks = map[string]string{}
+	}
+	for _, t := range s.Trees {
+		err := filepath.WalkDir(t.Src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(t.Src, p)
+			if err != nil {
+				return err
+			}
+			dst := path.Join(t.Dst, filepath.ToSlash(rel))
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
+				target, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				symlinks[dst] = target
+			case d.Type().IsRegular():
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				files = append(files, file{Src: p, Dst: dst, Mode: int64(info.Mode().Perm())})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("tree %s: %w", t.Src, err)
+		}
+	}
+	return files, symlinks, nil
 }
 
 // blobStore keeps blobs in memory; pushes (crane push) add to it too.
