@@ -266,6 +266,27 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 	cd $(SDKCLIENT_DIR) && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
 	@rm -f $(BIN)/.sdkclient-* && touch $@
 
+# The JavaScript client (test/realclients/jsclient): the OpenFeature server
+# SDK with flagd's provider from npm, run by Node.js (the machine's, or
+# Debian's nodejs, installed here when missing), for the real node's image
+# of it. npm ci installs exactly package-lock.json.
+JSCLIENT_DIR := test/realclients/jsclient
+JSCLIENT_STAMP := $(BIN)/jsclient/.built
+
+.PHONY: jsclient
+jsclient: $(JSCLIENT_STAMP) ## Install the JavaScript OpenFeature client's packages (npm ci) into bin/jsclient.
+
+$(JSCLIENT_STAMP): $(wildcard $(JSCLIENT_DIR)/*.js $(JSCLIENT_DIR)/*.json)
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  echo ">> installing Debian's nodejs and npm"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "installing nodejs needs root (apt-get)" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+	@echo ">> npm ci for the JavaScript client (node $$(node --version))"
+	rm -rf $(BIN)/jsclient && mkdir -p $(BIN)/jsclient
+	cp $(JSCLIENT_DIR)/*.js $(JSCLIENT_DIR)/package.json $(JSCLIENT_DIR)/package-lock.json $(BIN)/jsclient/
+	cd $(BIN)/jsclient && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	@touch $@
+
 ##@ The real node (test/realnode)
 
 # A real single-node cluster: kubelet and kube-proxy from the same wrapper
@@ -273,14 +294,18 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 # the CNI plugins from Debian's packages (installed here when missing), and
 # a registry serving images built locally (hack/image/registry). flagd and
 # the SDK client are built static (above), so that images can hold them.
-REALNODE_PACKAGES := containerd runc containernetworking-plugins iptables nftables conntrack busybox-static iproute2 util-linux procps
+REALNODE_PACKAGES := containerd runc containernetworking-plugins iptables nftables conntrack busybox-static iproute2 util-linux procps curl libpcre2-8-0 libssl3 zlib1g libcrypt1
 COREDNS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/coredns/coredns" {print $$3}' hack/tools/coredns/go.mod)
 KUBELET_STAMP := $(BIN)/.kubelet-$(KUBE_VERSION)
 COREDNS_STAMP := $(BIN)/.coredns-$(COREDNS_VERSION)
 REALNODE_IMAGES_STAMP := $(BIN)/realnode/.built
+# Debian's nginx, extracted from its package (not installed: no service
+# starts on this machine) for the nginx image the OpenFeature Operator's
+# manifests name; its libraries are in REALNODE_PACKAGES.
+NGINX_STAMP := $(BIN)/realnode/.nginx
 
 .PHONY: realnode
-realnode: realnode-packages controlplane realclients $(HELM_STAMP) $(KUBELET_STAMP) $(COREDNS_STAMP) $(REALNODE_IMAGES_STAMP) image ## Everything the real-node suites need: Debian's containerd, runc and CNI plugins; kubelet, kube-proxy, CoreDNS and the node's registry; the manager's image.
+realnode: realnode-packages controlplane realclients jsclient $(HELM_STAMP) $(KUBELET_STAMP) $(COREDNS_STAMP) $(REALNODE_IMAGES_STAMP) $(NGINX_STAMP) image ## Everything the real-node suites need: Debian's containerd, runc, CNI plugins, curl and nginx; kubelet, kube-proxy, CoreDNS and the node's registry; the manager's image.
 
 .PHONY: realnode-packages
 realnode-packages: ## Install the Debian packages the real node needs, when missing (apt-get; needs root).
@@ -305,6 +330,41 @@ $(REALNODE_IMAGES_STAMP): $(wildcard hack/image/registry/*.go hack/image/pause/*
 	cd hack/image && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/realnode/registry ./registry
 	cd hack/image && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/realnode/pause ./pause
 	@touch $@
+
+$(NGINX_STAMP): | realnode-packages
+	@mkdir -p $(BIN)/realnode/debs
+	@echo ">> extracting Debian's nginx into bin/realnode/nginx"
+	cd $(BIN)/realnode/debs && rm -f nginx_*.deb && \
+	  { apt-get download nginx 2>/dev/null || { apt-get update -qq && apt-get download nginx; }; }
+	rm -rf $(BIN)/realnode/nginx && dpkg-deb -x $(BIN)/realnode/debs/nginx_*.deb $(BIN)/realnode/nginx
+	@touch $@
+
+##@ Conformance: the OpenFeature Operator's own e2e suite (needs a checkout of it)
+
+# chainsaw, the runner of OFO's suite, at the version OFO's CI installs.
+# v0.2.12 does not compile with Go 1.26 (testing.testDeps gained a method):
+# it is built with the Go toolchain its module was written for, which the
+# go command downloads from the module proxy.
+CHAINSAW_VERSION := v0.2.12
+CHAINSAW_GO := go1.24.6
+CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
+OFO_DIR ?=
+CONFORMANCE_FLAGS ?=
+
+$(CHAINSAW):
+	@mkdir -p $(BIN)
+	@echo ">> building chainsaw $(CHAINSAW_VERSION) with $(CHAINSAW_GO) (about 2 minutes cold)"
+	GOTOOLCHAIN=$(CHAINSAW_GO) GOBIN=$(BIN) GOFLAGS= go install github.com/kyverno/chainsaw@$(CHAINSAW_VERSION)
+	mv $(BIN)/chainsaw $@
+
+.PHONY: chainsaw
+chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
+
+.PHONY: conformance
+conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node: OFO_DIR=<a checkout of open-feature-operator> (needs root).
+	@test -n "$(OFO_DIR)" || { echo "OFO_DIR is not set: make conformance OFO_DIR=<a checkout of open-feature-operator>" >&2; exit 1; }
+	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
+	@$(BIN)/flagplane-conformance -ofo-dir "$(OFO_DIR)" -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
 
 ##@ Tools (built from Go modules into bin/)
 
