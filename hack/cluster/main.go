@@ -22,11 +22,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/realnode"
@@ -81,20 +78,11 @@ func run(ctx context.Context, hold, syncFrequency time.Duration, samples bool) e
 
 	installed := time.Now()
 	say("$ helm install flagplane charts/flagplane --wait    (image %s, from the node's registry)", image)
-	out, err := c.Helm("install", "flagplane", filepath.Join(root, "charts", "flagplane"), "--wait", "--timeout", "5m")
+	out, err := c.InstallFlagplane(ctx, root)
 	if err != nil {
 		return err
 	}
 	fmt.Print(indent(out))
-	// Ready replicas are a Service that answers once kube-proxy has their
-	// endpoints: wait for the validating webhook before applying anything.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		probe := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}}
-		probe.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: []byte(`{"on":true}`), DefaultVariant: "on"}}
-		return c.Client.Create(ctx, probe, client.DryRunAll) == nil, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for flagplane's webhooks to answer through their Service: %w", err)
-	}
 	install := time.Since(installed)
 	if samples {
 		say("$ kubectl apply -k config/samples")

@@ -1,0 +1,310 @@
+// Command conformance runs the OpenFeature Operator's own e2e suite, as
+// its repository holds it, against flagplane: `make conformance
+// OFO_DIR=<a checkout of open-feature-operator>`.
+//
+// It starts a real single-node cluster (test/realnode), installs flagplane
+// from its chart in place of OFO's `make deploy-operator`, with OFO's
+// pinned flagd tag, and runs OFO's runner as OFO's Makefile does, from the
+// checkout's root: `chainsaw test --test-dir ./test/e2e/chainsaw`, with
+// OFO's .chainsaw.yaml. Nothing of the suite is changed or copied; chainsaw
+// only writes a JSON report besides, which is turned into a table of every
+// test and step.
+//
+// The images the suite names are the real programs, served by the node's
+// registry: Debian's nginx (nginx:stable-alpine), Debian's curl with
+// busybox's shell (curlimages/curl:8.11.1), busybox, and flagd. Only flagd
+// v0.16.0's module is served by the Go module proxy here, so the image
+// under OFO's flagd tag runs flagd v0.16.0; the results say so.
+//
+// A failure that is a documented deliberate difference (deliberate below,
+// README "Differences from the OpenFeature Operator") is reported as such;
+// any other failure makes the command fail.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/realnode"
+)
+
+// deliberate are the OFO tests whose failures are flagplane's documented
+// differences, by chainsaw test name, with the reason.
+var deliberate = map[string]string{
+	"flagd-custom-ports": "a FeatureFlagSource's port and managementPort: flagplane declares the ports flagd listens on " +
+		"(containerPort and the Service's targetPort 8888 and 9999); OFO's Deployment declares 8013 and 8014 while flagd " +
+		"listens on 8888 and 9999, so OFO's Service sends requests to a port nothing listens on",
+}
+
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, ",") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	var (
+		ofoDir, chainsaw, flagdTag, report string
+		sets                               setFlags
+		parallel                           int
+	)
+	flag.StringVar(&ofoDir, "ofo-dir", "", "a checkout of open-feature-operator (its test/e2e/chainsaw and .chainsaw.yaml are used as they are)")
+	flag.StringVar(&chainsaw, "chainsaw", "", "the chainsaw binary (make chainsaw)")
+	flag.StringVar(&flagdTag, "flagd-tag", "", "flagd tag to inject (default: the one OFO's chart pins, sidecarConfiguration.image.tag)")
+	flag.StringVar(&report, "report", "", "where to write the results as a Markdown table (default bin/conformance/results.md)")
+	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
+	flag.IntVar(&parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, ofoDir, chainsaw, flagdTag, report, sets, parallel); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, sets []string, parallel int) error {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin")
+	if ofoDir, err = filepath.Abs(ofoDir); err != nil {
+		return err
+	}
+	suite := filepath.Join(ofoDir, "test", "e2e", "chainsaw")
+	if _, err := os.Stat(filepath.Join(ofoDir, ".chainsaw.yaml")); err != nil {
+		return fmt.Errorf("%s is not a checkout of open-feature-operator with its e2e suite: %w", ofoDir, err)
+	}
+	if _, err := os.Stat(suite); err != nil {
+		return fmt.Errorf("%s is not a checkout of open-feature-operator with its e2e suite: %w", ofoDir, err)
+	}
+	if flagdTag == "" {
+		if flagdTag, err = ofoFlagdTag(ofoDir); err != nil {
+			return err
+		}
+	}
+	if reportPath == "" {
+		reportPath = filepath.Join(bin, "conformance", "results.md")
+	}
+
+	repo, tag, err := realnode.ChartImage(root)
+	if err != nil {
+		return err
+	}
+	images := []realnode.Image{{Ref: repo + ":" + tag, Layout: filepath.Join(root, "dist", "image")},
+		// The image of OFO's flagd tag holds flagd v0.16.0: the one version
+		// the module proxy serves.
+		{Ref: "ghcr.io/open-feature/flagd:" + flagdTag, Files: []realnode.ImageFile{{Src: filepath.Join(bin, "flagd"), Dst: "/flagd-build"}},
+			Entrypoint: []string{"/flagd-build"}, User: "65532:65532"},
+		realnode.BusyboxAt("docker.io/library/busybox:1.37.0"),
+	}
+	nginx, err := realnode.NginxAt(realnode.NginxImage, bin)
+	if err != nil {
+		return err
+	}
+	curl, err := realnode.CurlAt(realnode.CurlImage)
+	if err != nil {
+		return err
+	}
+	images = append(images, nginx, curl)
+
+	say("starting a single-node cluster")
+	c, err := realnode.Start(ctx, realnode.Options{Log: os.Stdout, Images: images})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping and removing the cluster")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance:", err)
+		}
+	}()
+
+	helmArgs := []string{"--set", "sidecarConfiguration.image.tag=" + flagdTag}
+	for _, s := range sets {
+		helmArgs = append(helmArgs, "--set", s)
+	}
+	say("$ helm install flagplane charts/flagplane --wait %s", strings.Join(helmArgs, " "))
+	out, err := c.InstallFlagplane(ctx, root, helmArgs...)
+	fmt.Print(out)
+	if err != nil {
+		return err
+	}
+
+	reportDir, err := os.MkdirTemp("", "flagplane-conformance-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(reportDir)
+	args := []string{"test", "--test-dir", "./test/e2e/chainsaw",
+		"--report-format", "JSON", "--report-path", reportDir, "--report-name", "chainsaw-report"}
+	if parallel > 0 {
+		args = append(args, "--parallel", fmt.Sprint(parallel))
+	}
+	say("$ cd %s && chainsaw %s", ofoDir, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, chainsaw, args...)
+	cmd.Dir = ofoDir
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// chainsaw's scripts run kubectl: the one built with the control plane.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	began := time.Now()
+	runErr := cmd.Run()
+	took := time.Since(began)
+	var exit *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exit) {
+		return fmt.Errorf("running chainsaw: %w", runErr)
+	}
+
+	rep, err := readReport(filepath.Join(reportDir, "chainsaw-report.json"))
+	if err != nil {
+		return err
+	}
+	table, unexplained := results(rep, flagdTag, took)
+	fmt.Println()
+	fmt.Print(table)
+	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(reportPath, []byte(table), 0o644); err != nil {
+		return err
+	}
+	say("results written to %s", reportPath)
+	if len(unexplained) > 0 {
+		return fmt.Errorf("%d test(s) failed that are not documented differences: %s", len(unexplained), strings.Join(unexplained, ", "))
+	}
+	return nil
+}
+
+// ofoFlagdTag is the flagd tag OFO's chart injects.
+func ofoFlagdTag(ofoDir string) (string, error) {
+	path := filepath.Join(ofoDir, "chart", "open-feature-operator", "values.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading OFO's pinned flagd tag (or pass -flagd-tag): %w", err)
+	}
+	var values struct {
+		SidecarConfiguration struct {
+			Image struct {
+				Tag string `json:"tag"`
+			} `json:"image"`
+		} `json:"sidecarConfiguration"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if values.SidecarConfiguration.Image.Tag == "" {
+		return "", fmt.Errorf("%s pins no sidecarConfiguration.image.tag: pass -flagd-tag", path)
+	}
+	return values.SidecarConfiguration.Image.Tag, nil
+}
+
+// report is chainsaw's JSON report (--report-format JSON).
+type report struct {
+	Tests []struct {
+		Name     string `json:"name"`
+		BasePath string `json:"basePath"`
+		Skipped  bool   `json:"skipped"`
+		Steps    []struct {
+			Name       string `json:"name"`
+			Operations []struct {
+				Name    string `json:"name"`
+				Type    string `json:"type"`
+				Failure *struct {
+					Error string `json:"error"`
+				} `json:"failure"`
+			} `json:"operations"`
+		} `json:"steps"`
+	} `json:"tests"`
+}
+
+func readReport(path string) (*report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("chainsaw wrote no report: %w", err)
+	}
+	var r report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reading chainsaw's report: %w", err)
+	}
+	if len(r.Tests) == 0 {
+		return nil, errors.New("chainsaw's report holds no test")
+	}
+	return &r, nil
+}
+
+// results is the Markdown table of every test and step, and the tests
+// that failed with no documented reason.
+func results(r *report, flagdTag string, took time.Duration) (string, []string) {
+	var b strings.Builder
+	var unexplained []string
+	passed := 0
+	fmt.Fprintf(&b, "| Test | Step | Result | Why |\n|---|---|---|---|\n")
+	for _, t := range r.Tests {
+		failed := false
+		for _, s := range t.Steps {
+			result, why := "pass", ""
+			for _, op := range s.Operations {
+				if op.Failure != nil {
+					result = "fail"
+					why = fmt.Sprintf("%s: %s", op.Type, firstLine(op.Failure.Error))
+					break
+				}
+			}
+			if len(s.Operations) == 0 {
+				result = "not run"
+			}
+			if result == "fail" {
+				failed = true
+				if reason, ok := deliberate[t.Name]; ok {
+					why = "deliberate difference: " + reason + ". chainsaw: " + why
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, s.Name, result, escape(why))
+		}
+		switch {
+		case t.Skipped:
+			fmt.Fprintf(&b, "| %s | | skipped | |\n", t.Name)
+		case !failed:
+			passed++
+			if _, ok := deliberate[t.Name]; ok {
+				fmt.Fprintf(&b, "| %s | | pass | listed as a deliberate difference, yet it passed: update the list |\n", t.Name)
+			}
+		case deliberate[t.Name] == "":
+			unexplained = append(unexplained, t.Name)
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d tests passed in %s (failures that are deliberate differences: %d). "+
+		"flagd: the image tagged %s runs flagd v0.16.0, the only version the Go module proxy serves here.\n",
+		passed, len(r.Tests), took.Round(time.Second), len(r.Tests)-passed-len(unexplained), flagdTag)
+	return b.String(), unexplained
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 300 {
+		s = s[:300] + " …"
+	}
+	return s
+}
+
+func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func say(format string, args ...any) {
+	fmt.Printf(">> "+format+"\n", args...)
+}
