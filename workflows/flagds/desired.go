@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -111,6 +112,10 @@ type Objects struct {
 	Endpoints []v1beta1.FlagdEndpoint
 	// Warnings say what of the source was left out, and why.
 	Warnings []string
+	// Release is the flagd release the Deployment runs; FlagdVersionGaps
+	// what of the source it cannot take (left out, among the Warnings).
+	Release          flagdversion.Injected
+	FlagdVersionGaps []injection.VersionGap
 }
 
 // Validate reports what in a Flagd's spec cannot be generated.
@@ -170,7 +175,7 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 	if !ok {
 		return nil
 	}
-	out := &Objects{Flagd: key,
+	out := &Objects{Flagd: key, Release: opts.Flagd(),
 		IngressWanted: f.Spec.Ingress.Enabled, HTTPRouteWanted: f.Spec.GatewayApiRoutes.Enabled}
 	out.Source, out.SourceState, _ = v.FlagdSource(key)
 	if out.Invalid = Validate(f); len(out.Invalid) > 0 || out.SourceState != topology.RefResolved {
@@ -180,7 +185,7 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 
 	// The sidecar's container, over this one source.
 	sc := injection.ContainerOfSource(v, key, out.Source, io)
-	out.Warnings = sc.Warnings
+	out.Warnings, out.Release, out.FlagdVersionGaps = sc.Warnings, sc.Flagd, sc.FlagdVersionGaps
 	if sc.Container == nil {
 		out.Unservable = "none of the entries of FeatureFlagSource " + out.Source.Namespace + "/" + out.Source.Name + " can be served"
 		return out
@@ -196,6 +201,8 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 		ofrep:      cmp.Or(sc.OFREPPort, opts.OFREPPort),
 		sync:       opts.SyncPort,
 	}
+	// Every flagd release flagplane vouches for takes --ofrep-port and
+	// --sync-port (flagdversion; TestEveryVouchedRelease checks).
 	if sc.OFREPPort == 0 && ports.ofrep != injection.DefaultOFREPPort {
 		c.Args = append(c.Args, "--ofrep-port", strconv.Itoa(int(ports.ofrep)))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -33,6 +34,13 @@ type Options struct {
 	// from their workflows.Settings).
 	Generated workflows.GeneratedMetadata
 }
+
+// TagSetting names the setting of Options.Tag in messages.
+const TagSetting = "--flagd-tag"
+
+// Flagd is the flagd release a Flagd's Deployment runs: Tag's, else the
+// sidecar's.
+func (o Options) Flagd() flagdversion.Injected { return o.sidecarOptions().Sidecar.Flagd() }
 
 // Defaults of Options: the OpenFeature Operator's flagdConfiguration.
 const (
@@ -80,7 +88,7 @@ func (o Options) sidecarOptions() injection.Options {
 		io.Sidecar.Image = o.Image
 	}
 	if o.Tag != "" {
-		io.Sidecar.Tag = o.Tag
+		io.Sidecar.Tag, io.Sidecar.TagSetting = o.Tag, TagSetting
 	}
 	io.Sidecar.Port = o.Port
 	io.Sidecar.ManagementPort = o.ManagementPort

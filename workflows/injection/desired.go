@@ -16,6 +16,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 )
 
 // A value of a FeatureFlagSourceSpec equal to the API's default (which the
@@ -116,7 +117,7 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 	if _, ok := v.Workload(workload); !ok {
 		return inj, nil
 	}
-	m := newSidecarMerge(inj)
+	m := newSidecarMerge(inj, opts)
 	m.trackServed = trackServed
 	m.mayReadDirectly = func(f topology.Key) bool { return v.MayReadDirectly(workload, f) }
 	m.defaultProvider = v.DefaultSyncProvider()
@@ -209,6 +210,11 @@ type SourceContainer struct {
 	ConfigMaps []topology.Key
 	// Warnings say what was left out and why.
 	Warnings []string
+	// FlagdVersionGaps are what was left out because the injected flagd
+	// release cannot take it (among the Warnings too).
+	FlagdVersionGaps []VersionGap
+	// Flagd is the flagd release the container runs.
+	Flagd flagdversion.Injected
 	// PodAnnotations are what the pods get, as for Injection
 	// (AnnotationAllowKubernetesSync when flagd reads with the kubernetes
 	// provider).
@@ -231,7 +237,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	if !ok {
 		return SourceContainer{Warnings: []string{keyString(source) + " does not exist"}}
 	}
-	m := newSidecarMerge(inj)
+	m := newSidecarMerge(inj, opts)
 	m.trackServed = true // a Flagd's few entries; flagplane diff reads them
 	m.mayReadDirectly = func(fs topology.Key) bool { return v.MayReadDirectly(owner, fs) }
 	m.defaultProvider = v.DefaultSyncProvider()
@@ -239,11 +245,12 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	m.addSource(v, source, src, opts)
 	m.applyPolicies(v.SourcePoliciesOfNamespace(owner.Namespace), owner.Namespace)
 	if len(m.entries) == 0 {
-		return SourceContainer{Warnings: inj.Warnings}
+		return SourceContainer{Warnings: inj.Warnings, FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd}
 	}
 	c := m.container(opts)
 	c.Env = m.sidecarEnv(opts.Sidecar)
 	out := SourceContainer{Container: c, Served: m.served, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
+		FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd,
 		PolicyDecisions: inj.PolicyDecisions, PolicyNotes: inj.PolicyNotes,
 		Port: m.port.or(opts.Sidecar.Port), ManagementPort: m.managementPort.or(opts.Sidecar.ManagementPort)}
 	if m.ofrepPort.set {
@@ -302,6 +309,8 @@ type sidecarMerge struct {
 	mayReadDirectly func(topology.Key) bool
 	// defaultProvider is the operator's default provider (topology.View.DefaultSyncProvider).
 	defaultProvider v1beta1.SyncProviderType
+	// flagd is the injected flagd release: what it takes is all it is told.
+	flagd flagdversion.Injected
 
 	managementPort, port, ofrepPort                               setting[int32]
 	socketPath, evaluator, logFormat, envVarPrefix, otelCollector setting[string]
@@ -314,8 +323,10 @@ type sidecarMerge struct {
 	headerMappings map[string]keyedValue
 	cors           []string
 	providerArgs   []string
-	requests       map[corev1.ResourceName]keyedValue
-	limits         map[corev1.ResourceName]keyedValue
+	// providerArgsFrom are the sources that set syncProviderArgs.
+	providerArgsFrom []topology.Key
+	requests         map[corev1.ResourceName]keyedValue
+	limits           map[corev1.ResourceName]keyedValue
 
 	entries    []FlagdSourceConfig
 	kubernetes bool // an entry syncs with the kubernetes provider
@@ -327,10 +338,12 @@ type sidecarMerge struct {
 	configMaps  []topology.Key
 }
 
-// newSidecarMerge starts a merge. Its maps are made when a source first
-// sets one of their settings: most sources set none, and a merge is made
-// for every pod admitted.
-func newSidecarMerge(inj *Injection) *sidecarMerge { return &sidecarMerge{inj: inj} }
+// newSidecarMerge starts a merge for the flagd release opts inject. Its
+// maps are made when a source first sets one of their settings: most
+// sources set none, and a merge is made for every pod admitted.
+func newSidecarMerge(inj *Injection, opts Options) *sidecarMerge {
+	return &sidecarMerge{inj: inj, flagd: opts.Sidecar.Flagd()}
+}
 
 func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1.FeatureFlagSource, opts Options) {
 	s := &src.Spec
@@ -382,8 +395,14 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 			m.providerArgs = append(m.providerArgs, a)
 		}
 	}
-	if len(s.SyncProviderArgs) > 0 && !opts.PassSyncProviderArgs {
-		inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: syncProviderArgs left out: flagd v0.16 has no --sync-provider-args", keyString(sk)))
+	if len(s.SyncProviderArgs) > 0 {
+		m.providerArgsFrom = append(m.providerArgsFrom, sk)
+		// A release known to lack the flag leaves them out whatever the
+		// operator says (a VersionGap, see container); else the operator's
+		// consent does.
+		if !opts.PassSyncProviderArgs && (!m.flagd.Vouched || m.lacksFlag("sync-provider-args") == "") {
+			inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: syncProviderArgs left out: they reach flagd only with --sidecar-sync-provider-args", keyString(sk)))
+		}
 	}
 	mergeResources(inj, "resources.requests", &m.requests, s.Resources.Requests, sk)
 	mergeResources(inj, "resources.limits", &m.limits, s.Resources.Limits, sk)
@@ -449,6 +468,13 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 		}
 	} else {
 		cfg = remoteSourceConfig(provider, e)
+	}
+	if why := m.lacksForEntry(cfg); why != "" {
+		if provider == v1beta1.SyncProviderFlagdProxy && len(cfg.Headers) > 0 && m.flagd.Facts.HasProvider(cfg.Provider) {
+			why += ", which carries the sync server's credential for namespace " + m.inj.Workload.Namespace
+		}
+		m.gap(sk, fmt.Sprintf("sources[%d] %q", i, e.Source), why)
+		return
 	}
 	if !slices.ContainsFunc(m.entries, cfg.equal) {
 		m.entries = append(m.entries, cfg)
@@ -539,18 +565,22 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	if otel := m.otelCollector.or(opts.Sidecar.OtelCollectorURI); otel != "" {
 		args = append(args, "--metrics-exporter", "otel", "--otel-collector-uri", otel)
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.contextValues)) {
-		args = append(args, "--context-value", k+"="+m.contextValues[k].value)
-	}
-	for _, k := range slices.Sorted(maps.Keys(m.headerMappings)) {
-		args = append(args, "--context-from-header", k+"="+m.headerMappings[k].value)
-	}
-	for _, origin := range m.cors {
-		args = append(args, "--cors-origin", origin)
-	}
+	args = m.flagArgs(args, "context-value", "contextValues", keyedSources(m.contextValues), keyedArgs(m.contextValues)...)
+	args = m.flagArgs(args, "context-from-header", "headerToContextMappings", keyedSources(m.headerMappings), keyedArgs(m.headerMappings)...)
+	args = m.flagArgs(args, "cors-origin", "cors", m.inj.Sources, m.cors...)
+	// syncProviderArgs reach flagd with the operator's consent
+	// (PassSyncProviderArgs), and never a release known to exit on them.
+	// One flagplane does not vouch for gets them, as asked.
 	if opts.PassSyncProviderArgs {
-		for _, a := range m.providerArgs {
-			args = append(args, "--sync-provider-args", a)
+		if why := m.lacksFlag("sync-provider-args"); why == "" || !m.flagd.Vouched {
+			for _, a := range m.providerArgs {
+				args = append(args, "--sync-provider-args", a)
+			}
+		}
+	}
+	if why := m.lacksFlag("sync-provider-args"); why != "" && m.flagd.Vouched {
+		for _, src := range m.providerArgsFrom {
+			m.gap(src, "syncProviderArgs", why)
 		}
 	}
 

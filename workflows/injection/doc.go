@@ -41,6 +41,14 @@
 //     the sidecar (FLAGD_PORT, FLAGD_RESOLVER=rpc, ...) or, for in-process
 //     configurations, at their sync source (FLAGD_RESOLVER=in-process, ...).
 //
+// What flagd is told depends on its release (SidecarOptions.Tag, see
+// package flagdversion): a flag (--context-value, --context-from-header,
+// --sync-provider-args), a --sources provider or field (headers, which
+// carries the sync server's credential of a flagd-proxy entry) that the
+// injected release does not take is left out, with a warning and a
+// VersionGap, which the source's status reports (VersionGapsOfSource). An
+// image tag flagplane does not vouch for is written for as flagd v0.16.0.
+//
 // Several sources on one workload are merged in the order
 // topology.View.SourcesOfWorkload gives (annotation order, then targeting
 // sources by key). A later source's setting overrides an earlier one's, as

@@ -112,6 +112,9 @@ type Injection struct {
 	PolicyNotes     []PolicyNote     `json:"policyNotes,omitempty"`
 	// Warnings say what was left out and why.
 	Warnings []string `json:"warnings,omitempty"`
+	// FlagdVersionGaps are the settings the injected flagd release cannot
+	// take, left out (and among the Warnings).
+	FlagdVersionGaps []VersionGap `json:"flagdVersionGaps,omitempty"`
 }
 
 // SettingConflict is one setting two sources (or in-process

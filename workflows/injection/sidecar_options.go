@@ -19,8 +19,13 @@ import (
 type SidecarOptions struct {
 	// Image is the flagd image, without its tag.
 	Image string
-	// Tag is the tag of Image.
+	// Tag is the tag of Image. flagplane writes the flags, env vars and
+	// --sources of the flagd release it names (Flagd).
 	Tag string
+	// TagSetting names the setting Tag comes from, for messages:
+	// DefaultTagSetting when empty; a Flagd's sidecar options say
+	// --flagd-tag.
+	TagSetting string
 	// Resources are the sidecar's requests and limits where a source sets none.
 	Resources corev1.ResourceRequirements
 
