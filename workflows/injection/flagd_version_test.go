@@ -71,7 +71,9 @@ func TestEveryVouchedRelease(t *testing.T) {
 						wantGaps = append(wantGaps, "provider "+p)
 					}
 				}
-				proxied := slices.ContainsFunc(sources, func(s injection.FlagdSourceConfig) bool { return strings.HasPrefix(s.Selector, injection.FlagdProxySelectorPrefix) })
+				proxied := slices.ContainsFunc(sources, func(s injection.FlagdSourceConfig) bool {
+					return strings.HasPrefix(s.Selector, injection.FlagdProxySelectorPrefix)
+				})
 				g.Expect(proxied).To(Equal(facts.HasSourceField("headers")), "the flagd-proxy entry needs headers for the sync server's credential")
 				if !facts.HasSourceField("headers") {
 					wantGaps = append(wantGaps, "field headers")
