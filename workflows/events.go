@@ -30,6 +30,10 @@ const (
 	EventUnresolvedAnnotation = "UnresolvedAnnotation"
 	// EventInvalidFlagd: a Flagd's spec cannot be generated.
 	EventInvalidFlagd = "InvalidFlagd"
+	// EventUnsupportedFlagdVersion: the flagd release injected for a source
+	// or run by a Flagd is not one flagplane vouches for, or cannot take a
+	// setting of it (its FlagdVersionSupported condition turned False).
+	EventUnsupportedFlagdVersion = "UnsupportedFlagdVersion"
 )
 
 // Actions of the events (events.k8s.io/v1 requires one).

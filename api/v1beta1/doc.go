@@ -35,6 +35,19 @@
 //     object flagplane does not manage). True with reason SettingsConflict
 //     when another source wins one of its sidecar settings on a shared
 //     workload (the message says which, and to whom).
+//   - FlagdVersionSupported: the flagd release its sidecars run (the
+//     manager's --sidecar-tag) is one flagplane vouches for — every flagd
+//     release from v0.10.0 to v0.16.1, whose flags and --sources fields
+//     flagplane writes by — and it takes everything the source asks for.
+//     True (SupportedFlagdVersion) also says how that release evaluates
+//     flags otherwise than v0.16.0, if it does. False:
+//     UnsupportedFlagdVersion (a tag such as latest, a digest or a release
+//     outside that list: flagplane writes for v0.16.0 and cannot tell
+//     whether the image takes it), UnsupportedSettings (the release lacks
+//     a setting of the source — a flag such as --context-value, a
+//     provider, the --sources field headers that a flagd-proxy entry needs
+//     for the sync server's credential — which its sidecars go without;
+//     the message lists them).
 //
 // InProcessConfiguration:
 //   - Accepted: the spec is valid.
@@ -51,8 +64,11 @@
 //     object flagplane does not manage), GatewayAPINotInstalled (an
 //     HTTPRoute is asked for and Gateway API's CRDs are not installed).
 //   - Available: at least one flagd pod is ready (status.readyReplicas).
+//   - FlagdVersionSupported: as for a source, for the release the
+//     Deployment runs (--flagd-tag, else --sidecar-tag).
 //
-// Events are recorded when a condition turns False, not on every retry.
+// Events are recorded when a condition turns False, not on every retry
+// (FlagdVersionSupported: reason UnsupportedFlagdVersion).
 //
 // +kubebuilder:object:generate=true
 // +groupName=core.openfeature.dev

@@ -214,8 +214,10 @@ type FeatureFlagSourceStatus struct {
 	// Conditions: Accepted (the spec is valid), ResolvedRefs (every flag set
 	// it names exists and may be read), ReferrersPermitted (no workload of
 	// another namespace names it without a ReferenceGrant), Programmed
-	// (every targeted workload has what it needs). See the package
-	// documentation for the whole contract.
+	// (every targeted workload has what it needs), FlagdVersionSupported
+	// (flagplane vouches for the flagd release its sidecars run, which takes
+	// everything the source asks for). See the package documentation for
+	// the whole contract.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -132,8 +132,10 @@ type FlagdStatus struct {
 
 	// Conditions: Accepted (the spec is valid), ResolvedRefs (the
 	// FeatureFlagSource exists and may be used), Programmed (every generated
-	// object is in place), Available (a flagd pod is ready). See the package
-	// documentation for the whole contract.
+	// object is in place), Available (a flagd pod is ready),
+	// FlagdVersionSupported (flagplane vouches for the flagd release the
+	// Deployment runs, which takes everything the source asks for). See the
+	// package documentation for the whole contract.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -47,6 +47,13 @@ const (
 	ConditionConsistent = "Consistent"
 	// ConditionAvailable, on a Flagd: at least one flagd pod is ready to serve.
 	ConditionAvailable = "Available"
+	// ConditionFlagdVersionSupported, on a FeatureFlagSource and a Flagd:
+	// the flagd release flagplane injects for it (the manager's
+	// --sidecar-tag; a Flagd's --flagd-tag) is one flagplane vouches for,
+	// and that release takes everything the object asks for. False says
+	// which release and, for one it vouches for, what of the object its
+	// flagd goes without.
+	ConditionFlagdVersionSupported = "FlagdVersionSupported"
 )
 
 // Condition reasons.
@@ -70,4 +77,12 @@ const (
 	ReasonGatewayAPINotInstalled = "GatewayAPINotInstalled"
 	ReasonAvailable              = "Available"
 	ReasonUnavailable            = "Unavailable"
+	// Reasons of FlagdVersionSupported: the release is vouched for and
+	// takes everything asked (SupportedFlagdVersion); it is not vouched for
+	// (UnsupportedFlagdVersion: flagplane writes for flagd v0.16.0 and
+	// cannot tell whether that image takes it); it is, but lacks a setting
+	// the object makes, which is left out (UnsupportedSettings).
+	ReasonSupportedFlagdVersion   = "SupportedFlagdVersion"
+	ReasonUnsupportedFlagdVersion = "UnsupportedFlagdVersion"
+	ReasonUnsupportedSettings     = "UnsupportedSettings"
 )

@@ -101,6 +101,7 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 			map[bool]string{true: v1beta1.ReasonAvailable, false: v1beta1.ReasonUnavailable}[d.Status.ReadyReplicas > 0], msg)
 	}
 	meta.SetStatusCondition(&status.Conditions, available)
+	meta.SetStatusCondition(&status.Conditions, workflows.FlagdVersionCondition("Flagd", objs.Release, objs.FlagdVersionGaps, gen))
 
 	status.Endpoints = nil
 	for _, e := range objs.Endpoints {

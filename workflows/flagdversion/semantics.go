@@ -126,3 +126,20 @@ func semanticsOf(v Version) Semantics {
 	f.ZeroWeightDefault = v.AtLeast(V(0, 15, 5))
 	return s
 }
+
+// Unlike lists, in a few words each, what the release evaluates otherwise
+// than the Reference: nothing for the Reference itself.
+func (f *Facts) Unlike() []string {
+	got, want := f.Semantics, semanticsOf(Reference)
+	var out []string
+	if got.Disabled != want.Disabled {
+		out = append(out, "DISABLED flags")
+	}
+	if got.NoDefaultVariant != want.NoDefaultVariant {
+		out = append(out, "flags without a defaultVariant")
+	}
+	if got.Fractional != want.Fractional {
+		out = append(out, "fractional targeting")
+	}
+	return out
+}

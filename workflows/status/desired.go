@@ -91,7 +91,10 @@ func summarizeWarnings(warnings []string, max int) string {
 // DesiredSource is the status a FeatureFlagSource should have:
 // Accepted (its spec makes sense), ResolvedRefs (every flag set it names
 // exists and may be read, naming each one that does not), Programmed (every
-// workload it targets has its ConfigMaps and RBAC in place), and its targets.
+// workload it targets has its ConfigMaps and RBAC in place),
+// FlagdVersionSupported (flagplane vouches for the flagd release its
+// sidecars run, which takes everything the source asks for), and its
+// targets.
 func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observed, s workflows.Settings) v1beta1.FeatureFlagSourceStatus {
 	key := topology.SourceKey(src.Namespace, src.Name)
 	gen := src.Generation
@@ -148,6 +151,9 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, programmed)
+	// The flagd release its sidecars run, and what of the source it cannot take.
+	meta.SetStatusCondition(&status.Conditions, workflows.FlagdVersionCondition("source", s.Injection.Sidecar.Flagd(),
+		injection.VersionGapsOfSource(v, key, s.Injection), gen))
 	return status
 }
 

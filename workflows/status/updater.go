@@ -84,6 +84,9 @@ func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topolo
 	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionReferrersPermitted); c != nil {
 		workflows.Warn(u.Events, src, workflows.EventReferrersDenied, workflows.ActionResolve, "%s", c.Message)
 	}
+	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionFlagdVersionSupported); c != nil {
+		workflows.Warn(u.Events, src, workflows.EventUnsupportedFlagdVersion, workflows.ActionValidate, "%s", c.Message)
+	}
 	src.Status = desired
 	return u.write(ctx, key, src)
 }
