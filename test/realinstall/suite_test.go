@@ -71,6 +71,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	upgradeImage = repo + ":" + upgradeTag
 	currentImage = managerImage
 	layout := filepath.Join(root, "dist", "image")
+	jsClient, err := realnode.JSClientAt(realnode.JSClientImage, filepath.Join(root, "bin"))
+	Expect(err).NotTo(HaveOccurred())
 	cluster, err = realnode.Start(ctx, realnode.Options{
 		Log:           GinkgoWriter,
 		SyncFrequency: suiteSyncFrequency(),
@@ -78,6 +80,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Images: []realnode.Image{
 			{Ref: managerImage, Layout: layout},
 			{Ref: upgradeImage, Layout: layout, Labels: map[string]string{"dev.flagplane.test/upgrade": "1"}},
+			jsClient,
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
