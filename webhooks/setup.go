@@ -17,6 +17,8 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks/certs"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -58,6 +60,10 @@ type Options struct {
 	// Injection is what the Pod webhook injects with; Sidecar is normally
 	// the manager's sidecar options.
 	Injection injection.Options
+	// FlagdTag is the flagd image tag of Flagd Deployments (--flagd-tag);
+	// empty, the sidecar's. The FeatureFlag webhook warns of what that
+	// release, as the sidecar's, evaluates otherwise than flagd v0.16.0.
+	FlagdTag string
 
 	// Namespace is the operator's namespace, which holds the certificate
 	// Secret (default: $POD_NAMESPACE, else flagplane-system).
@@ -157,6 +163,16 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Flagd are the flagd releases flagplane injects: the sidecar's, and
+// Flagd Deployments' when FlagdTag sets another, merged by release.
+func (o Options) Flagd() []flagdversion.Injected {
+	ins := []flagdversion.Injected{o.Injection.Sidecar.Flagd()}
+	if o.FlagdTag != "" {
+		ins = append(ins, flagdversion.Resolve(flagds.TagSetting, o.FlagdTag))
+	}
+	return flagdversion.Distinct(ins...)
+}
+
 // DNSNames are the names the serving certificate covers.
 func (o Options) DNSNames() []string {
 	svc, ns := o.ServiceName, o.Namespace
@@ -245,7 +261,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
 	}
-	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -32,6 +33,31 @@ type FlagSetValidator struct {
 	// Graph, when set and built, adds the change's blast radius to the
 	// warnings of an admitted flag set (flagSetBlast).
 	Graph Graph
+	// Flagd are the flagd releases flagplane injects (the sidecar's, a
+	// Flagd's): a flag set that one of them evaluates otherwise than flagd
+	// v0.16.0 gets a warning per flag and behaviour (flagdVersionWarnings),
+	// whatever the strictness: it is not a mistake in the flag set.
+	Flagd []flagdversion.Injected
+}
+
+// maxVersionWarnings bounds the warnings about flagd releases of one
+// admission, so that a large flag set gets a readable answer.
+const maxVersionWarnings = 20
+
+// flagdVersionWarnings says which flags of ff the injected flagd releases
+// evaluate otherwise than flagd v0.16.0, and how (flagdversion.Differences).
+func (v *FlagSetValidator) flagdVersionWarnings(ff *v1beta1.FeatureFlag) []string {
+	var out []string
+	for _, in := range v.Flagd {
+		for _, d := range flagdversion.Differences(&ff.Spec.FlagSpec, in) {
+			out = append(out, d.Message)
+		}
+	}
+	if len(out) > maxVersionWarnings {
+		out = append(out[:maxVersionWarnings], fmt.Sprintf("and %d more flags that the injected flagd evaluates otherwise than flagd %s",
+			len(out)-maxVersionWarnings, flagdversion.Reference))
+	}
+	return out
 }
 
 // blast is the blast-radius warning of ff, or none while the graph is not
@@ -62,7 +88,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 		ff.Namespace = req.Namespace
 	}
 	if v.Disabled {
-		return admission.Allowed("flag set validation is off").WithWarnings(v.blast(&ff)...)
+		return admission.Allowed("flag set validation is off").WithWarnings(append(v.flagdVersionWarnings(&ff), v.blast(&ff)...)...)
 	}
 	errs, warnings := flagsets.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
 	if v.Strict {
@@ -74,7 +100,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 		msgs[i] = w.Error()
 	}
 	if len(errs) == 0 {
-		msgs = append(msgs, v.blast(&ff)...)
+		msgs = append(append(msgs, v.flagdVersionWarnings(&ff)...), v.blast(&ff)...)
 	}
 	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, msgs)
 }

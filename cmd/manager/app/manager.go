@@ -28,6 +28,7 @@ import (
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -187,6 +188,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	wo.Injection.Sidecar = o.Sidecar
 	wo.Injection.InProcess = o.InProcess
 	wo.FlagSets, wo.Generated = flagSets, o.Generated
+	// The FeatureFlag webhook warns of what a Flagd's flagd release
+	// evaluates otherwise, as the sidecar's.
+	wo.FlagdTag = o.Flagd.Tag
 	// Sidecars of flagd-proxy sources prove their namespace to the sync
 	// server with a token the webhook writes into their arguments.
 	if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {
@@ -292,8 +296,24 @@ func (m *Manager) Start(ctx context.Context) error {
 	ctrl.LoggerFrom(ctx).Info("starting flagplane",
 		"namespaces", m.Options.Namespaces, "leaderElection", m.Options.LeaderElection,
 		"metrics", m.Options.MetricsBindAddress, "metricsSecure", m.Options.MetricsSecure, "probes", m.Options.HealthProbeBindAddress)
+	// A flagd release flagplane cannot vouch for is said once here, and in
+	// the FlagdVersionSupported condition of every source and Flagd.
+	for _, in := range m.flagdReleases() {
+		if msg := in.Unvouched(); msg != "" {
+			ctrl.LoggerFrom(ctx).Info("the injected flagd is not a release flagplane vouches for", "flagd", in.String(), "detail", msg)
+		}
+	}
+	if sidecar := m.Options.Sidecar.Flagd(); m.Options.Admission.Injection.PassSyncProviderArgs && sidecar.Vouched && !sidecar.Facts.HasFlag("sync-provider-args") {
+		ctrl.LoggerFrom(ctx).Info("--sidecar-sync-provider-args does nothing: the injected flagd has no --sync-provider-args", "flagd", sidecar.String())
+	}
 	go m.logListening(ctx)
 	return m.Manager.Start(ctx)
+}
+
+// flagdReleases are the flagd releases the manager injects: the sidecar's
+// and Flagd Deployments'.
+func (m *Manager) flagdReleases() []flagdversion.Injected {
+	return flagdversion.Distinct(m.Options.Sidecar.Flagd(), flagdOptions(m.Options, nil).Flagd())
 }
 
 // readyCheck is ready once the topology holds everything in the caches.
