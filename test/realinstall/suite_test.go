@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/fixtures"
@@ -19,6 +20,8 @@ import (
 
 func TestRealInstall(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// The API server's warnings (admission's) go to the spec's log.
+	log.SetLogger(GinkgoLogr)
 	RunSpecs(t, "flagplane installed from its chart on a real node")
 }
 
