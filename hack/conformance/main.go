@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/test/controlplane"
@@ -67,6 +69,8 @@ func main() {
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
 	flag.IntVar(&parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
 	flag.Parse()
+	// The API server's warnings (admission's among them) are printed.
+	log.SetLogger(funcr.New(func(prefix, args string) { fmt.Println(prefix, args) }, funcr.Options{}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, ofoDir, chainsaw, flagdTag, report, sets, parallel); err != nil {
@@ -82,6 +86,9 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 	}
 	bin := filepath.Join(root, "bin")
 	if ofoDir, err = filepath.Abs(ofoDir); err != nil {
+		return err
+	}
+	if chainsaw, err = filepath.Abs(chainsaw); err != nil {
 		return err
 	}
 	suite := filepath.Join(ofoDir, "test", "e2e", "chainsaw")
@@ -149,7 +156,7 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 		return err
 	}
 	defer os.RemoveAll(reportDir)
-	args := []string{"test", "--test-dir", "./test/e2e/chainsaw",
+	args := []string{"test", "--test-dir", "./test/e2e/chainsaw", "--no-color",
 		"--report-format", "JSON", "--report-path", reportDir, "--report-name", "chainsaw-report"}
 	if parallel > 0 {
 		args = append(args, "--parallel", fmt.Sprint(parallel))
@@ -166,6 +173,15 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 	var exit *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exit) {
 		return fmt.Errorf("running chainsaw: %w", runErr)
+	}
+
+	if runErr != nil {
+		path := filepath.Join(filepath.Dir(reportPath), "diagnostics.txt")
+		if err := diagnose(c, path); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance: writing diagnostics:", err)
+		} else {
+			say("chainsaw failed: the pods, their logs and the manager's log are in %s", path)
+		}
 	}
 
 	rep, err := readReport(filepath.Join(reportDir, "chainsaw-report.json"))
@@ -186,6 +202,41 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 		return fmt.Errorf("%d test(s) failed that are not documented differences: %s", len(unexplained), strings.Join(unexplained, ", "))
 	}
 	return nil
+}
+
+// diagnose writes what a failed run needs to be understood, before the
+// cluster goes: every chainsaw namespace's pods (described, with their
+// annotations and logs), its flagplane objects' status, and the manager's
+// log.
+func diagnose(c *realnode.Cluster, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	section := func(title string, args ...string) {
+		out, err := c.Kubectl(args...)
+		if err != nil {
+			out += "\n(error: " + err.Error() + ")"
+		}
+		fmt.Fprintf(&b, "===== %s\n$ kubectl %s\n%s\n", title, strings.Join(args, " "), out)
+	}
+	nsOut, err := c.Kubectl("get", "namespaces", "-o", "name")
+	if err != nil {
+		return err
+	}
+	for _, ns := range strings.Fields(nsOut) {
+		ns = strings.TrimPrefix(ns, "namespace/")
+		if !strings.HasPrefix(ns, "chainsaw-") {
+			continue
+		}
+		section(ns+": pods", "-n", ns, "get", "pods", "-o", "yaml")
+		section(ns+": flagplane's objects", "-n", ns, "get", "featureflags,featureflagsources,flagds,inprocessconfigurations,deployments,services,configmaps,events", "-o", "wide")
+		section(ns+": status", "-n", ns, "get", "featureflags,featureflagsources,flagds", "-o", "yaml")
+		section(ns+": logs", "-n", ns, "logs", "--all-containers", "--prefix", "--tail=100", "-l", "app=open-feature-e2e-test")
+		section(ns+": job logs", "-n", ns, "logs", "--all-containers", "--prefix", "--tail=50", "-l", "batch.kubernetes.io/controller-uid")
+	}
+	section("the manager", "-n", "flagplane-system", "logs", "-l", "app.kubernetes.io/name=flagplane", "--all-containers", "--prefix", "--tail=-1")
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // ofoFlagdTag is the flagd tag OFO's chart injects.
