@@ -49,7 +49,18 @@ var deliberate = map[string]string{
 	"flagd-custom-ports": "a FeatureFlagSource's port and managementPort: flagplane declares the ports flagd listens on " +
 		"(containerPort and the Service's targetPort 8888 and 9999); OFO's Deployment declares 8013 and 8014 while flagd " +
 		"listens on 8888 and 9999, so OFO's Service sends requests to a port nothing listens on",
+	"flagd-with-ingress-default-paths": managedBy,
+	"flagd-with-ingress-custom-paths":  managedBy,
+	"flagd-with-gateway-api":           managedBy,
+	"fsconfig-flagd-proxy-sync": "flagd-proxy sources sync from flagplane's built-in sync server, which wants each sidecar's " +
+		"namespace credential in a --sources headers field; flagd has that field from v0.15.6, so with OFO's v0.15.4 " +
+		"flagplane leaves the entry out and says so (the source's FlagdVersionSupported=False, an Event, an admission " +
+		"warning on the pod); with flagplane's default v0.16.0 the scenario's sidecar serves its flags",
 }
+
+// managedBy is why OFO's asserts on a Flagd's objects fail.
+const managedBy = "app.kubernetes.io/managed-by on a Flagd's Deployment, Service, Ingress and HTTPRoute is flagplane, " +
+	"not open-feature-operator: it is the label by which flagplane knows its own objects and never takes over another's"
 
 type setFlags []string
 
