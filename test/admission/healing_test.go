@@ -97,6 +97,27 @@ var _ = Describe("Healing", Serial, func() {
 		Expect(healEvents(ctx, ns)()).NotTo(ContainElement(HaveField("Note", ContainSubstring("webhook"))), "the webhook was there all along")
 	})
 
+	// OFO's in-process scenario applies the Deployment before its two
+	// InProcessConfigurations: its first pod may be admitted with one.
+	It("rolls a Deployment whose pod was admitted with one of its two InProcessConfigurations once the other exists", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		web := deployment(ns, "web", nil, map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationInProcessConfiguration: "first,second"})
+		first := &v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"},
+			Spec: v1beta1.InProcessConfigurationSpec{EnvVarPrefix: "my-prefix", CacheMaxSize: 11}}
+		create(ctx, first, web)
+		Eventually(pods(ctx, ns, "web")).Should(ContainElement(appEnv("my-prefix_MAX_CACHE_SIZE", "11")))
+		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(rollout.AnnotationUnresolved, "InProcessConfiguration "+ns+"/second"))
+
+		second := &v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
+			Spec: v1beta1.InProcessConfigurationSpec{EnvVarPrefix: "my-second-prefix", Host: "my-host"}}
+		create(ctx, second)
+		Eventually(pods(ctx, ns, "web"), 10*time.Second).Should(ContainElement(And(
+			appEnv("my-second-prefix_HOST", "my-host"), appEnv("my-second-prefix_MAX_CACHE_SIZE", "11"))))
+		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
+			HaveField("Reason", webhooks.EventTargeted),
+			HaveField("Note", ContainSubstring("InProcessConfiguration "+ns+"/second")))))
+	})
+
 	// Issue 24: a replica that admits a pod may learn of a new source after
 	// the leader does, or the leader may start after the Deployment became
 	// targeted; neither knows from memory whether the webhook saw the pod.
