@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,8 +153,17 @@ func (r *Reconciler) apply(ctx context.Context, desired *corev1.ConfigMap) error
 // apply leaves fields of other managers alone, but a flagd sidecar reads the
 // whole directory, so a generated ConfigMap must hold exactly the flag set.
 func (r *Reconciler) removeForeignKeys(ctx context.Context, current, desired *corev1.ConfigMap) error {
-	patch := client.MergeFrom(current.DeepCopy())
-	updated := current.DeepCopy()
+	// The patch is computed from what the cluster holds after the apply, so
+	// that it removes the foreign keys only: from current alone, a
+	// ConfigMap that held foreign keys only would get "data": null, which
+	// drops the flag set just applied too.
+	applied := current.DeepCopy()
+	if applied.Data == nil {
+		applied.Data = map[string]string{}
+	}
+	maps.Copy(applied.Data, desired.Data)
+	patch := client.MergeFrom(applied)
+	updated := applied.DeepCopy()
 	changed := false
 	for k := range updated.Data {
 		if _, ok := desired.Data[k]; !ok {
