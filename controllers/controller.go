@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -144,11 +143,12 @@ type Controller struct {
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
-// ConfigMaps, Roles and RoleBindings by their managed-by label, pods slim
-// (rollout.SlimPod), ReplicaSets and Jobs as metadata only (see New). Use
-// it when building the manager.
-func CacheOptions(base cache.Options) cache.Options {
-	managed := labels.SelectorFromSet(workflows.ManagedLabels())
+// ConfigMaps, Roles and RoleBindings by their managed-by label (the values
+// gen owns: GeneratedMetadata.Selector), pods slim (rollout.SlimPod),
+// ReplicaSets and Jobs as metadata only (see New). Use it when building the
+// manager, with the Generated of the Settings that New is given.
+func CacheOptions(base cache.Options, gen workflows.GeneratedMetadata) cache.Options {
+	managed := gen.Selector()
 	if base.ByObject == nil {
 		base.ByObject = map[client.Object]cache.ByObject{}
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 )
 
@@ -247,7 +246,7 @@ func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error
 	routes, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: namespaces,
-		ByObject:          map[client.Object]cache.ByObject{route: {Label: labels.SelectorFromSet(workflows.ManagedLabels())}},
+		ByObject:          map[client.Object]cache.ByObject{route: {Label: c.opts.Settings.Generated.Selector()}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the HTTPRoute cache: %w", err)

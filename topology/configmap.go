@@ -32,6 +32,10 @@ func ConfigMapName(flagSet Key) string {
 	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], ".-") + suffix
 }
 
+// IsConfigMapName tells whether name is of the form ConfigMapName gives,
+// which no ConfigMap flagplane generates lacks.
+func IsConfigMapName(name string) bool { return strings.HasPrefix(name, configMapPrefix) }
+
 // FlagSetID identifies a flag set across namespaces as "<namespace>_<name>",
 // the form the OpenFeature Operator uses for data keys and mount directories.
 // Neither part can contain an underscore, so the ID is unambiguous.

@@ -29,12 +29,12 @@
 //
 // This package holds only what they share, and imports none of them but
 // flagsets and injection (the parts of Settings): the operator-wide
-// Settings; the metadata of generated objects (GeneratedMetadata,
-// ManagedLabels, HasManagedLabel); the rules of writing them (CreateOwned
-// never takes over an object flagplane did not make, WriteFailures
-// remembers failed writes for status, FieldsMismatch and
-// OwnsUndesiredFields tell whether a server-side apply would change
-// anything, RequeueAfter asks to run again later); Event reasons and
+// Settings; the metadata of generated objects (GeneratedMetadata: the
+// managed-by value and which objects it Owns, --labels, --annotations); the
+// rules of writing them (CreateOwned never takes over an object flagplane
+// did not make, WriteFailures remembers failed writes for status,
+// FieldsMismatch and OwnsUndesiredFields tell whether a server-side apply
+// would change anything, RequeueAfter asks to run again later); Event reasons and
 // actions (Warn, Normal, WorkloadEventTarget); and condition helpers
 // (TurnedFalse, WaitingFor). The imports run one way: flagsets and
 // injection import nothing of the workflows; configmaps, rbac and rollout

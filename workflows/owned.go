@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,27 +17,42 @@ import (
 )
 
 // Generated objects are flagplane's only when they carry the managed-by
-// label: the informers see nothing else. A ConfigMap, Role or RoleBinding
-// that somebody else made under a name flagplane generates is never taken
-// over (written) nor deleted; the object's owners are told, and flagplane
-// tries again with backoff, so that it takes the name once it is free.
+// label (GeneratedMetadata.Owns): the informers see nothing else. A
+// ConfigMap, Role or RoleBinding that somebody else made under a name
+// flagplane generates is never taken over (written) nor deleted; the
+// object's owners are told, and flagplane tries again with backoff, so that
+// it takes the name once it is free.
 
 // NotManagedError says that an object of a name flagplane generates exists
 // and is not flagplane's.
 type NotManagedError struct {
 	Kind, Namespace, Name string
+	// ManagedBy are the values of the managed-by label that would make it
+	// flagplane's (GeneratedMetadata.OwnedValues); empty is flagplane's
+	// default.
+	ManagedBy []string
 }
 
 func (e *NotManagedError) Error() string {
+	values := e.ManagedBy
+	if len(values) == 0 {
+		values = []string{v1beta1.ManagedByValue}
+	}
 	return fmt.Sprintf("%s %s/%s exists and is not managed by flagplane (no label %s=%s): flagplane neither takes it over nor deletes it",
-		e.Kind, e.Namespace, e.Name, v1beta1.LabelManagedBy, v1beta1.ManagedByValue)
+		e.Kind, e.Namespace, e.Name, v1beta1.LabelManagedBy, strings.Join(values, " or "))
+}
+
+// NotManaged is the NotManagedError of an object of kind, namespace and
+// name under the metadata g.
+func (g GeneratedMetadata) NotManaged(kind, namespace, name string) *NotManagedError {
+	return &NotManagedError{Kind: kind, Namespace: namespace, Name: name, ManagedBy: g.OwnedValues()}
 }
 
 // CreateOwned creates a generated object that the cache does not hold.
 // Creation fails when the name is taken; then the object is read from the
-// API server (the cache may not yet have a create of flagplane's own): a
-// managed one is applied, anything else is a NotManagedError.
-func CreateOwned(ctx context.Context, c client.Client, live client.Reader, obj client.Object, gvk schema.GroupVersionKind, apply func() error) error {
+// API server (the cache may not yet have a create of flagplane's own): one
+// that gen Owns is applied, anything else is a NotManagedError.
+func CreateOwned(ctx context.Context, c client.Client, live client.Reader, gen GeneratedMetadata, obj client.Object, gvk schema.GroupVersionKind, apply func() error) error {
 	kind := gvk.Kind
 	err := c.Create(ctx, obj, client.FieldOwner(v1beta1.FieldManager))
 	if err == nil || !apierrors.IsAlreadyExists(err) {
@@ -51,8 +67,8 @@ func CreateOwned(ctx context.Context, c client.Client, live client.Reader, obj c
 	if err := live.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return fmt.Errorf("reading %s %s/%s, whose name is taken: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if !HasManagedLabel(existing.Labels) {
-		return &NotManagedError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if !gen.Owns(existing.Labels) {
+		return gen.NotManaged(kind, obj.GetNamespace(), obj.GetName())
 	}
 	return apply()
 }

@@ -93,3 +93,105 @@ func findCondition(cs []metav1.Condition, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// TestManagedByValue: a manager whose --managed-by is another value (the
+// OpenFeature Operator's) writes that value, adopts and relabels what it
+// made under flagplane's default, takes over what carries its value, and
+// still leaves everything else alone; it deletes no ConfigMap of a name it
+// does not generate, whatever its label says.
+func TestManagedByValue(t *testing.T) {
+	const ofo = "open-feature-operator"
+	cmName := topology.ConfigMapName(topology.FlagSetKey("shop", "flags"))
+	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
+	settings := workflows.DefaultSettings()
+	settings.Generated.ManagedBy = ofo
+	labelled := func(obj client.Object, value string) client.Object {
+		obj.SetNamespace("shop")
+		if value != "" {
+			obj.SetLabels(map[string]string{v1beta1.LabelManagedBy: value})
+		}
+		return obj
+	}
+	cm := func(name, value string) client.Object {
+		return labelled(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"old": "content"}}, value)
+	}
+	get := func(g Gomega, c client.Client, name string) *corev1.ConfigMap {
+		got := &corev1.ConfigMap{}
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: name}, got)).To(Succeed())
+		return got
+	}
+
+	for _, tc := range []struct {
+		name     string
+		existing string // the managed-by value of the ConfigMap in the cluster
+		cached   bool   // in the manager's cache (which selects what it owns)
+	}{
+		{"its own value, not in the cache yet: written", ofo, false},
+		{"flagplane's default, not in the cache yet: adopted", "flagplane", false},
+		{"flagplane's default, in the cache: relabelled", "flagplane", true},
+	} {
+		t.Run("ConfigMap, "+tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v, c := workflowstest.World(t, cm(cmName, tc.existing))
+			var cache client.Client = workflowstest.EmptyCache{Client: c}
+			if tc.cached {
+				cache = c
+			}
+			r := &configmaps.Reconciler{Client: cache, Live: c, Settings: settings, Failures: &workflows.WriteFailures{}}
+			g.Expect(r.Reconcile(context.Background(), v, "shop", cmName)).To(Succeed())
+			got := get(g, c, cmName)
+			g.Expect(got.Labels).To(HaveKeyWithValue(v1beta1.LabelManagedBy, ofo))
+			g.Expect(got.Data).To(HaveKey(topology.ConfigMapDataKey(topology.FlagSetKey("shop", "flags"))))
+			if tc.cached {
+				g.Expect(got.Data).NotTo(HaveKey("old"), "flagplane's content only")
+			}
+		})
+	}
+
+	t.Run("ConfigMap of another tool, under a generated name: not taken over", func(t *testing.T) {
+		g := NewWithT(t)
+		v, c := workflowstest.World(t, cm(cmName, "Helm"))
+		r := &configmaps.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Settings: settings, Failures: &workflows.WriteFailures{}}
+		err := r.Reconcile(context.Background(), v, "shop", cmName)
+		g.Expect(workflows.IsNotManaged(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err).To(MatchError(ContainSubstring("no label app.kubernetes.io/managed-by=open-feature-operator or flagplane")))
+		g.Expect(get(g, c, cmName).Data).To(Equal(map[string]string{"old": "content"}))
+	})
+
+	t.Run("the default value does not take over the OpenFeature Operator's", func(t *testing.T) {
+		g := NewWithT(t)
+		v, c := workflowstest.World(t, cm(cmName, ofo))
+		r := &configmaps.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Settings: workflows.DefaultSettings(), Failures: &workflows.WriteFailures{}}
+		err := r.Reconcile(context.Background(), v, "shop", cmName)
+		g.Expect(workflows.IsNotManaged(err)).To(BeTrue(), "got %v", err)
+		g.Expect(err).To(MatchError(ContainSubstring("no label app.kubernetes.io/managed-by=flagplane)")))
+		g.Expect(get(g, c, cmName).Labels).To(HaveKeyWithValue(v1beta1.LabelManagedBy, ofo))
+	})
+
+	t.Run("no ConfigMap that no workload needs is deleted unless its name is a generated one", func(t *testing.T) {
+		g := NewWithT(t)
+		gone := topology.ConfigMapName(topology.FlagSetKey("shop", "gone"))
+		v, c := workflowstest.World(t, cm("settings", ofo), cm(gone, ofo))
+		r := &configmaps.Reconciler{Client: c, Live: c, Settings: settings, Failures: &workflows.WriteFailures{}}
+		g.Expect(r.Reconcile(context.Background(), v, "shop", "settings")).To(Succeed())
+		get(g, c, "settings")
+		g.Expect(r.Reconcile(context.Background(), v, "shop", gone)).To(Succeed())
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: gone}, &corev1.ConfigMap{})
+		g.Expect(err).To(HaveOccurred(), "a generated name that no workload needs is deleted")
+	})
+
+	t.Run("Role and RoleBinding: what it made as flagplane is adopted and relabelled", func(t *testing.T) {
+		g := NewWithT(t)
+		name := rbac.Name(web)
+		role := labelled(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}}, "flagplane")
+		v, c := workflowstest.World(t, role)
+		r := &rbac.Reconciler{Client: workflowstest.EmptyCache{Client: c}, Live: c, Generated: settings.Generated, Failures: &workflows.WriteFailures{}}
+		g.Expect(r.Reconcile(context.Background(), v, web)).To(Succeed())
+		gotRole, gotBinding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: name}, gotRole)).To(Succeed())
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: name}, gotBinding)).To(Succeed())
+		g.Expect(gotRole.Labels).To(HaveKeyWithValue(v1beta1.LabelManagedBy, ofo))
+		g.Expect(gotRole.Rules).NotTo(BeEmpty())
+		g.Expect(gotBinding.Labels).To(HaveKeyWithValue(v1beta1.LabelManagedBy, ofo))
+	})
+}

@@ -15,8 +15,9 @@ type Settings struct {
 	// FlagSets validates flag sets (--strict-validation); nil is a
 	// non-strict validator without a cache.
 	FlagSets *flagsets.Validator
-	// Generated are the labels and annotations of the objects flagplane
-	// generates (--labels, --annotations).
+	// Generated is the metadata of the objects flagplane generates: the
+	// value of app.kubernetes.io/managed-by by which it knows them
+	// (--managed-by), its --labels and --annotations.
 	Generated GeneratedMetadata
 	// Injection are the options the admission webhook injects with, which
 	// the rollout fingerprint and the status of sources render with, so

@@ -19,7 +19,10 @@ const (
 const (
 	// LabelManagedBy marks generated objects so that informers can select them.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedByValue is the value of LabelManagedBy on generated objects.
+	// ManagedByValue is the value of LabelManagedBy on generated objects
+	// unless the manager's --managed-by says another
+	// (workflows.GeneratedMetadata); objects with this value stay
+	// flagplane's whatever --managed-by says.
 	ManagedByValue = "flagplane"
 	// FieldManager is the server-side apply field manager of flagplane.
 	FieldManager = "flagplane"

@@ -53,7 +53,7 @@ func startOperator() *runningOperator {
 	wio := cp.Env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:                 cp.Scheme,
-		Cache:                  controllers.CacheOptions(cache.Options{}),
+		Cache:                  controllers.CacheOptions(cache.Options{}, workflows.GeneratedMetadata{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort}),

@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 func TestLateInstall(t *testing.T) {
@@ -42,7 +43,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme: cp.Scheme, Cache: controllers.CacheOptions(cache.Options{}),
+		Scheme: cp.Scheme, Cache: controllers.CacheOptions(cache.Options{}, workflows.GeneratedMetadata{}),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())

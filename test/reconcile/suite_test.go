@@ -15,6 +15,7 @@ import (
 
 	"github.com/flagplane/flagplane/controllers"
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/workflows"
 )
 
 func TestReconcile(t *testing.T) {
@@ -40,7 +41,7 @@ func startOperator() *runningOperator {
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:                 cp.Scheme,
-		Cache:                  controllers.CacheOptions(cache.Options{}),
+		Cache:                  controllers.CacheOptions(cache.Options{}, workflows.GeneratedMetadata{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)),

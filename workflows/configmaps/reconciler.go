@@ -59,9 +59,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		return fmt.Errorf("reading ConfigMap %s/%s from the cache: %w", namespace, name, err)
 	}
 
+	gen := r.Settings.Generated
 	key, needed := v.ConfigMapByName(namespace, name)
 	if !needed {
-		if current == nil || !workflows.HasManagedLabel(current.Labels) {
+		// Only a name flagplane generates: the informer holds every
+		// ConfigMap labelled with the managed-by value, which another tool
+		// may use too (the OpenFeature Operator's, when it is configured).
+		if current == nil || !gen.Owns(current.Labels) || !topology.IsConfigMapName(name) {
 			return nil
 		}
 		if age := time.Since(current.CreationTimestamp.Time); age < r.UnneededGrace {
@@ -101,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		return nil
 	}
 	if current == nil {
-		err = workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
+		err = workflows.CreateOwned(ctx, r.Client, r.Live, gen, desired.DeepCopy(), corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() error { return r.apply(ctx, desired) })
 		if err == nil {
 			r.count("create")
 		}
@@ -204,7 +208,7 @@ func (r *Reconciler) lastValidCopy(ctx context.Context, v *topology.View, key to
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(fs)}, other); err != nil {
 			continue
 		}
-		if content, ok := other.Data[dataKey]; ok && workflows.HasManagedLabel(other.Labels) {
+		if content, ok := other.Data[dataKey]; ok && r.Settings.Generated.Owns(other.Labels) {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.ObjectLabels(), Annotations: r.Settings.Generated.ObjectAnnotations()},
 				Data:       map[string]string{dataKey: content},
@@ -219,8 +223,10 @@ func (r *Reconciler) lastValidCopy(ctx context.Context, v *topology.View, key to
 }
 
 // upToDate tells whether the cluster's ConfigMap is exactly what is desired.
+// Its labels hold desired's, the managed-by label among them: one adopted
+// under another value flagplane owns (OwnedValues) is relabelled.
 func upToDate(current, desired *corev1.ConfigMap) bool {
-	if current == nil || !workflows.HasManagedLabel(current.Labels) || len(current.BinaryData) > 0 ||
+	if current == nil || len(current.BinaryData) > 0 ||
 		!workflows.HasAll(current.Labels, desired.Labels) || !workflows.HasAll(current.Annotations, desired.Annotations) {
 		return false
 	}

@@ -30,8 +30,10 @@ import (
 
 // A Flagd's generated objects, all named like the Flagd, in its namespace,
 // labelled as the OpenFeature Operator labels them (app, app.kubernetes.io/
-// name, app.kubernetes.io/version) with app.kubernetes.io/managed-by
-// flagplane, owned by the Flagd (so that Kubernetes deletes them with it):
+// name, app.kubernetes.io/version) with app.kubernetes.io/managed-by the
+// manager's --managed-by (flagplane, or the OpenFeature Operator's
+// open-feature-operator), owned by the Flagd (so that Kubernetes deletes
+// them with it):
 //
 //   - a Deployment of flagd, whose container is the sidecar's — the same
 //     code (sidecarMerge) over the same inputs (the FeatureFlagSource's
@@ -342,7 +344,7 @@ func flagdLabels(f *v1beta1.Flagd, tag string, gen workflows.GeneratedMetadata) 
 		}
 	}
 	maps.Copy(l, flagdOwnLabels(f, tag))
-	l[v1beta1.LabelManagedBy] = v1beta1.ManagedByValue
+	maps.Copy(l, gen.ManagedLabels())
 	return l
 }
 

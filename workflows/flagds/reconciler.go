@@ -189,13 +189,14 @@ func (r *Reconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Objects)
 func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (bool, error) {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(f)
+	gen := r.Options.Generated
 	err := c.reader.Get(ctx, key, c.current)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("reading %s %s/%s from the cache: %w", c.kind, key.Namespace, key.Name, err)
 	}
 	if !c.wanted || c.desired == nil {
-		if !exists || !workflows.HasManagedLabel(c.current.GetLabels()) || !metav1.IsControlledBy(c.current, f) {
+		if !exists || !gen.Owns(c.current.GetLabels()) || !metav1.IsControlledBy(c.current, f) {
 			return false, nil
 		}
 		logger.Info("deleting what the Flagd no longer asks for", "kind", c.kind)
@@ -217,8 +218,8 @@ func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (boo
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return false, fmt.Errorf("reading %s %s/%s, missing from the cache: %w", c.kind, key.Namespace, key.Name, err)
-		case !workflows.HasManagedLabel(meta.Labels):
-			return false, &workflows.NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
+		case !gen.Owns(meta.Labels):
+			return false, gen.NotManaged(c.kind, key.Namespace, key.Name)
 		}
 		if err := r.write(ctx, c); err != nil {
 			return false, err
@@ -226,8 +227,8 @@ func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (boo
 		logger.Info("created", "kind", c.kind)
 		return true, nil
 	}
-	if !workflows.HasManagedLabel(c.current.GetLabels()) {
-		return false, &workflows.NotManagedError{Kind: c.kind, Namespace: key.Namespace, Name: key.Name}
+	if !gen.Owns(c.current.GetLabels()) {
+		return false, gen.NotManaged(c.kind, key.Namespace, key.Name)
 	}
 	if why := driftOf(c.current, c.desired); why != "" {
 		logger.Info("applying", "kind", c.kind, "because", why)

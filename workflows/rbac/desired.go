@@ -141,15 +141,18 @@ func subjectOf(v *topology.View, k topology.Key) (serviceAccount string, sources
 	return w.ServiceAccountName, v.SourcesOfWorkload(k), true
 }
 
-// RoleUpToDate tells whether a Role in the cluster grants what desired grants.
+// RoleUpToDate tells whether a Role in the cluster grants what desired
+// grants, with desired's labels (the managed-by label among them: one
+// adopted under another value flagplane owns is relabelled) and annotations.
 func RoleUpToDate(current, desired *rbacv1.Role) bool {
-	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) && workflows.HasManagedLabel(current.Labels) &&
+	return current != nil && equality.Semantic.DeepEqual(current.Rules, desired.Rules) &&
 		workflows.HasAll(current.Labels, desired.Labels) && workflows.HasAll(current.Annotations, desired.Annotations)
 }
 
-// RoleBindingUpToDate tells whether a RoleBinding in the cluster binds what desired binds.
+// RoleBindingUpToDate tells whether a RoleBinding in the cluster binds what
+// desired binds, with desired's labels and annotations (as RoleUpToDate).
 func RoleBindingUpToDate(current, desired *rbacv1.RoleBinding) bool {
 	return current != nil && current.RoleRef == desired.RoleRef &&
-		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) && workflows.HasManagedLabel(current.Labels) &&
+		equality.Semantic.DeepEqual(current.Subjects, desired.Subjects) &&
 		workflows.HasAll(current.Labels, desired.Labels) && workflows.HasAll(current.Annotations, desired.Annotations)
 }

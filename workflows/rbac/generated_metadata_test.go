@@ -38,4 +38,13 @@ func TestGeneratedMetadata(t *testing.T) {
 	delete(staleRole.Labels, "team")
 	g.Expect(RoleUpToDate(staleRole, roles[0])).To(BeFalse())
 	g.Expect(RoleUpToDate(roles[0].DeepCopy(), roles[0])).To(BeTrue())
+
+	// Under another --managed-by, what was made under flagplane's is
+	// relabelled.
+	gen.ManagedBy = "open-feature-operator"
+	roles2, bindings2 := Desired(v, topology.WorkloadKey(topology.KindDeployment, "shop", "web"), gen)
+	g.Expect(roles2[0].Labels).To(HaveKeyWithValue(v1beta1.LabelManagedBy, "open-feature-operator"))
+	g.Expect(RoleUpToDate(roles[0], roles2[0])).To(BeFalse())
+	g.Expect(RoleBindingUpToDate(bindings[0], bindings2[0])).To(BeFalse())
+	g.Expect(RoleBindingUpToDate(bindings2[0].DeepCopy(), bindings2[0])).To(BeTrue())
 }

@@ -82,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 		return errors.Join(append(errs, fmt.Errorf("listing RoleBindings named %s: %w", name, err))...)
 	}
 	for i := range haveBindings.Items {
-		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && workflows.HasManagedLabel(b.Labels) {
+		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && r.Generated.Owns(b.Labels) {
 			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
 			if err := r.delete(ctx, b); err != nil {
 				errs = append(errs, err)
@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 		return errors.Join(append(errs, fmt.Errorf("listing Roles named %s: %w", name, err))...)
 	}
 	for i := range haveRoles.Items {
-		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && workflows.HasManagedLabel(role.Labels) {
+		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && r.Generated.Owns(role.Labels) {
 			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
 			if err := r.delete(ctx, role); err != nil {
 				errs = append(errs, err)
@@ -111,7 +111,7 @@ func (r *Reconciler) applyRole(ctx context.Context, desired *rbacv1.Role) error 
 		return err
 	}
 	if current.UID == "" {
-		return workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
+		return workflows.CreateOwned(ctx, r.Client, r.Live, r.Generated, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("Role"), func() error { return r.apply(ctx, desired) })
 	}
 	if RoleUpToDate(current, desired) {
 		return nil
@@ -125,7 +125,7 @@ func (r *Reconciler) applyRoleBinding(ctx context.Context, desired *rbacv1.RoleB
 		return err
 	}
 	if current.UID == "" {
-		return workflows.CreateOwned(ctx, r.Client, r.Live, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
+		return workflows.CreateOwned(ctx, r.Client, r.Live, r.Generated, desired.DeepCopy(), rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), func() error { return r.apply(ctx, desired) })
 	}
 	if RoleBindingUpToDate(current, desired) {
 		return nil

@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme,
-		Cache:  controllers.CacheOptions(cacheOpts),
+		Cache:  controllers.CacheOptions(cacheOpts, o.Generated),
 		// Served by the servers of listeners.go instead.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",

@@ -49,6 +49,8 @@ func (o *Options) bindOFOFlags(fs *flag.FlagSet) {
 	fs.StringVar(&p.EnvVarPrefix, "in-process-env-var-prefix", p.EnvVarPrefix, "prefix of the env vars injected for in-process configurations; empty names them without a prefix (inProcessConfiguration.envVarPrefix)")
 
 	fs.Var(keyValueFlag{&o.Generated.Labels}, "labels", "labels put on every object flagplane generates (ConfigMaps, Roles, RoleBindings), as key1:value1,key2:value2 (labels)")
+	fs.Var(managedByFlag{&o.Generated.ManagedBy}, "managed-by", "value of app.kubernetes.io/managed-by on every object flagplane generates, by which it knows them; objects labelled flagplane stay its own. "+
+		"open-feature-operator keeps selectors written for the OpenFeature Operator working, and takes over its Flagds' objects in place (managedBy)")
 	fs.Var(keyValueFlag{&o.Generated.Annotations}, "annotations", "annotations put on every object flagplane generates, as key1:value1,key2:value2 (annotations)")
 	fs.BoolVar(&o.StrictValidation, "strict-validation", o.StrictValidation,
 		"refuse FeatureFlags with warnings (a $ref to a missing evaluator, a variant nothing returns, ...) as errors, and do not serve them")
@@ -67,6 +69,24 @@ func (o Options) validateOFO() []error {
 		errs = append(errs, errors.New("--sidecar-provider-args needs --sidecar-sync-provider-args: flagd v0.16 has no --sync-provider-args, and the sidecar would exit on it"))
 	}
 	return errs
+}
+
+// managedByFlag is --managed-by: a label value, not empty.
+type managedByFlag struct{ v *string }
+
+func (f managedByFlag) String() string {
+	if f.v == nil || *f.v == "" {
+		return v1beta1.ManagedByValue
+	}
+	return *f.v
+}
+
+func (f managedByFlag) Set(v string) error {
+	if v == "" {
+		return errors.New("empty: flagplane knows the objects it generates by this value")
+	}
+	*f.v = v
+	return nil
 }
 
 // int32Flag is an int32 flag.

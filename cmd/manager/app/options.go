@@ -79,7 +79,8 @@ type Options struct {
 	// DefaultSyncProvider is the provider of a source entry that names
 	// none, where its source has no defaultSyncProvider (file).
 	DefaultSyncProvider v1beta1.SyncProviderType
-	// Generated are labels and annotations put on every generated object.
+	// Generated are the value of app.kubernetes.io/managed-by and the labels
+	// and annotations put on every generated object.
 	Generated workflows.GeneratedMetadata
 	// StrictValidation makes FeatureFlag warnings errors: refused on
 	// admission and not served.
@@ -128,6 +129,7 @@ func DefaultOptions() Options {
 		Admission:              webhooks.DefaultOptions(),
 		Sync:                   syncDefaults(),
 		Flagd:                  flagds.DefaultOptions(),
+		Generated:              workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
 	}
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -136,6 +137,17 @@ func TestFlags(t *testing.T) {
 		},
 		{name: "a label that is not key:value", args: []string{"--labels=team=platform"}, wantErr: `"team=platform" is not key:value`},
 		{name: "flagplane's own label", args: []string{"--labels=app.kubernetes.io/managed-by:helm"}, wantErr: "is flagplane's"},
+		{name: "managed-by: flagplane by default", check: func(g Gomega, o Options) {
+			g.Expect(o.Generated.ManagedByValue()).To(Equal("flagplane"))
+			g.Expect(o.Generated.OwnedValues()).To(Equal([]string{"flagplane"}))
+		}},
+		{name: "managed-by: the OpenFeature Operator's", args: []string{"--managed-by=open-feature-operator"}, check: func(g Gomega, o Options) {
+			g.Expect(o.Generated.ManagedLabels()).To(Equal(map[string]string{v1beta1.LabelManagedBy: "open-feature-operator"}))
+			g.Expect(o.Generated.OwnedValues()).To(Equal([]string{"open-feature-operator", "flagplane"}))
+		}},
+		{name: "managed-by: not a label value", args: []string{"--managed-by=open feature operator"}, wantErr: `--managed-by "open feature operator" is not a label value`},
+		{name: "managed-by: too long", args: []string{"--managed-by=" + strings.Repeat("x", 64)}, wantErr: "is not a label value"},
+		{name: "managed-by: empty", args: []string{"--managed-by="}, wantErr: "empty"},
 		{name: "request above limit", args: []string{"--sidecar-cpu-request=2"}, wantErr: "sidecar flags: sidecar cpu request 2 exceeds its limit 500m"},
 		{name: "webhook port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port 70000 is not a port"},
 		{name: "workers", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},
