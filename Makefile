@@ -198,6 +198,7 @@ CHART_VALUE_SETS := \
 	"certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
 	"sync.enabled=false,certManager.enabled=true,certManager.issuerRef.kind=ClusterIssuer,certManager.issuerRef.name=ca" \
 	"namespaced.enabled=true" \
+	"managedBy=open-feature-operator" \
 	"namespaced.enabled=true,namespaced.clusterObjects=false,certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
 	"namespaced.enabled=true,namespaced.teamObjects=false,namespaced.extraNamespaces={team-a-jobs}"
 

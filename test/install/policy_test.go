@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,6 +18,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
@@ -35,7 +37,7 @@ import (
 const (
 	policyRefusal       = "ValidatingAdmissionPolicy 'flagplane-manager' with binding 'flagplane-manager' denied request: "
 	policyOnlyGenerated = "flagplane-manager may create, change and delete only the ConfigMaps, Roles and RoleBindings it generates"
-	policyConfigMapName = "flagplane-manager may write only the ConfigMaps it generates, named flagd."
+	policyConfigMapName = "flagplane-manager may write and delete only the ConfigMaps it generates, named flagd."
 	policyRole          = "flagplane-manager may write only Roles named flagplane:featureflag-reader:"
 	policyRoleBinding   = "flagplane-manager may write only RoleBindings named flagplane:featureflag-reader:"
 	policyRestartOnly   = "flagplane-manager may change a Deployment, StatefulSet or DaemonSet only the way `kubectl rollout restart` does"
@@ -91,6 +93,8 @@ type target struct {
 	ns            string
 	foreignCM     string // a ConfigMap of the namespace's owner, unlabelled
 	managedCM     string // a ConfigMap labelled managed-by=flagplane, named as generated
+	labelledCM    string // a ConfigMap labelled managed-by=flagplane, not named as generated
+	labelledRole  string // a Role labelled managed-by=flagplane, not named as generated
 	workload      string // a Deployment
 	statefulSet   string
 	daemonSet     string
@@ -176,6 +180,7 @@ func describePolicy() {
 
 		t.ns = newNamespace(ctx, "target")
 		t.foreignCM, t.managedCM = "app-config", topology.ConfigMapName(topology.FlagSetKey(t.ns, "checkout"))
+		t.labelledCM, t.labelledRole = "app-settings", "app-reader"
 		t.workload, t.statefulSet, t.daemonSet = "web", "db", "agent"
 		t.role = rbac.Name(topology.WorkloadKey(topology.KindDeployment, t.ns, t.workload))
 		t.heldClusterRo = "flagplane-test-configmap-reader-" + t.ns
@@ -185,6 +190,9 @@ func describePolicy() {
 		for _, o := range []client.Object{
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}, Data: map[string]string{"k": "v"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM, Labels: managed()}, Data: map[string]string{"k": "v"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.labelledCM, Labels: managed()}, Data: map[string]string{"k": "v"}},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.labelledRole, Labels: managed()},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"featureflags"}, Verbs: []string{"get"}}}},
 			fixtures.Deployment(t.ns, t.workload, nil, nil),
 			fixtures.StatefulSet(t.ns, t.statefulSet),
 			fixtures.DaemonSet(t.ns, t.daemonSet),
@@ -216,6 +224,9 @@ func describePolicy() {
 		})),
 		Entry("bind its Role to a ServiceAccount", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return c.Create(ctx, readerBinding(t, "Role", t.role, rbacv1.ServiceAccountKind), client.DryRunAll)
+		})),
+		Entry("delete a generated Role", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.role}}, client.DryRunAll)
 		})),
 		Entry("restart a Deployment as `kubectl rollout restart` does", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return restart(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}})
@@ -267,6 +278,16 @@ func describePolicy() {
 			return mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}},
 				`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"flagplane"}}}`)
 		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("create a ConfigMap labelled with another value (the OpenFeature Operator's, which this install does not use)", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: topology.ConfigMapName(topology.FlagSetKey(t.ns, "other")),
+				Labels: map[string]string{v1beta1.LabelManagedBy: "open-feature-operator"}}}, client.DryRunAll)
+		}), refusedByPolicy(policyOnlyGenerated), refusedByPolicy(policyOnlyGenerated)),
+		Entry("delete a labelled ConfigMap of a name it does not generate", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.labelledCM}}, client.DryRunAll)
+		}), refusedByPolicy(policyConfigMapName), refusedByPolicy(policyConfigMapName)),
+		Entry("delete a labelled Role of a name it does not generate", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.labelledRole}}, client.DryRunAll)
+		}), refusedByPolicy(policyRole), refusedByPolicy(policyRole)),
 		Entry("write a sync report in a namespace other than its own (a forged delivery status)", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "flagplane-sync-report-x",
 				Labels: map[string]string{status.SyncReportLabel: "true"}}}, client.DryRunAll)
@@ -410,6 +431,46 @@ func describePolicy() {
 		Expect(apply(lookAlike, report(systemNS, true))).To(refusedByPolicy(policyOnlyGenerated), "a look-alike, in the installed manager's namespace")
 	})
 
+	It("confines a manager with --managed-by=open-feature-operator by the chart's policy rendered with that value", func(ctx SpecContext) {
+		const ofo = "open-feature-operator"
+		c := ofoPolicyProbe(ctx)
+		labelled := func(value string) map[string]string { return map[string]string{v1beta1.LabelManagedBy: value} }
+		generated := topology.ConfigMapName(topology.FlagSetKey(t.ns, "other"))
+		withLabel := func(value string) func(*appsv1.Deployment) {
+			return func(d *appsv1.Deployment) {
+				d.Labels[v1beta1.LabelManagedBy] = value
+				d.Spec.Template.Labels[v1beta1.LabelManagedBy] = value
+			}
+		}
+		svc := t.flagd.Service.DeepCopy()
+		svc.Labels[v1beta1.LabelManagedBy] = ofo
+
+		By("admitted: its own value, and flagplane's (what it made before it moved)")
+		Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: generated, Labels: labelled(ofo)}}, client.DryRunAll)).To(Succeed())
+		Expect(mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM}},
+			`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"open-feature-operator"}}}`)).To(Succeed(), "relabelling what it made as flagplane")
+		Expect(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.managedCM}}, client.DryRunAll)).To(Succeed())
+		Expect(c.Create(ctx, flagdDeployment(t, withLabel(ofo)), client.DryRunAll)).To(Succeed())
+		Expect(c.Create(ctx, svc, client.DryRunAll)).To(Succeed())
+
+		By("refused: anything else, and the message names the value")
+		refused := func(message string) types.GomegaMatcher {
+			return And(WithTransform(apierrors.IsForbidden, BeTrue()), MatchError(ContainSubstring(message)))
+		}
+		onlyOFO := "labelled app.kubernetes.io/managed-by=open-feature-operator (or flagplane), before and after the change"
+		Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: generated, Labels: labelled("Helm")}}, client.DryRunAll)).
+			To(refused(policyOnlyGenerated + ": " + onlyOFO))
+		Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: generated}}, client.DryRunAll)).To(refused(onlyOFO))
+		Expect(mergePatch(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.foreignCM}},
+			`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"open-feature-operator"}}}`)).To(refused(onlyOFO), "labelling someone else's to take it over")
+		Expect(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.labelledCM}}, client.DryRunAll)).
+			To(refused(policyConfigMapName), "a name it does not generate")
+		Expect(c.Create(ctx, flagdDeployment(t, withLabel("Helm")), client.DryRunAll)).To(refused("labelled app.kubernetes.io/managed-by=open-feature-operator (or flagplane), controlled by the Flagd of its name"))
+		Expect(c.Create(ctx, flagdDeployment(t, func(d *appsv1.Deployment) { withLabel(ofo)(d); d.OwnerReferences = nil }), client.DryRunAll)).
+			To(refused(policyRestartOnly), "labelled, but no Flagd controls it")
+		Expect(restart(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.workload}})).To(Succeed(), "rollouts as ever")
+	})
+
 	It("leaves what it refused unchanged", func(ctx SpecContext) {
 		// Every row above was a dry run; this checks that none was applied
 		// for real (a matcher that accepts too much would show here too).
@@ -449,4 +510,54 @@ func readerBinding(t *target, roleKind, roleName, subjectKind string) *rbacv1.Ro
 func restart(ctx context.Context, c client.Client, obj client.Object) error {
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, rollout.RestartedAtAnnotation)
 	return c.Patch(ctx, obj, client.RawPatch(apitypes.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
+}
+
+// ofoPolicyProbe installs the admission policy of the chart rendered with
+// managedBy=open-feature-operator, bound to a probe ServiceAccount with
+// every permission (so that the policy alone decides) instead of the
+// manager's (whose requests config/default's policy confines), and returns
+// a client of that ServiceAccount once the policy is enforced. Only the
+// policy's name and whom it matches differ from what the chart renders.
+func ofoPolicyProbe(ctx context.Context) client.Client {
+	GinkgoHelper()
+	const probe = "ofo-policy-probe"
+	ns := newNamespace(ctx, "ofo-policy")
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: probe}})).To(Succeed())
+	admin := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "flagplane-" + probe + "-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: probe, Namespace: ns}},
+	}
+	Expect(k8s.Create(ctx, admin)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, admin))).To(Succeed()) })
+
+	rendered := objects(helmTemplate(systemNS, "managedBy=open-feature-operator"))
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	for key, into := range map[string]any{
+		"ValidatingAdmissionPolicy/<nil>/flagplane-manager":        policy,
+		"ValidatingAdmissionPolicyBinding/<nil>/flagplane-manager": binding,
+	} {
+		Expect(rendered).To(HaveKey(key))
+		b, err := yaml.Marshal(rendered[key])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.Unmarshal(b, into)).To(Succeed())
+	}
+	Expect(policy.Spec.Variables).To(ContainElement(admissionregistrationv1.Variable{Name: "managedBy", Expression: "'open-feature-operator'"}),
+		"the chart sets the value in the policy's CEL")
+	Expect(policy.Spec.MatchConditions).To(HaveLen(1))
+	policy.ObjectMeta = metav1.ObjectMeta{Name: "flagplane-" + probe}
+	policy.Spec.MatchConditions[0].Expression = fmt.Sprintf("request.userInfo.username == %q", serviceAccount(ns, probe))
+	binding.ObjectMeta = metav1.ObjectMeta{Name: policy.Name}
+	binding.Spec.PolicyName = policy.Name
+	for _, o := range []client.Object{policy, binding} {
+		Expect(k8s.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed()) })
+	}
+	c := clientAs(impersonating(ns, probe))
+	Eventually(func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "flagplane-policy-probe"}}
+		return c.Create(ctx, cm, client.DryRunAll)
+	}).Should(MatchError(ContainSubstring("ValidatingAdmissionPolicy '" + policy.Name + "'")))
+	return c
 }

@@ -89,6 +89,19 @@ key:value,key2:value2, the format of --labels and --annotations.
 {{- end -}}
 
 {{/*
+The value of app.kubernetes.io/managed-by on what the manager generates
+(managedBy, --managed-by): a label value, which the admission policy's CEL
+quotes as it is.
+*/}}
+{{- define "flagplane.managedBy" -}}
+{{- $v := toString (.Values.managedBy | default "flagplane") -}}
+{{- if or (gt (len $v) 63) (not (regexMatch "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" $v)) -}}
+{{- fail (printf "managedBy %q is not a label value: at most 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit" $v) -}}
+{{- end -}}
+{{- $v -}}
+{{- end -}}
+
+{{/*
 The port of an address (":8081" -> 8081).
 */}}
 {{- define "flagplane.port" -}}
@@ -161,6 +174,8 @@ operator-level settings, one flag each (docs/openfeature-operator.md).
 {{- $flags = append $flags (printf "--image-pull-secrets=%s" (join "," $names)) }}
 {{- end }}
 {{- with .Values.labels }}{{ $flags = append $flags (printf "--labels=%s" (include "flagplane.keyValues" .)) }}{{ end }}
+{{- $managedBy := include "flagplane.managedBy" . }}
+{{- if ne $managedBy "flagplane" }}{{ $flags = append $flags (printf "--managed-by=%s" $managedBy) }}{{ end }}
 {{- with .Values.annotations }}{{ $flags = append $flags (printf "--annotations=%s" (include "flagplane.keyValues" .)) }}{{ end }}
 {{- if not (kindIs "invalid" .Values.managerConfig.flagsValidationEnabled) }}
 {{- $flags = append $flags (printf "--flags-validation=%v" .Values.managerConfig.flagsValidationEnabled) }}
