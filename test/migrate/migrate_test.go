@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/operator"
 	"github.com/flagplane/flagplane/workflows/rollout"
 )
 
@@ -197,6 +198,56 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 			Expect(exists(ctx, o)).To(BeTrue(), "%s", o)
 		}
 		Expect(k8s.Delete(ctx, manager)).To(Succeed())
+	})
+
+	It("counts no Flagd's object as a leftover when flagplane's manager labels what it generates open-feature-operator", func(ctx SpecContext) {
+		// A flagplane with --managed-by=open-feature-operator takes over the
+		// Flagd's objects in place: removing them would only interrupt it.
+		noFlagdLeftovers := func(out string) {
+			GinkgoHelper()
+			for _, o := range flagdLeftovers {
+				Expect(out).NotTo(MatchRegexp(`\n  remove\s+%s\n`, regexpQuote(o.String())), "%s is flagplane's", o)
+			}
+			for _, o := range admissionLeftovers {
+				Expect(out).To(MatchRegexp(`\n  remove\s+%s\n`, regexpQuote(o.String())), "%s is still a leftover", o)
+			}
+			Expect(oneLine(out)).To(And(
+				ContainSubstring("flagplane labels what it generates app.kubernetes.io/managed-by=open-feature-operator"),
+				ContainSubstring("Run flagplane migrate --apply to remove the 4 marked remove.")))
+		}
+		By("given with --managed-by")
+		out, err := migrateCmd("--managed-by=open-feature-operator")
+		Expect(err).NotTo(HaveOccurred())
+		noFlagdLeftovers(out)
+
+		By("read from the manager's Deployment")
+		manager := func(ns string, args ...string) *appsv1.Deployment {
+			labels := map[string]string{"app.kubernetes.io/name": "flagplane"}
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagplane-manager"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "flagplane", Args: args}}}}}}
+		}
+		installed := manager(operator.Namespace, "--leader-elect", "--managed-by=open-feature-operator")
+		Expect(k8s.Create(ctx, installed)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, installed))).To(Succeed()) })
+		out, err = migrateCmd()
+		Expect(err).NotTo(HaveOccurred())
+		noFlagdLeftovers(out)
+
+		By("managers that disagree: refused rather than guessed")
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}})).To(Succeed())
+		other := manager("team-b", "--leader-elect")
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		out, err = migrateCmd("--apply")
+		Expect(err).To(HaveOccurred())
+		Expect(oneLine(out)).To(ContainSubstring("app.kubernetes.io/managed-by=flagplane in team-b; open-feature-operator in " + operator.Namespace +
+			"): say which value is this install's with --managed-by"))
+		Expect(k8s.Delete(ctx, other)).To(Succeed())
+		Expect(k8s.Delete(ctx, installed)).To(Succeed())
+		for _, o := range flagdLeftovers {
+			Expect(exists(ctx, o)).To(BeTrue(), "%s: nothing removed", o)
+		}
 	})
 
 	It("--apply removes what nothing uses any more, and keeps what the OpenFeature Operator's pods still use", func(ctx SpecContext) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
 // Action is what to do about a finding.
@@ -60,7 +62,11 @@ type Report struct {
 	// installed. Apply then removes nothing: it would put things back, and
 	// its webhook injects beside flagplane's.
 	ManagerRunning bool
-	Findings       []Finding
+	// ManagedBy is the value of app.kubernetes.io/managed-by on what
+	// flagplane generates, by which the scan told flagplane's objects from
+	// the OpenFeature Operator's.
+	ManagedBy string
+	Findings  []Finding
 }
 
 // Leftovers are the findings that need something done.
@@ -111,6 +117,10 @@ func (r *Report) Write(w io.Writer, applied bool) {
 	if len(taken) > 0 {
 		fmt.Fprintf(w, "\nTaken over as they are: %s. flagplane serves them unchanged and writes only their\n"+
 			"status subresource, never their spec: the field managers on them keep their fields, no conflict.\n", strings.Join(taken, ", "))
+	}
+	if r.ManagedBy == ofoManagedByValue {
+		fmt.Fprintf(w, "\nflagplane labels what it generates %s=%s: the objects the OpenFeature Operator made for\n"+
+			"Flagds are flagplane's now (taken over in place), not leftovers.\n", v1beta1.LabelManagedBy, r.ManagedBy)
 	}
 	switch n := len(r.ToRemove()); {
 	case r.ManagerRunning:

@@ -26,6 +26,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
@@ -43,12 +44,30 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// Options configure Scan.
+type Options struct {
+	// ManagedBy is the value of app.kubernetes.io/managed-by that flagplane
+	// labels what it generates with (its manager's --managed-by); empty
+	// reads it from the managers on the cluster (ManagedBy). With the
+	// OpenFeature Operator's value, what that made for a Flagd is
+	// flagplane's now (taken over in place), not a leftover.
+	ManagedBy string
+}
+
 // Scan reads the cluster with c (the caller's permissions: list and get
 // cluster-wide, as a cluster administrator) and reports what the OpenFeature
 // Operator left. Findings come in the order Apply removes them: admission
 // first, so that new pods stop getting its sidecar.
-func Scan(ctx context.Context, c client.Client) (*Report, error) {
-	s := &scan{c: c, r: &Report{}}
+func Scan(ctx context.Context, c client.Client, o Options) (*Report, error) {
+	s := &scan{c: c, r: &Report{ManagedBy: o.ManagedBy}}
+	if s.r.ManagedBy == "" {
+		v, err := ManagedBy(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		s.r.ManagedBy = v
+	}
+	s.flagplane = workflows.GeneratedMetadata{ManagedBy: s.r.ManagedBy}
 	pods, err := s.ofoPods(ctx)
 	if err != nil {
 		return nil, err
@@ -68,6 +87,16 @@ type scan struct {
 	c    client.Client
 	r    *Report
 	pods []ofoPod
+	// flagplane tells flagplane's generated objects by their label.
+	flagplane workflows.GeneratedMetadata
+}
+
+// flagplanes tells whether o is one of flagplane's generated objects: its
+// label says so, and it is a Flagd's (the only kind of object flagplane
+// generates that carries the OpenFeature Operator's label, when flagplane
+// is configured with it).
+func (s *scan) flagplanes(o client.Object) bool {
+	return s.flagplane.Owns(o.GetLabels()) && isFlagdChild(o)
 }
 
 func (s *scan) add(f Finding) { s.r.Findings = append(s.r.Findings, f) }
@@ -293,7 +322,7 @@ func (s *scan) flagdProxy(ctx context.Context) error {
 		}
 		for _, item := range items {
 			o := item.(client.Object)
-			if o.GetName() != k.name {
+			if o.GetName() != k.name || s.flagplanes(o) {
 				continue
 			}
 			s.add(removeUnlessUsed(Finding{Object: objectOf(o, k.gvk.GroupVersion().String(), k.gvk.Kind), What: k.what, Means: means}, used))
@@ -315,7 +344,7 @@ func (s *scan) configMaps(ctx context.Context) error {
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
 	return each(ctx, s.c, list, func(obj client.Object) error {
 		ann := obj.GetAnnotations()
-		if _, ok := ann[ofoConfigMapAnnotation]; !ok || obj.GetLabels()[v1beta1.LabelManagedBy] == v1beta1.ManagedByValue {
+		if _, ok := ann[ofoConfigMapAnnotation]; !ok || s.flagplane.Owns(obj.GetLabels()) {
 			return nil
 		}
 		if !slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
@@ -415,9 +444,15 @@ func (s *scan) crds(ctx context.Context) error {
 // as its, owned by the Flagd. flagplane makes its own of the same names and
 // never takes over an object it did not make, so these must go; the
 // Flagd's pods serve until they do, and flagplane's within seconds after.
+// A flagplane configured with the OpenFeature Operator's label
+// (--managed-by=open-feature-operator) takes them over in place instead:
+// then they are flagplane's, and none is a leftover.
 func (s *scan) flagdObjects(ctx context.Context) error {
 	if s.r.ManagerRunning {
 		return nil // its manager would recreate them
+	}
+	if s.flagplane.Owns(map[string]string{v1beta1.LabelManagedBy: ofoManagedByValue}) {
+		return nil
 	}
 	ofo := client.MatchingLabels{v1beta1.LabelManagedBy: ofoManagedByValue}
 	route := &unstructured.UnstructuredList{}
@@ -451,7 +486,8 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 				s.add(Finding{Object: objectOf(o, k.gvk.GroupVersion().String(), k.gvk.Kind), Action: Remove,
 					What: "the " + k.gvk.Kind + " the OpenFeature Operator made for Flagd " + o.GetNamespace() + "/" + ref.Name,
 					Means: "flagplane serves the Flagd and makes its own " + k.gvk.Kind + " of that name once this one is gone (it never takes over what it did not make); " +
-						"until then the Flagd is not Programmed, and its pods keep serving"})
+						"until then the Flagd is not Programmed, and its pods keep serving. (A flagplane with --managed-by=" + ofoManagedByValue +
+						", chart value managedBy, takes it over in place instead.)"})
 				break
 			}
 		}
