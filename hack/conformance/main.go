@@ -4,7 +4,8 @@
 //
 // It starts a real single-node cluster (test/realnode), installs flagplane
 // from its chart in place of OFO's `make deploy-operator`, with OFO's
-// pinned flagd tag, and runs OFO's runner as OFO's Makefile does, from the
+// pinned flagd tag and OFO's app.kubernetes.io/managed-by value (the
+// managedBy setting), and runs OFO's runner as OFO's Makefile does, from the
 // checkout's root: `chainsaw test --test-dir ./test/e2e/chainsaw`, with
 // OFO's .chainsaw.yaml. Nothing of the suite is changed or copied; chainsaw
 // only writes a JSON report besides, which is turned into a table of every
@@ -49,18 +50,14 @@ var deliberate = map[string]string{
 	"flagd-custom-ports": "a FeatureFlagSource's port and managementPort: flagplane declares the ports flagd listens on " +
 		"(containerPort and the Service's targetPort 8888 and 9999); OFO's Deployment declares 8013 and 8014 while flagd " +
 		"listens on 8888 and 9999, so OFO's Service sends requests to a port nothing listens on",
-	"flagd-with-ingress-default-paths": managedBy,
-	"flagd-with-ingress-custom-paths":  managedBy,
-	"flagd-with-gateway-api":           managedBy,
 	"fsconfig-flagd-proxy-sync": "flagd-proxy sources sync from flagplane's built-in sync server, which wants each sidecar's " +
 		"namespace credential in a --sources headers field; flagd has that field from v0.15.6, so with OFO's v0.15.4 " +
 		"flagplane leaves the entry out and says so (the source's FlagdVersionSupported=False, an Event, an admission " +
 		"warning on the pod); with flagplane's default v0.16.0 the scenario's sidecar serves its flags",
 }
 
-// managedBy is why OFO's asserts on a Flagd's objects fail.
-const managedBy = "app.kubernetes.io/managed-by on a Flagd's Deployment, Service, Ingress and HTTPRoute is flagplane, " +
-	"not open-feature-operator: it is the label by which flagplane knows its own objects and never takes over another's"
+// cpuRequest is each injected or Flagd flagd's CPU request in the run.
+const cpuRequest = "50m"
 
 type setFlags []string
 
@@ -151,7 +148,13 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 		}
 	}()
 
-	helmArgs := []string{"--set", "sidecarConfiguration.image.tag=" + flagdTag}
+	// OFO's asserts select a Flagd's objects by OFO's managed-by value, as
+	// its users' selectors do: the setting for them.
+	// OFO's .chainsaw.yaml keeps every test's namespace (skipDelete): its
+	// ten flagd containers at OFO's 200m CPU request do not fit a 2-core
+	// node, so they request less.
+	helmArgs := []string{"--set", "sidecarConfiguration.image.tag=" + flagdTag, "--set", "managedBy=open-feature-operator",
+		"--set", "sidecarConfiguration.resources.requests.cpu=" + cpuRequest}
 	for _, s := range sets {
 		helmArgs = append(helmArgs, "--set", s)
 	}
