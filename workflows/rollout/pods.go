@@ -103,7 +103,9 @@ func (p WorkloadPods) CurrentPods(ctx context.Context, w topology.Key) (obj clie
 	if err != nil || obj == nil {
 		return nil, nil, client.IgnoreNotFound(err)
 	}
+	// Restart writes fractions of a second; creation times have none.
 	restartedAt, _ := time.Parse(time.RFC3339, tmpl.Annotations[RestartedAtAnnotation])
+	restartedAt = restartedAt.Truncate(time.Second)
 	all, err := p.podsOf(ctx, w)
 	if err != nil {
 		return nil, nil, err

@@ -61,6 +61,14 @@ func TestRestart(t *testing.T) {
 			g.Expect(Restart(ctx, c, got, later)).To(Succeed())
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
 			g.Expect(tc.template(got).Annotations).To(HaveKeyWithValue(RestartedAtAnnotation, "2026-03-01T12:31:05Z"), "a second restart rolls again")
+
+			// The healer may restart a workload twice within a second (a pod
+			// admitted just after the first restart still lacks something):
+			// the second restart must change the template too.
+			sameSecond := later.Add(300 * time.Millisecond)
+			g.Expect(Restart(ctx, c, got, sameSecond)).To(Succeed())
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
+			g.Expect(tc.template(got).Annotations).To(HaveKeyWithValue(RestartedAtAnnotation, "2026-03-01T12:31:05.3Z"), "a restart within the same second rolls again")
 		})
 	}
 
