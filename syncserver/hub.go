@@ -230,9 +230,12 @@ func (h *hub) run(ctx context.Context) {
 
 func (h *hub) round() {
 	h.mu.Lock()
-	changed := h.pending
-	if len(changed) > 0 {
-		h.pending = map[topology.Key]struct{}{}
+	// The round owns what it takes: an empty pending map stays the hub's,
+	// which changed() writes while the round reads (the race detector saw
+	// a round with newcomers only read it).
+	var changed map[topology.Key]struct{}
+	if len(h.pending) > 0 {
+		changed, h.pending = h.pending, map[topology.Key]struct{}{}
 	}
 	joined := h.joined
 	h.joined = nil
