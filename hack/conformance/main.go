@@ -122,8 +122,7 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 	images := []realnode.Image{{Ref: repo + ":" + tag, Layout: filepath.Join(root, "dist", "image")},
 		// The image of OFO's flagd tag holds flagd v0.16.0: the one version
 		// the module proxy serves.
-		{Ref: "ghcr.io/open-feature/flagd:" + flagdTag, Files: []realnode.ImageFile{{Src: filepath.Join(bin, "flagd"), Dst: "/flagd-build"}},
-			Entrypoint: []string{"/flagd-build"}, User: "65532:65532"},
+		realnode.FlagdAt("ghcr.io/open-feature/flagd:"+flagdTag, bin),
 		realnode.BusyboxAt("docker.io/library/busybox:1.37.0"),
 	}
 	nginx, err := realnode.NginxAt(realnode.NginxImage, bin)

@@ -68,13 +68,22 @@ const (
 func defaultImages(binDir string) []Image {
 	return []Image{
 		{Ref: PauseImage, Files: []ImageFile{{Src: filepath.Join(binDir, "realnode", "pause"), Dst: "/pause"}}, Entrypoint: []string{"/pause"}, User: "65535:65535"},
-		{Ref: FlagdImage, Files: []ImageFile{{Src: filepath.Join(binDir, "flagd"), Dst: "/flagd-build"}}, Entrypoint: []string{"/flagd-build"}, User: "65532:65532"},
+		FlagdAt(FlagdImage, binDir),
 		busyboxImage(BusyboxImage),
 		// config/samples and the OpenFeature Operator's manifests name these.
 		busyboxImage("docker.io/library/busybox:1.37"),
 		busyboxImage("docker.io/library/busybox:latest"),
 		{Ref: SDKClientImage, Files: []ImageFile{{Src: filepath.Join(binDir, "flagplane-sdkclient"), Dst: "/sdkclient"}}, Entrypoint: []string{"/sdkclient"}, User: "65532:65532"},
 	}
+}
+
+// FlagdAt is the flagd that `make realclients` builds (v0.16.0, the one
+// release the module proxy serves) under ref, with the entrypoint and user
+// of flagd's own image: suites whose manifests name flagd by another tag
+// run v0.16.0 under it.
+func FlagdAt(ref, binDir string) Image {
+	return Image{Ref: ref, Files: []ImageFile{{Src: filepath.Join(binDir, "flagd"), Dst: "/flagd-build"}},
+		Entrypoint: []string{"/flagd-build"}, User: "65532:65532"}
 }
 
 // BusyboxAt is the busybox image under another reference, for suites whose
