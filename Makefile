@@ -214,7 +214,7 @@ test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with 
 
 # Packages under test/ that need no control plane (plain Go tests): they
 # run with the unit tests.
-TEST_LIBRARIES := ./test/faultproxy
+TEST_LIBRARIES := ./test/faultproxy ./test/gitopshealth
 # Ginkgo suites run with the race detector: the reconcile path (informer
 # callbacks, queues, graph snapshots read while written) and its API-call
 # accounting. The others run without it, to keep CI's time in proportion.
