@@ -471,9 +471,12 @@ func (c *Controller) reconcileConfigMap(ctx context.Context, key client.ObjectKe
 	ref := workflows.ObjectRef{Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
 	failedBefore := c.failures.Of(ref)
 	err := c.configMapWF.Reconcile(ctx, v, key.Namespace, key.Name)
-	// The sources of the flag set say in status whether its ConfigMaps could be written.
+	// The sources of the flag set say in status whether its ConfigMaps
+	// could be written; the flag set, whether a write refused for good
+	// keeps its revision from a consumer.
 	if failedAfter := c.failures.Of(ref); failedAfter != failedBefore {
 		if cm, ok := v.ConfigMapByName(key.Namespace, key.Name); ok {
+			c.enqueue(cm.FlagSet())
 			for _, s := range v.SourcesOfFlagSet(cm.FlagSet()) {
 				c.enqueue(s)
 			}

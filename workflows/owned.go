@@ -90,8 +90,15 @@ type ObjectRef struct {
 // than on every retry. It is safe for concurrent use.
 type WriteFailures struct {
 	mu      sync.Mutex
-	m       map[ObjectRef]string
+	m       map[ObjectRef]Failure
 	changes uint64
+}
+
+// Failure is why the last write of a generated object failed, and whether
+// only a user's action lets it succeed (PermanentFailure).
+type Failure struct {
+	Message   string
+	Permanent bool
 }
 
 // Record stores err for ref (nil clears it) and tells whether that changed
@@ -111,10 +118,11 @@ func (f *WriteFailures) Record(ref ObjectRef, err error) bool {
 		return had
 	}
 	if f.m == nil {
-		f.m = map[ObjectRef]string{}
+		f.m = map[ObjectRef]Failure{}
 	}
-	f.m[ref] = err.Error()
-	if changed := !had || before != err.Error(); changed {
+	now := Failure{Message: err.Error(), Permanent: PermanentFailure(err)}
+	f.m[ref] = now
+	if changed := !had || before != now; changed {
 		f.changes++
 		return true
 	}
@@ -132,10 +140,10 @@ func (f *WriteFailures) Count() uint64 {
 	return f.changes
 }
 
-// Of returns the last write failure of ref, or "".
-func (f *WriteFailures) Of(ref ObjectRef) string {
+// Of returns the last write failure of ref, or the zero Failure.
+func (f *WriteFailures) Of(ref ObjectRef) Failure {
 	if f == nil {
-		return ""
+		return Failure{}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -47,7 +47,8 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: cmName}, got)).To(Succeed())
 		g.Expect(got.Data).To(Equal(map[string]string{"mine": "yes"}), "not taken over")
 		g.Expect(got.Labels).NotTo(HaveKey(v1beta1.LabelManagedBy))
-		g.Expect(failures.Of(workflows.ObjectRef{Kind: "ConfigMap", Namespace: "shop", Name: cmName})).To(ContainSubstring("not managed by flagplane"))
+		g.Expect(failures.Of(workflows.ObjectRef{Kind: "ConfigMap", Namespace: "shop", Name: cmName}).Message).To(ContainSubstring("not managed by flagplane"))
+		g.Expect(failures.Of(workflows.ObjectRef{Kind: "ConfigMap", Namespace: "shop", Name: cmName}).Permanent).To(BeTrue(), "a name taken by a foreign object needs a user")
 
 		obs := status.CacheObserved{Ctx: context.Background(), Reader: workflowstest.EmptyCache{Client: c}, Failures: failures}
 		src, _ := v.Source(topology.SourceKey("shop", "src"))
@@ -69,7 +70,7 @@ func TestGeneratedNamesAreNotTakenOver(t *testing.T) {
 		g.Expect(got.Rules).To(Equal(squatRole.(*rbacv1.Role).Rules), "not taken over")
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: rbacName}, &rbacv1.RoleBinding{})).NotTo(Succeed(),
 			"no binding to a Role flagplane does not control")
-		g.Expect(failures.Of(workflows.ObjectRef{Kind: "RBAC", Namespace: "shop", Name: rbacName})).To(ContainSubstring("not managed by flagplane"))
+		g.Expect(failures.Of(workflows.ObjectRef{Kind: "RBAC", Namespace: "shop", Name: rbacName}).Message).To(ContainSubstring("not managed by flagplane"))
 	})
 
 	t.Run("flagplane's own, not in the cache yet", func(t *testing.T) {

@@ -193,6 +193,10 @@ type Flagd struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   FlagdSpec   `json:"spec,omitempty"`
+	// Status is defaulted to observedGeneration 0 until flagplane writes
+	// it, so that kstatus tells a new object (InProgress: generation 1 not
+	// observed yet) from a delivered one.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status FlagdStatus `json:"status,omitempty"`
 }
 

@@ -57,6 +57,24 @@ const (
 	// which release and, for one it vouches for, what of the object its
 	// flagd goes without.
 	ConditionFlagdVersionSupported = "FlagdVersionSupported"
+
+	// The summary conditions, on every kind, after kstatus's conventions
+	// (sigs.k8s.io/cli-utils/pkg/kstatus), which Flux, kubectl wait tools
+	// and flagplane's Argo CD health checks read. Exactly one of them is
+	// True, and all three carry the reason and message of what decided.
+	//
+	// ConditionReady: the object does what it asks, as last observed.
+	ConditionReady = "Ready"
+	// ConditionReconciling: it does not yet, and flagplane is at work or
+	// waits for something that may still appear (a flag set, a source, a
+	// ready flagd pod, a write to retry).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled: it does not, and only a user's action can change
+	// that: an invalid spec, a reference tenancy forbids, a write refused
+	// for good (a name taken by an object flagplane does not manage, a
+	// forbidden or invalid object), a setting its flagd release lacks, an
+	// API that is not installed.
+	ConditionStalled = "Stalled"
 )
 
 // Condition reasons.
@@ -88,4 +106,15 @@ const (
 	ReasonSupportedFlagdVersion   = "SupportedFlagdVersion"
 	ReasonUnsupportedFlagdVersion = "UnsupportedFlagdVersion"
 	ReasonUnsupportedSettings     = "UnsupportedSettings"
+	// ReasonReady is the reason of Ready when it is True (and of
+	// Reconciling and Stalled, then False).
+	ReasonReady = "Ready"
+	// Reasons of a FeatureFlag's summary: some consumer does not hold its
+	// current revision yet (Delivering), or one cannot get it until a user
+	// acts (DeliveryFailed: a write of its ConfigMap refused for good).
+	ReasonDelivering     = "Delivering"
+	ReasonDeliveryFailed = "DeliveryFailed"
+	// ReasonProgressDeadlineExceeded: a Flagd's Deployment stopped
+	// progressing (its Progressing condition says so).
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )

@@ -100,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, key topolo
 	rbacErr := r.RBAC.Reconcile(ctx, v, key)
 	if rbacErr != nil {
 		children.Failed = append(children.Failed, rbacErr.Error())
+		children.Permanent = children.Permanent || workflows.PermanentFailure(rbacErr)
 	}
 	statusErr := r.writeStatus(ctx, f, DesiredStatus(f, objs, children))
 	return errors.Join(applyErr, rbacErr, statusErr)
@@ -175,6 +176,7 @@ func (r *Reconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Objects)
 		switch {
 		case err != nil:
 			out.Failed = append(out.Failed, fmt.Sprintf("%s %s: %v", c.kind, f.Name, err))
+			out.Permanent = out.Permanent || workflows.PermanentFailure(err)
 			errs = append(errs, err)
 		case c.wanted && inPlace:
 			out.InPlace[c.kind] = true

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,6 +24,8 @@ type Children struct {
 	Pending []string
 	// Failed are the writes that failed.
 	Failed []string
+	// Permanent: one of them was refused for good (workflows.PermanentFailure).
+	Permanent bool
 	// GatewayAPIMissing: an HTTPRoute is wanted and Gateway API's CRDs are
 	// not installed.
 	GatewayAPIMissing bool
@@ -102,6 +105,7 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 	}
 	meta.SetStatusCondition(&status.Conditions, available)
 	meta.SetStatusCondition(&status.Conditions, workflows.FlagdVersionCondition("Flagd", objs.Release, objs.FlagdVersionGaps, gen))
+	workflows.SetHealth(&status.Conditions, gen, flagdVerdict(status, children))
 
 	status.Endpoints = nil
 	for _, e := range objs.Endpoints {
@@ -124,4 +128,33 @@ func kindsInPlace(objs *Objects, children Children) []string {
 		out = append(out, fmt.Sprintf("%d ConfigMap(s)", len(objs.ConfigMaps)))
 	}
 	return out
+}
+
+// flagdVerdict is a Flagd's health: Ready when its objects are in place
+// and a flagd pod serves (Accepted, ResolvedRefs, Programmed, Available,
+// FlagdVersionSupported); Stalled when only a user can change what keeps
+// it from that, including a Deployment that stopped progressing (its
+// Progressing condition is False with ProgressDeadlineExceeded, which is
+// where kstatus fails a Deployment); else Reconciling.
+func flagdVerdict(status v1beta1.FlagdStatus, children Children) workflows.Verdict {
+	v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted, v1beta1.ConditionResolvedRefs,
+		v1beta1.ConditionProgrammed, v1beta1.ConditionAvailable, v1beta1.ConditionFlagdVersionSupported}, children.Permanent, "")
+	if v.Health == workflows.Stalled {
+		return v
+	}
+	if d := children.Deployment; d != nil {
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1beta1.ReasonProgressDeadlineExceeded {
+				return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonProgressDeadlineExceeded,
+					Message: fmt.Sprintf("Deployment %s stopped progressing: %s", d.Name, c.Message)}
+			}
+		}
+	}
+	if v.Health == workflows.Ready {
+		v.Message = fmt.Sprintf("%d of %d flagd replicas ready", status.ReadyReplicas, max(status.Replicas, status.ReadyReplicas))
+		if p := meta.FindStatusCondition(status.Conditions, v1beta1.ConditionProgrammed); p != nil {
+			v.Message = p.Message + "; " + v.Message
+		}
+	}
+	return v
 }

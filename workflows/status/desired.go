@@ -36,8 +36,8 @@ type Observed interface {
 	// RoleBinding returns a RoleBinding, or nil.
 	RoleBinding(namespace, name string) *rbacv1.RoleBinding
 	// WriteFailure says why the last write of a generated object failed
-	// (kind ConfigMap, or RBAC for a Role and its RoleBinding), or "".
-	WriteFailure(kind, namespace, name string) string
+	// (kind ConfigMap, or RBAC for a Role and its RoleBinding), if it did.
+	WriteFailure(kind, namespace, name string) workflows.Failure
 }
 
 // SyncObserved is what an Observed that knows of the sync server's streams
@@ -77,7 +77,46 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Val
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, consistent)
+	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(status, obs))
 	return status
+}
+
+// flagSetVerdict is a flag set's health: Stalled while it is invalid;
+// Reconciling while a consumer flagplane observes does not hold its
+// current revision, Stalled when one cannot get it because a write of its
+// ConfigMap was refused for good; else Ready. Consistent is left out:
+// flagd serves a flag set with probable mistakes. So is what reads it
+// unobserved (the kubernetes provider's flagd, which reports nothing).
+func flagSetVerdict(status v1beta1.FeatureFlagStatus, obs Observed) workflows.Verdict {
+	if v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false, ""); v.Health != workflows.Ready {
+		return v
+	}
+	var behind []string
+	for _, c := range status.Consumers {
+		if c.Revision == status.Revision {
+			continue
+		}
+		what := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)
+		if c.Kind == KindSyncSubscribers {
+			what = fmt.Sprintf("%d of %d sync stream(s) of namespace %s", c.Streams-c.Current, c.Streams, c.Namespace)
+		}
+		if c.Kind == "ConfigMap" {
+			if f := obs.WriteFailure("ConfigMap", c.Namespace, c.Name); f.Permanent {
+				return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonDeliveryFailed,
+					Message: fmt.Sprintf("revision %s cannot reach ConfigMap %s/%s until a user acts: %s", status.Revision, c.Namespace, c.Name, f.Message)}
+			}
+		}
+		behind = append(behind, what)
+	}
+	if len(behind) > 0 {
+		return workflows.Verdict{Health: workflows.Reconciling, Reason: v1beta1.ReasonDelivering,
+			Message: fmt.Sprintf("revision %s delivered to %s consumers; %s", status.Revision, status.Delivered, workflows.WaitingFor(behind, 5))}
+	}
+	msg := fmt.Sprintf("flag set is valid; revision %s", status.Revision)
+	if status.Delivered != "" {
+		msg += " delivered to " + status.Delivered + " consumers"
+	}
+	return workflows.Verdict{Health: workflows.Ready, Reason: v1beta1.ReasonReady, Message: msg}
 }
 
 // summarizeWarnings joins at most max warnings, saying how many more there are.
@@ -121,6 +160,7 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 
 	programmed := metav1.Condition{Type: v1beta1.ConditionProgrammed, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonProgrammed, ObservedGeneration: gen}
+	permanent := false
 	switch pending := pendingOutputs(v, key, obs, s); {
 	case accepted.Status != metav1.ConditionTrue:
 		programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, "source is not accepted"
@@ -135,6 +175,7 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 			if item.failed {
 				programmed.Reason = v1beta1.ReasonApplyFailed
 			}
+			permanent = permanent || item.permanent
 		}
 		programmed.Message = workflows.WaitingFor(msgs, 5)
 	case targets == 0:
@@ -154,6 +195,15 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 	// The flagd release its sidecars run, and what of the source it cannot take.
 	meta.SetStatusCondition(&status.Conditions, workflows.FlagdVersionCondition("source", s.Injection.Sidecar.Flagd(),
 		injection.VersionGapsOfSource(v, key, s.Injection), gen))
+	// ReferrersPermitted is left out: other namespaces' workloads do not
+	// make the source's own delivery fail.
+	verdict := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted, v1beta1.ConditionResolvedRefs,
+		v1beta1.ConditionProgrammed, v1beta1.ConditionFlagdVersionSupported}, permanent, programmed.Message)
+	if verdict.Health == workflows.Reconciling && programmed.Reason == v1beta1.ReasonPending && permanent {
+		// Pending on a flag set that is invalid: its owner must fix it.
+		verdict.Health = workflows.Stalled
+	}
+	workflows.SetHealth(&status.Conditions, gen, verdict)
 	return status
 }
 
@@ -167,6 +217,8 @@ func DesiredInProcessConfig(v *topology.View, c *v1beta1.InProcessConfiguration)
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "configuration is valid", ObservedGeneration: c.Generation})
 	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, topology.InProcessConfigKey(c.Namespace, c.Name), c.Generation))
+	workflows.SetHealth(&status.Conditions, c.Generation, workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false,
+		fmt.Sprintf("configuration is valid; %d workload(s) use it", len(workloads))))
 	return status
 }
 
@@ -228,11 +280,14 @@ func ValidateSource(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.Sync
 	return errs
 }
 
-// pending is something a source's workloads still lack, and whether its
-// write failed (rather than not having happened yet).
+// pending is something a source's workloads still lack, whether its write
+// failed (rather than not having happened yet), and whether only a user's
+// action lets it succeed: a write refused for good, a flag set that is
+// invalid.
 type pending struct {
-	message string
-	failed  bool
+	message   string
+	failed    bool
+	permanent bool
 }
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
@@ -269,8 +324,8 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workf
 				continue
 			}
 			what := fmt.Sprintf("RBAC for %s %s/%s in namespace %s", w.Kind, w.Namespace, w.Name, roles[i].Namespace)
-			if f := obs.WriteFailure("RBAC", roles[i].Namespace, roles[i].Name); f != "" {
-				out = append(out, pending{message: what + ": " + f, failed: true})
+			if f := obs.WriteFailure("RBAC", roles[i].Namespace, roles[i].Name); f.Message != "" {
+				out = append(out, pending{message: what + ": " + f.Message, failed: true, permanent: f.Permanent})
 			} else {
 				out = append(out, pending{message: what})
 			}
@@ -286,14 +341,14 @@ func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflo
 	switch {
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
-			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name)}, true
+			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name), permanent: true}, true
 	case err != nil:
 		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, name, err)}, true
 	case desired == nil:
 		return pending{}, false
 	}
-	if f := obs.WriteFailure("ConfigMap", cm.Namespace, name); f != "" {
-		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %s", cm.Namespace, name, f), failed: true}, true
+	if f := obs.WriteFailure("ConfigMap", cm.Namespace, name); f.Message != "" {
+		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %s", cm.Namespace, name, f.Message), failed: true, permanent: f.Permanent}, true
 	}
 	data, ok := obs.ConfigMapData(cm.Namespace, name)
 	if !ok {

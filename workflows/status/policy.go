@@ -41,6 +41,7 @@ func DesiredSourcePolicy(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePo
 		st.Sidecars = 0
 		meta.SetStatusCondition(&st.Conditions, accepted)
 		meta.SetStatusCondition(&st.Conditions, enforced)
+		setPolicyHealth(&st, p.Generation)
 		return st
 	}
 	governed := v.GovernedBySourcePolicies(p.Namespace)
@@ -95,7 +96,17 @@ func DesiredSourcePolicy(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePo
 	}
 	meta.SetStatusCondition(&st.Conditions, accepted)
 	meta.SetStatusCondition(&st.Conditions, enforced)
+	setPolicyHealth(&st, p.Generation)
 	return st
+}
+
+// setPolicyHealth summarises a policy's status: Ready when it is accepted
+// (then Enforced says where its settings are in force: a policy whose
+// namespace has no sidecar yet, or whose defaults every source pre-empts,
+// is doing what it asks), Stalled when it is not.
+func setPolicyHealth(st *policyv1alpha1.FeatureFlagSourcePolicyStatus, gen int64) {
+	enforced := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionEnforced)
+	workflows.SetHealth(&st.Conditions, gen, workflows.Judge(st.Conditions, []string{policyv1alpha1.ConditionAccepted}, false, enforced.Message))
 }
 
 // UpdateSourcePolicy writes the status of a FeatureFlagSourcePolicy.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
@@ -20,7 +21,7 @@ type syncOnly struct{ reports *SyncReports }
 func (syncOnly) ConfigMapData(string, string) (map[string]string, bool) { return nil, false }
 func (syncOnly) Role(string, string) *rbacv1.Role                       { return nil }
 func (syncOnly) RoleBinding(string, string) *rbacv1.RoleBinding         { return nil }
-func (syncOnly) WriteFailure(string, string, string) string             { return "" }
+func (syncOnly) WriteFailure(string, string, string) workflows.Failure  { return workflows.Failure{} }
 func (o syncOnly) SyncSubscribers(k topology.Key) []SyncSubscribers     { return o.reports.Of(k) }
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -183,7 +183,7 @@ func (o CacheObserved) SyncSubscribers(flagSet topology.Key) []SyncSubscribers {
 }
 
 // WriteFailure implements Observed.
-func (o CacheObserved) WriteFailure(kind, namespace, name string) string {
+func (o CacheObserved) WriteFailure(kind, namespace, name string) workflows.Failure {
 	return o.Failures.Of(workflows.ObjectRef{Kind: kind, Namespace: namespace, Name: name})
 }
 

@@ -33,10 +33,16 @@ func addKnownTypes(s *runtime.Scheme) error {
 const (
 	ConditionAccepted = "Accepted"
 	ConditionEnforced = "Enforced"
+	// The summary conditions, as on core.openfeature.dev's kinds:
+	// Ready follows Accepted (a policy not accepted is Stalled).
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 
 	ReasonAccepted   = "Accepted"
 	ReasonInvalid    = "Invalid"
 	ReasonEnforced   = "Enforced"
 	ReasonOverridden = "Overridden"
 	ReasonNoSidecars = "NoSidecars"
+	ReasonReady      = "Ready"
 )

@@ -55,7 +55,9 @@ func (a Applied) ConfigMapData(namespace, name string) (map[string]string, bool)
 }
 
 // WriteFailure knows of no failure.
-func (Applied) WriteFailure(string, string, string) string { return "" }
+func (Applied) WriteFailure(string, string, string) workflows.Failure {
+	return workflows.Failure{}
+}
 
 // Role returns the desired Role.
 func (a Applied) Role(namespace, name string) *rbacv1.Role {
