@@ -45,6 +45,7 @@ var chartFiles = []struct{ dst, src string }{
 	{"files/rbac/aggregate", "config/rbac/aggregate/*.yaml"},
 	{"files/rbac/metrics", "config/rbac/metrics/*.yaml"},
 	{"files/policy", "config/policy/*.yaml"},
+	{"files", "config/gitops/argocd/argocd-cm-health.yaml"},
 }
 
 // Where each template's render goes in config/, for the cluster-wide base
