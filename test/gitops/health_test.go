@@ -1,0 +1,315 @@
+package gitops
+
+import (
+	"context"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+)
+
+// The kstatus statuses, and what Argo CD calls them.
+const (
+	current    = "Current"
+	inProgress = "InProgress"
+	failed     = "Failed"
+)
+
+var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every state of every kind", func() {
+	It("Current when delivered: a flag set in its workloads' ConfigMaps, its source, a serving Flagd, an in-process configuration, a policy", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "healthy")
+		ff := fixtures.FlagSet(ns, "flags", "on")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
+		web := fixtures.Deployment(ns, "web", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"}, Spec: v1beta1.FlagdSpec{FeatureFlagSource: "src"}}
+		ipc := &v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-process"}}
+		pol := policy(ns, "defaults", ns)
+		create(ctx, ff, src, web, fd, ipc, pol)
+
+		for _, obj := range []client.Object{ff, src, fd, ipc, pol} {
+			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T %s", obj, obj.GetName())
+			expectTools(ctx, obj, current)
+			expectSummary(ctx, obj, v1beta1.ConditionReady)
+		}
+		delivered, _, _ := unstructured.NestedString(liveObject(ctx, ff).Object, "status", "delivered")
+		Expect(allDelivered(delivered)).To(BeTrue(), "Current only once every ConfigMap holds the revision: %q", delivered)
+
+		By("kubectl wait --for=condition=Ready, for every kind at once")
+		kubectl("wait", "-n", ns, "--for=condition=Ready", "--timeout=60s",
+			"featureflag/flags", "featureflagsource/src", "flagd/flagd", "inprocessconfiguration/in-process",
+			"featureflagsourcepolicies.policy.flagplane.dev/defaults")
+	})
+
+	It("InProgress while a flag set a source names may still appear; kubectl wait returns once it does", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "missing")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("later")})
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"}, Spec: v1beta1.FlagdSpec{FeatureFlagSource: "nosuch"}}
+		create(ctx, src, fd)
+		Eventually(health(ctx, src)).Should(And(HavePrefix(inProgress), ContainSubstring("FeatureFlag "+ns+"/later not found")))
+		Eventually(health(ctx, fd)).Should(And(HavePrefix(inProgress), ContainSubstring("does not exist")))
+		Consistently(health(ctx, src)).Should(HavePrefix(inProgress), "waiting is not failing")
+		for _, obj := range []client.Object{src, fd} {
+			expectTools(ctx, obj, inProgress)
+			expectSummary(ctx, obj, v1beta1.ConditionReconciling)
+		}
+		out, err := cp.Kubectl("wait", "-n", ns, "--for=condition=Ready", "--timeout=2s", "featureflagsource/src")
+		Expect(err).To(HaveOccurred(), "kubectl wait must not return for a source that is not Ready: %s", out)
+
+		By("the flag set appears")
+		create(ctx, fixtures.FlagSet(ns, "later", "on"))
+		kubectl("wait", "-n", ns, "--for=condition=Ready", "--timeout=60s", "featureflagsource/src")
+		Expect(health(ctx, src)()).To(HavePrefix(current))
+		expectTools(ctx, src, current)
+	})
+
+	It("Failed when only a user can fix it: tenancy forbids the reference; a ReferenceGrant makes it Current", func(ctx SpecContext) {
+		owner, consumer := newNamespace(ctx, "owner"), newNamespace(ctx, "consumer")
+		create(ctx, fixtures.FlagSet(owner, "shared", "on"), fixtures.Source(owner, "shared-src", []v1beta1.Source{fixtures.FileRef("shared")}))
+		src := fixtures.Source(consumer, "src", []v1beta1.Source{fixtures.FileRef(owner + "/shared")})
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: consumer, Name: "flagd"}, Spec: v1beta1.FlagdSpec{FeatureFlagSource: owner + "/shared-src"}}
+		create(ctx, src, fd)
+		for _, obj := range []client.Object{src, fd} {
+			Eventually(health(ctx, obj)).Should(And(HavePrefix(failed), ContainSubstring("ReferenceGrant")), "%T", obj)
+			expectTools(ctx, obj, failed)
+			expectSummary(ctx, obj, v1beta1.ConditionStalled)
+		}
+		kubectl("wait", "-n", consumer, "--for=condition=Stalled", "--timeout=10s", "featureflagsource/src", "flagd/flagd")
+
+		By("the owner grants the flag set to the consumer's sources")
+		grant := fixtures.Grant("v1beta1", owner, "to-consumer",
+			[]fixtures.GrantRef{{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagSourceKind, Name: consumer},
+				{Group: v1beta1.GroupVersion.Group, Kind: "Flagd", Name: consumer}},
+			[]fixtures.GrantRef{{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "shared"},
+				{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagSourceKind, Name: "shared-src"}})
+		Expect(k8s.Create(ctx, grant)).To(Succeed())
+		Eventually(health(ctx, src)).Should(HavePrefix(current))
+		Eventually(health(ctx, fd)).Should(HavePrefix(current))
+		expectTools(ctx, src, current)
+	})
+
+	It("Failed while a name flagplane generates is taken by an object it does not manage, for the source and the flag set it cannot deliver", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "taken")
+		foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd." + ns + ".flags"},
+			Data: map[string]string{"mine": "yes"}}
+		ff := fixtures.FlagSet(ns, "flags", "on")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
+		web := fixtures.Deployment(ns, "web", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
+		create(ctx, foreign, ff, src, web)
+		Eventually(health(ctx, src)).Should(And(HavePrefix(failed), ContainSubstring("not managed by flagplane")))
+		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("cannot reach ConfigMap "+ns+"/"+foreign.Name)))
+		for _, obj := range []client.Object{src, ff} {
+			expectTools(ctx, obj, failed)
+			expectSummary(ctx, obj, v1beta1.ConditionStalled)
+		}
+
+		By("the user removes the foreign ConfigMap")
+		Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+		Eventually(health(ctx, src)).Should(HavePrefix(current))
+		Eventually(health(ctx, ff)).Should(HavePrefix(current))
+		expectTools(ctx, ff, current)
+	})
+
+	It("InProgress while a Flagd has no ready pod, and Current once one serves", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "unavailable")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")}, func(s *v1beta1.FeatureFlagSource) {
+			// More CPU than the node has: the pod stays Pending.
+			s.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}
+		})
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"}, Spec: v1beta1.FlagdSpec{FeatureFlagSource: "src"}}
+		create(ctx, fixtures.FlagSet(ns, "flags", "on"), src, fd)
+		Eventually(health(ctx, fd)).Should(And(HavePrefix(inProgress), ContainSubstring("0 of 1 flagd replicas ready")))
+		expectTools(ctx, fd, inProgress)
+		expectSummary(ctx, fd, v1beta1.ConditionReconciling)
+
+		By("the source asks for what the node has")
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(src), src); err != nil {
+				return err
+			}
+			src.Spec.Resources.Requests = nil
+			return k8s.Update(ctx, src)
+		}).Should(Succeed())
+		Eventually(health(ctx, fd)).Should(HavePrefix(current))
+		expectTools(ctx, fd, current)
+	})
+
+	It("Failed for what admission refuses, when it got in before flagplane's admission was installed: an invalid flag set, source and policy", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "invalid")
+		ff := fixtures.FlagSet(ns, "flags", "purple") // a default variant the flag does not have
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
+		badSelector := fixtures.Source(ns, "bad-selector", []v1beta1.Source{fixtures.FileRef("flags")}, func(s *v1beta1.FeatureFlagSource) {
+			s.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "not a valid value!"}}
+		})
+		web := fixtures.Deployment(ns, "web", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
+		elsewhere := policy(ns, "elsewhere", "kube-system")
+		withoutValidation(ctx, func() { create(ctx, ff, src, badSelector, web) })
+		create(ctx, elsewhere)
+
+		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("flag set is invalid")))
+		Eventually(health(ctx, src)).Should(And(HavePrefix(failed), ContainSubstring("is invalid")))
+		Eventually(health(ctx, badSelector)).Should(And(HavePrefix(failed), ContainSubstring("spec.selector")))
+		Eventually(health(ctx, elsewhere)).Should(And(HavePrefix(failed), ContainSubstring("governs only the Namespace it lives in")))
+		for _, obj := range []client.Object{ff, src, badSelector, elsewhere} {
+			expectTools(ctx, obj, failed)
+			expectSummary(ctx, obj, v1beta1.ConditionStalled)
+		}
+
+		By("the owner fixes the flag set")
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+				return err
+			}
+			f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
+			f.DefaultVariant = "on"
+			ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+			return k8s.Update(ctx, ff)
+		}).Should(Succeed())
+		Eventually(health(ctx, ff)).Should(HavePrefix(current))
+		Eventually(health(ctx, src)).Should(HavePrefix(current))
+	})
+
+	It("agrees with the flag set's delivery in every status it writes during an edit", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "edit")
+		ff := fixtures.FlagSet(ns, "flags", "on")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
+		var workloads []client.Object
+		for _, name := range []string{"a", "b", "c"} {
+			workloads = append(workloads, fixtures.Deployment(ns, name, nil, map[string]string{
+				v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
+		}
+		create(ctx, append([]client.Object{ff, src}, workloads...)...)
+		Eventually(health(ctx, ff)).Should(HavePrefix(current))
+
+		By("watching the FeatureFlag through an edit")
+		watcher, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("FeatureFlagList"))
+		w, err := watcher.Watch(ctx, list, client.InNamespace(ns))
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+				return err
+			}
+			f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
+			f.DefaultVariant = "off"
+			ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+			return k8s.Update(ctx, ff)
+		}).Should(Succeed())
+		seen := map[string]int{}
+		Eventually(func() string {
+			for {
+				select {
+				case ev := <-w.ResultChan():
+					u, ok := ev.Object.(*unstructured.Unstructured)
+					if !ok {
+						continue
+					}
+					got := kstatusOf(u)
+					delivered, _, _ := unstructured.NestedString(u.Object, "status", "delivered")
+					obs, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+					gen := u.GetGeneration()
+					switch {
+					case obs != gen:
+						Expect(got).To(HavePrefix(inProgress), "generation %d not observed yet", gen)
+					case delivered != "" && !allDelivered(delivered):
+						Expect(got).To(HavePrefix(inProgress), "delivered %s", delivered)
+					default:
+						Expect(got).To(HavePrefix(current), "delivered %s", delivered)
+					}
+					seen[strings.SplitN(got, ":", 2)[0]]++
+					if strings.HasPrefix(got, current) && obs == gen && gen > 1 {
+						return current
+					}
+				default:
+					return ""
+				}
+			}
+		}).Should(Equal(current))
+		AddReportEntry("kstatus of the FeatureFlag's versions during the edit", seen)
+	})
+})
+
+// policy is a FeatureFlagSourcePolicy of namespace ns that targets the
+// Namespace target, with one default.
+func policy(ns, name, target string) *policyv1alpha1.FeatureFlagSourcePolicy {
+	return &policyv1alpha1.FeatureFlagSourcePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1alpha1.FeatureFlagSourcePolicySpec{
+			TargetRef: policyv1alpha1.PolicyTargetReference{Kind: "Namespace", Name: target},
+			Defaults:  &policyv1alpha1.SourceSettingsBlock{SourceSettings: policyv1alpha1.SourceSettings{DebugLogging: ptr.To(true)}},
+		},
+	}
+}
+
+func create(ctx context.Context, objs ...client.Object) {
+	GinkgoHelper()
+	for _, o := range objs {
+		Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+	}
+}
+
+// health is kstatus's verdict on obj as the API server holds it.
+func health(ctx context.Context, obj client.Object) func() (string, error) {
+	return func() (string, error) { return fixtures.KStatus(ctx, k8s, cp.Scheme, obj) }
+}
+
+// expectSummary checks that exactly the summary condition t is True, and
+// that all three judge the object's current generation.
+func expectSummary(ctx context.Context, obj client.Object, t string) {
+	GinkgoHelper()
+	u := liveObject(ctx, obj)
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	got := map[string]string{}
+	for _, c := range conds {
+		m := c.(map[string]any)
+		switch m["type"] {
+		case v1beta1.ConditionReady, v1beta1.ConditionReconciling, v1beta1.ConditionStalled:
+			got[m["type"].(string)] = m["status"].(string)
+			Expect(m["observedGeneration"]).To(BeEquivalentTo(u.GetGeneration()), "%s of %s", m["type"], obj.GetName())
+		}
+	}
+	want := map[string]string{v1beta1.ConditionReady: "False", v1beta1.ConditionReconciling: "False", v1beta1.ConditionStalled: "False"}
+	want[t] = "True"
+	Expect(got).To(Equal(want), "%T %s", obj, obj.GetName())
+}
+
+// withoutValidation runs create with flagplane's validating webhook
+// removed, as objects made before flagplane was installed got in, and puts
+// it back.
+func withoutValidation(ctx context.Context, create func()) {
+	GinkgoHelper()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "flagplane-validator"}, vwc)).To(Succeed())
+	Expect(k8s.Delete(ctx, vwc)).To(Succeed())
+	defer func() {
+		GinkgoHelper()
+		vwc.ResourceVersion, vwc.UID, vwc.CreationTimestamp, vwc.ManagedFields = "", "", metav1.Time{}, nil
+		Expect(k8s.Create(ctx, vwc)).To(Succeed())
+	}()
+	// The API server's webhook configuration follows its informer.
+	Eventually(func() error {
+		probe := fixtures.FlagSet(vwc.Namespace, "", "purple")
+		probe.Namespace, probe.GenerateName = "default", "probe-"
+		if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
+			return err
+		}
+		return nil
+	}).Should(Succeed())
+	create()
+}

@@ -1,0 +1,82 @@
+package gitops
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/node"
+	"github.com/flagplane/flagplane/test/operator"
+)
+
+func TestGitOps(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "GitOps: the health kstatus, Argo CD and Flux read, and no fights with their appliers")
+}
+
+var (
+	root string
+	cp   *controlplane.ControlPlane
+	k8s  client.Client
+	op   *operator.Operator
+	n    *node.Node
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	root, err = filepath.Abs(filepath.Join("..", ".."))
+	Expect(err).NotTo(HaveOccurred())
+	cp, err = controlplane.Start(ctx, controlplane.Options{
+		RootDir: root, Scheduler: true, GatewayAPI: true, Log: GinkgoWriter,
+		WebhookInstallOptions: operator.WebhookInstallOptions(root),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
+	k8s = cp.Client
+
+	op, err = operator.Start(ctx, cp, operator.Options{Dir: GinkgoT().TempDir()})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
+
+	n, err = node.Start(ctx, cp, node.Options{Log: GinkgoWriter,
+		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second})
+	Expect(err).NotTo(HaveOccurred())
+	// Registered last, so it runs first: the pods' processes stop before
+	// the operator and the control plane.
+	DeferCleanup(func() { Expect(n.Stop()).To(Succeed()) })
+}, NodeTimeout(5*time.Minute))
+
+func init() {
+	SetDefaultEventuallyTimeout(45 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(3 * time.Second)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+}
+
+// newNamespace gives a spec a namespace of its own, deleted after it; a
+// failed spec reports the namespace's container logs and events.
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	ns, err := cp.NewNamespace(ctx, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		if CurrentSpecReport().Failed() {
+			AddReportEntry("container logs of namespace "+ns, n.LogsOf(ns))
+			AddReportEntry("events of namespace "+ns, fixtures.Events(ctx, k8s, ns))
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	})
+	return ns
+}
