@@ -233,6 +233,11 @@ test-integration: controlplane realclients realnode ## Ginkgo suites on the real
 	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
 
+.PHONY: health-testdata
+health-testdata: controlplane realclients ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state.
+	FLAGPLANE_UPDATE_HEALTH_TESTDATA=1 go test -count=1 -timeout $(TEST_TIMEOUT) ./test/gitops -ginkgo.focus='Health'
+	go test -count=1 ./test/gitopshealth
+
 .PHONY: bench
 bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)

@@ -59,7 +59,12 @@ var argoStatus = map[string]string{current: "Healthy", inProgress: "Progressing"
 // Argo CD shows the message of the condition that decided.
 func expectTools(ctx context.Context, obj client.Object, want string) {
 	GinkgoHelper()
-	u := liveObject(ctx, obj)
+	expectToolsOn(liveObject(ctx, obj), want)
+}
+
+// expectToolsOn is expectTools on one version of an object.
+func expectToolsOn(u *unstructured.Unstructured, want string) {
+	GinkgoHelper()
 	Expect(kstatusOf(u)).To(HavePrefix(want), "kstatus on %s %s", u.GetKind(), u.GetName())
 	argo, err := gitopshealth.Argo(u)
 	Expect(err).NotTo(HaveOccurred())
@@ -72,4 +77,5 @@ func expectTools(ctx context.Context, obj client.Object, want string) {
 	flux, err := gitopshealth.Flux(u)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(flux).To(Equal(want), "Flux's healthCheckExprs on %s %s", u.GetKind(), u.GetName())
+	recordTestdata(u, want, argo)
 }

@@ -229,8 +229,10 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 						Expect(got).To(HavePrefix(inProgress), "generation %d not observed yet", gen)
 					case delivered != "" && !allDelivered(delivered):
 						Expect(got).To(HavePrefix(inProgress), "delivered %s", delivered)
+						expectToolsOn(u, inProgress)
 					default:
 						Expect(got).To(HavePrefix(current), "delivered %s", delivered)
+						expectToolsOn(u, current)
 					}
 					seen[strings.SplitN(got, ":", 2)[0]]++
 					if strings.HasPrefix(got, current) && obs == gen && gen > 1 {
