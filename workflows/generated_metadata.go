@@ -20,7 +20,8 @@ import (
 // them as flagplane's, and the labels and annotations of the manager's
 // --labels and --annotations (the OpenFeature Operator's labels and
 // annotations values), which are added to what flagplane sets itself and
-// never replace it.
+// never replace it. A GitOps tool's keys among them (GitOpsKey) are left
+// out: a generated object never looks like one the tool applied.
 //
 // The managed-by label is how flagplane knows its objects: its informers
 // select them by it, and it writes or deletes no object of a generated
@@ -69,9 +70,9 @@ func (g GeneratedMetadata) Validate() error {
 }
 
 // ObjectLabels are the labels of a generated object: ManagedLabels and the
-// operator's --labels.
+// operator's --labels, but for a GitOps tool's keys (GitOpsKey).
 func (g GeneratedMetadata) ObjectLabels() map[string]string {
-	out := maps.Clone(g.Labels)
+	out := DropGitOpsKeys(maps.Clone(g.Labels))
 	if out == nil {
 		out = map[string]string{}
 	}
@@ -80,12 +81,13 @@ func (g GeneratedMetadata) ObjectLabels() map[string]string {
 }
 
 // ObjectAnnotations are the annotations of a generated object (the
-// operator's --annotations), or nil.
+// operator's --annotations, but for a GitOps tool's keys), or nil.
 func (g GeneratedMetadata) ObjectAnnotations() map[string]string {
-	if len(g.Annotations) == 0 {
+	out := DropGitOpsKeys(maps.Clone(g.Annotations))
+	if len(out) == 0 {
 		return nil
 	}
-	return maps.Clone(g.Annotations)
+	return out
 }
 
 // ManagedByValue is the value of app.kubernetes.io/managed-by on the

@@ -54,7 +54,9 @@ import (
 // The labels and annotations of spec.labels and spec.annotations go on all
 // of them (and the pods); the Service also gets the Flagd's own annotations
 // (as in the OpenFeature Operator), the Ingress spec.ingress.annotations,
-// the HTTPRoute spec.gatewayApiRoutes.annotations.
+// the HTTPRoute spec.gatewayApiRoutes.annotations. A GitOps tool's keys
+// (workflows.GitOpsKey) never go on any of them, from wherever they come:
+// the Flagd itself is the tool's, its objects are not.
 
 // Labels of a Flagd's objects, besides app.kubernetes.io/managed-by.
 const (
@@ -253,6 +255,7 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 		}
 	}
 	maps.Copy(serviceAnnotations, f.Spec.Annotations)
+	workflows.DropGitOpsKeys(serviceAnnotations)
 	serviceType := f.Spec.ServiceType
 	if serviceType == "" {
 		serviceType = corev1.ServiceTypeClusterIP
@@ -335,11 +338,12 @@ func flagdOwnLabels(f *v1beta1.Flagd, tag string) map[string]string {
 	return l
 }
 
-// flagdLabels: the operator's --labels, then spec.labels, then flagplane's own.
+// flagdLabels: the operator's --labels, then spec.labels, then flagplane's
+// own; never a GitOps tool's.
 func flagdLabels(f *v1beta1.Flagd, tag string, gen workflows.GeneratedMetadata) map[string]string {
 	l := gen.ObjectLabels()
 	for k, val := range f.Spec.Labels {
-		if k != v1beta1.LabelManagedBy {
+		if k != v1beta1.LabelManagedBy && !workflows.GitOpsKey(k) {
 			l[k] = val
 		}
 	}
@@ -348,14 +352,15 @@ func flagdLabels(f *v1beta1.Flagd, tag string, gen workflows.GeneratedMetadata) 
 	return l
 }
 
-// flagdAnnotations: the operator's --annotations, then spec.annotations.
+// flagdAnnotations: the operator's --annotations, then spec.annotations;
+// never a GitOps tool's.
 func flagdAnnotations(f *v1beta1.Flagd, gen workflows.GeneratedMetadata) map[string]string {
 	a := gen.ObjectAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
 	maps.Copy(a, f.Spec.Annotations)
-	return a
+	return workflows.DropGitOpsKeys(a)
 }
 
 func flagdOwner(f *v1beta1.Flagd) []metav1.OwnerReference {
@@ -382,6 +387,7 @@ func desiredIngress(f *v1beta1.Flagd, labels map[string]string, owner []metav1.O
 	spec := f.Spec.Ingress
 	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
+	workflows.DropGitOpsKeys(annotations)
 	pathType := networkingv1.PathTypePrefix
 	if spec.PathType != "" {
 		pathType = spec.PathType
@@ -419,6 +425,7 @@ func desiredHTTPRoute(f *v1beta1.Flagd, labels map[string]string, owner []metav1
 	spec := f.Spec.GatewayApiRoutes
 	annotations := flagdAnnotations(f, opts.Generated)
 	maps.Copy(annotations, spec.Annotations)
+	workflows.DropGitOpsKeys(annotations)
 	rule := func(path string, port int32) gatewayapiv1.HTTPRouteRule {
 		return gatewayapiv1.HTTPRouteRule{
 			Matches: []gatewayapiv1.HTTPRouteMatch{{Path: &gatewayapiv1.HTTPPathMatch{
