@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
 // RestartedAtAnnotation is the pod-template annotation `kubectl rollout
@@ -26,7 +28,12 @@ const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 func Restart(ctx context.Context, c client.Client, obj client.Object, at time.Time) error {
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`,
 		RestartedAtAnnotation, at.UTC().Format(time.RFC3339Nano))
-	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+	// Field manager flagplane, as its applies: a workload's managedFields
+	// then name flagplane as the owner of this annotation and of nothing
+	// else (a GitOps tool's diff can ignore it by that name, e.g. Argo CD's
+	// ignoreDifferences managedFieldsManagers), rather than whatever the
+	// process's user agent makes of it.
+	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch)), client.FieldOwner(v1beta1.FieldManager)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("restarting %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err))
 	}
 	return nil
