@@ -58,6 +58,7 @@ var _ = Describe("a Flagd asking for an HTTPRoute, when Gateway API is installed
 		}
 		get := func() (*v1beta1.Flagd, error) { return fd, c2.Get(ctx, client.ObjectKeyFromObject(fd), fd) }
 		Eventually(get).Should(haveCondition(v1beta1.ConditionProgrammed, metav1.ConditionFalse, v1beta1.ReasonGatewayAPINotInstalled))
+		Expect(fixtures.KStatus(ctx, c2, cp2.Scheme, fd)).To(HavePrefix("Failed: "), "an API to install needs a user")
 		Expect(c2.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flagd"}, &networkingv1.Ingress{})).To(Succeed(),
 			"what does not need Gateway API is in place meanwhile")
 

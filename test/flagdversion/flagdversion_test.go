@@ -180,6 +180,10 @@ var _ = Describe("the injected flagd release", Ordered, func() {
 					"takes no --sources field headers (it came in v0.15.6), which carries the sync server's credential for namespace "+ns)))
 			Eventually(versionEvents(ctx, ns, "FeatureFlagSource", "proxy")).Should(ConsistOf(ContainSubstring("takes no --sources field headers")))
 			Consistently(versionEvents(ctx, ns, "FeatureFlagSource", "file")).Should(BeEmpty())
+
+			By("kstatus: a setting its flagd lacks needs a user (Failed); a release's other semantics do not (Current)")
+			Eventually(kstatus(ctx, proxy)).Should(And(HavePrefix("Failed: "), ContainSubstring("takes no --sources field headers")))
+			Eventually(kstatus(ctx, file)).Should(HavePrefix("Current: "))
 		})
 
 		It("runs on the test node the sidecar it writes for v0.15.4 (the node's flagd is v0.16.0 whatever the tag)", func(ctx SpecContext) {
@@ -241,6 +245,7 @@ var _ = Describe("the injected flagd release", Ordered, func() {
 				"flagplane writes the arguments, env vars and --sources of flagd v0.16.0, and cannot tell whether that image takes them")
 			Eventually(versionCondition(ctx, src)).Should(haveCondition(metav1.ConditionFalse, v1beta1.ReasonUnsupportedFlagdVersion, unvouched))
 			Eventually(versionEvents(ctx, ns, "FeatureFlagSource", "src")).Should(ConsistOf(unvouched))
+			Eventually(kstatus(ctx, src)).Should(HavePrefix("Current: "), "flagplane still delivers to a tag it cannot vouch for")
 		})
 	})
 })
@@ -251,4 +256,9 @@ func podConditions(pod corev1.Pod) []metav1.Condition {
 		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
 	}
 	return out
+}
+
+// kstatus is what kstatus computes for obj as the API server holds it.
+func kstatus(ctx context.Context, obj client.Object) func() (string, error) {
+	return func() (string, error) { return fixtures.KStatus(ctx, k8s, cp.Scheme, obj) }
 }
