@@ -14,6 +14,38 @@
 // observedGeneration says which spec they judge. A condition is True only
 // when what it claims holds now, as flagplane last observed the cluster.
 //
+// # Ready, Reconciling, Stalled
+//
+// Every kind also summarises its own conditions in the three that kstatus
+// (sigs.k8s.io/cli-utils/pkg/kstatus) reads, and with it Flux, kubectl wait
+// and flagplane's Argo CD health checks (config/gitops, docs/gitops.md).
+// Exactly one is True; all three carry the deciding reason and the
+// object's generation, and Ready and the True one its message:
+//   - Ready: the object does what it asks (kstatus Current, Argo CD
+//     Healthy).
+//   - Reconciling: not yet, and flagplane is at work or waits for what may
+//     still appear: a flag set or source not found, Pending, an
+//     Unavailable Flagd, consumers behind (InProgress, Progressing).
+//   - Stalled: not, until a user acts: Invalid, RefNotPermitted, a write
+//     refused for good (ApplyFailed on a name taken by an object flagplane
+//     does not manage, a forbidden, invalid or too large object),
+//     UnsupportedSettings, GatewayAPINotInstalled, a flag set that is
+//     invalid (a source Pending on it), a Flagd Deployment past its
+//     progress deadline (ProgressDeadlineExceeded) (Failed, Degraded).
+//
+// What they summarise: a FeatureFlag, Accepted and its delivery (Ready once
+// every consumer flagplane observes holds its revision; Delivering while
+// one does not; DeliveryFailed when a write of its ConfigMap was refused
+// for good); a FeatureFlagSource, Accepted, ResolvedRefs, Programmed and
+// FlagdVersionSupported; a Flagd, those and Available; an
+// InProcessConfiguration, Accepted. Consistent and ReferrersPermitted are
+// left out (flagd serves a flag set with probable mistakes; other
+// namespaces' workloads do not make a source's delivery fail), and so is
+// FlagdVersionSupported with reason UnsupportedFlagdVersion (flagplane
+// still delivers to a tag it cannot vouch for). The CRDs default status to
+// observedGeneration 0, so that an object flagplane has not judged yet is
+// InProgress, not Current.
+//
 // FeatureFlag:
 //   - Accepted: flagd can load the flag set. False (Invalid): workloads keep
 //     its last valid content; the message says what is wrong.

@@ -187,7 +187,7 @@ type FeatureFlag struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FeatureFlagSpec   `json:"spec,omitempty"`
+	Spec FeatureFlagSpec `json:"spec,omitempty"`
 	// Status is defaulted to observedGeneration 0 until flagplane writes
 	// it, so that kstatus tells a new object (InProgress: generation 1 not
 	// observed yet) from a delivered one.

@@ -192,7 +192,7 @@ type Flagd struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FlagdSpec   `json:"spec,omitempty"`
+	Spec FlagdSpec `json:"spec,omitempty"`
 	// Status is defaulted to observedGeneration 0 until flagplane writes
 	// it, so that kstatus tells a new object (InProgress: generation 1 not
 	// observed yet) from a delivered one.

@@ -97,7 +97,7 @@ type InProcessConfiguration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   InProcessConfigurationSpec   `json:"spec,omitempty"`
+	Spec InProcessConfigurationSpec `json:"spec,omitempty"`
 	// Status is defaulted to observedGeneration 0 until flagplane writes
 	// it, so that kstatus tells a new object (InProgress: generation 1 not
 	// observed yet) from a delivered one.

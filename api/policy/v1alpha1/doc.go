@@ -43,6 +43,10 @@
 //     pre-empted, a setting another policy wins). False: Invalid (not
 //     accepted), NoSidecars (no workload or Flagd of the namespace has a
 //     sidecar), Overridden (none of its settings is in force anywhere).
+//   - Ready, Reconciling, Stalled: as on core.openfeature.dev's kinds. Ready
+//     follows Accepted, Stalled when it is not; Enforced is left out (a
+//     policy of a namespace with no sidecar yet, or whose defaults every
+//     source pre-empts, does what it asks).
 //
 // +kubebuilder:object:generate=true
 // +groupName=policy.flagplane.dev

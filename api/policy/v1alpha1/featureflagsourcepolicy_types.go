@@ -142,7 +142,7 @@ type FeatureFlagSourcePolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FeatureFlagSourcePolicySpec   `json:"spec,omitempty"`
+	Spec FeatureFlagSourcePolicySpec `json:"spec,omitempty"`
 	// Status is defaulted to observedGeneration 0 until flagplane writes
 	// it, so that kstatus tells a new object (InProgress: generation 1 not
 	// observed yet) from a delivered one.
