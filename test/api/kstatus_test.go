@@ -55,4 +55,3 @@ var _ = Describe("A new object, before flagplane reconciles it", func() {
 			Defaults:  &policyv1alpha1.SourceSettingsBlock{SourceSettings: policyv1alpha1.SourceSettings{LogFormat: "json"}}}}),
 	)
 })
-
