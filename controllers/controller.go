@@ -182,7 +182,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	c := &Controller{
 		topo:   topo,
-		client: mgr.GetClient(),
+		// Every write, status included, under flagplane's field manager:
+		// managedFields name flagplane, not the process's user agent.
+		client: client.WithFieldOwner(mgr.GetClient(), v1beta1.FieldManager),
 		cache:  mgr.GetCache(),
 		opts:   opts,
 		owners: rollout.Owners{Reader: mgr.GetCache()},

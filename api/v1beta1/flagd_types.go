@@ -55,12 +55,16 @@ type FlagdSpec struct {
 	// Labels are put on every object generated for this Flagd (the
 	// Deployment and its pods, the Service, the Ingress, the HTTPRoute), in
 	// addition to the operator's --labels and to the labels flagplane sets
-	// itself, which they cannot replace. New in flagplane.
+	// itself, which they cannot replace. A GitOps tool's tracking keys
+	// (app.kubernetes.io/instance, argocd.argoproj.io/*,
+	// kustomize.toolkit.fluxcd.io/*, helm.toolkit.fluxcd.io/*) are left
+	// out: Argo CD or Flux would take the generated objects for theirs and
+	// prune them. New in flagplane.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// Annotations are put on every object generated for this Flagd, like
-	// Labels. New in flagplane.
+	// Labels, without a GitOps tool's tracking keys. New in flagplane.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
