@@ -232,6 +232,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.showPolicy(ctx); err != nil {
 		return err
 	}
+	if err := d.showHealth(ctx); err != nil {
+		return err
+	}
 	d.summary(time.Since(began))
 	return d.hold(ctx)
 }
