@@ -79,3 +79,18 @@ func expectToolsOn(u *unstructured.Unstructured, want string) {
 	Expect(flux).To(Equal(want), "Flux's healthCheckExprs on %s %s", u.GetKind(), u.GetName())
 	recordTestdata(u, want, argo)
 }
+
+// condition is "<status>/<reason>" of obj's condition t, as the API server
+// holds it ("" while absent).
+func condition(ctx context.Context, obj client.Object, t string) func() string {
+	return func() string {
+		u := liveObject(ctx, obj)
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == t {
+				return fmt.Sprintf("%s/%s", m["status"], m["reason"])
+			}
+		}
+		return ""
+	}
+}

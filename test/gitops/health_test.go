@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -180,6 +181,26 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		}).Should(Succeed())
 		Eventually(health(ctx, ff)).Should(HavePrefix(current))
 		Eventually(health(ctx, src)).Should(HavePrefix(current))
+	})
+
+	It("Current despite what does not keep an object from doing what it asks: probable mistakes, other namespaces' workloads naming a source", func(ctx SpecContext) {
+		ns, other := newNamespace(ctx, "notes"), newNamespace(ctx, "other")
+		ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "colors"}}
+		ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"color": {State: "ENABLED", DefaultVariant: "blue",
+			Variants:  json.RawMessage(`{"red":"#f00","blue":"#00f","green":"#0f0"}`),
+			Targeting: json.RawMessage(`{"if":[{"==":[{"var":"tier"},"gold"]},"red",null]}`)}}
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("colors")})
+		// A workload of another namespace names the source; no ReferenceGrant lets it.
+		stranger := fixtures.Deployment(other, "web", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: ns + "/src"})
+		create(ctx, ff, src, stranger)
+		Eventually(condition(ctx, ff, v1beta1.ConditionConsistent)).Should(HavePrefix("False/" + v1beta1.ReasonProbableMistakes))
+		Eventually(condition(ctx, src, v1beta1.ConditionReferrersPermitted)).Should(HavePrefix("False/" + v1beta1.ReasonRefNotPermitted))
+		for _, obj := range []client.Object{ff, src} {
+			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T", obj)
+			expectTools(ctx, obj, current)
+			expectSummary(ctx, obj, v1beta1.ConditionReady)
+		}
 	})
 
 	It("agrees with the flag set's delivery in every status it writes during an edit", func(ctx SpecContext) {
