@@ -108,8 +108,13 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
 		web := fixtures.Deployment(ns, "web", nil, map[string]string{
 			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
-		create(ctx, foreign, ff, src, web)
+		foreignService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 80}}}}
+		fd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flagd"}, Spec: v1beta1.FlagdSpec{FeatureFlagSource: "src"}}
+		create(ctx, foreign, foreignService, ff, src, web, fd)
 		Eventually(health(ctx, src)).Should(And(HavePrefix(failed), ContainSubstring("not managed by flagplane")))
+		Eventually(health(ctx, fd)).Should(And(HavePrefix(failed), ContainSubstring("Service "+ns+"/flagd exists and is not managed by flagplane")))
+		expectTools(ctx, fd, failed)
 		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("cannot reach ConfigMap "+ns+"/"+foreign.Name)))
 		for _, obj := range []client.Object{src, ff} {
 			expectTools(ctx, obj, failed)
@@ -157,14 +162,19 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		web := fixtures.Deployment(ns, "web", nil, map[string]string{
 			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
 		elsewhere := policy(ns, "elsewhere", "kube-system")
+		// A name the API server takes and its Service could not have: no
+		// webhook checks a Flagd, its status says it.
+		badFlagd := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "1-flagd"},
+			Spec: v1beta1.FlagdSpec{FeatureFlagSource: "src"}}
 		withoutValidation(ctx, func() { create(ctx, ff, src, badSelector, web) })
-		create(ctx, elsewhere)
+		create(ctx, elsewhere, badFlagd)
 
 		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("flag set is invalid")))
 		Eventually(health(ctx, src)).Should(And(HavePrefix(failed), ContainSubstring("is invalid")))
 		Eventually(health(ctx, badSelector)).Should(And(HavePrefix(failed), ContainSubstring("spec.selector")))
 		Eventually(health(ctx, elsewhere)).Should(And(HavePrefix(failed), ContainSubstring("governs only the Namespace it lives in")))
-		for _, obj := range []client.Object{ff, src, badSelector, elsewhere} {
+		Eventually(health(ctx, badFlagd)).Should(And(HavePrefix(failed), ContainSubstring("names the Service too")))
+		for _, obj := range []client.Object{ff, src, badSelector, elsewhere, badFlagd} {
 			expectTools(ctx, obj, failed)
 			expectSummary(ctx, obj, v1beta1.ConditionStalled)
 		}
@@ -183,7 +193,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		Eventually(health(ctx, src)).Should(HavePrefix(current))
 	})
 
-	It("Current despite what does not keep an object from doing what it asks: probable mistakes, other namespaces' workloads naming a source", func(ctx SpecContext) {
+	It("Current despite what does not keep an object from doing what it asks: probable mistakes, other namespaces' workloads naming a source, a setting another source wins, a policy with no sidecar to govern", func(ctx SpecContext) {
 		ns, other := newNamespace(ctx, "notes"), newNamespace(ctx, "other")
 		ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "colors"}}
 		ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"color": {State: "ENABLED", DefaultVariant: "blue",
@@ -193,10 +203,22 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		// A workload of another namespace names the source; no ReferenceGrant lets it.
 		stranger := fixtures.Deployment(other, "web", nil, map[string]string{
 			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: ns + "/src"})
-		create(ctx, ff, src, stranger)
+		// Two sources configure one sidecar: one loses its port to the other.
+		team := fixtures.Source(ns, "team", []v1beta1.Source{fixtures.FileRef("colors")}, func(s *v1beta1.FeatureFlagSource) { s.Spec.Port = 9013 })
+		platform := fixtures.Source(ns, "platform", []v1beta1.Source{fixtures.FileRef("colors")}, func(s *v1beta1.FeatureFlagSource) { s.Spec.Port = 7013 })
+		shared := fixtures.Deployment(ns, "shared", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "team,platform"})
+		// A policy of a namespace where no workload has a sidecar.
+		idle := newNamespace(ctx, "idle")
+		pol := policy(idle, "defaults", idle)
+		create(ctx, ff, src, stranger, team, platform, shared, pol)
 		Eventually(condition(ctx, ff, v1beta1.ConditionConsistent)).Should(HavePrefix("False/" + v1beta1.ReasonProbableMistakes))
 		Eventually(condition(ctx, src, v1beta1.ConditionReferrersPermitted)).Should(HavePrefix("False/" + v1beta1.ReasonRefNotPermitted))
-		for _, obj := range []client.Object{ff, src} {
+		Eventually(func() []string {
+			return []string{condition(ctx, team, v1beta1.ConditionProgrammed)(), condition(ctx, platform, v1beta1.ConditionProgrammed)()}
+		}).Should(ContainElement("True/" + v1beta1.ReasonSettingsConflict))
+		Eventually(condition(ctx, pol, policyv1alpha1.ConditionEnforced)).Should(Equal("False/" + policyv1alpha1.ReasonNoSidecars))
+		for _, obj := range []client.Object{ff, src, team, platform, pol} {
 			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T", obj)
 			expectTools(ctx, obj, current)
 			expectSummary(ctx, obj, v1beta1.ConditionReady)
