@@ -180,15 +180,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		}
 
 		By("the owner fixes the flag set")
-		Eventually(func() error {
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
-				return err
-			}
-			f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
-			f.DefaultVariant = "on"
-			ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
-			return k8s.Update(ctx, ff)
-		}).Should(Succeed())
+		setDefaultVariant(ctx, ff, "on")
 		Eventually(health(ctx, ff)).Should(HavePrefix(current))
 		Eventually(health(ctx, src)).Should(HavePrefix(current))
 	})
@@ -245,15 +237,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		w, err := watcher.Watch(ctx, list, client.InNamespace(ns))
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()
-		Eventually(func() error {
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
-				return err
-			}
-			f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
-			f.DefaultVariant = "off"
-			ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
-			return k8s.Update(ctx, ff)
-		}).Should(Succeed())
+		setDefaultVariant(ctx, ff, "off")
 		seen := map[string]int{}
 		Eventually(func() string {
 			for {
@@ -357,4 +341,19 @@ func withoutValidation(ctx context.Context, create func()) {
 		return nil
 	}).Should(Succeed())
 	create()
+}
+
+// setDefaultVariant edits the default variant of the flag of a fixtures
+// flag set, retrying on conflicts.
+func setDefaultVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+			return err
+		}
+		f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
+		f.DefaultVariant = variant
+		ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+		return k8s.Update(ctx, ff)
+	}).Should(Succeed())
 }
