@@ -2,6 +2,7 @@ package flagds
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -137,8 +138,14 @@ func kindsInPlace(objs *Objects, children Children) []string {
 // Progressing condition is False with ProgressDeadlineExceeded, which is
 // where kstatus fails a Deployment); else Reconciling.
 func flagdVerdict(status v1beta1.FlagdStatus, children Children) workflows.Verdict {
-	v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted, v1beta1.ConditionResolvedRefs,
-		v1beta1.ConditionProgrammed, v1beta1.ConditionAvailable, v1beta1.ConditionFlagdVersionSupported}, children.Permanent, "")
+	judged := []string{v1beta1.ConditionAccepted, v1beta1.ConditionResolvedRefs,
+		v1beta1.ConditionProgrammed, v1beta1.ConditionAvailable, v1beta1.ConditionFlagdVersionSupported}
+	if d := children.Deployment; d != nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+		// Scaled to zero: no pod is what it asks for, as kstatus judges a
+		// Deployment of zero replicas.
+		judged = slices.DeleteFunc(judged, func(t string) bool { return t == v1beta1.ConditionAvailable })
+	}
+	v := workflows.Judge(status.Conditions, judged, children.Permanent, "")
 	if v.Health == workflows.Stalled {
 		return v
 	}
