@@ -42,6 +42,10 @@ CRANE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/google/go-conta
 HELM_KUBE_MINOR := $(shell awk '$$1=="k8s.io/client-go" {split($$2, v, "."); print v[2]}' hack/tools/helm/go.mod)
 HELM_STAMP := $(BIN)/.helm-$(HELM_VERSION)-kube1.$(HELM_KUBE_MINOR)
 CRANE_STAMP := $(BIN)/.crane-$(CRANE_VERSION)
+# Argo CD, whose own Lua health code (util/lua, gitops-engine's health)
+# checks config/gitops/argocd's health checks: a wrapper module like helm's.
+ARGOCD_VERSION := $(shell awk '$$1=="github.com/argoproj/argo-cd/v3" {print $$2}' hack/tools/argocdhealth/go.mod)
+ARGOCD_HEALTH_STAMP := $(BIN)/.argocdhealth-$(ARGOCD_VERSION)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
@@ -188,7 +192,7 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet controlplane test-chart test-unit test-integration ## Everything: generated-file check, vet, the chart's lint and renders, unit and integration tests.
+test: verify-generated vet controlplane test-chart argocd-health test-unit test-integration ## Everything: generated-file check, vet, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit and integration tests.
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -201,6 +205,10 @@ CHART_VALUE_SETS := \
 	"managedBy=open-feature-operator" \
 	"namespaced.enabled=true,namespaced.clusterObjects=false,certManager.enabled=true,serviceMonitor.enabled=true,networkPolicy.enabled=true" \
 	"namespaced.enabled=true,namespaced.teamObjects=false,namespaced.extraNamespaces={team-a-jobs}"
+
+.PHONY: argocd-health
+argocd-health: $(ARGOCD_HEALTH_STAMP) ## Run every health_test.yaml of config/gitops/argocd with Argo CD's own Lua health code (hack/tools/argocdhealth).
+	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: test-chart
 test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with its defaults and other value sets.
@@ -394,6 +402,12 @@ $(CRANE_STAMP): hack/tools/crane/go.mod
 	@echo ">> building crane $(CRANE_VERSION) (about a minute cold)"
 	cd hack/tools/crane && go build -trimpath -ldflags "-s -w" -o $(BIN)/crane github.com/google/go-containerregistry/cmd/crane
 	@rm -f $(BIN)/.crane-* && touch $@
+
+$(ARGOCD_HEALTH_STAMP): hack/tools/argocdhealth/go.mod hack/tools/argocdhealth/main.go
+	@mkdir -p $(BIN)
+	@echo ">> building argocdhealth with Argo CD $(ARGOCD_VERSION) (about 5 minutes cold on 2 cores)"
+	cd hack/tools/argocdhealth && go build -trimpath -ldflags "-s -w" -o $(BIN)/argocdhealth .
+	@rm -f $(BIN)/.argocdhealth-* && touch $@
 
 ##@ Control plane (built from Go modules into bin/)
 
