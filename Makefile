@@ -242,9 +242,10 @@ test-integration: controlplane realclients realnode ## Ginkgo suites on the real
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
 
 .PHONY: health-testdata
-health-testdata: controlplane realclients ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state.
+health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state, and check them with both runners.
 	FLAGPLANE_UPDATE_HEALTH_TESTDATA=1 go test -count=1 -timeout $(TEST_TIMEOUT) ./test/gitops -ginkgo.focus='Health'
 	go test -count=1 ./test/gitopshealth
+	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: bench
 bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
