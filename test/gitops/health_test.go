@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,17 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		pol := policy(ns, "defaults", ns)
 		create(ctx, ff, src, web, fd, ipc, pol)
 
+		// The policy's default (--debug) may roll the Flagd's pods once: its
+		// health is read once its Deployment runs that, rollout over.
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fd), d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers).To(ContainElement(HaveField("Args", ContainElement("--debug"))))
+			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+			g.Expect([]int32{d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas}).To(Equal([]int32{1, 1, 1}))
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fd), fd)).To(Succeed())
+			g.Expect(fd.Status.Replicas).To(BeEquivalentTo(1))
+		}).Should(Succeed())
 		for _, obj := range []client.Object{ff, src, fd, ipc, pol} {
 			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T %s", obj, obj.GetName())
 			expectTools(ctx, obj, current)

@@ -158,10 +158,14 @@ func flagdVerdict(status v1beta1.FlagdStatus, children Children) workflows.Verdi
 		}
 	}
 	if v.Health == workflows.Ready {
-		v.Message = fmt.Sprintf("%d of %d flagd replicas ready", status.ReadyReplicas, max(status.Replicas, status.ReadyReplicas))
-		if p := meta.FindStatusCondition(status.Conditions, v1beta1.ConditionProgrammed); p != nil {
-			v.Message = p.Message + "; " + v.Message
+		// What is in place, and how many of the replicas asked for serve.
+		var parts []string
+		for _, t := range []string{v1beta1.ConditionProgrammed, v1beta1.ConditionAvailable} {
+			if c := meta.FindStatusCondition(status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+				parts = append(parts, c.Message)
+			}
 		}
+		v.Message = strings.Join(parts, "; ")
 	}
 	return v
 }
