@@ -36,7 +36,7 @@ type Verdict struct {
 
 // stalledReasons are the reasons of a False condition that only a user's
 // action changes; any other False reason is waited out (Reconciling).
-// ApplyFailed is either: see Judge.
+// ApplyFailed and Pending are either: see Judge.
 var stalledReasons = map[string]bool{
 	v1beta1.ReasonInvalid:                  true,
 	v1beta1.ReasonRefNotPermitted:          true,
@@ -56,10 +56,11 @@ var informational = map[string]bool{
 // Judge is the verdict over an object's conditions of the given types, in
 // that order: Stalled when one of them is False for a reason only a user
 // changes (the first such one), else Reconciling when one is False (the
-// first), else Ready with readyMessage. A False ApplyFailed is Stalled when
-// permanentFailure says the write was refused for good (PermanentFailure).
-// A type absent from conditions is Reconciling: it has not been judged.
-func Judge(conditions []metav1.Condition, types []string, permanentFailure bool, readyMessage string) Verdict {
+// first), else Ready with readyMessage. A False ApplyFailed or Pending is
+// Stalled when permanent says that what it waits for needs a user: a write
+// refused for good (PermanentFailure), a flag set that is invalid. A type
+// absent from conditions is Reconciling: it has not been judged.
+func Judge(conditions []metav1.Condition, types []string, permanent bool, readyMessage string) Verdict {
 	var waiting *Verdict
 	for _, t := range types {
 		c := meta.FindStatusCondition(conditions, t)
@@ -72,7 +73,7 @@ func Judge(conditions []metav1.Condition, types []string, permanentFailure bool,
 		if c.Status == metav1.ConditionTrue || informational[c.Reason] {
 			continue
 		}
-		if stalledReasons[c.Reason] || (c.Reason == v1beta1.ReasonApplyFailed && permanentFailure) {
+		if stalledReasons[c.Reason] || (permanent && (c.Reason == v1beta1.ReasonApplyFailed || c.Reason == v1beta1.ReasonPending)) {
 			return Verdict{Health: Stalled, Reason: c.Reason, Message: c.Message}
 		}
 		if waiting == nil {

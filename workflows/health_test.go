@@ -47,6 +47,10 @@ func TestJudge(t *testing.T) {
 			false, workflows.Reconciling, v1beta1.ReasonApplyFailed},
 		{"a write refused for good", []metav1.Condition{accepted, resolved, cond(v1beta1.ConditionProgrammed, v1beta1.ReasonApplyFailed, false), supported},
 			true, workflows.Stalled, v1beta1.ReasonApplyFailed},
+		{"pending on what may still come", []metav1.Condition{accepted, resolved, cond(v1beta1.ConditionProgrammed, v1beta1.ReasonPending, false), supported},
+			false, workflows.Reconciling, v1beta1.ReasonPending},
+		{"pending on a flag set that is invalid", []metav1.Condition{accepted, resolved, cond(v1beta1.ConditionProgrammed, v1beta1.ReasonPending, false), supported},
+			true, workflows.Stalled, v1beta1.ReasonPending},
 		{"invalid", []metav1.Condition{cond(v1beta1.ConditionAccepted, v1beta1.ReasonInvalid, false), resolved,
 			cond(v1beta1.ConditionProgrammed, v1beta1.ReasonInvalid, false), supported}, false, workflows.Stalled, v1beta1.ReasonInvalid},
 	} {

@@ -77,17 +77,18 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Val
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, consistent)
-	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(status, obs))
+	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(ff.Namespace, status, obs))
 	return status
 }
 
 // flagSetVerdict is a flag set's health: Stalled while it is invalid;
 // Reconciling while a consumer flagplane observes does not hold its
 // current revision, Stalled when one cannot get it because a write of its
-// ConfigMap was refused for good; else Ready. Consistent is left out:
+// ConfigMap was refused for good (the refusal's text only for its own
+// namespace's ConfigMaps); else Ready. Consistent is left out:
 // flagd serves a flag set with probable mistakes. So is what reads it
 // unobserved (the kubernetes provider's flagd, which reports nothing).
-func flagSetVerdict(status v1beta1.FeatureFlagStatus, obs Observed) workflows.Verdict {
+func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed) workflows.Verdict {
 	if v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false, ""); v.Health != workflows.Ready {
 		return v
 	}
@@ -102,8 +103,14 @@ func flagSetVerdict(status v1beta1.FeatureFlagStatus, obs Observed) workflows.Ve
 		}
 		if c.Kind == "ConfigMap" {
 			if f := obs.WriteFailure("ConfigMap", c.Namespace, c.Name); f.Permanent {
+				why := f.Message
+				if c.Namespace != namespace {
+					// What another namespace's API answered (its quota,
+					// its policies) is its business: its sources say it.
+					why = "the write was refused; the status of the FeatureFlagSources there says why"
+				}
 				return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonDeliveryFailed,
-					Message: fmt.Sprintf("revision %s cannot reach ConfigMap %s/%s until a user acts: %s", status.Revision, c.Namespace, c.Name, f.Message)}
+					Message: fmt.Sprintf("revision %s cannot reach ConfigMap %s/%s until a user acts: %s", status.Revision, c.Namespace, c.Name, why)}
 			}
 		}
 		behind = append(behind, what)
@@ -197,13 +204,8 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 		injection.VersionGapsOfSource(v, key, s.Injection), gen))
 	// ReferrersPermitted is left out: other namespaces' workloads do not
 	// make the source's own delivery fail.
-	verdict := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted, v1beta1.ConditionResolvedRefs,
-		v1beta1.ConditionProgrammed, v1beta1.ConditionFlagdVersionSupported}, permanent, programmed.Message)
-	if verdict.Health == workflows.Reconciling && programmed.Reason == v1beta1.ReasonPending && permanent {
-		// Pending on a flag set that is invalid: its owner must fix it.
-		verdict.Health = workflows.Stalled
-	}
-	workflows.SetHealth(&status.Conditions, gen, verdict)
+	workflows.SetHealth(&status.Conditions, gen, workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted,
+		v1beta1.ConditionResolvedRefs, v1beta1.ConditionProgrammed, v1beta1.ConditionFlagdVersionSupported}, permanent, programmed.Message))
 	return status
 }
 
