@@ -24,9 +24,9 @@ func kubectl(args ...string) string {
 	return out
 }
 
-// liveObject is obj as the API server holds it, unstructured, as GitOps tools
+// live is obj as the API server holds it, unstructured, as GitOps tools
 // read it.
-func liveObject(ctx context.Context, obj client.Object) *unstructured.Unstructured {
+func live(ctx context.Context, obj client.Object) *unstructured.Unstructured {
 	GinkgoHelper()
 	u, err := fixtures.Live(ctx, k8s, cp.Scheme, obj)
 	Expect(err).NotTo(HaveOccurred())
@@ -59,7 +59,7 @@ var argoStatus = map[string]string{current: "Healthy", inProgress: "Progressing"
 // Argo CD shows the message of the condition that decided.
 func expectTools(ctx context.Context, obj client.Object, want string) {
 	GinkgoHelper()
-	expectToolsOn(liveObject(ctx, obj), want)
+	expectToolsOn(live(ctx, obj), want)
 }
 
 // expectToolsOn is expectTools on one version of an object.
@@ -84,7 +84,7 @@ func expectToolsOn(u *unstructured.Unstructured, want string) {
 // holds it ("" while absent).
 func condition(ctx context.Context, obj client.Object, t string) func() string {
 	return func() string {
-		u := liveObject(ctx, obj)
+		u := live(ctx, obj)
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			if m := c.(map[string]any); m["type"] == t {

@@ -56,7 +56,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 			expectTools(ctx, obj, current)
 			expectSummary(ctx, obj, v1beta1.ConditionReady)
 		}
-		delivered, _, _ := unstructured.NestedString(liveObject(ctx, ff).Object, "status", "delivered")
+		delivered, _, _ := unstructured.NestedString(live(ctx, ff).Object, "status", "delivered")
 		Expect(allDelivered(delivered)).To(BeTrue(), "Current only once every ConfigMap holds the revision: %q", delivered)
 
 		By("kubectl wait --for=condition=Ready, for every kind at once")
@@ -314,7 +314,7 @@ func health(ctx context.Context, obj client.Object) func() (string, error) {
 // that all three judge the object's current generation.
 func expectSummary(ctx context.Context, obj client.Object, t string) {
 	GinkgoHelper()
-	u := liveObject(ctx, obj)
+	u := live(ctx, obj)
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	got := map[string]string{}
 	for _, c := range conds {

@@ -192,15 +192,6 @@ func (t ssaTool) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 	}
 }
 
-// live reads the object of a manifest from the API server.
-func live(ctx context.Context, manifest *unstructured.Unstructured) *unstructured.Unstructured {
-	GinkgoHelper()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(manifest.GroupVersionKind())
-	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(manifest), u)).To(Succeed())
-	return u
-}
-
 // comparable is what of an object a diff compares: everything but status
 // and the metadata the API server keeps (resourceVersion, managedFields,
 // timestamps, uid, generation).
