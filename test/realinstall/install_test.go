@@ -149,6 +149,12 @@ var _ = Describe("the managers' logs on a real node", func() {
 		}
 		// A status that two workflows write is refused to the slower one.
 		Consistently(conflictsLogged).WithTimeout(5 * time.Second).Should(HaveLen(len(before)))
+
+		By("kubectl wait and kstatus read the health the installed manager writes")
+		kubectl("wait", "-n", ns, "--for=condition=Ready", "--timeout=2m", "featureflag/checkout", "featureflagsource/src", "flagd/shop-flagd")
+		for _, obj := range []client.Object{ff, src, flagd} {
+			Expect(fixtures.KStatus(ctx, k8s, k8s.Scheme(), obj)).To(HavePrefix("Current: "), "%T %s", obj, obj.GetName())
+		}
 	})
 })
 
