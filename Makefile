@@ -252,7 +252,7 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
-	go test ./cmd/flagplane/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
+	go test ./inspect/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench

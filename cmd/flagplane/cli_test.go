@@ -70,18 +70,18 @@ func TestCommandLines(t *testing.T) {
 		{name: "explain: no object", args: []string{"explain"}, usage: true, wantErr: "give one object as KIND/NAME, e.g. deployment/web"},
 		{name: "explain: two objects", args: []string{"explain", "deploy/a", "deploy/b"}, usage: true, wantErr: "give one object as KIND/NAME"},
 		{name: "explain: no kind", args: []string{"explain", "web"}, usage: true, wantErr: `give the object as KIND/NAME, e.g. deployment/web (not "web")`},
-		{name: "explain: unknown kind", args: []string{"explain", "pod/web-1", "--from-dir", "explain/testdata"}, usage: true,
+		{name: "explain: unknown kind", args: []string{"explain", "pod/web-1", "--from-dir", "../../inspect/explain/testdata"}, usage: true,
 			wantErr: `cannot explain kind "pod": use deployment, statefulset, daemonset, featureflag, featureflagsource, inprocessconfiguration or featureflagsourcepolicy`},
-		{name: "explain: unknown -o", args: []string{"explain", "deploy/web", "-o", "wide", "--from-dir", "explain/testdata"}, usage: true,
+		{name: "explain: unknown -o", args: []string{"explain", "deploy/web", "-o", "wide", "--from-dir", "../../inspect/explain/testdata"}, usage: true,
 			wantErr: `unknown -o "wide": use one of text, json, yaml`},
 		{name: "explain: unknown flag", args: []string{"explain", "deploy/web", "--bogus"}, usage: true, wantErr: "unknown flag: --bogus"},
-		{name: "explain: a cluster's flags offline", args: []string{"explain", "deploy/web", "--from-dir", "explain/testdata", "--context", "prod", "--kubeconfig", "k"},
+		{name: "explain: a cluster's flags offline", args: []string{"explain", "deploy/web", "--from-dir", "../../inspect/explain/testdata", "--context", "prod", "--kubeconfig", "k"},
 			usage: true, wantErr: "--from-dir reads no cluster: leave out --context, --kubeconfig"},
-		{name: "explain: --namespaces offline", args: []string{"explain", "deploy/web", "--from-dir", "explain/testdata", "--namespaces", "shop"},
+		{name: "explain: --namespaces offline", args: []string{"explain", "deploy/web", "--from-dir", "../../inspect/explain/testdata", "--namespaces", "shop"},
 			usage: true, wantErr: "--from-dir reads no cluster: leave out --namespaces"},
-		{name: "explain: the wrong namespace", args: []string{"explain", "deploy/web", "--from-dir", "explain/testdata"},
+		{name: "explain: the wrong namespace", args: []string{"explain", "deploy/web", "--from-dir", "../../inspect/explain/testdata"},
 			wantErr: "Deployment default/web is not in the graph (it does not exist, or you may not list it); there is one in namespace shop: give -n shop"},
-		{name: "explain: --namespace", args: []string{"explain", "deploy/web", "--namespace", "shop", "--from-dir", "explain/testdata"},
+		{name: "explain: --namespace", args: []string{"explain", "deploy/web", "--namespace", "shop", "--from-dir", "../../inspect/explain/testdata"},
 			wantOut: "Deployment shop/web\n"},
 		{name: "explain: no kubeconfig", args: []string{"explain", "deploy/web", "-n", "shop"},
 			wantErr: "loading kubeconfig: there is none (give --kubeconfig, set KUBECONFIG or write ~/.kube/config; with --from-dir DIR the command reads manifests offline and needs none)"},
@@ -89,10 +89,10 @@ func TestCommandLines(t *testing.T) {
 			wantErr: `loading kubeconfig: context "prod" does not exist`},
 		{name: "explain: an unreachable cluster", args: []string{"explain", "deploy/web", "--kubeconfig", unreachable},
 			wantErr: "cannot reach the cluster at " + unreachableAddr + " (is the kubeconfig's context, or --context, the right one?): "},
-		{name: "diff: no file", args: []string{"diff", "--from-dir", "explain/testdata"}, usage: true, wantErr: "give the manifests with -f FILE"},
+		{name: "diff: no file", args: []string{"diff", "--from-dir", "../../inspect/explain/testdata"}, usage: true, wantErr: "give the manifests with -f FILE"},
 		{name: "diff: unknown -o", args: []string{"diff", "-f", "testdata/diff-change.yaml", "-o", "table"}, usage: true,
 			wantErr: `unknown -o "table": use one of text, json, yaml`},
-		{name: "diff: --filename", args: []string{"diff", "--filename", "testdata/diff-change.yaml", "--from-dir", "explain/testdata"},
+		{name: "diff: --filename", args: []string{"diff", "--filename", "testdata/diff-change.yaml", "--from-dir", "../../inspect/explain/testdata"},
 			wantOut: "FeatureFlagSource shop/by-label\n"},
 		{name: "diff: an unreachable cluster", args: []string{"diff", "-f", "testdata/diff-change.yaml", "--kubeconfig", unreachable},
 			wantErr: "cannot reach the cluster at " + unreachableAddr},
@@ -132,7 +132,7 @@ func TestOfflineIgnoresKubeconfig(t *testing.T) {
 	g.Expect(os.WriteFile(broken, []byte("this: [is not a kubeconfig"), 0o600)).To(Succeed())
 	t.Setenv("KUBECONFIG", broken)
 	var stdout, stderr bytes.Buffer
-	g.Expect(run(context.Background(), []string{"explain", "deploy/web", "-n", "shop", "--from-dir", "explain/testdata"}, &stdout, &stderr)).
+	g.Expect(run(context.Background(), []string{"explain", "deploy/web", "-n", "shop", "--from-dir", "../../inspect/explain/testdata"}, &stdout, &stderr)).
 		To(Succeed(), stderr.String())
 	want, err := os.ReadFile("testdata/golden/explain-deploy-web.txt")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -195,9 +195,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"explain", "ff"}, []string{"ff/", "ffs/", "ffsp/", ":6"}},
 		{[]string{"explain", "sts"}, []string{"sts/", ":6"}},
 		{[]string{"explain", "pod/"}, []string{":4"}},
-		{[]string{"explain", "--from-dir", "explain/testdata", "-n", "shop", "deploy/"}, []string{"deploy/batch", "deploy/web", ":4"}},
-		{[]string{"explain", "--from-dir", "explain/testdata", "-n", "shop", "ff/c"}, []string{"ff/checkout", ":4"}},
-		{[]string{"explain", "--from-dir", "explain/testdata", "deploy/"}, []string{":4"}},
+		{[]string{"explain", "--from-dir", "../../inspect/explain/testdata", "-n", "shop", "deploy/"}, []string{"deploy/batch", "deploy/web", ":4"}},
+		{[]string{"explain", "--from-dir", "../../inspect/explain/testdata", "-n", "shop", "ff/c"}, []string{"ff/checkout", ":4"}},
+		{[]string{"explain", "--from-dir", "../../inspect/explain/testdata", "deploy/"}, []string{":4"}},
 		{[]string{"explain", "--kubeconfig", cluster, "deployment/w"}, []string{"deployment/web", "deployment/worker", ":4"}},
 		{[]string{"explain", "--kubeconfig", cluster, "deployment/wo"}, []string{"deployment/worker", ":4"}},
 		{[]string{"explain", "--kubeconfig", cluster, "-n", "platform", "deployment/"}, []string{":4"}},
@@ -286,7 +286,7 @@ func TestDiffStdin(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer in.Close()
 	var stdout, stderr bytes.Buffer
-	g.Expect(execute(context.Background(), "flagplane", []string{"diff", "-f", "-", "--from-dir", "explain/testdata"}, in, &stdout, &stderr)).
+	g.Expect(execute(context.Background(), "flagplane", []string{"diff", "-f", "-", "--from-dir", "../../inspect/explain/testdata"}, in, &stdout, &stderr)).
 		To(Succeed(), stderr.String())
 	want, err := os.ReadFile("testdata/golden/diff-change.txt")
 	g.Expect(err).NotTo(HaveOccurred())

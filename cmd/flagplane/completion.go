@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/inspect/explain"
+	"github.com/flagplane/flagplane/inspect/topodump"
 	"github.com/flagplane/flagplane/topology"
 )
 

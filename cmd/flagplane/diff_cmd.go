@@ -15,7 +15,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
+	"github.com/flagplane/flagplane/inspect/evaluate"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/flagsets"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/inspect/explain"
+	"github.com/flagplane/flagplane/inspect/topodump"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 

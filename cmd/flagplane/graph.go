@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/inspect/topodump"
 	"github.com/flagplane/flagplane/topology"
 )
 

@@ -150,7 +150,7 @@ spec: {template: {spec: {containers: [{name: app, image: app}]}}}
 func TestDiff(t *testing.T) {
 	g := NewWithT(t)
 	var stdout, stderr bytes.Buffer
-	args := []string{"diff", "-f", "testdata/diff-change.yaml", "--from-dir", "explain/testdata"}
+	args := []string{"diff", "-f", "testdata/diff-change.yaml", "--from-dir", "../../inspect/explain/testdata"}
 	g.Expect(run(context.Background(), args, &stdout, &stderr)).To(Succeed(), stderr.String())
 	g.Expect(stdout.String()).To(Equal(`FeatureFlagSource shop/by-label
   this source reaches 1 namespace, 1 workload and 0 Flagds; no workload's sidecar changes
@@ -176,7 +176,7 @@ spec:
 	file := filepath.Join(t.TempDir(), "wider.yaml")
 	g.Expect(os.WriteFile(file, []byte(wider), 0o600)).To(Succeed())
 	stdout.Reset()
-	g.Expect(run(context.Background(), []string{"diff", "-f", file, "--from-dir", "explain/testdata", "-o", "json"}, &stdout, &stderr)).To(Succeed(), stderr.String())
+	g.Expect(run(context.Background(), []string{"diff", "-f", file, "--from-dir", "../../inspect/explain/testdata", "-o", "json"}, &stdout, &stderr)).To(Succeed(), stderr.String())
 	var changes []struct {
 		Source struct {
 			Gained, Changed, Restarts []struct{ Name string }
@@ -188,7 +188,7 @@ spec:
 	g.Expect(changes[0].Source.Changed).To(ContainElement(HaveField("Name", "batch")))
 	g.Expect(changes[0].Source.Restarts).To(ContainElement(HaveField("Name", "batch")))
 
-	g.Expect(run(context.Background(), []string{"diff", "-f", "../../config/samples/deployment.yaml", "--from-dir", "explain/testdata"}, &stdout, &stderr)).
+	g.Expect(run(context.Background(), []string{"diff", "-f", "../../config/samples/deployment.yaml", "--from-dir", "../../inspect/explain/testdata"}, &stdout, &stderr)).
 		To(MatchError(ContainSubstring(`kind "Deployment": flagplane diff tells what FeatureFlags and FeatureFlagSources change`)))
 }
 
@@ -214,7 +214,7 @@ spec: {flagSpec: {flags: {new-checkout: `+flag+`}}}
 	}
 	diff := func(args ...string) (string, error) {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"diff", "--from-dir", "explain/testdata"}, args...), &stdout, &stderr)
+		err := run(context.Background(), append([]string{"diff", "--from-dir", "../../inspect/explain/testdata"}, args...), &stdout, &stderr)
 		return stdout.String(), err
 	}
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/migrate"
+	"github.com/flagplane/flagplane/migrate"
 	"github.com/flagplane/flagplane/workflows"
 )
 

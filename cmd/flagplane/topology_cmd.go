@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/inspect/topodump"
 )
 
 // urlFlags are the connection flags that, with --url, say how to reach the

@@ -33,9 +33,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
 	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/inspect/explain"
+	"github.com/flagplane/flagplane/inspect/topodump"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
+	"github.com/flagplane/flagplane/inspect/evaluate"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 

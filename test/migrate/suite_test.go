@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/migrate"
 	"github.com/flagplane/flagplane/cmd/manager/app"
+	"github.com/flagplane/flagplane/migrate"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/operator"
 )

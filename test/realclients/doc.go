@@ -11,7 +11,7 @@
 //     syncing from the sync server with a service-account token;
 //   - flagd answering the flags of flag sets rendered as flagplane serves
 //     them exactly as `flagplane diff --contexts` says it would (flagd's
-//     evaluator linked into the CLI, cmd/flagplane/evaluate), for every
+//     evaluator linked into the CLI, inspect/evaluate), for every
 //     flag, context and type asked.
 //
 // The clients are built from their Go modules by `make realclients` into the

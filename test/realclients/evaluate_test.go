@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
+	"github.com/flagplane/flagplane/inspect/evaluate"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // flagplane diff --contexts says what flagd would serve with flagd's own
-// evaluator linked into the CLI (cmd/flagplane/evaluate). This holds it to
+// evaluator linked into the CLI (inspect/evaluate). This holds it to
 // the real flagd v0.16.0: the same flag sets, rendered as flagplane serves
 // them, asked the same flags with the same contexts over flagd's HTTP API.
 var _ = Describe("flagplane diff's evaluator", func() {
@@ -30,7 +30,7 @@ var _ = Describe("flagplane diff's evaluator", func() {
 		for _, f := range []string{
 			"testdata/targeting.yaml",
 			// The CLI's golden diff: the flag sets before and after.
-			"../../cmd/flagplane/explain/testdata/shop.yaml",
+			"../../inspect/explain/testdata/shop.yaml",
 			"../../cmd/flagplane/testdata/diff-evaluate.yaml",
 		} {
 			flagSets = append(flagSets, featureFlagsIn(f)...)

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
-	"github.com/flagplane/flagplane/cmd/flagplane/topodump"
+	"github.com/flagplane/flagplane/inspect/explain"
+	"github.com/flagplane/flagplane/inspect/topodump"
 )
 
 // ExplainPath is where the manager explains an object (query parameters

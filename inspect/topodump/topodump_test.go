@@ -49,7 +49,7 @@ func TestFromDir(t *testing.T) {
 
 func TestFromDirDefaultNamespace(t *testing.T) {
 	g := NewWithT(t)
-	dot, err := FromDir("../../../config/samples", "shop")
+	dot, err := FromDir("../../config/samples", "shop")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(dot)).To(ContainSubstring(edge("featureflagsource:shop/shop", "deployment:shop/shop-web")))
 	g.Expect(string(dot)).To(ContainSubstring(edge("configmap:shop/shop/shop-flags", "deployment:shop/shop-web")))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flagplane/flagplane/cmd/flagplane/explain"
+	"github.com/flagplane/flagplane/inspect/explain"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/cmd/flagplane/evaluate"
+	"github.com/flagplane/flagplane/inspect/evaluate"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
