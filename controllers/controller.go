@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -72,7 +71,7 @@ type Options struct {
 	// the sync server.
 	Topology *topology.Topology
 	// FlagSetListener, when set, hears of every flag set whose served
-	// content or readers may have changed (topology.Delta.FlagSets), after
+	// content or readers may have changed (a Delta's flag sets), after
 	// the edit that changed it. It is called from informer event handlers
 	// and must return at once.
 	FlagSetListener FlagSetListener
@@ -116,6 +115,8 @@ type Controller struct {
 	configMaps *workQueue[client.ObjectKey]
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
+	// queues is the queue of each kind of the graph (graphKinds; queueOf).
+	queues map[topology.Kind]*workQueue[topology.Key]
 
 	configMapWF *configmaps.Reconciler
 	statusWF    *status.Updater
@@ -181,7 +182,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		topo = topology.New(settings.FlagSets.TopologyOptions()...)
 	}
 	c := &Controller{
-		topo:   topo,
+		topo: topo,
 		// Every write, status included, under flagplane's field manager:
 		// managedFields name flagplane, not the process's user agent.
 		client: client.WithFieldOwner(mgr.GetClient(), v1beta1.FieldManager),
@@ -245,7 +246,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 func (c *Controller) Topology() *topology.Topology { return c.topo }
 
 // OnWorkloadsChanged adds fn to what hears, after every edit of the graph,
-// the workloads whose injection it may have changed (topology.Delta.Workloads),
+// the workloads whose injection it may have changed (Delta.Workloads),
 // such as the healer, which rolls a workload whose running pods lack an
 // injection they now should have. fn is called from informer event handlers
 // and must return at once. Call it before the manager starts.
@@ -281,28 +282,16 @@ func addHandler[T client.Object](ctx context.Context, c *Controller, obj T, h ty
 	return nil
 }
 
-// registerCallbacks wires the typed callbacks of every kind.
+// registerCallbacks wires the typed callbacks of every kind: the graph's
+// kinds from their table (graphKinds), which also routes their keys to
+// their queues, then the generated objects and pods.
 func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager) error {
-	if err := addHandler(ctx, c, &v1beta1.FeatureFlag{}, c.flagSetHandler()); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &v1beta1.FeatureFlagSource{}, c.sourceHandler()); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &v1beta1.InProcessConfiguration{}, c.inProcessConfigHandler()); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &policyv1alpha1.FeatureFlagSourcePolicy{}, c.sourcePolicyHandler()); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &appsv1.Deployment{}, workloadHandler(c, topology.KindDeployment, deploymentTemplate)); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &appsv1.StatefulSet{}, workloadHandler(c, topology.KindStatefulSet, statefulSetTemplate)); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &appsv1.DaemonSet{}, workloadHandler(c, topology.KindDaemonSet, daemonSetTemplate)); err != nil {
-		return err
+	kinds := c.graphKinds(mgr)
+	c.route(kinds)
+	for _, k := range kinds {
+		if err := k.register(ctx, c); err != nil {
+			return err
+		}
 	}
 	if err := addHandler(ctx, c, &corev1.ConfigMap{}, c.configMapHandler()); err != nil {
 		return err
@@ -323,13 +312,11 @@ func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager)
 		}
 	}
 	// Workloads of other kinds come from their pods.
-	if err := addHandler(ctx, c, &corev1.Pod{}, c.podHandler()); err != nil {
-		return err
-	}
-	return c.registerGrantCallbacks(ctx, mgr)
+	return addHandler(ctx, c, &corev1.Pod{}, c.podHandler())
 }
 
-// dispatch puts the keys of a delta on the queues of the workflows that own them.
+// dispatch puts the keys of a delta on the queues of the workflows that
+// own them (queueOf), and tells the listeners.
 func (c *Controller) dispatch(d topology.Delta) {
 	if d.Empty() {
 		return
@@ -337,22 +324,24 @@ func (c *Controller) dispatch(d topology.Delta) {
 	if c.opts.Metrics != nil {
 		c.opts.Metrics.Delta(d)
 	}
-	for k := range d.ConfigMaps {
-		c.configMaps.Add(configMapObjectKey(k))
-	}
-	for _, keys := range []topology.KeySet{d.Workloads, d.Sources, d.FlagSets, d.InProcessConfigs, d.SourcePolicies, d.Flagds} {
-		for k := range keys {
-			c.enqueue(k)
+	for k := range d.All() {
+		if k.Kind == topology.KindConfigMap {
+			c.configMaps.Add(configMapObjectKey(k))
+			continue
 		}
+		c.enqueue(k)
 	}
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
-	if c.opts.FlagSetListener != nil && len(d.FlagSets) > 0 {
-		c.opts.FlagSetListener.FlagSetsChanged(d.FlagSets.Sorted())
+	if c.opts.FlagSetListener != nil {
+		if flagSets := d.Of(topology.KindFlagSet); len(flagSets) > 0 {
+			c.opts.FlagSetListener.FlagSetsChanged(flagSets)
+		}
 	}
-	if len(d.Workloads) > 0 {
-		workloads := d.Workloads.Sorted()
-		for _, fn := range c.workloadListeners {
-			fn(workloads)
+	if len(c.workloadListeners) > 0 {
+		if workloads := d.Workloads(); len(workloads) > 0 {
+			for _, fn := range c.workloadListeners {
+				fn(workloads)
+			}
 		}
 	}
 }

@@ -64,64 +64,12 @@ func (c *Controller) setupFlagds(ctx context.Context, mgr manager.Manager, event
 	if c.opts.Metrics != nil {
 		c.flagds.observe = c.opts.Metrics.Reconciled
 	}
-	if err := addHandler(ctx, c, &v1beta1.Flagd{}, c.flagdHandler()); err != nil {
-		return err
-	}
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}} {
 		if err := addHandler(ctx, c, obj, c.flagdChildHandler()); err != nil {
 			return err
 		}
 	}
 	return c.registerRouteCallbacks(ctx, mgr)
-}
-
-func (c *Controller) flagdHandler() typedHandler[*v1beta1.Flagd] {
-	return typedHandler[*v1beta1.Flagd]{
-		onAdd: c.onFlagdCreated,
-		onUpdate: func(old, new *v1beta1.Flagd) {
-			switch {
-			case !topology.FlagdChanged(old, new):
-				// Status, labels, resourceVersion: the graph's rule.
-			case old.UID != new.UID:
-				c.onFlagdCreated(new)
-			case !equality.Semantic.DeepEqual(old.Spec, new.Spec):
-				c.onFlagdSpecChanged(new)
-			default:
-				c.onFlagdAnnotationsChanged(new)
-			}
-		},
-		onDelete: c.onFlagdDeleted,
-	}
-}
-
-func (c *Controller) onFlagdCreated(f *v1beta1.Flagd) {
-	c.event(v1beta1.FlagdKind, "created")
-	c.upsertFlagd(f)
-}
-
-func (c *Controller) onFlagdSpecChanged(f *v1beta1.Flagd) {
-	c.event(v1beta1.FlagdKind, "spec-changed")
-	c.upsertFlagd(f)
-}
-
-// onFlagdAnnotationsChanged: the generated Service carries the Flagd's annotations.
-func (c *Controller) onFlagdAnnotationsChanged(f *v1beta1.Flagd) {
-	c.event(v1beta1.FlagdKind, "annotations-changed")
-	c.upsertFlagd(f)
-}
-
-func (c *Controller) upsertFlagd(f *v1beta1.Flagd) {
-	d, err := c.topo.UpsertFlagd(f)
-	if err != nil {
-		log.Log.Error(err, "refused by the topology", "Flagd", f.Namespace+"/"+f.Name)
-		return
-	}
-	c.dispatch(d)
-}
-
-func (c *Controller) onFlagdDeleted(f *v1beta1.Flagd) {
-	c.event(v1beta1.FlagdKind, "deleted")
-	c.dispatch(c.topo.DeleteFlagd(f.Namespace, f.Name))
 }
 
 // flagdChildHandler: an object generated for a Flagd was created, changed

@@ -10,29 +10,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 // ReferenceGrantGroupKind is Gateway API's ReferenceGrant, which flagplane
 // reads for cross-namespace references from FeatureFlagSources to FeatureFlags.
 var ReferenceGrantGroupKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "ReferenceGrant"}
 
-// registerGrantCallbacks watches ReferenceGrants. When their CRD is not
+// watchGrants adds h to the ReferenceGrant informer. When their CRD is not
 // installed yet, it looks for it every Options.GrantCRDPoll and starts
 // watching once Gateway API is installed, without a restart; meanwhile
 // cross-namespace references stay unresolved (and say so).
-func (c *Controller) registerGrantCallbacks(ctx context.Context, mgr manager.Manager) error {
+func (c *Controller) watchGrants(ctx context.Context, mgr manager.Manager, h typedHandler[*unstructured.Unstructured]) error {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(ReferenceGrantGroupKind)
 	if meta.IsNoMatchError(err) {
 		log.FromContext(ctx).Info("ReferenceGrant CRD not installed: cross-namespace references will not resolve until it is",
 			"checkingEvery", c.opts.GrantCRDPoll.String())
-		return mgr.Add(&grantCRDWatcher{c: c, mapper: mgr.GetRESTMapper()})
+		return mgr.Add(&grantCRDWatcher{c: c, mapper: mgr.GetRESTMapper(), handler: h})
 	}
 	if err != nil {
 		return fmt.Errorf("looking up ReferenceGrant: %w", err)
 	}
-	return addHandler(ctx, c, grantObject(mapping), c.grantHandler())
+	return addHandler(ctx, c, grantObject(mapping), h)
 }
 
 func grantObject(mapping *meta.RESTMapping) *unstructured.Unstructured {
@@ -41,19 +39,12 @@ func grantObject(mapping *meta.RESTMapping) *unstructured.Unstructured {
 	return u
 }
 
-func (c *Controller) grantHandler() typedHandler[*unstructured.Unstructured] {
-	return typedHandler[*unstructured.Unstructured]{
-		onAdd:    c.onGrantChanged,
-		onUpdate: func(_, new *unstructured.Unstructured) { c.onGrantChanged(new) },
-		onDelete: c.onGrantDeleted,
-	}
-}
-
 // grantCRDWatcher waits for the ReferenceGrant CRD, then watches
 // ReferenceGrants. Every replica runs it: every replica keeps the graph.
 type grantCRDWatcher struct {
-	c      *Controller
-	mapper meta.RESTMapper
+	c       *Controller
+	mapper  meta.RESTMapper
+	handler typedHandler[*unstructured.Unstructured]
 }
 
 func (w *grantCRDWatcher) NeedLeaderElection() bool { return false }
@@ -78,7 +69,7 @@ func (w *grantCRDWatcher) Start(ctx context.Context) error {
 		}
 		inf, err := w.c.cache.GetInformer(ctx, grantObject(mapping))
 		if err == nil {
-			_, err = inf.AddEventHandler(w.c.grantHandler())
+			_, err = inf.AddEventHandler(w.handler)
 		}
 		if err != nil {
 			return fmt.Errorf("watching ReferenceGrants, whose CRD was installed: %w", err)
@@ -86,19 +77,4 @@ func (w *grantCRDWatcher) Start(ctx context.Context) error {
 		log.FromContext(ctx).Info("ReferenceGrant CRD installed: watching ReferenceGrants", "version", mapping.GroupVersionKind.Version)
 		return nil
 	}
-}
-
-func (c *Controller) onGrantChanged(u *unstructured.Unstructured) {
-	c.event(ReferenceGrantGroupKind.Kind, "changed")
-	d, err := c.topo.UpsertGrant(manifests.GrantFromReferenceGrant(u))
-	if err != nil {
-		log.Log.Error(err, "refused by the topology", "ReferenceGrant", u.GetNamespace()+"/"+u.GetName())
-		return
-	}
-	c.dispatch(d)
-}
-
-func (c *Controller) onGrantDeleted(u *unstructured.Unstructured) {
-	c.event(ReferenceGrantGroupKind.Kind, "deleted")
-	c.dispatch(c.topo.DeleteGrant(u.GetNamespace(), u.GetName()))
 }

@@ -36,7 +36,7 @@ func TestTypedHandler(t *testing.T) {
 	g.Expect(deletes).To(Equal([]string{"a", "b"}), "tombstones are unwrapped")
 }
 
-func TestSourceTargetsChanged(t *testing.T) {
+func TestSourceChange(t *testing.T) {
 	base := &v1beta1.FeatureFlagSource{}
 	base.Spec.TargetRefs = []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}}
 
@@ -47,8 +47,12 @@ func TestSourceTargetsChanged(t *testing.T) {
 	selector := base.DeepCopy()
 	selector.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
 
+	status := base.DeepCopy()
+	status.Status.ObservedGeneration = 3
+
 	g := NewWithT(t)
-	g.Expect(sourceTargetsChanged(base, settings)).To(BeFalse())
-	g.Expect(sourceTargetsChanged(base, retargeted)).To(BeTrue())
-	g.Expect(sourceTargetsChanged(base, selector)).To(BeTrue())
+	g.Expect(sourceChange(base, status)).To(BeEmpty(), "status is not the graph's")
+	g.Expect(sourceChange(base, settings)).To(Equal("settings-changed"))
+	g.Expect(sourceChange(base, retargeted)).To(Equal("targets-changed"))
+	g.Expect(sourceChange(base, selector)).To(Equal("targets-changed"))
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
 )
@@ -54,7 +55,12 @@ func (c *Controller) onPodChanged(pod *corev1.Pod) {
 	c.podOwners.mu.Unlock()
 	w := topology.PodOwnerWorkload(res.Workload, pod.Annotations, pod.Spec.ServiceAccountName)
 	c.event(string(w.Kind), "pod-changed")
-	c.upsertWorkload(w)
+	d, err := c.topo.UpsertWorkload(w)
+	if err != nil {
+		log.Log.Error(err, "refused by the topology", "workload", w.Key().String())
+		return
+	}
+	c.dispatch(d)
 }
 
 // onPodDeleted: the workload leaves the graph with its last pod.

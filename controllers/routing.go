@@ -24,19 +24,27 @@ import (
 //
 // ConfigMaps are keyed by object, not by node, and have a queue of their own.
 
-// queueOf is the one queue that reconciles keys of k's kind, or nil for a
-// kind that no queue reconciles (a ConfigMap node, a ReferenceGrant).
+// queueOf is the one queue that reconciles keys of k's kind (the table of
+// graphKinds; pod owners of other kinds on the workloads queue), or nil for
+// a kind that no queue reconciles (a ConfigMap node, a ReferenceGrant).
 func (c *Controller) queueOf(k topology.Key) *workQueue[topology.Key] {
-	switch {
-	case k.Kind == topology.KindFlagd:
-		return c.flagds
-	case k.Kind.IsWorkload():
+	if q, ok := c.queues[k.Kind]; ok {
+		return q
+	}
+	if k.Kind.IsPodOwner() {
 		return c.workloads
-	case k.Kind == topology.KindFlagSet, k.Kind == topology.KindSource,
-		k.Kind == topology.KindInProcessConfig, k.Kind == topology.KindSourcePolicy:
-		return c.statuses
 	}
 	return nil
+}
+
+// route fills queueOf's table from the kinds' registrations.
+func (c *Controller) route(kinds []registrar) {
+	c.queues = map[topology.Kind]*workQueue[topology.Key]{}
+	for _, k := range kinds {
+		if q, kind := k.routes(); q != nil {
+			c.queues[kind] = q
+		}
+	}
 }
 
 // enqueue puts k on the queue of its kind (queueOf).

@@ -28,6 +28,7 @@ func routingController() *Controller {
 	c.workloads = newWorkQueue("workloads", 1, none)
 	c.flagds = newWorkQueue("flagds", 1, none)
 	c.configMaps = newWorkQueue("configmaps", 1, func(context.Context, client.ObjectKey) error { return nil })
+	c.route(c.graphKinds(nil))
 	c.ready.Store(true)
 	return c
 }
@@ -72,7 +73,11 @@ func TestOneQueuePerKind(t *testing.T) {
 	c.dispatch(d)
 	f := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge", UID: "f"}}
 	f.Spec.FeatureFlagSource = "flags"
-	c.onFlagdCreated(f)
+	for _, k := range c.graphKinds(nil) {
+		if flagds, ok := k.(graphKind[*v1beta1.Flagd]); ok {
+			flagds.handler(c).onAdd(f)
+		}
+	}
 	flagd := topology.FlagdKey(ns, "edge")
 	// Its generated Deployment, ConfigMap and RBAC change, as the informers tell.
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge", Generation: 1,
@@ -94,20 +99,7 @@ func TestOneQueuePerKind(t *testing.T) {
 		topology.SourcePolicyKey(ns, "defaults"), flagd, web, topology.WorkloadKey(topology.KindStatefulSet, ns, "db"),
 		topology.WorkloadKey(topology.KindDaemonSet, ns, "agent"),
 	} {
-		switch {
-		case k.Kind == topology.KindFlagSet:
-			all.FlagSets.Add(k)
-		case k.Kind == topology.KindSource:
-			all.Sources.Add(k)
-		case k.Kind == topology.KindInProcessConfig:
-			all.InProcessConfigs.Add(k)
-		case k.Kind == topology.KindSourcePolicy:
-			all.SourcePolicies.Add(k)
-		case k.Kind == topology.KindFlagd:
-			all.Flagds.Add(k)
-		default:
-			all.Workloads.Add(k)
-		}
+		all.Add(k)
 	}
 	c.dispatch(all)
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		}),
 		deltaKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "delta_keys_total",
-			Help: "Keys enqueued from topology Deltas, by the output they recompute (configmap, workload, source, flagset, inprocessconfig).",
+			Help: "Keys enqueued from topology Deltas, by the output they recompute (configmap, workload, source, flagset, inprocessconfig, flagd, sourcepolicy).",
 		}, []string{"output"}),
 		reconcileTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "reconcile_duration_seconds",
@@ -138,18 +139,35 @@ func (r *Recorder) Delta(d topology.Delta) {
 		return
 	}
 	r.deltaSize.Observe(float64(d.Size()))
-	for output, n := range map[string]int{
-		"configmap":       len(d.ConfigMaps),
-		"workload":        len(d.Workloads),
-		"source":          len(d.Sources),
-		"flagset":         len(d.FlagSets),
-		"inprocessconfig": len(d.InProcessConfigs),
-		"flagd":           len(d.Flagds),
-	} {
-		if n > 0 {
-			r.deltaKeys.WithLabelValues(output).Add(float64(n))
-		}
+	counts := map[string]int{}
+	for k := range d.All() {
+		counts[deltaOutput(k.Kind)]++
 	}
+	for output, n := range counts {
+		r.deltaKeys.WithLabelValues(output).Add(float64(n))
+	}
+}
+
+// deltaOutputs are the output labels that differ from the kind in lower
+// case, as they were first published.
+var deltaOutputs = map[topology.Kind]string{
+	topology.KindFlagSet:         "flagset",
+	topology.KindSource:          "source",
+	topology.KindInProcessConfig: "inprocessconfig",
+	topology.KindSourcePolicy:    "sourcepolicy",
+}
+
+// deltaOutput is the output label of a Delta key's kind: "workload" for
+// every workload kind, deltaOutputs', else the kind in lower case
+// ("configmap", "flagd").
+func deltaOutput(kind topology.Kind) string {
+	if kind.IsWorkload() {
+		return "workload"
+	}
+	if out, ok := deltaOutputs[kind]; ok {
+		return out
+	}
+	return strings.ToLower(string(kind))
 }
 
 // Reconciled records the duration and outcome of reconciling one key.

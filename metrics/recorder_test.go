@@ -50,6 +50,8 @@ func TestDelta(t *testing.T) {
 	w1 := topology.WorkloadKey(topology.KindDeployment, "b", "web")
 	w2 := topology.WorkloadKey(topology.KindDeployment, "b", "api")
 	s := topology.SourceKey("b", "s")
+	flagd := topology.FlagdKey("b", "edge")
+	policy := topology.SourcePolicyKey("b", "defaults")
 
 	tests := []struct {
 		name      string
@@ -62,11 +64,11 @@ func TestDelta(t *testing.T) {
 		{
 			name: "sizes and outputs",
 			deltas: []topology.Delta{
-				{ConfigMaps: topology.KeySet{cm: {}}, Workloads: topology.KeySet{w1: {}, w2: {}}},
-				{Sources: topology.KeySet{s: {}}},
+				delta(cm, w1, w2),
+				delta(s, flagd, policy),
 			},
-			wantCount: 2, wantSum: 4,
-			wantKeys: map[string]float64{"configmap": 1, "workload": 2, "source": 1},
+			wantCount: 2, wantSum: 6,
+			wantKeys: map[string]float64{"configmap": 1, "workload": 2, "source": 1, "flagd": 1, "sourcepolicy": 1},
 		},
 	}
 	for _, tt := range tests {
@@ -158,7 +160,7 @@ flagplane_sync_token_reviews_total{result="reviewed"} 1
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
 	r.Event("k", "e")
-	r.Delta(topology.Delta{Sources: topology.KeySet{topology.SourceKey("a", "b"): {}}})
+	r.Delta(delta(topology.SourceKey("a", "b")))
 	r.Reconciled("w", time.Second, nil)
 	r.Write("k", "v")
 	r.WatchTopology(nil)
@@ -172,7 +174,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	g := NewWithT(t)
 	r, reg := newRecorder(t)
 	r.Event("FeatureFlag", "created")
-	r.Delta(topology.Delta{Sources: topology.KeySet{topology.SourceKey("a", "b"): {}}})
+	r.Delta(delta(topology.SourceKey("a", "b")))
 	r.Reconciled("status", time.Millisecond, nil)
 	r.Write("status", "status")
 	r.WatchTopology(func() map[topology.Kind]int { return map[topology.Kind]int{topology.KindSource: 1} })
@@ -229,4 +231,10 @@ flagplane_pending_keys 3
 `), "flagplane_pending_keys")).To(Succeed())
 	pending = 0
 	g.Expect(testutil.ToFloat64(pendingCollector{r})).To(BeZero())
+}
+
+func delta(keys ...topology.Key) topology.Delta {
+	var d topology.Delta
+	d.Add(keys...)
+	return d
 }

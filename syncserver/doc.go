@@ -52,7 +52,7 @@
 //
 // # Delivery
 //
-// The controllers call FlagSetsChanged with topology.Delta.FlagSets after
+// The controllers call FlagSetsChanged with the flag sets of a topology.Delta after
 // every edit of the graph. Only the subscribers of those flag sets are
 // touched. One goroutine renders each changed flag set once, from a view
 // taken after the edit, and offers the result to its subscribers by

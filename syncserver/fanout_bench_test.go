@@ -176,7 +176,7 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv.FlagSetsChanged(d.FlagSets.Sorted())
+		srv.FlagSetsChanged(d.Of(topology.KindFlagSet))
 		return at
 	}
 

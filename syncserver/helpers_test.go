@@ -39,8 +39,8 @@ func (w *world) apply(d topology.Delta, err error) {
 	if err != nil {
 		w.t.Fatalf("editing the topology: %v", err)
 	}
-	if w.listener != nil && len(d.FlagSets) > 0 {
-		w.listener(d.FlagSets.Sorted())
+	if flagSets := d.Of(topology.KindFlagSet); w.listener != nil && len(flagSets) > 0 {
+		w.listener(flagSets)
 	}
 }
 

@@ -155,7 +155,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 }
 
 // FlagSetsChanged tells the server that the served content of these flag
-// sets, or who may read them, may have changed: topology.Delta.FlagSets. It
+// sets, or who may read them, may have changed: a topology.Delta's flag sets. It
 // returns at once; subscribers are served from a view taken afterwards.
 func (s *Server) FlagSetsChanged(flagSets []topology.Key) { s.hub.changed(flagSets) }
 

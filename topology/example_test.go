@@ -52,9 +52,9 @@ func Example() {
 	}
 	// Output:
 	// workload: {}
-	// source: Sources[featureflagsource:shop/sidecar] Workloads[deployment:shop/web]
-	// flag set: ConfigMaps[configmap:shop/shop/flags] FlagSets[featureflag:shop/flags] Sources[featureflagsource:shop/sidecar] Workloads[deployment:shop/web]
-	// flag edit: ConfigMaps[configmap:shop/shop/flags] FlagSets[featureflag:shop/flags]
+	// source: {deployment:shop/web featureflagsource:shop/sidecar}
+	// flag set: {configmap:shop/shop/flags deployment:shop/web featureflag:shop/flags featureflagsource:shop/sidecar}
+	// flag edit: {configmap:shop/shop/flags featureflag:shop/flags}
 	// deployment:shop/web mounts shop/flagd.shop.flags
 }
 
@@ -99,7 +99,7 @@ func ExampleView_UnresolvedRefs() {
 	fmt.Println(d, t.Snapshot().UnresolvedRefs(src))
 	// Output:
 	// [{featureflag:team/shared file 0 NotPermitted}]
-	// Sources[featureflagsource:shop/sidecar] [{featureflag:team/shared file 0 NotFound}]
+	// {featureflagsource:shop/sidecar} [{featureflag:team/shared file 0 NotFound}]
 }
 
 // A View does not change while the topology goes on.

@@ -24,7 +24,7 @@ import (
 // workloads (View.MayReadDirectly), and its namespace is entitled to its
 // source's flag sets (View.MayRead) as a targeted workload's is.
 //
-// What a Flagd's desired state reads (Delta.Flagds names the Flagds where
+// What a Flagd's desired state reads (a Delta names the Flagds where
 // it may have changed): its spec and annotations (the Service's, as in the
 // OpenFeature Operator), the state of its source reference, the source's
 // settings (everything but targetRefs and selector, and the annotations the

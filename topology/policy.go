@@ -141,14 +141,12 @@ func (edit *tx) markPoliciesOfConsumers() {
 		return
 	}
 	seen := map[string]bool{}
-	for _, set := range []KeySet{edit.delta.Workloads, edit.delta.Flagds} {
-		for w := range set {
-			if seen[w.Namespace] {
-				continue
-			}
-			seen[w.Namespace] = true
-			edit.markAll(indexGet(edit.state.policiesByNs, nsKey(w.Namespace)))
+	for _, w := range edit.delta.filter(func(k Key) bool { return k.Kind.IsWorkload() || k.Kind == KindFlagd }) {
+		if seen[w.Namespace] {
+			continue
 		}
+		seen[w.Namespace] = true
+		edit.markAll(indexGet(edit.state.policiesByNs, nsKey(w.Namespace)))
 	}
 }
 

@@ -701,22 +701,7 @@ func changedNodes(before, after map[Key]string) []string {
 		if before[k] == fp {
 			continue
 		}
-		switch {
-		case k.Kind == KindConfigMap:
-			d.ConfigMaps.Add(k)
-		case k.Kind == KindFlagSet:
-			d.FlagSets.Add(k)
-		case k.Kind == KindInProcessConfig:
-			d.InProcessConfigs.Add(k)
-		case k.Kind == KindSource:
-			d.Sources.Add(k)
-		case k.Kind == KindFlagd:
-			d.Flagds.Add(k)
-		case k.Kind == KindSourcePolicy:
-			d.SourcePolicies.Add(k)
-		default:
-			d.Workloads.Add(k)
-		}
+		d.Add(k)
 	}
 	return deltaKeys(d)
 }

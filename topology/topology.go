@@ -324,25 +324,12 @@ func diff[T comparable](before, after []T) (added, removed []T) {
 // Delta bookkeeping: mark records that a node's desired state may have changed.
 
 func (edit *tx) mark(k Key) {
-	if edit.noDelta {
+	// A grant has no output of its own: what it permits is marked by the
+	// edit that reads it.
+	if edit.noDelta || k.Kind == KindGrant {
 		return
 	}
-	switch {
-	case k.Kind == KindFlagSet:
-		edit.delta.FlagSets.Add(k)
-	case k.Kind == KindSource:
-		edit.delta.Sources.Add(k)
-	case k.Kind == KindInProcessConfig:
-		edit.delta.InProcessConfigs.Add(k)
-	case k.Kind == KindConfigMap:
-		edit.delta.ConfigMaps.Add(k)
-	case k.Kind == KindFlagd:
-		edit.delta.Flagds.Add(k)
-	case k.Kind == KindSourcePolicy:
-		edit.delta.SourcePolicies.Add(k)
-	case k.Kind.IsWorkload():
-		edit.delta.Workloads.Add(k)
-	}
+	edit.delta.Add(k)
 }
 
 func (edit *tx) markAll(keys []Key) {
@@ -356,7 +343,7 @@ func (edit *tx) markAll(keys []Key) {
 // injections (the settings it loses to other sources, whether everything it
 // asks for is in place).
 func (edit *tx) markSourcesOfWorkloads() {
-	for w := range edit.delta.Workloads {
+	for _, w := range edit.delta.filter(func(k Key) bool { return k.Kind.IsWorkload() }) {
 		for _, s := range edit.state.g.parents(w, relTargets) {
 			if s.Kind == KindSource {
 				edit.mark(s)

@@ -1,7 +1,11 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -108,6 +112,11 @@ func (k Key) Less(other Key) bool {
 	return k.Name < other.Name
 }
 
+// Compare orders keys like Less: -1, 0 or +1.
+func (k Key) Compare(other Key) int {
+	return cmp.Or(cmp.Compare(k.Kind, other.Kind), cmp.Compare(k.Namespace, other.Namespace), cmp.Compare(k.Name, other.Name))
+}
+
 // FlagSetKey is the key of a FeatureFlag.
 func FlagSetKey(namespace, name string) Key {
 	return Key{Kind: KindFlagSet, Namespace: namespace, Name: name}
@@ -165,62 +174,64 @@ func (s KeySet) Sorted() []Key {
 	return out
 }
 
-// Delta lists the nodes whose desired state may have changed by an edit,
-// by the output that has to be recomputed.
+// Delta is the set of nodes whose desired state may have changed by an
+// edit. A key's kind says what has to be recomputed: a ConfigMap to render
+// (when the node exists) or delete (when it no longer does); a workload's
+// injection (sidecar, volumes, env, RBAC); the status, and for a flag set
+// the served content, of a flag set, source, in-process configuration or
+// policy; a Flagd's generated objects and status. Read it by kind (Of,
+// Workloads) or whole (All); the zero Delta is empty.
 type Delta struct {
-	// ConfigMaps to render (when the node exists) or delete (when it no longer does).
-	ConfigMaps KeySet
-	// Workloads whose injection (sidecar, volumes, env, RBAC) may have changed.
-	Workloads KeySet
-	// Sources whose status may have changed.
-	Sources KeySet
-	// FlagSets whose status or served content may have changed.
-	FlagSets KeySet
-	// InProcessConfigs whose status may have changed.
-	InProcessConfigs KeySet
-	// Flagds whose generated objects (Deployment, Service, Ingress,
-	// HTTPRoute, RBAC) or status may have changed.
-	Flagds KeySet
-	// SourcePolicies whose status may have changed.
-	SourcePolicies KeySet
+	keys KeySet
 }
 
+// Add puts keys in the delta.
+func (d *Delta) Add(keys ...Key) { d.keys.Add(keys...) }
+
+// Has tells whether k is in the delta.
+func (d Delta) Has(k Key) bool { return d.keys.Has(k) }
+
 // Empty tells whether the delta names no node.
-func (d Delta) Empty() bool {
-	return len(d.ConfigMaps) == 0 && len(d.Workloads) == 0 && len(d.Sources) == 0 &&
-		len(d.FlagSets) == 0 && len(d.InProcessConfigs) == 0 && len(d.Flagds) == 0 &&
-		len(d.SourcePolicies) == 0
-}
+func (d Delta) Empty() bool { return len(d.keys) == 0 }
+
+// Size is the number of keys in the delta.
+func (d Delta) Size() int { return len(d.keys) }
 
 // Merge adds every key of other to d.
 func (d *Delta) Merge(other Delta) {
-	for k := range other.ConfigMaps {
-		d.ConfigMaps.Add(k)
-	}
-	for k := range other.Workloads {
-		d.Workloads.Add(k)
-	}
-	for k := range other.Sources {
-		d.Sources.Add(k)
-	}
-	for k := range other.FlagSets {
-		d.FlagSets.Add(k)
-	}
-	for k := range other.InProcessConfigs {
-		d.InProcessConfigs.Add(k)
-	}
-	for k := range other.Flagds {
-		d.Flagds.Add(k)
-	}
-	for k := range other.SourcePolicies {
-		d.SourcePolicies.Add(k)
+	for k := range other.keys {
+		d.keys.Add(k)
 	}
 }
 
-// Size is the number of keys in the delta.
-func (d Delta) Size() int {
-	return len(d.ConfigMaps) + len(d.Workloads) + len(d.Sources) + len(d.FlagSets) + len(d.InProcessConfigs) + len(d.Flagds) +
-		len(d.SourcePolicies)
+// All yields every key of the delta, in no order.
+func (d Delta) All() iter.Seq[Key] { return maps.Keys(d.keys) }
+
+// Of returns the keys of the given kind, sorted.
+func (d Delta) Of(kind Kind) []Key {
+	return d.sorted(func(k Key) bool { return k.Kind == kind })
+}
+
+// Workloads returns the keys of every workload kind (Kind.IsWorkload), sorted.
+func (d Delta) Workloads() []Key {
+	return d.sorted(func(k Key) bool { return k.Kind.IsWorkload() })
+}
+
+func (d Delta) sorted(keep func(Key) bool) []Key {
+	out := d.filter(keep)
+	slices.SortFunc(out, Key.Compare)
+	return out
+}
+
+// filter returns the keys keep keeps, in no order.
+func (d Delta) filter(keep func(Key) bool) []Key {
+	var out []Key
+	for k := range d.keys {
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Workload is what the topology keeps of a Deployment, StatefulSet or DaemonSet.
