@@ -7,22 +7,6 @@ import (
 	"strings"
 )
 
-// nodeStyle is how a kind is drawn: sources and configurations as notes, as
-// policy-machinery draws policies; workloads as filled boxes, as it draws
-// targetables.
-var nodeStyle = map[Kind]string{
-	KindFlagSet:         `shape=folder`,
-	KindSource:          `shape=note`,
-	KindInProcessConfig: `shape=note, style=dashed`,
-	KindDeployment:      `shape=box, style=filled, fillcolor="#e5e5e5"`,
-	KindStatefulSet:     `shape=box, style=filled, fillcolor="#e5e5e5"`,
-	KindDaemonSet:       `shape=box, style=filled, fillcolor="#e5e5e5"`,
-	KindConfigMap:       `shape=component`,
-	KindGrant:           `shape=octagon`,
-	KindFlagd:           `shape=box3d, style=filled, fillcolor="#d9ead3"`,
-	KindSourcePolicy:    `shape=note, style=filled, fillcolor="#fde9c9"`,
-}
-
 // edgeStyle is how a relation is drawn.
 var edgeStyle = map[rel]string{
 	relRefs:    `style=bold`,
@@ -47,7 +31,7 @@ func (v *View) DOT() []byte {
 		if k.Kind == KindConfigMap {
 			label += `\n` + ConfigMapName(k.FlagSet())
 		}
-		fmt.Fprintf(&b, "  %s [label=%s, %s];\n", quote(k.String()), quote(label), nodeStyle[k.Kind])
+		fmt.Fprintf(&b, "  %s [label=%s, %s];\n", quote(k.String()), quote(label), nodeStyleOf(k.Kind))
 	}
 	for _, k := range keys {
 		n, _ := v.state.g.node(k)
@@ -80,4 +64,13 @@ func refProviders(refs []FlagSetRef, f Key) []string {
 // backslash starts an escape such as \n, which labels use on purpose).
 func quote(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
+
+// nodeStyle is how a node of kind k is drawn (nodeKinds); other owners of
+// pods have no style.
+func nodeStyleOf(k Kind) string {
+	if i := kindIndex(k); i >= 0 && nodeKinds[i].kind == k {
+		return nodeKinds[i].style
+	}
+	return ""
 }

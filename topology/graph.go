@@ -69,7 +69,7 @@ type graph[P any] struct {
 	// counts counts nodes by kind (kindIndex). Listing the nodes of a kind
 	// scans them all: lists are for startup and garbage collection, while a
 	// per-kind index would cost every create and delete.
-	counts [len(allKinds)]int
+	counts [len(nodeKinds)]int
 }
 
 func (g *graph[P]) node(k Key) (*gnode[P], bool) { return g.nodes.get(k) }

@@ -6,12 +6,7 @@ import (
 	"strings"
 
 	"github.com/kuadrant/policy-machinery/machinery"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
-	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
 // Keys speak policy-machinery's vocabulary: a Key is a machinery.Object, so
@@ -19,23 +14,10 @@ import (
 // target reference.
 var _ machinery.Object = Key{}
 
-// referenceGrantGVK is the GroupVersionKind of grants: flagplane reads Gateway
-// API ReferenceGrants (from FeatureFlagSource to FeatureFlag).
-var referenceGrantGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1beta1", Kind: string(KindGrant)}
-
 // GroupVersionKind is the API type of the object that the key names.
 func (k Key) GroupVersionKind() schema.GroupVersionKind {
-	switch k.Kind {
-	case KindFlagSet, KindSource, KindInProcessConfig, KindFlagd:
-		return v1beta1.GroupVersion.WithKind(string(k.Kind))
-	case KindDeployment, KindStatefulSet, KindDaemonSet:
-		return appsv1.SchemeGroupVersion.WithKind(string(k.Kind))
-	case KindConfigMap:
-		return corev1.SchemeGroupVersion.WithKind(string(k.Kind))
-	case KindGrant:
-		return referenceGrantGVK
-	case KindSourcePolicy:
-		return policyv1alpha1.GroupVersion.WithKind(string(k.Kind))
+	if i := kindIndex(k.Kind); i >= 0 && nodeKinds[i].kind == k.Kind {
+		return nodeKinds[i].gvk
 	}
 	if k.Kind.IsPodOwner() {
 		group, kind := k.Kind.GroupKind()
@@ -58,30 +40,9 @@ func (k Key) GetName() string { return k.Name }
 // "deployment.apps:shop/web". String is the shorter form used in DOT and logs.
 func (k Key) GetLocator() string { return machinery.LocatorFromObject(k) }
 
-// kindIndex numbers the kinds for per-kind tables; every other owner of
-// pods counts as KindPodOwners; -1 for unknown kinds.
-func kindIndex(k Kind) int {
-	if k.IsPodOwner() {
-		k = KindPodOwners
-	}
-	for i, kind := range allKinds {
-		if kind == k {
-			return i
-		}
-	}
-	return -1
-}
-
 // KindPodOwners is how Counts names the workloads of every kind but
 // Deployment, StatefulSet and DaemonSet (see Kind.IsPodOwner).
 const KindPodOwners Kind = "OtherPodOwner"
-
-// allKinds lists the node kinds in the order of Counts and of DOT sections.
-var allKinds = [...]Kind{
-	KindFlagSet, KindSource, KindInProcessConfig,
-	KindDeployment, KindStatefulSet, KindDaemonSet, KindPodOwners,
-	KindConfigMap, KindGrant, KindFlagd, KindSourcePolicy,
-}
 
 // ParseRef reads a reference to an object written as `name` or
 // `namespace/name` (the form of spec.sources[].source and of the

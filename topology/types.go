@@ -40,11 +40,7 @@ func (k Kind) IsWorkload() bool {
 // workload kinds (a Job, a CronJob, a bare ReplicaSet, an Argo Rollout...):
 // "<Kind>.<group>", or "<Kind>" for the core group.
 func (k Kind) IsPodOwner() bool {
-	switch k {
-	case KindFlagSet, KindSource, KindInProcessConfig, KindConfigMap, KindGrant, KindDeployment, KindStatefulSet, KindDaemonSet, KindFlagd, KindSourcePolicy, "":
-		return false
-	}
-	return true
+	return k != "" && !registered(k)
 }
 
 // OwnerKind is the workload kind of an owner of pods of the given API group

@@ -216,8 +216,9 @@ func (v *View) ConfigMapByName(namespace, name string) (Key, bool) {
 
 // Counts gives the number of nodes of every kind, zeros included.
 func (v *View) Counts() map[Kind]int {
-	out := make(map[Kind]int, len(allKinds))
-	for i, k := range allKinds {
+	out := make(map[Kind]int, len(nodeKinds))
+	for i, info := range nodeKinds {
+		k := info.kind
 		out[k] = v.state.g.counts[i]
 	}
 	return out
