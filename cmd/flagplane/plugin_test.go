@@ -22,7 +22,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Skipf("no kubectl to run the plugin (make controlplane builds bin/kubectl): %v", err)
 	}
-	testdata, err := filepath.Abs(filepath.Join("explain", "testdata"))
+	testdata, err := filepath.Abs(filepath.Join("..", "..", "inspect", "explain", "testdata"))
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Built as make plugin builds it.

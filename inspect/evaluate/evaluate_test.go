@@ -218,7 +218,7 @@ func TestLoadRefuses(t *testing.T) {
 // with, and so are the libraries its operators are made of.
 func TestSameFlagdAsBin(t *testing.T) {
 	g := NewWithT(t)
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..")
 	ours, theirs := requires(t, filepath.Join(root, "go.mod")), requires(t, filepath.Join(root, "hack", "tools", "flagd", "go.mod"))
 	g.Expect(theirs["github.com/open-feature/flagd/flagd"]).To(Equal(evaluate.FlagdVersion))
 	g.Expect(ours["github.com/open-feature/flagd/core"]).To(Equal(evaluate.FlagdVersion))
