@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -91,26 +90,14 @@ func (st *state) flagdRefState(flagdNamespace string, source Key) RefState {
 //
 // The topology keeps f: do not modify it afterwards.
 func (t *Topology) UpsertFlagd(f *v1beta1.Flagd) (Delta, error) {
-	if f == nil {
-		return Delta{}, fmt.Errorf("upserting Flagd: nil object")
-	}
-	if f.Namespace == "" || f.Name == "" {
-		return Delta{}, fmt.Errorf("upserting Flagd %q in namespace %q: namespace and name are required", f.Name, f.Namespace)
-	}
-	k := FlagdKey(f.Namespace, f.Name)
-	d, err := t.apply(k, func(edit *tx) error { return edit.upsertFlagd(k, f) })
-	if err != nil {
-		return d, fmt.Errorf("upserting Flagd %s: %w", k, err)
-	}
-	return d, nil
+	return upsertObject(t, KindFlagd, f, (*tx).upsertFlagd)
 }
 
 // DeleteFlagd removes a Flagd. The Delta: the Flagd, the ConfigMaps no
 // longer needed and their flag sets, the source whose denied referrers
 // changed, the flag sets whose reader namespaces changed.
 func (t *Topology) DeleteFlagd(namespace, name string) Delta {
-	k := FlagdKey(namespace, name)
-	return t.mustApply(k, func(edit *tx) error { return edit.deleteFlagd(k) })
+	return deleteObject(t, Key{Kind: KindFlagd, Namespace: namespace, Name: name}, (*tx).deleteFlagd)
 }
 
 func (edit *tx) upsertFlagd(k Key, f *v1beta1.Flagd) error {

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"bytes"
-	"fmt"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -20,18 +19,7 @@ import (
 // The topology keeps ff: do not modify it afterwards (objects from an
 // informer's cache are never modified).
 func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
-	if ff == nil {
-		return Delta{}, fmt.Errorf("upserting FeatureFlag: nil object")
-	}
-	if ff.Namespace == "" || ff.Name == "" {
-		return Delta{}, fmt.Errorf("upserting FeatureFlag %q in namespace %q: namespace and name are required", ff.Name, ff.Namespace)
-	}
-	k := FlagSetKey(ff.Namespace, ff.Name)
-	d, err := t.apply(k, func(edit *tx) error { return edit.upsertFlagSet(k, ff) })
-	if err != nil {
-		return d, fmt.Errorf("upserting FeatureFlag %s: %w", k, err)
-	}
-	return d, nil
+	return upsertObject(t, KindFlagSet, ff, (*tx).upsertFlagSet)
 }
 
 // DeleteFlagSet removes a FeatureFlag. References to it stay, as pending
@@ -39,8 +27,7 @@ func (t *Topology) UpsertFlagSet(ff *v1beta1.FeatureFlag) (Delta, error) {
 // references to it no longer resolve, their workloads, the ConfigMaps no
 // longer needed.
 func (t *Topology) DeleteFlagSet(namespace, name string) Delta {
-	k := FlagSetKey(namespace, name)
-	return t.mustApply(k, func(edit *tx) error { return edit.deleteFlagSet(k) })
+	return deleteObject(t, Key{Kind: KindFlagSet, Namespace: namespace, Name: name}, (*tx).deleteFlagSet)
 }
 
 func (edit *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {

@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"fmt"
-
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -17,25 +15,13 @@ import (
 // The topology keeps c: do not modify it afterwards (objects from an
 // informer's cache are never modified).
 func (t *Topology) UpsertInProcessConfig(c *v1beta1.InProcessConfiguration) (Delta, error) {
-	if c == nil {
-		return Delta{}, fmt.Errorf("upserting InProcessConfiguration: nil object")
-	}
-	if c.Namespace == "" || c.Name == "" {
-		return Delta{}, fmt.Errorf("upserting InProcessConfiguration %q in namespace %q: namespace and name are required", c.Name, c.Namespace)
-	}
-	k := InProcessConfigKey(c.Namespace, c.Name)
-	d, err := t.apply(k, func(edit *tx) error { return edit.upsertIPC(k, c) })
-	if err != nil {
-		return d, fmt.Errorf("upserting InProcessConfiguration %s: %w", k, err)
-	}
-	return d, nil
+	return upsertObject(t, KindInProcessConfig, c, (*tx).upsertIPC)
 }
 
 // DeleteInProcessConfig removes an InProcessConfiguration. The Delta: the
 // configuration and its workloads.
 func (t *Topology) DeleteInProcessConfig(namespace, name string) Delta {
-	k := InProcessConfigKey(namespace, name)
-	return t.mustApply(k, func(edit *tx) error { return edit.deleteIPC(k) })
+	return deleteObject(t, Key{Kind: KindInProcessConfig, Namespace: namespace, Name: name}, (*tx).deleteIPC)
 }
 
 func (edit *tx) upsertIPC(k Key, c *v1beta1.InProcessConfiguration) error {

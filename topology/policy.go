@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -54,25 +53,13 @@ func SourcePolicyChanged(old, new *policyv1alpha1.FeatureFlagSourcePolicy) bool 
 //
 // The topology keeps p: do not modify it afterwards.
 func (t *Topology) UpsertSourcePolicy(p *policyv1alpha1.FeatureFlagSourcePolicy) (Delta, error) {
-	if p == nil {
-		return Delta{}, fmt.Errorf("upserting FeatureFlagSourcePolicy: nil object")
-	}
-	if p.Namespace == "" || p.Name == "" {
-		return Delta{}, fmt.Errorf("upserting FeatureFlagSourcePolicy %q in namespace %q: namespace and name are required", p.Name, p.Namespace)
-	}
-	k := SourcePolicyKey(p.Namespace, p.Name)
-	d, err := t.apply(k, func(edit *tx) error { return edit.upsertSourcePolicy(k, p) })
-	if err != nil {
-		return d, fmt.Errorf("upserting FeatureFlagSourcePolicy %s: %w", k, err)
-	}
-	return d, nil
+	return upsertObject(t, KindSourcePolicy, p, (*tx).upsertSourcePolicy)
 }
 
 // DeleteSourcePolicy removes a FeatureFlagSourcePolicy; the Delta is as
 // for UpsertSourcePolicy.
 func (t *Topology) DeleteSourcePolicy(namespace, name string) Delta {
-	k := SourcePolicyKey(namespace, name)
-	return t.mustApply(k, func(edit *tx) error { return edit.deleteSourcePolicy(k) })
+	return deleteObject(t, Key{Kind: KindSourcePolicy, Namespace: namespace, Name: name}, (*tx).deleteSourcePolicy)
 }
 
 func (edit *tx) upsertSourcePolicy(k Key, p *policyv1alpha1.FeatureFlagSourcePolicy) error {

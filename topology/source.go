@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 
@@ -153,25 +152,13 @@ func (st *state) evalRefs(namespace string, refs []FlagSetRef) []FlagSetRef {
 // The topology keeps s: do not modify it afterwards (objects from an
 // informer's cache are never modified).
 func (t *Topology) UpsertSource(s *v1beta1.FeatureFlagSource) (Delta, error) {
-	if s == nil {
-		return Delta{}, fmt.Errorf("upserting FeatureFlagSource: nil object")
-	}
-	if s.Namespace == "" || s.Name == "" {
-		return Delta{}, fmt.Errorf("upserting FeatureFlagSource %q in namespace %q: namespace and name are required", s.Name, s.Namespace)
-	}
-	k := SourceKey(s.Namespace, s.Name)
-	d, err := t.apply(k, func(edit *tx) error { return edit.upsertSource(k, s) })
-	if err != nil {
-		return d, fmt.Errorf("upserting FeatureFlagSource %s: %w", k, err)
-	}
-	return d, nil
+	return upsertObject(t, KindSource, s, (*tx).upsertSource)
 }
 
 // DeleteSource removes a FeatureFlagSource. The Delta: the source, its
 // workloads, the flag sets it resolved, ConfigMaps no longer needed.
 func (t *Topology) DeleteSource(namespace, name string) Delta {
-	k := SourceKey(namespace, name)
-	return t.mustApply(k, func(edit *tx) error { return edit.deleteSource(k) })
+	return deleteObject(t, Key{Kind: KindSource, Namespace: namespace, Name: name}, (*tx).deleteSource)
 }
 
 func (edit *tx) upsertSource(k Key, obj *v1beta1.FeatureFlagSource) error {

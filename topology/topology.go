@@ -214,6 +214,37 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	return edit.delta, nil
 }
 
+// object is a namespaced API object of the graph, as its typed pointer.
+type object interface {
+	comparable
+	GetNamespace() string
+	GetName() string
+}
+
+// upsertObject is every Upsert of an API object: it refuses a nil object or
+// one without a namespace or name, and runs upsert as the one edit of the
+// object's key.
+func upsertObject[T object](t *Topology, kind Kind, obj T, upsert func(*tx, Key, T) error) (Delta, error) {
+	var none T
+	if obj == none {
+		return Delta{}, fmt.Errorf("upserting %s: nil object", kind)
+	}
+	if obj.GetNamespace() == "" || obj.GetName() == "" {
+		return Delta{}, fmt.Errorf("upserting %s %q in namespace %q: namespace and name are required", kind, obj.GetName(), obj.GetNamespace())
+	}
+	k := Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	d, err := t.apply(k, func(edit *tx) error { return upsert(edit, k, obj) })
+	if err != nil {
+		return d, fmt.Errorf("upserting %s %s: %w", kind, k, err)
+	}
+	return d, nil
+}
+
+// deleteObject is every Delete of an API object: the one edit of its key.
+func deleteObject(t *Topology, k Key, del func(*tx, Key) error) Delta {
+	return t.mustApply(k, func(edit *tx) error { return del(edit, k) })
+}
+
 // mustApply runs an edit that only takes away: removing nodes and edges
 // cannot close a cycle, so such an edit cannot fail, and the Delete methods
 // return no error. A failure here is a bug in this package.
