@@ -10,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -60,6 +58,9 @@ const (
 // not roll it in a loop (not for a reference that resolved: its new pods
 // get it). Pods are checked as their events arrive and every
 // Resync. Only the leader heals.
+//
+// The Healer is the Reconciler of a controller-runtime controller named
+// "healer" (SetupWithManager, healer_controller.go), keyed by workload.
 type Healer struct {
 	Graph    Graph
 	Resolver rollout.Owners
@@ -73,6 +74,9 @@ type Healer struct {
 	Options injection.Options
 	Resync  time.Duration
 	Backoff time.Duration
+	// Workers is how many workloads are healed at once (default 2); one
+	// workload is never healed by two workers at once.
+	Workers int
 	Now     func() time.Time
 
 	mu       sync.Mutex
@@ -84,7 +88,9 @@ type Healer struct {
 	// targetedSince is when this process saw each targeted workload become
 	// targeted: a pod older than that predates its targeting.
 	targetedSince map[topology.Key]time.Time
-	queue         workqueue.TypedRateLimitingInterface[topology.Key]
+	// queue is the controller's while it runs (on the leader): the
+	// workloads of Deltas go there.
+	queue workqueue.TypedRateLimitingInterface[topology.Key]
 }
 
 // WorkloadsChanged hears the workloads of every Delta (see
@@ -117,7 +123,7 @@ func (h *Healer) WorkloadsChanged(workloads []topology.Key) {
 	q := h.queue
 	h.mu.Unlock()
 	if q == nil {
-		return // not the leader (yet): its resync looks at every pod when it starts
+		return // not running (not the leader yet): when it starts, it looks at every pod
 	}
 	for _, w := range workloads {
 		q.Add(w)
@@ -131,75 +137,6 @@ func (h *Healer) now() time.Time {
 	return time.Now()
 }
 
-var (
-	_ manager.Runnable               = (*Healer)(nil)
-	_ manager.LeaderElectionRunnable = (*Healer)(nil)
-)
-
-// NeedLeaderElection is true: restarting workloads is a write.
-func (h *Healer) NeedLeaderElection() bool { return true }
-
-// Start heals until ctx is done.
-func (h *Healer) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("healer")
-	ctx = log.IntoContext(ctx, logger)
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[topology.Key](),
-		workqueue.TypedRateLimitingQueueConfig[topology.Key]{Name: "healer"})
-	defer queue.ShutDown()
-
-	inf, err := h.Cache.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return fmt.Errorf("getting the pod metadata informer: %w", err)
-	}
-	if !h.Cache.WaitForCacheSync(ctx) {
-		return nil
-	}
-	for !h.Graph.GraphBuilt() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { h.enqueuePod(ctx, queue, obj) },
-		UpdateFunc: func(_, obj any) { h.enqueuePod(ctx, queue, obj) },
-	})
-	if err != nil {
-		return fmt.Errorf("watching pods: %w", err)
-	}
-	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	// Deltas reach the queue from now on; the first resync covers what came before.
-	h.mu.Lock()
-	h.queue = queue
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.queue = nil
-		h.mu.Unlock()
-	}()
-	go h.resync(ctx, queue)
-
-	go func() {
-		t := time.NewTicker(h.Resync)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				h.resync(ctx, queue)
-			}
-		}
-	}()
-	go func() {
-		for h.processNext(ctx, queue) {
-		}
-	}()
-	<-ctx.Done()
-	return nil
-}
-
 // needsLook tells whether a pod lacks (part of) its injection by its annotations.
 func needsLook(pod metav1.Object) bool {
 	if pod.GetDeletionTimestamp() != nil {
@@ -210,47 +147,6 @@ func needsLook(pod metav1.Object) bool {
 	_, incomplete := a[rollout.AnnotationIncomplete]
 	_, unresolved := a[rollout.AnnotationUnresolved]
 	return !injected || incomplete || unresolved
-}
-
-func (h *Healer) enqueuePod(ctx context.Context, queue workqueue.TypedInterface[topology.Key], obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || !needsLook(pod) {
-		return
-	}
-	if res := h.Resolver.WorkloadOf(ctx, pod.Namespace, pod); res.OK {
-		queue.Add(res.Workload)
-	}
-}
-
-func (h *Healer) resync(ctx context.Context, queue workqueue.TypedInterface[topology.Key]) {
-	var pods corev1.PodList
-	if err := h.Cache.List(ctx, &pods); err != nil {
-		log.FromContext(ctx).Error(err, "listing pods from the cache")
-		return
-	}
-	for i := range pods.Items {
-		h.enqueuePod(ctx, queue, &pods.Items[i])
-	}
-}
-
-func (h *Healer) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[topology.Key]) bool {
-	w, quit := queue.Get()
-	if quit {
-		return false
-	}
-	defer queue.Done(w)
-	retryIn, err := h.Heal(ctx, w)
-	switch {
-	case err != nil:
-		log.FromContext(ctx).Error(err, "healing a workload, will retry", "workload", w.String())
-		queue.AddRateLimited(w)
-	case retryIn > 0:
-		queue.Forget(w)
-		queue.AddAfter(w, retryIn)
-	default:
-		queue.Forget(w)
-	}
-	return true
 }
 
 // Heal restarts the workload if one of its pods lacks its injection. It
@@ -324,7 +220,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[rollout.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
 	}
-	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "workload", w.String(), "pod", culprit.Name, "reason", reason)
+	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "pod", culprit.Name, "reason", reason)
 	if h.Events != nil {
 		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Heal",
 			"pod %s %s: restarted the %s so that its pods get their flags", culprit.Name, why, w.Kind)

@@ -95,6 +95,9 @@ type Options struct {
 	// (default 5m), so that pods admitted while the webhook is still
 	// unreachable do not roll a workload in a loop.
 	HealBackoff time.Duration
+	// HealWorkers is how many workloads are healed at once (default 2; the
+	// manager passes --workers, as to every queue).
+	HealWorkers int
 
 	// FlagsValidation validates FeatureFlags on admission (default true;
 	// the OpenFeature Operator's managerConfig.flagsValidationEnabled).
@@ -127,6 +130,7 @@ func DefaultOptions() Options {
 		Heal:                           true,
 		HealResync:                     time.Minute,
 		HealBackoff:                    5 * time.Minute,
+		HealWorkers:                    defaultHealWorkers,
 		FlagsValidation:                true,
 	}
 }
@@ -217,6 +221,9 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	if o.HealBackoff <= 0 {
 		o.HealBackoff = def.HealBackoff
 	}
+	if o.HealWorkers <= 0 {
+		o.HealWorkers = def.HealWorkers
+	}
 	a := &Admission{}
 	srv := mgr.GetWebhookServer()
 
@@ -278,9 +285,10 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 			Options:  o.Injection,
 			Resync:   o.HealResync,
 			Backoff:  o.HealBackoff,
+			Workers:  o.HealWorkers,
 		}
-		if err := mgr.Add(a.Healer); err != nil {
-			return nil, fmt.Errorf("adding the healer: %w", err)
+		if err := a.Healer.SetupWithManager(mgr); err != nil {
+			return nil, err
 		}
 		if n, ok := g.(interface{ OnWorkloadsChanged(func([]topology.Key)) }); ok {
 			n.OnWorkloadsChanged(a.Healer.WorkloadsChanged)

@@ -191,6 +191,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	// The FeatureFlag webhook warns of what a Flagd's flagd release
 	// evaluates otherwise, as the sidecar's.
 	wo.FlagdTag = o.Flagd.Tag
+	// The healer's queue has as many workers as every other.
+	wo.HealWorkers = o.Workers
 	// Sidecars of flagd-proxy sources prove their namespace to the sync
 	// server with a token the webhook writes into their arguments.
 	if m.Sync != nil && wo.Injection.SyncServerHeaders == nil {

@@ -56,7 +56,7 @@ type Options struct {
 	// mode, with namespaced Roles only); empty watches the whole cluster.
 	Namespaces []string
 
-	// Workers per workflow queue.
+	// Workers per queue: each workflow's and the healer's.
 	Workers int
 
 	// CacheSyncPeriod is how often the informers deliver every object again
@@ -153,7 +153,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per workflow queue")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
