@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+
+	"github.com/flagplane/flagplane/test/freeport"
 )
 
 // TestCommandTree: every command is there, with its own flags and
@@ -267,15 +268,14 @@ current-context: test
 	return path
 }
 
-// closedAddress is the https:// address of a port nothing listens on.
+// closedAddress is the https:// address of a loopback port nothing listens
+// on (free a moment ago).
 func closedAddress(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Address()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return "https://" + addr
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/freeport"
 	"github.com/flagplane/flagplane/test/managerproc"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/status"
@@ -41,7 +42,10 @@ var _ = Describe("Sync reports across replicas", func() {
 
 		addrs := map[string]string{}
 		for _, name := range []string{"replica-a", "replica-b"} {
-			addrs[name] = freeAddr()
+			// A port picked here, not port 0: the check below that a ready
+			// replica's sync server listens must not wait for it.
+			addrs[name], err = freeport.Address()
+			Expect(err).NotTo(HaveOccurred())
 			proc, err := managerproc.Start(managerproc.Options{
 				Binary: manager, Name: "sync-" + name, Kubeconfig: cp.KubeconfigPath, Dir: workDir,
 				Args: []string{"--leader-elect", "--leader-election-namespace=" + leaseNamespace, "--leader-election-id=flagplane-sync-reports",
@@ -132,12 +136,3 @@ var _ = Describe("Sync reports across replicas", func() {
 		}).Should(MatchError(ContainSubstring("not found")))
 	})
 })
-
-// freeAddr is a loopback address with a port free at the time of asking.
-func freeAddr() string {
-	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
-}

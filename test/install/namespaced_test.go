@@ -20,6 +20,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/freeport"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -214,7 +215,10 @@ func describeNamespaced() {
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: teamInjector(teamNS)}, m)).To(Succeed())
 			saved := m.DeepCopy()
 			m.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Fail)
-			m.Webhooks[0].ClientConfig.URL = ptr.To("https://" + closedAddress() + "/mutate-v1-pod")
+			// A loopback port nothing listens on (free a moment ago).
+			closed, err := freeport.Address()
+			Expect(err).NotTo(HaveOccurred())
+			m.Webhooks[0].ClientConfig.URL = ptr.To("https://" + closed + "/mutate-v1-pod")
 			Expect(k8s.Update(ctx, m)).To(Succeed())
 			DeferCleanup(func(ctx SpecContext) {
 				Eventually(func() error {

@@ -261,16 +261,6 @@ func (rm *runningManager) syncAddr() string {
 // newRegistry is a metrics registry for a second manager in the process.
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 
-// closedAddress is a loopback host:port where nothing listens (a port that
-// was free a moment ago): for a webhook that must not be answered.
-func closedAddress() string {
-	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // externalIP is an IPv4 address of this machine that is not loopback: the
 // API server's service proxy refuses to forward to loopback addresses.
 func externalIP() (string, error) {

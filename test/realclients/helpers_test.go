@@ -26,6 +26,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/freeport"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -115,7 +116,8 @@ type flagd struct {
 // ports and waits until it answers.
 func startFlagd(args ...string) *flagd {
 	for attempt := 1; ; attempt++ {
-		ports := freePorts(4)
+		ports, err := freeport.Ports(4)
+		Expect(err).NotTo(HaveOccurred())
 		all := append([]string{"start",
 			"--port", strconv.Itoa(ports[0]), "--management-port", strconv.Itoa(ports[1]),
 			"--sync-port", strconv.Itoa(ports[2]), "--ofrep-port", strconv.Itoa(ports[3]),

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,22 +89,6 @@ func (p *process) outputLines() []string {
 }
 
 func (p *process) running() bool { return p.proc.Running() }
-
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(n int) []int {
-	var ports []int
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		_ = l.Close()
-	}
-	return ports
-}
 
 func contains(lines []string, s string) bool {
 	for _, l := range lines {
