@@ -28,7 +28,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
@@ -36,15 +35,12 @@ import (
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/inspect/explain"
 	"github.com/flagplane/flagplane/inspect/topodump"
-	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
+	"github.com/flagplane/flagplane/test/operator"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
-
-// operatorNamespace is where the operator keeps its webhook certificate.
-const operatorNamespace = "flagplane-system"
 
 //go:embed extra.yaml
 var extraManifests []byte
@@ -300,7 +296,7 @@ func (d *demo) startControlPlane(ctx context.Context) error {
 	// envtest installs config/webhook's configurations pointing at this
 	// process; the manager keeps their certificate and caBundle itself, as
 	// in a cluster.
-	opts.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(d.root, "config", "webhook")}}
+	opts.WebhookInstallOptions = operator.WebhookInstallOptions(d.root)
 	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -324,105 +320,58 @@ func (d *demo) stopControlPlane() {
 	}
 }
 
-// startOperator runs the manager in this process against the control plane.
-// It returns a function that stops it and waits until it has.
+// startOperator runs the manager in this process against the control plane,
+// as the integration suites do (test/operator), with its default options
+// but for what a laptop needs. It returns a function that stops it and
+// waits until it has.
 func (d *demo) startOperator(ctx context.Context) (func(), error) {
 	d.step("Starting the operator (in this process: the manager of cmd/manager, its default options, admission included)")
 	d.logPath = filepath.Join(d.cp.Dir, "flagplane.log")
 	if err := d.logs.open(d.logPath); err != nil {
 		return nil, err
 	}
-
-	opts := app.DefaultOptions()
-	metricsAddr, err := freeAddress()
+	op, err := operator.Start(ctx, d.cp, operator.Options{
+		// The built-in flagd sync server, on as in config/default:
+		// flagd-proxy sources work, with the namespace-token key the
+		// manager generates into a Secret of its namespace.
+		SyncServer: true, TokenKeySecret: true,
+		Configure: func(o *app.Options) {
+			// Ports the kernel picks, read back once bound. Plain HTTP on
+			// loopback, so that the demo's links open in a browser; an
+			// installed manager serves them over HTTPS to authorized
+			// callers only.
+			o.MetricsBindAddress, o.HealthProbeBindAddress = "127.0.0.1:0", "127.0.0.1:0"
+			o.MetricsSecure = false
+		},
+	})
 	if err != nil {
-		return nil, err
+		_ = d.logs.Close()
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		return nil, fmt.Errorf("starting the operator (log: %s): %w", d.logPath, err)
 	}
-	probeAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	syncAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = metricsAddr, probeAddr
-	// The built-in flagd sync server, on as in config/default: flagd-proxy
-	// sources work, with the namespace-token key the manager generates into
-	// a Secret of its namespace.
-	opts.Sync.BindAddress = syncAddr
-	opts.Sync.NamespaceTokenKeySecret = syncserver.DefaultNamespaceTokenKeySecret
-	opts.Sync.SecretNamespace = operatorNamespace
-	opts.Admission.Injection.SyncServer = syncAddr
-	// Plain HTTP on loopback, so that the demo's links open in a browser;
-	// an installed manager serves them over HTTPS to authorized callers only.
-	opts.MetricsSecure = false
-	w := d.cp.Env.WebhookInstallOptions
-	opts.WebhookHost, opts.WebhookPort = w.LocalServingHost, w.LocalServingPort
-	// The API server calls the webhooks by URL at envtest's address; the
-	// certificate covers it. Its Secret lives in the operator's namespace.
-	opts.Admission.Namespace = operatorNamespace
-	opts.Admission.ExtraDNSNames = []string{w.LocalServingHost, "localhost"}
-	if _, err := d.kubectl(nil, "create", "namespace", operatorNamespace); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	mgrCtx, cancel := context.WithCancel(context.Background())
-	m, err := app.New(mgrCtx, d.cp.Config, opts)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	d.mgr = m
-	done := make(chan error, 1)
-	go func() { done <- m.Start(mgrCtx) }()
+	d.mgr = op.Manager
 	stop := func() {
 		start := time.Now()
-		cancel()
-		if err := <-done; err != nil {
+		if err := op.Stop(); err != nil {
 			d.say("operator stopped with: %v", err)
 		}
 		d.say("operator stopped in %s", time.Since(start).Round(time.Millisecond))
 		_ = d.logs.Close()
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("the operator exited: %w (log: %s)", err, d.logPath)
-		default:
-		}
-		return m.Controller.Ready(), nil
-	})
-	if err != nil {
-		stop()
-		if ctx.Err() != nil {
-			return nil, errInterrupted
-		}
-		return nil, fmt.Errorf("waiting for the operator to be ready: %w", err)
-	}
-	d.measured("operator ready (topology built, every generated object reconciled once)", time.Since(start))
-	d.metricsURL = "http://" + metricsAddr
-	d.say("ready in %s: topology built from the caches", time.Since(start).Round(time.Millisecond))
+	opts, addrs := op.Options, op.Addresses()
+	d.measured("operator ready (topology built, every generated object reconciled once)", op.Timings.Ready)
+	d.metricsURL = "http://" + addrs.Metrics
+	d.say("ready in %s: topology built from the caches", op.Timings.Ready.Round(time.Millisecond))
 	d.say("metrics:  %s/metrics", d.metricsURL)
 	d.say("topology: %s%s (Graphviz DOT)", d.metricsURL, app.TopologyPath)
-	d.say("probes:   http://%s/readyz", probeAddr)
-	d.say("sync:     %s (flagd.sync.v1, for flagd-proxy sources; key in Secret %s/%s)", syncAddr, operatorNamespace, opts.Sync.NamespaceTokenKeySecret)
+	d.say("probes:   http://%s/readyz", addrs.Health)
+	d.say("sync:     %s (flagd.sync.v1, for flagd-proxy sources; key in Secret %s/%s)", op.SyncAddress, operator.Namespace, opts.Sync.NamespaceTokenKeySecret)
 	d.say("log:      %s", d.logPath)
-	// The API server trusts the webhooks once it has read the caBundle the
-	// manager injects: a dry-run create then passes the FeatureFlag validator.
-	probe := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "probe"}}
-	probe.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
-		"f": {State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "off"},
-	}
-	if err := d.poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		return d.cp.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) == nil, nil
-	}); err != nil {
-		stop()
-		return nil, fmt.Errorf("waiting for the API server to reach the admission webhooks: %w", err)
-	}
-	d.measured("admission webhooks trusted by the API server", time.Since(start))
-	d.say("admission webhooks: served on https://%s:%d, certificate in Secret %s/%s, caBundle injected",
-		opts.WebhookHost, opts.WebhookPort, operatorNamespace, opts.Admission.SecretName)
+	d.measured("admission webhooks trusted by the API server", op.Timings.Admission)
+	d.say("admission webhooks: served on https://%s, certificate in Secret %s/%s, caBundle injected",
+		addrs.Webhook, operator.Namespace, opts.Admission.SecretName)
 	return stop, nil
 }
 

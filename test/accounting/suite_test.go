@@ -14,6 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/operator"
 )
 
 func TestAccounting(t *testing.T) {
@@ -43,33 +44,25 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 // manager is the manager of cmd/manager/app, run in the test process
 // without admission (nothing here creates Pods), with a registry of its own.
 type manager struct {
-	*app.Manager
+	*operator.Operator
 	registry *prometheus.Registry
-	cancel   context.CancelFunc
-	done     chan error
 }
 
 func startManager(ctx context.Context) *manager {
 	GinkgoHelper()
-	opts := app.DefaultOptions()
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	opts.Webhooks = false
 	registry := prometheus.NewRegistry()
-	opts.Registry = registry
-	opts.CacheSyncPeriod = resyncPeriod
-	runCtx, cancel := context.WithCancel(context.Background())
-	m, err := app.New(runCtx, cp.Config, opts)
+	op, err := operator.Start(ctx, cp, operator.Options{Configure: func(o *app.Options) {
+		o.Webhooks = false
+		o.Registry = registry
+		o.CacheSyncPeriod = resyncPeriod
+	}})
 	Expect(err).NotTo(HaveOccurred())
-	mgr := &manager{Manager: m, registry: registry, cancel: cancel, done: make(chan error, 1)}
-	go func() { mgr.done <- m.Start(runCtx) }()
-	Eventually(ctx, m.Controller.Ready).WithTimeout(time.Minute).Should(BeTrue(), "the manager never became ready")
-	return mgr
+	return &manager{Operator: op, registry: registry}
 }
 
 func (m *manager) stop() {
 	GinkgoHelper()
-	m.cancel()
-	Eventually(m.done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+	Expect(m.Stop()).To(Succeed())
 }
 
 func init() {

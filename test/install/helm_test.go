@@ -122,7 +122,7 @@ func describeHelm() {
 
 	It("uninstalls, keeping the CRDs and so every flag set", func(ctx SpecContext) {
 		// As its Pods would be, before its namespace goes.
-		Expect(mgr.stop()).To(Succeed())
+		Expect(mgr.Stop()).To(Succeed())
 		helm("uninstall", "flagplane")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "flagplane-manager"}, &appsv1.Deployment{}))

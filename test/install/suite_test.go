@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/operator"
 )
 
 func TestInstall(t *testing.T) {
@@ -199,25 +199,9 @@ func bearerGet(url, token string) (int, string, error) {
 
 // runningManager is flagplane's manager run in the test process.
 type runningManager struct {
-	*app.Manager
+	*operator.Operator
 	// probeAddr is where its probes listen (bound when it was built).
 	probeAddr string
-	cancel    context.CancelFunc
-	done      chan error
-
-	stopOnce sync.Once
-	stopErr  error
-}
-
-// stop stops the manager and waits until it has; it returns what Start
-// returned. It may be called more than once (the spec's cleanup calls it).
-func (rm *runningManager) stop() error {
-	GinkgoHelper()
-	rm.stopOnce.Do(func() {
-		rm.cancel()
-		Eventually(rm.done).Should(Receive(&rm.stopErr))
-	})
-	return rm.stopErr
 }
 
 // startManager builds the manager with opts and runs it until the spec
@@ -228,16 +212,11 @@ func startManager(cfg *rest.Config, metricsHost string, opts app.Options) *runni
 	GinkgoHelper()
 	opts.MetricsBindAddress = net.JoinHostPort(metricsHost, "0")
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	m, err := app.New(ctx, cfg, opts)
-	if err != nil {
-		cancel()
-		Expect(err).NotTo(HaveOccurred())
-	}
-	rm := &runningManager{Manager: m, probeAddr: m.Addresses().Health, cancel: cancel, done: make(chan error, 1)}
+	op, err := operator.Run(cfg, opts)
+	Expect(err).NotTo(HaveOccurred())
+	rm := &runningManager{Operator: op, probeAddr: op.Addresses().Health}
+	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
 	Expect(rm.probeAddr).NotTo(BeEmpty(), "the probes listen once the manager is built")
-	go func() { rm.done <- m.Start(ctx) }()
-	DeferCleanup(func() { Expect(rm.stop()).To(Succeed()) })
 	return rm
 }
 

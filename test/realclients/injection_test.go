@@ -30,7 +30,7 @@ var _ = Describe("the sidecar injected for a flagd-proxy source", func() {
 		web := topology.WorkloadKey(topology.KindDeployment, ns, "web")
 		var inj *injection.Injection
 		Eventually(func() *injection.Injection {
-			inj = injection.Desired(operator.Controller.Topology().Snapshot(), web, opts)
+			inj = injection.Desired(op.Controller.Topology().Snapshot(), web, opts)
 			return inj
 		}).Should(HaveField("Sidecar", Not(BeNil())), "the graph never gave web a sidecar")
 		Expect(inj.Warnings).To(BeEmpty())

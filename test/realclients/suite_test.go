@@ -2,8 +2,6 @@ package realclients
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/operator"
 )
 
 func TestRealClients(t *testing.T) {
@@ -36,45 +35,24 @@ var (
 	syncSrv *syncserver.Server
 	// namespaceTokens issues the credentials of injected sidecars.
 	namespaceTokens *syncserver.NamespaceTokens
-	// operator is the running manager.
-	operator *app.Manager
+	// op is the running manager.
+	op *operator.Operator
 )
 
 // startOperator runs flagplane's manager in the test process, built as the
 // manager binary builds it (app.New), with its sync server on a loopback
 // port and namespace tokens enabled.
-func startOperator() {
-	keyFile := filepath.Join(GinkgoT().TempDir(), "namespace-token-keys")
-	key := make([]byte, syncserver.MinKeyLen)
-	_, _ = rand.Read(key)
-	Expect(os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600)).To(Succeed())
-
-	opts := app.DefaultOptions()
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	// Admission is test/admission's: its server would take a fixed port on
-	// every interface, which the suites running beside this one use too.
-	opts.Webhooks = false
-	opts.Sync.BindAddress = "127.0.0.1:0"
-	opts.Sync.NamespaceTokenKeyFile = keyFile
-	ctx, cancel := context.WithCancel(context.Background())
-	m, err := app.New(ctx, cp.Config, opts)
-	if err != nil {
-		cancel()
-		Expect(err).NotTo(HaveOccurred())
-	}
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(m.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done, 30*time.Second).Should(BeClosed())
-	})
-	Eventually(m.Controller.Ready, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "operator never became ready")
-	Eventually(m.Sync.Addr).ShouldNot(BeNil(), "the sync server never listened")
-	operator, syncSrv, syncAddr, namespaceTokens = m, m.Sync, m.Sync.Addr().String(), m.Sync.NamespaceTokens()
+func startOperator(ctx context.Context) {
+	var err error
+	op, err = operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir(),
+		Configure: func(o *app.Options) {
+			// Admission is test/admission's: the control plane here has
+			// no webhook configurations.
+			o.Webhooks = false
+		}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
+	syncSrv, syncAddr, namespaceTokens = op.Sync, op.SyncAddress, op.NamespaceTokens
 	Expect(namespaceTokens).NotTo(BeNil())
 }
 
@@ -92,7 +70,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
-	startOperator()
+	startOperator(ctx)
 }, NodeTimeout(10*time.Minute))
 
 func init() {
