@@ -157,7 +157,12 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, lis) }()
-	defer func() { cancel(); <-served }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
+	}()
 
 	before := memInUse()
 	fleet := startFleet(b, lis.Addr().String(), n, streamsPerConn)

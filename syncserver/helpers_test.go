@@ -188,10 +188,10 @@ type subscription struct {
 
 // subscribe opens a stream with the selector in the request body.
 func subscribe(t testing.TB, c syncv1grpc.FlagSyncServiceClient, selector string) *subscription {
-	return subscribeWith(t, c, context.Background(), &syncv1.SyncFlagsRequest{Selector: selector}, true)
+	return subscribeWith(t, context.Background(), c, &syncv1.SyncFlagsRequest{Selector: selector}, true)
 }
 
-func subscribeWith(t testing.TB, c syncv1grpc.FlagSyncServiceClient, ctx context.Context, req *syncv1.SyncFlagsRequest, read bool) *subscription {
+func subscribeWith(t testing.TB, ctx context.Context, c syncv1grpc.FlagSyncServiceClient, req *syncv1.SyncFlagsRequest, read bool) *subscription {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)

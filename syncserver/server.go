@@ -237,7 +237,11 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	case <-time.After(DefaultGracefulStopTimeout):
 	}
 	srv.Stop()
-	<-served
+	// Serve returns nil once stopped, or ErrServerStopped if the stop came
+	// first; anything else is an error of its own.
+	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("sync server: %w", err)
+	}
 	return nil
 }
 
@@ -258,10 +262,9 @@ func (s *Server) serverOptions() []grpc.ServerOption {
 		}),
 		// A subscriber sends one small request and then only reads: small
 		// per-connection buffers, and a write buffer that is released
-		// between writes, keep memory per subscriber low.
+		// between writes (gRPC's default), keep memory per subscriber low.
 		grpc.ReadBufferSize(connectionBufferSize),
 		grpc.WriteBufferSize(64 << 10),
-		grpc.SharedWriteBuffer(true),
 		// Responses are encoded once per flag set state, not per subscriber.
 		grpc.ForceServerCodecV2(newSharedCodec()),
 		grpc.ChainUnaryInterceptor(s.unaryGate),

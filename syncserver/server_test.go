@@ -48,10 +48,10 @@ func TestSyncFlagsSelectorFromHeaderOrBody(t *testing.T) {
 	pricing := h.flagSet("shop", "pricing", "on")
 	c := h.client(t, "shop-token")
 
-	body := subscribeWith(t, c, context.Background(), &syncv1.SyncFlagsRequest{Selector: checkoutSelector}, true)
+	body := subscribeWith(t, context.Background(), c, &syncv1.SyncFlagsRequest{Selector: checkoutSelector}, true)
 	g.Expect(body.next(t)).To(Equal(rendered(t, checkout)))
 
-	header := subscribeWith(t, c, withHeader(context.Background(), "core.openfeature.dev/shop/pricing"),
+	header := subscribeWith(t, withHeader(context.Background(), "core.openfeature.dev/shop/pricing"), c,
 		&syncv1.SyncFlagsRequest{Selector: checkoutSelector}, true)
 	g.Expect(header.next(t)).To(Equal(rendered(t, pricing)), "the header wins over the body")
 }
@@ -224,8 +224,8 @@ func TestASlowSubscriberNeverHoldsOthersBack(t *testing.T) {
 	ff := bigFlagSet("shop", "checkout", 200, "v0") // about 400 KiB: far more than a stream's flow-control window
 	h.setFlagSet(ff)
 	small := grpc.WithInitialWindowSize(64 << 10) // fixed windows, no BDP growth
-	slow := subscribeWith(t, h.client(t, "shop-token", small, grpc.WithInitialConnWindowSize(64<<10)),
-		context.Background(), &syncv1.SyncFlagsRequest{Selector: checkoutSelector}, false)
+	slow := subscribeWith(t, context.Background(), h.client(t, "shop-token", small, grpc.WithInitialConnWindowSize(64<<10)),
+		&syncv1.SyncFlagsRequest{Selector: checkoutSelector}, false)
 	fast := subscribe(t, h.client(t, "shop-token"), checkoutSelector)
 	g.Expect(fast.next(t)).To(Equal(rendered(t, ff)))
 

@@ -99,7 +99,9 @@ type queuedRefusal struct {
 	expires time.Time
 }
 
-func (c *refusedTokens) lookup(k tokenKey, now time.Time) (error, bool) {
+// lookup returns the refusal cached for k while it lasts, and whether there
+// is one, as a map's comma-ok index does.
+func (c *refusedTokens) lookup(k tokenKey, now time.Time) (error, bool) { //nolint:revive // The error is the value looked up, not a failure.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[k]
