@@ -109,7 +109,7 @@ func OwnsUndesiredFields(managed []metav1.ManagedFieldsEntry, want map[string]an
 			continue
 		}
 		var owned map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &owned) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &owned) != nil {
 			return "." // unreadable: write it again
 		}
 		return ownsUndesired(owned, want, "")

@@ -29,7 +29,7 @@ func TestFieldsMismatch(t *testing.T) {
 
 func TestOwnsUndesiredFields(t *testing.T) {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	owned := `{"f:metadata":{"f:annotations":{"f:a":{},"f:b":{}}},"f:spec":{"f:tls":{},"f:rules":{}}}`
 	want := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"a": "1", "b": "2"}}, "spec": map[string]any{"tls": []any{}, "rules": []any{}}}

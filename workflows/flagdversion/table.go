@@ -46,11 +46,17 @@ func (f *Facts) HasSourceField(name string) bool { return f.fields[name] }
 // HasProvider tells whether provider is a provider of --sources.
 func (f *Facts) HasProvider(provider string) bool { return f.providers[provider] }
 
-// Flags, Env, SourceFields and Providers list the facts, sorted.
-func (f *Facts) Flags() []string        { return slices.Sorted(maps.Keys(f.flags)) }
-func (f *Facts) Env() []string          { return slices.Sorted(maps.Keys(f.env)) }
+// Flags lists the long flags of `flagd start`, sorted.
+func (f *Facts) Flags() []string { return slices.Sorted(maps.Keys(f.flags)) }
+
+// Env lists the env vars flagd reads, sorted.
+func (f *Facts) Env() []string { return slices.Sorted(maps.Keys(f.env)) }
+
+// SourceFields lists the fields an entry of --sources may have, sorted.
 func (f *Facts) SourceFields() []string { return slices.Sorted(maps.Keys(f.fields)) }
-func (f *Facts) Providers() []string    { return slices.Sorted(maps.Keys(f.providers)) }
+
+// Providers lists the provider names of --sources, sorted.
+func (f *Facts) Providers() []string { return slices.Sorted(maps.Keys(f.providers)) }
 
 // table holds the Facts of every release.
 var table = func() map[Version]*Facts {
@@ -189,10 +195,11 @@ func FlagChange(name string) string {
 	return ""
 }
 
-// SourceFieldChange and ProviderChange are FlagChange for a field and a
-// provider of --sources.
+// SourceFieldChange is FlagChange for a field of --sources.
 func SourceFieldChange(name string) string { return changeOf(sourceFields, name) }
-func ProviderChange(name string) string    { return changeOf(providers, name) }
+
+// ProviderChange is FlagChange for a provider of --sources.
+func ProviderChange(name string) string { return changeOf(providers, name) }
 
 func changeOf(list []sourceField, name string) string {
 	for _, f := range list {
