@@ -40,8 +40,9 @@ func main() {
 	flag.BoolVar(&samples, "samples", true, "apply config/samples once flagplane runs")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, hold, syncFrequency, samples); err != nil {
+	err := run(ctx, hold, syncFrequency, samples)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}

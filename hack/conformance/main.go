@@ -80,8 +80,9 @@ func main() {
 	// The API server's warnings (admission's among them) are printed.
 	log.SetLogger(funcr.New(func(prefix, args string) { fmt.Println(prefix, args) }, funcr.Options{}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, ofoDir, chainsaw, flagdTag, report, sets, parallel); err != nil {
+	err := run(ctx, ofoDir, chainsaw, flagdTag, report, sets, parallel)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}

@@ -146,7 +146,11 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer b.cp.Stop()
+	defer func() {
+		if err := b.cp.Stop(); err != nil {
+			progress("stopping the control plane: %v", err)
+		}
+	}()
 	if err := <-built; err != nil {
 		return false, err
 	}
