@@ -178,7 +178,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if opts.GatewayAPI {
 		crds := GatewayAPICRDDir(opts.BinDir)
 		if matches, _ := filepath.Glob(filepath.Join(crds, "*referencegrants.yaml")); len(matches) == 0 {
-			return nil, fmt.Errorf("Gateway API CRDs missing in %s (run `make controlplane`)", crds)
+			return nil, fmt.Errorf("no Gateway API CRDs in %s (run `make controlplane`)", crds)
 		}
 		opts.CRDDirectoryPaths = append(opts.CRDDirectoryPaths, crds)
 	}

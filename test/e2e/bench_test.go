@@ -299,7 +299,7 @@ func (r *benchRun) subscribe(ctx context.Context) error {
 		return err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	r.cancels = append(r.cancels, func() { cancel(); conn.Close() })
+	r.cancels = append(r.cancels, func() { cancel(); _ = conn.Close() })
 	md := metadata.New(headers)
 	md.Set(syncserver.SelectorHeader, syncserver.Selector(topology.FlagSetKey(r.ns, benchFlagSet)))
 	stream, err := syncv1grpc.NewFlagSyncServiceClient(conn).SyncFlags(metadata.NewOutgoingContext(sctx, md), &syncv1.SyncFlagsRequest{})
@@ -381,7 +381,7 @@ func (r *benchRun) watchServed(ctx context.Context) error {
 		return err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	r.cancels = append(r.cancels, func() { cancel(); conn.Close() })
+	r.cancels = append(r.cancels, func() { cancel(); _ = conn.Close() })
 	stream, err := evaluationv1grpc.NewServiceClient(conn).EventStream(sctx, &evaluationv1.EventStreamRequest{})
 	if err != nil {
 		return fmt.Errorf("subscribing to flagd's events: %w", err)
@@ -426,11 +426,11 @@ func (r *benchRun) watchProjected() error {
 		return fmt.Errorf("inotify: %w", err)
 	}
 	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return fmt.Errorf("watching %s: %w", dir, err)
 	}
 	events := os.NewFile(uintptr(fd), "inotify")
-	r.cancels = append(r.cancels, func() { events.Close() })
+	r.cancels = append(r.cancels, func() { _ = events.Close() })
 	go func() {
 		buf := make([]byte, 64*1024)
 		for {

@@ -105,16 +105,6 @@ type world struct {
 	namespaces []string // home first
 }
 
-func (w world) configMaps() []client.ObjectKey {
-	var out []client.ObjectKey
-	for _, ns := range w.namespaces {
-		for _, fs := range w.flagSets {
-			out = append(out, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(topology.FlagSetKey(w.home, fs))})
-		}
-	}
-	return out
-}
-
 // converged returns nil once every ConfigMap holds its flag set's current
 // content and every status is about the current generation and True.
 func (w world) converged(ctx context.Context) error {

@@ -9,13 +9,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/flagplane/flagplane/workflows/injection"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The OpenFeature Operator's four Flagd scenarios (testdata/ofo, see its

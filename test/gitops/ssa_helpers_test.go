@@ -218,7 +218,7 @@ func entriesOf(u *unstructured.Unstructured, manager string) []metav1.ManagedFie
 func fieldsJSON(e metav1.ManagedFieldsEntry) any {
 	GinkgoHelper()
 	var v any
-	Expect(json.Unmarshal(e.FieldsV1.Raw, &v)).To(Succeed())
+	Expect(json.Unmarshal(e.FieldsV1.GetRawBytes(), &v)).To(Succeed())
 	return v
 }
 
@@ -244,7 +244,7 @@ func othersFields(u *unstructured.Unstructured, tool ssaTool) []string {
 		case u.GetKind() == "Deployment" && e.Manager == v1beta1.FieldManager && e.Operation == metav1.ManagedFieldsOperationUpdate &&
 			e.Subresource == "" && reflect.DeepEqual(fieldsJSON(e), restartField()):
 		default:
-			out = append(out, fmt.Sprintf("%s (%s): %s", e.Manager, e.Operation, e.FieldsV1.Raw))
+			out = append(out, fmt.Sprintf("%s (%s): %s", e.Manager, e.Operation, e.FieldsV1.GetRawString()))
 		}
 	}
 	return out
@@ -258,7 +258,7 @@ func managersReport(u *unstructured.Unstructured) string {
 		if e.Subresource != "" {
 			fmt.Fprintf(&b, " (subresource %s)", e.Subresource)
 		}
-		fmt.Fprintf(&b, ": %s\n", e.FieldsV1.Raw)
+		fmt.Fprintf(&b, ": %s\n", e.FieldsV1.GetRawString())
 	}
 	return b.String()
 }

@@ -96,8 +96,8 @@ func serviceEnv(apiServer *url.URL) []envVar {
 }
 
 // validEnvName is what the kubelet accepts from envFrom (C identifiers
-// and more: any printable ASCII but '=').
-var validEnvName = regexp.MustCompile(`^[ -<>-~]+$`)
+// and more: any printable ASCII, 0x20 to 0x7e, but '=', 0x3d).
+var validEnvName = regexp.MustCompile(`^[\x20-\x3c\x3e-\x7e]+$`)
 
 // resolveEnv computes a container's environment as the kubelet does:
 // envFrom in order, then env in order with $(VAR) expanded and valueFrom

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,11 +137,15 @@ var _ = Describe("delivery on a real node", func() {
 
 		By("deleting the Flagd")
 		Expect(k8s.Delete(ctx, flagd)).To(Succeed())
-		for _, obj := range []client.Object{&corev1.Service{}, &corev1.Endpoints{}} {
-			Eventually(func() error {
-				return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-flagd"}, obj)
-			}).WithTimeout(deliveryTimeout).Should(Satisfy(apierrors.IsNotFound), "%T", obj)
-		}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-flagd"}, &corev1.Service{})
+		}).WithTimeout(deliveryTimeout).Should(Satisfy(apierrors.IsNotFound), "the Service")
+		// Its endpoints, as kube-proxy reads them.
+		Eventually(func() ([]discoveryv1.EndpointSlice, error) {
+			var list discoveryv1.EndpointSliceList
+			err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "shop-flagd"})
+			return list.Items, err
+		}).WithTimeout(deliveryTimeout).Should(BeEmpty(), "the Service's EndpointSlices")
 		Eventually(logsOf(ns, "curl", "client")).WithTimeout(deliveryTimeout).WithPolling(time.Second).
 			Should(WithTransform(lastLine, HavePrefix("no answer")),
 				"the name no longer answers")

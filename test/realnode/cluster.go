@@ -561,8 +561,10 @@ func (c *Cluster) Restart(name string, grace time.Duration) error {
 	return comp.start()
 }
 
-// Pause stops a component with SIGSTOP; Resume continues it (SIGCONT).
-func (c *Cluster) Pause(name string) error  { return c.signal(name, syscall.SIGSTOP) }
+// Pause stops a component with SIGSTOP, until Resume.
+func (c *Cluster) Pause(name string) error { return c.signal(name, syscall.SIGSTOP) }
+
+// Resume continues a component that Pause stopped (SIGCONT).
 func (c *Cluster) Resume(name string) error { return c.signal(name, syscall.SIGCONT) }
 
 func (c *Cluster) signal(name string, sig syscall.Signal) error {

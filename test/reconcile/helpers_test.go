@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,15 +16,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/rollout"
 )
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 func newNamespace(ctx context.Context) string {
 	ns, err := cp.NewNamespace(ctx, "fp")
@@ -136,22 +127,6 @@ func flagSetStatus(ctx context.Context, ns, name string) func() v1beta1.FeatureF
 		ff := &v1beta1.FeatureFlag{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
 		return ff.Status
-	}
-}
-
-func restartedAt(ctx context.Context, obj client.Object) func() string {
-	return func() string {
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-		var tmpl *corev1.PodTemplateSpec
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			tmpl = &o.Spec.Template
-		case *appsv1.StatefulSet:
-			tmpl = &o.Spec.Template
-		case *appsv1.DaemonSet:
-			tmpl = &o.Spec.Template
-		}
-		return tmpl.Annotations[rollout.RestartedAtAnnotation]
 	}
 }
 
