@@ -50,7 +50,7 @@ type FlagdSpec struct {
 	// GatewayApiRoutes exposes flagd's APIs through a Gateway API HTTPRoute
 	// (once Gateway API's CRDs are installed).
 	// +optional
-	GatewayApiRoutes GatewayApiSpec `json:"gatewayApiRoutes,omitzero"`
+	GatewayApiRoutes GatewayApiSpec `json:"gatewayApiRoutes,omitzero"` //nolint:revive // After its JSON name, fixed by the OpenFeature API.
 
 	// Labels are put on every object generated for this Flagd (the
 	// Deployment and its pods, the Service, the Ingress, the HTTPRoute), in
@@ -110,7 +110,7 @@ type IngressSpec struct {
 }
 
 // GatewayApiSpec configures the Gateway API HTTPRoute in front of flagd.
-type GatewayApiSpec struct {
+type GatewayApiSpec struct { //nolint:revive // Named after gatewayApiRoutes, whose JSON name the OpenFeature API fixes.
 	// Enabled creates the HTTPRoute.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
