@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrManagerRunning: Apply removes nothing while the OpenFeature
-// Operator's manager is installed.
+// ErrManagerRunning is Apply's error while the OpenFeature Operator's
+// manager is installed: it removes nothing then.
 var ErrManagerRunning = errors.New("the OpenFeature Operator's manager is still installed: uninstall it first")
 
 // Removed is what Apply did with one finding.

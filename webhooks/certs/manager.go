@@ -42,8 +42,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// DefaultPolicy: a CA for ten years, serving certificates for one, each
-// renewed with a third of its lifetime left.
+// DefaultPolicy is the Policy for dnsNames that flagplane runs with: a CA
+// for ten years, serving certificates for one, each renewed with a third of
+// its lifetime left.
 func DefaultPolicy(dnsNames []string) Policy {
 	return Policy{CommonName: "flagplane-webhook-ca", DNSNames: dnsNames,
 		CAValidity: 10 * 365 * 24 * time.Hour, ServingValidity: 365 * 24 * time.Hour, RenewFraction: 1.0 / 3}
