@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +17,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("KUBECONFIG", filepath.Join(dir, "none"))
-	os.Unsetenv("KUBERNETES_SERVICE_HOST")
+	if err := errors.Join(os.Setenv("KUBECONFIG", filepath.Join(dir, "none")),
+		os.Unsetenv("KUBERNETES_SERVICE_HOST")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	os.Exit(code)
 }
