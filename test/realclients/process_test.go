@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,12 +88,3 @@ func (p *process) outputLines() []string {
 }
 
 func (p *process) running() bool { return p.proc.Running() }
-
-func contains(lines []string, s string) bool {
-	for _, l := range lines {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return false
-}
