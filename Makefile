@@ -1,9 +1,9 @@
 # flagplane — build, generate, test.
 #
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
-# controller-gen, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# helm and crane. Each binary is built once per machine and rebuilt when its pinned
-# version changes.
+# controller-gen, golangci-lint, etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl, helm and crane. Each binary is built once per machine
+# and rebuilt when its pinned version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -48,6 +48,10 @@ ARGOCD_VERSION := $(shell awk '$$1=="github.com/argoproj/argo-cd/v3" {print $$2}
 ARGOCD_HEALTH_STAMP := $(BIN)/.argocdhealth-$(ARGOCD_VERSION)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+# golangci-lint v2 (make lint, .golangci.yml), built with this Go from its
+# module: a linter built with an older Go than the code's cannot load it.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 ETCD_STAMP := $(BIN)/.etcd-$(ETCD_VERSION)
 KUBE_STAMP := $(BIN)/.kube-$(KUBE_VERSION)
 KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
@@ -105,6 +109,10 @@ fmt: ## Format the Go code.
 .PHONY: vet
 vet: ## Vet the Go code.
 	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Lint the Go code, tests and hack/ included, with golangci-lint (.golangci.yml).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: install-crds
 install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
@@ -192,7 +200,7 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet controlplane test-chart argocd-health test-unit test-integration ## Everything: generated-file check, vet, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit and integration tests.
+test: verify-generated vet lint controlplane test-chart argocd-health test-unit test-integration ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit and integration tests.
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -388,6 +396,17 @@ helm: $(HELM_STAMP) ## Build helm into bin/.
 
 .PHONY: crane
 crane: $(CRANE_STAMP) ## Build crane into bin/.
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
+
+# go install with a version builds golangci-lint with the requirements of its
+# own go.mod, the ones its releases are tested with.
+$(GOLANGCI_LINT):
+	@mkdir -p $(BIN)
+	@echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION) (about 3 minutes cold on 2 cores)"
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/golangci-lint $@
 
 $(HELM_STAMP): hack/tools/helm/go.mod
 	@mkdir -p $(BIN)
