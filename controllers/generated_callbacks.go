@@ -53,7 +53,7 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
 	c.configMaps.Add(client.ObjectKeyFromObject(cm))
 	v := c.topo.Snapshot()
 	if key, ok := v.ConfigMapByName(cm.Namespace, cm.Name); ok {
-		if took, ok := c.edits.delivered(key.FlagSet(), cm); ok && c.opts.Metrics != nil {
+		if took, ok := c.edits.delivered(v, key.FlagSet(), cm); ok && c.opts.Metrics != nil {
 			c.opts.Metrics.EditDelivered("configmap", took)
 		}
 		// The flag set's status counts the ConfigMaps that hold its revision.

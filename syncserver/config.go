@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Config is the sync server's part of the manager's configuration: what
@@ -232,13 +230,13 @@ func (c Config) Namespace() string {
 }
 
 // AddToManager builds the server of c over topo and adds it to mgr, where it
-// runs on every replica (leader or not). flagSets tells which flag sets can
-// be served (the controllers' validator; nil is a non-strict one). ready
-// gates it (see Options.Ready); observer may be nil. It returns the server, to be given
+// runs on every replica (leader or not); it serves the flag sets as topo
+// renders them (flagsets.Validator.TopologyOptions). ready gates it (see
+// Options.Ready); observer may be nil. It returns the server, to be given
 // to the controllers as their controllers.Options.FlagSetListener. With
 // NamespaceTokenKeySecret it reads (or creates) the Secret with mgr's
 // API reader and client, within ctx.
-func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, flagSets *flagsets.Validator, ready func() bool, observer Observer) (*Server, error) {
+func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -285,7 +283,6 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 		Ready:            ready,
 		Observer:         observer,
 		Log:              mgr.GetLogger(),
-		FlagSets:         flagSets,
 	})
 	if err != nil {
 		return nil, err

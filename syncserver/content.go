@@ -1,7 +1,6 @@
 package syncserver
 
 import (
-	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
@@ -11,38 +10,19 @@ import (
 // without flags.
 const EmptyFlagSet = `{"flags":{}}`
 
-// served is what a flag set serves in a view: the flagd JSON document that
-// the ConfigMaps of file-mode consumers hold too (flagsets.Render), or
-// EmptyFlagSet when it does not exist. ok is false when the flag set is
-// invalid (by val): the caller keeps serving its last valid content, as the
-// ConfigMaps keep theirs.
-func served(v *topology.View, flagSet topology.Key, val *flagsets.Validator) (content string, exists, ok bool) {
-	ff, found := v.FlagSet(flagSet)
+// emptyRevision is the revision of EmptyFlagSet.
+var emptyRevision = flagsets.Revision(EmptyFlagSet)
+
+// served is what a flag set serves in a view: its rendering in the graph
+// (topology.View.FlagSetRendered, made once per edit), which the ConfigMaps
+// of file-mode consumers hold too, with its revision; or EmptyFlagSet when
+// it does not exist. ok is false when the flag set cannot be served: the
+// caller keeps serving its last valid content, as the ConfigMaps keep
+// theirs.
+func served(v *topology.View, flagSet topology.Key) (content, revision string, exists, ok bool) {
+	r, found := v.FlagSetRendered(flagSet)
 	if !found {
-		return EmptyFlagSet, false, true
+		return EmptyFlagSet, emptyRevision, false, true
 	}
-	content, ok = render(ff, val)
-	return content, true, ok
-}
-
-// render renders and validates a FeatureFlag.
-func render(ff *v1beta1.FeatureFlag, val *flagsets.Validator) (string, bool) {
-	if err := val.Validate(ff); err != nil {
-		return "", false
-	}
-	content, err := flagsets.Render(ff)
-	if err != nil {
-		return "", false
-	}
-	return content, true
-}
-
-// rendering remembers the rendering of one FeatureFlag object. Objects from
-// the informer cache are never modified, so the same object renders the
-// same: rounds that only serve newcomers (thousands of subscribers
-// reconnecting after a restart) validate a flag set once, not once each.
-type rendering struct {
-	ff      *v1beta1.FeatureFlag
-	content string
-	valid   bool
+	return r.Content, r.Revision, true, r.Valid() && r.Content != ""
 }

@@ -10,8 +10,10 @@
 // A subscriber names one FeatureFlag as "core.openfeature.dev/<ns>/<name>",
 // as with flagd-proxy, in the Flagd-Selector header (newer clients) or the
 // request body (older ones); the header wins. The content served is exactly
-// what flagplane writes into the ConfigMaps of file-mode consumers
-// (flagsets.Render). An invalid edit is not served: subscribers keep
+// what flagplane writes into the ConfigMaps of file-mode consumers: the
+// flag set's rendering in the topology (topology.View.FlagSetRendered,
+// made once per edit by flagsets.Validator.Rendering). An invalid edit is
+// not served: subscribers keep
 // the last valid content, as ConfigMaps do. A flag set that does not exist
 // is served as EmptyFlagSet.
 //
@@ -54,8 +56,8 @@
 //
 // The controllers call FlagSetsChanged with the flag sets of a topology.Delta after
 // every edit of the graph. Only the subscribers of those flag sets are
-// touched. One goroutine renders each changed flag set once, from a view
-// taken after the edit, and offers the result to its subscribers by
+// touched. One goroutine reads each changed flag set's rendering once, from
+// a view taken after the edit, and offers it to its subscribers by
 // replacing a one-slot "latest" value and waking the stream's goroutine,
 // which sends. A slow subscriber therefore skips intermediate states but
 // always gets the newest, and never holds back the others or the
@@ -64,20 +66,20 @@
 //
 // # Delivery status
 //
-// The hub remembers, for every stream, the revision (flagsets.Revision of
-// the content, as a FeatureFlag's status.revision) and the time of the
+// The hub remembers, for every stream, the revision (the topology's revision
+// of the content, as a FeatureFlag's status.revision) and the time of the
 // last state sent on it: sent, not acknowledged, as flagd's sync protocol
-// has no acknowledgement. Every replica serves streams while only the
-// leader writes status, so every replica's Reporter publishes, per flag set
-// and subscriber namespace, how many streams hold which revision since
-// when (status.SyncReport), as a ConfigMap of the manager's namespace
-// labelled status.SyncReportLabel and owned by the replica's Pod
-// ($POD_NAME, $POD_UID; the host name outside a Pod): at most once per
+// has no acknowledgement. Every replica serves streams while only the leader
+// writes status, so every replica's Reporter publishes, per flag set and
+// subscriber namespace, how many streams hold which revision since when
+// (status.SyncReport), as a ConfigMap of the manager's namespace labelled
+// status.SyncReportLabel and owned by the replica's Pod ($POD_NAME,
+// $POD_UID; the host name outside a Pod): at most once per
 // DefaultReportInterval and only when it changed, split over several
 // ConfigMaps (shards) of status.MaxSyncReportEntries entries each, up to
 // MaxReportShards, deleted when no stream is left and when the replica
-// stops. The leader folds the reports into the status (package
-// status, SyncReports).
+// stops. The leader folds the reports into the status (package status,
+// SyncReports).
 //
 // # Transport
 //

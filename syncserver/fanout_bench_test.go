@@ -26,6 +26,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // The fan-out benchmark: how long a FeatureFlag edit takes to reach every
@@ -139,7 +140,7 @@ func revOf(content string) int {
 }
 
 func benchFanOut(b *testing.B, n, streamsPerConn int) {
-	topo := topology.New()
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	if _, err := topo.UpsertFlagSet(benchFlagSet(0)); err != nil {
 		b.Fatal(err)
 	}

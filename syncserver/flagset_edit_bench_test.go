@@ -71,10 +71,10 @@ func benchFlagSetEdit(b *testing.B, namespaces int) {
 				b.Fatalf("ConfigMap in %s: %v, %v", ns, cm, err)
 			}
 		}
-		if st := status.DesiredFlagSet(v, cached, val, noConfigMaps{}); st.Revision == "" {
+		if st := status.DesiredFlagSet(v, cached, noConfigMaps{}); st.Revision == "" {
 			b.Fatal("no revision in the status")
 		}
-		if _, _, ok := served(v, key, val); !ok {
+		if _, _, _, ok := served(v, key); !ok {
 			b.Fatal("the sync server does not serve the edit")
 		}
 	}

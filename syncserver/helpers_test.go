@@ -32,7 +32,9 @@ type world struct {
 	listener func([]topology.Key)
 }
 
-func newWorld(t testing.TB) *world { return &world{t: t, topo: topology.New()} }
+func newWorld(t testing.TB) *world {
+	return &world{t: t, topo: topology.New(flagsets.NewValidator(false).TopologyOptions()...)}
+}
 
 func (w *world) apply(d topology.Delta, err error) {
 	w.t.Helper()

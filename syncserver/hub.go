@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Snapshotter gives views of the topology; *topology.Topology is one.
@@ -25,8 +24,8 @@ type update struct {
 	// sends a content once however often it is offered.
 	version uint64
 	content string
-	// revision is flagsets.Revision of content: what the status of the flag
-	// set calls it.
+	// revision is the revision of content, as the topology rendered it
+	// (topology.Rendered.Revision): what the status of the flag set calls it.
 	revision string
 	// encoded is the SyncFlagsResponse of content, encoded once.
 	encoded *encodedResponse
@@ -103,8 +102,6 @@ type flagSetState struct {
 // subscriber can never be offered an older state after a newer one.
 type hub struct {
 	topo Snapshotter
-	// flagSets tells which flag sets can be served.
-	flagSets *flagsets.Validator
 
 	mu      sync.Mutex
 	subs    map[topology.Key]*subscriberSet
@@ -118,11 +115,7 @@ type hub struct {
 	joined []*subscriber // subscribers waiting for their first state
 	kick   chan struct{} // capacity 1
 
-	// renderings is used by the publishing goroutine only.
-	renderings map[topology.Key]rendering
-
 	version atomic.Uint64
-	renders atomic.Uint64
 	// reportChanged is set whenever a stream opens, closes or is sent a
 	// state: the report of the streams (report) may have changed.
 	reportChanged atomic.Bool
@@ -131,17 +124,14 @@ type hub struct {
 	publishes     atomic.Uint64
 }
 
-func newHub(topo Snapshotter, flagSets *flagsets.Validator) *hub {
+func newHub(topo Snapshotter) *hub {
 	return &hub{
 		topo:      topo,
-		flagSets:  flagSets,
 		subs:      map[topology.Key]*subscriberSet{},
 		states:    map[topology.Key]*flagSetState{},
 		pending:   map[topology.Key]struct{}{},
 		changedAt: map[topology.Key]time.Time{},
 		kick:      make(chan struct{}, 1),
-
-		renderings: map[topology.Key]rendering{},
 	}
 }
 
@@ -264,7 +254,7 @@ func (h *hub) round() {
 // of its subscribers when subs is nil. Content and entitlement are computed
 // once for all of them.
 func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber) {
-	content, exists, valid := h.served(v, flagSet)
+	content, revision, exists, valid := served(v, flagSet)
 	var allowed map[string]struct{}
 	if exists {
 		allowed = entitledNamespaces(v, flagSet)
@@ -275,7 +265,6 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	defer h.mu.Unlock()
 	all := h.subs[flagSet]
 	if all == nil {
-		delete(h.renderings, flagSet)
 		return // everyone left meanwhile
 	}
 	st := h.states[flagSet]
@@ -288,7 +277,7 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 		encoded, err := encodeResponse(content)
 		if err == nil {
 			fresh = st.last != nil // a first state is no change pushed
-			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded, revision: flagsets.Revision(content)}
+			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded, revision: revision}
 		}
 	}
 	if at, ok := h.changedAt[flagSet]; ok && subs == nil {
@@ -369,23 +358,6 @@ func (s *subscriberSet) each(f func(*subscriber)) {
 	}
 }
 
-// served is the package's served, remembering the rendering of each
-// FeatureFlag object.
-func (h *hub) served(v *topology.View, flagSet topology.Key) (content string, exists, valid bool) {
-	ff, found := v.FlagSet(flagSet)
-	if !found {
-		delete(h.renderings, flagSet)
-		return EmptyFlagSet, false, true
-	}
-	if r, ok := h.renderings[flagSet]; ok && r.ff == ff {
-		return r.content, true, r.valid
-	}
-	h.renders.Add(1)
-	content, valid = render(ff, h.flagSets)
-	h.renderings[flagSet] = rendering{ff: ff, content: content, valid: valid}
-	return content, true, valid
-}
-
 // lastValid is the newest valid content served for a flag set, if any
 // subscriber made the hub keep it.
 func (h *hub) lastValid(flagSet topology.Key) (string, bool) {
@@ -408,10 +380,6 @@ type Stats struct {
 	// Publishes is the number of times a flag set's state was computed and
 	// offered to its subscribers.
 	Publishes uint64
-	// Renders is the number of times a flag set was rendered and validated
-	// for its subscribers: once per FeatureFlag object, however many
-	// subscribers and rounds.
-	Renders uint64
 }
 
 func (h *hub) stats() Stats {
@@ -423,6 +391,5 @@ func (h *hub) stats() Stats {
 		FlagSets:    flagSets,
 		Sent:        h.sent.Load(),
 		Publishes:   h.publishes.Load(),
-		Renders:     h.renders.Load(),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	. "github.com/onsi/gomega"
 
@@ -27,7 +28,7 @@ func TestOffersCoalesceToTheNewest(t *testing.T) {
 func TestHubBookkeeping(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo, nil)
+	h := newHub(w.topo)
 	checkout := topology.FlagSetKey("shop", "checkout")
 	w.flagSet("shop", "checkout", "off")
 
@@ -50,25 +51,35 @@ func TestHubBookkeeping(t *testing.T) {
 	h.round() // nothing left to do, and nothing to crash on
 }
 
-// Newcomers joining round after round get the rendering of the same object;
-// only a new object (an edit) is rendered again.
-func TestHubRendersEachObjectOnce(t *testing.T) {
+// The hub serves the graph's rendering of a flag set, its content and
+// revision as the topology made them when it took the edit: it renders
+// nothing itself, however many subscribers join, round after round.
+func TestHubServesTheGraphsRendering(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo, nil)
+	h := newHub(w.topo)
 	checkout := topology.FlagSetKey("shop", "checkout")
 	ff := w.flagSet("shop", "checkout", "off")
+	var subs []*subscriber
 	for range 50 {
-		h.join(checkout, "shop", "")
+		subs = append(subs, h.join(checkout, "shop", ""))
 		h.round()
 	}
-	g.Expect(h.stats().Renders).To(BeEquivalentTo(1))
 	g.Expect(h.stats().Publishes).To(BeEquivalentTo(50))
+	r, _ := w.topo.Snapshot().FlagSetRendered(checkout)
+	for _, s := range subs {
+		u := s.latest.Load()
+		g.Expect(unsafe.StringData(u.content)).To(Equal(unsafe.StringData(r.Content)), "the graph's string, not a copy")
+		g.Expect(u.revision).To(Equal(r.Revision))
+		g.Expect(u).To(BeIdenticalTo(subs[0].latest.Load()))
+	}
 
 	w.setFlagSet(withDefault(ff, "on"))
 	h.changed([]topology.Key{checkout})
 	h.round()
-	g.Expect(h.stats().Renders).To(BeEquivalentTo(2))
+	r, _ = w.topo.Snapshot().FlagSetRendered(checkout)
+	g.Expect(unsafe.StringData(subs[0].latest.Load().content)).To(Equal(unsafe.StringData(r.Content)))
+	g.Expect(subs[0].latest.Load().revision).To(Equal(r.Revision))
 }
 
 // Subscribers are offered a state connection by connection, however they
@@ -116,7 +127,7 @@ func TestSubscriberSetGroupsByConnection(t *testing.T) {
 func TestHubTimesPushes(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo, nil)
+	h := newHub(w.topo)
 	var pushes []time.Duration
 	h.pushed = func(d time.Duration) { pushes = append(pushes, d) }
 	checkout := topology.FlagSetKey("shop", "checkout")

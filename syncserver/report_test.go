@@ -34,7 +34,7 @@ func sendAll(h *hub, subs ...*subscriber) {
 func TestHubReport(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
-	h := newHub(w.topo, nil)
+	h := newHub(w.topo)
 	checkout := topology.FlagSetKey("shop", "checkout")
 	ff := w.flagSet("shop", "checkout", "off")
 	w.source("web", "src", "shop/checkout")

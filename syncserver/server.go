@@ -22,7 +22,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Defaults of Options.
@@ -98,11 +97,6 @@ type Options struct {
 
 	// Log receives the server's logs.
 	Log logr.Logger
-
-	// FlagSets tells which flag sets can be served (the controllers'
-	// validator, so that the server and the ConfigMaps agree); nil is a
-	// non-strict one.
-	FlagSets *flagsets.Validator
 }
 
 // Server is flagplane's flagd sync server: flagd.sync.v1.FlagSyncService
@@ -140,7 +134,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.KeepaliveTimeout = cmp.Or(opts.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	opts.MaxConnectionAgeGrace = cmp.Or(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	opts.MaxStreamsPerConnection = cmp.Or(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
-	s := &Server{opts: opts, hub: newHub(topo, opts.FlagSets), log: opts.Log.WithName("syncserver")}
+	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
 	if opts.Observer != nil {
 		s.hub.pushed = opts.Observer.SyncPushed
 	}
@@ -435,7 +429,7 @@ func (s *Server) FetchAllFlags(ctx context.Context, req *syncv1.FetchAllFlagsReq
 	if err != nil {
 		return nil, err
 	}
-	content, _, valid := served(v, flagSet, s.opts.FlagSets)
+	content, _, _, valid := served(v, flagSet)
 	if !valid {
 		var ok bool
 		if content, ok = s.hub.lastValid(flagSet); !ok {

@@ -8,10 +8,12 @@ import (
 
 // UpsertFlagSet adds or updates a FeatureFlag.
 //
-// A spec change (or a new UID: the object was recreated) gives the flag set
-// and its ConfigMaps, to render again: nothing else reads the content; and,
-// when it makes the flag set valid or invalid (WithFlagSetValidity), the
-// sources that resolve it, whose status says whether it is served. Creating one resolves the references
+// A spec the topology did not hold is rendered here, once, whatever reads
+// it afterwards (WithFlagSetRendering, View.FlagSetRendered). A spec change
+// (or a new UID: the object was recreated) gives the flag set and its
+// ConfigMaps, to render again: nothing else reads the content; and, when
+// it makes the flag set valid or invalid, the sources that resolve it,
+// whose status says whether it is served. Creating one resolves the references
 // waiting for it; the Delta then also names the sources whose references
 // resolved, their workloads (their sidecars read the resolved flag sets) and
 // the ConfigMaps created. Metadata and status changes give an empty Delta.
@@ -33,24 +35,23 @@ func (t *Topology) DeleteFlagSet(namespace, name string) Delta {
 func (edit *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 	if n, ok := edit.state.g.node(k); ok {
 		old := n.payload
-		specSame := flagSpecEqual(old.flagSet.Spec.FlagSpec, ff.Spec.FlagSpec)
-		valid := old.valid
-		if !specSame {
-			valid = edit.flagSetValid(ff)
+		rendered := old.rendered
+		if !flagSpecEqual(old.flagSet.Spec.FlagSpec, ff.Spec.FlagSpec) {
+			rendered = edit.state.render(ff)
 		}
-		edit.state.g.setPayload(edit.owner, k, payload{flagSet: ff, valid: valid})
+		edit.state.g.setPayload(edit.owner, k, payload{flagSet: ff, rendered: rendered})
 		// A new UID is a flag set deleted and created again between two
 		// observations: its ConfigMaps' owner references change.
 		if FlagSetChanged(old.flagSet, ff) {
 			edit.mark(k)
 			edit.markAll(edit.state.g.children(k, relRenders))
 		}
-		if valid != old.valid {
+		if rendered.Valid() != old.rendered.Valid() {
 			edit.markAll(edit.state.g.parents(k, relRefs))
 		}
 		return nil
 	}
-	if err := edit.state.g.addNode(edit.owner, k, layerFlagSet, payload{flagSet: ff, valid: edit.flagSetValid(ff)}); err != nil {
+	if err := edit.state.g.addNode(edit.owner, k, layerFlagSet, payload{flagSet: ff, rendered: edit.state.render(ff)}); err != nil {
 		return err
 	}
 	edit.mark(k)
@@ -92,8 +93,4 @@ func flagSpecEqual(a, b v1beta1.FlagSpec) bool {
 		}
 	}
 	return true
-}
-
-func (edit *tx) flagSetValid(ff *v1beta1.FeatureFlag) bool {
-	return edit.state.flagSetValid == nil || edit.state.flagSetValid(ff)
 }

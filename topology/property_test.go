@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -98,18 +99,23 @@ type event struct {
 	record func(*world)
 }
 
-// propValid is the property test's flagd: a default variant "broken" does
-// not load.
-func propValid(ff *v1beta1.FeatureFlag) bool {
-	for _, f := range ff.Spec.FlagSpec.Flags {
+// propRender is the property test's rendering: the flag set's default
+// variants, so that a rendering kept past an edit of them shows; a default
+// variant "broken" does not load.
+func propRender(ff *v1beta1.FeatureFlag) Rendered {
+	var r Rendered
+	for _, key := range slices.Sorted(maps.Keys(ff.Spec.FlagSpec.Flags)) {
+		f := ff.Spec.FlagSpec.Flags[key]
+		r.Content += key + "=" + f.DefaultVariant + ";"
 		if f.DefaultVariant == "broken" {
-			return false
+			r.Err = fmt.Errorf("flag %s: default variant broken", key)
 		}
 	}
-	return true
+	r.Revision = fmt.Sprintf("%x", len(r.Content))
+	return r
 }
 
-func newPropTopology() *Topology { return New(WithFlagSetValidity(propValid)) }
+func newPropTopology() *Topology { return New(WithFlagSetRendering(propRender)) }
 
 func genFlagSet(c chooser, ns, name string) *v1beta1.FeatureFlag {
 	ff := newFlagSet(ns, name, pick(c, "on", "off", "broken"))
@@ -419,6 +425,7 @@ func answers(v *View) map[string]any {
 		s := k.String()
 		switch {
 		case k.Kind == KindFlagSet:
+			out[s+" FlagSetRendered"] = fmt.Sprint(v.FlagSetRendered(k))
 			out[s+" SourcesOfFlagSet"] = v.SourcesOfFlagSet(k)
 			out[s+" ConsumerNamespaces"] = v.ConsumerNamespaces(k)
 			out[s+" ReaderNamespaces"] = v.ReaderNamespaces(k)
@@ -804,7 +811,7 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 				top.DeleteSourcePolicy(k.Namespace, k.Name)
 			}
 			left := *top.Snapshot().state
-			left.flagSetValid = nil // an option, not an object
+			left.renderFlagSet = nil // an option, not an object
 			NewWithT(t).Expect(left).To(Equal(state{}))
 		})
 	}

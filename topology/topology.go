@@ -63,20 +63,12 @@ func WithDefaultSyncProvider(provider v1beta1.SyncProviderType) Option {
 	}
 }
 
-// WithFlagSetValidity tells the topology whether flagd can load a flag set.
-// A source's status says whether the flag sets it resolves are served, so
-// the Delta of a flag-set edit that makes it valid or invalid names the
-// sources that resolve it. Without it every flag set is valid.
-func WithFlagSetValidity(valid func(*v1beta1.FeatureFlag) bool) Option {
-	return func(st *state) { st.flagSetValid = valid }
-}
-
 // payload is what the typed layer keeps on a node; exactly one field is set,
 // except on ConfigMap nodes, which carry nothing.
 type payload struct {
 	flagSet *v1beta1.FeatureFlag
-	// valid is FlagSetValid of flagSet.
-	valid    bool
+	// rendered is what flagSet serves (rendered.go); set with it.
+	rendered *Rendered
 	source   *sourceRec
 	ipc      *v1beta1.InProcessConfiguration
 	workload *workloadRec
@@ -104,8 +96,8 @@ type state struct {
 	// source has no defaultSyncProvider (WithDefaultSyncProvider); "" is
 	// file. It is set once, at New.
 	defaultProvider v1beta1.SyncProviderType
-	// flagSetValid tells whether flagd can load a flag set (WithFlagSetValidity).
-	flagSetValid func(*v1beta1.FeatureFlag) bool
+	// renderFlagSet renders a flag set (WithFlagSetRendering).
+	renderFlagSet func(*v1beta1.FeatureFlag) Rendered
 
 	// cmByName maps a desired ConfigMap's namespace and object name to its key.
 	cmByName pmap[cmName, Key]
@@ -268,7 +260,7 @@ func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *stat
 	if existed {
 		objects = append(objects, before)
 	}
-	edit := &tx{owner: owner, state: &state{defaultProvider: st.defaultProvider, flagSetValid: st.flagSetValid}}
+	edit := &tx{owner: owner, state: &state{defaultProvider: st.defaultProvider, renderFlagSet: st.renderFlagSet}}
 	for _, object := range objects {
 		var err error
 		switch {

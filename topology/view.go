@@ -30,11 +30,11 @@ func (v *View) FlagSet(k Key) (*v1beta1.FeatureFlag, bool) {
 	return n.payload.flagSet, true
 }
 
-// FlagSetValid tells whether a flag set exists and flagd can load it
-// (WithFlagSetValidity).
+// FlagSetValid tells whether a flag set exists and can be served
+// (Rendered.Valid, WithFlagSetRendering).
 func (v *View) FlagSetValid(k Key) bool {
 	n, ok := v.state.g.node(k)
-	return ok && n.payload.flagSet != nil && n.payload.valid
+	return ok && n.payload.flagSet != nil && n.payload.rendered.Valid()
 }
 
 // Source returns a FeatureFlagSource.

@@ -54,7 +54,7 @@ func TestGolden(t *testing.T) {
 			f, err := os.Open(in)
 			g.Expect(err).NotTo(HaveOccurred())
 			defer f.Close()
-			topo := topology.New()
+			topo := topology.New(testSettings.FlagSets.TopologyOptions()...)
 			g.Expect(manifests.Load(topo, f)).To(Succeed())
 			got, err := yaml.Marshal(derive(t, topo.Snapshot()))
 			g.Expect(err).NotTo(HaveOccurred())
@@ -99,7 +99,7 @@ func derive(t *testing.T, v *topology.View) goldenOutput {
 	}
 	for _, k := range v.FlagSets() {
 		ff, _ := v.FlagSet(k)
-		out.FlagSetStatus[k.String()] = zeroTimes(status.DesiredFlagSet(v, ff, testSettings.FlagSets, workflowstest.Applied{View: v, Settings: testSettings}))
+		out.FlagSetStatus[k.String()] = zeroTimes(status.DesiredFlagSet(v, ff, workflowstest.Applied{View: v, Settings: testSettings}))
 	}
 	for _, k := range v.Sources() {
 		s, _ := v.Source(k)

@@ -10,15 +10,16 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
-	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // Desired returns the ConfigMap that the graph wants for key (see
 // topology.ConfigMapKey), or nil when no workload needs it any more.
 //
-// It returns an *InvalidFlagSetError when the flag set fails validation: the
-// caller then keeps whatever the ConfigMap holds, so that bad input never
-// replaces the last good configuration.
+// Its content is the flag set's rendering in the graph
+// (topology.View.FlagSetRendered), made once per edit of the flag set for
+// all its ConfigMaps. It returns an *InvalidFlagSetError when the flag set
+// cannot be served: the caller then keeps whatever the ConfigMap holds, so
+// that bad input never replaces the last good configuration.
 func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
 	if !v.ConfigMapNeeded(key) {
 		return nil, nil
@@ -30,13 +31,14 @@ func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.
 		// and the view disagreeing is a bug, not a user error.
 		return nil, fmt.Errorf("ConfigMap %s needed but flag set %s is not in the graph", key, fsKey)
 	}
-	if err := s.FlagSets.Validate(ff); err != nil {
-		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: err}
+	rendered, _ := v.FlagSetRendered(fsKey)
+	if rendered.Err != nil {
+		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: rendered.Err}
 	}
-	content, err := flagsets.Render(ff)
-	if err != nil {
-		return nil, err
+	if rendered.Content == "" {
+		return nil, fmt.Errorf("flag set %s has no content: its topology renders no flag set (flagsets.Validator.TopologyOptions)", fsKey)
 	}
+	content := rendered.Content
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{

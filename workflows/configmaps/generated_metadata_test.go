@@ -9,6 +9,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
@@ -21,7 +22,7 @@ func TestGeneratedMetadata(t *testing.T) {
 	s := workflows.DefaultSettings()
 	s.Generated = workflows.GeneratedMetadata{Labels: map[string]string{"team": "platform"}, Annotations: map[string]string{"backup.example.com/skip": "true"}}
 
-	topo := topology.New()
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	g.Expect(manifests.Load(topo, strings.NewReader(`
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags"},"spec":{"flagSpec":{"flags":{}}}}
 {"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}

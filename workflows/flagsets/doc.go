@@ -6,14 +6,16 @@
 // is probably a mistake): flagplane's semantic rules first, then flagd's own
 // JSON schema (flagd-schemas, embedded). ValidateFlagSpec is the pure
 // function; a Validator adds the operator-wide strictness (warnings as
-// errors) and remembers verdicts by content. Render is the flagd JSON
-// document of a flag set, the one content of its generated ConfigMaps and of
-// the sync server, and Revision its content hash.
+// errors). Render is the flagd JSON document of a flag set, the one content
+// of its generated ConfigMaps and of the sync server, and Revision its
+// content hash.
 //
-// It applies nothing: the admission webhook refuses what it finds, the
-// topology marks flag sets valid or not (Validator.TopologyOptions), the
-// ConfigMap workflow and the sync server keep the last valid content of an
-// invalid flag set, and the status workflow reports the findings. The
-// Validator is made once, at start, and passed to each of them; the package
+// It applies nothing. The topology renders, validates and hashes each edit
+// of a flag set once, with Validator.Rendering (Validator.TopologyOptions),
+// and keeps the result (topology.Rendered) with the object: the ConfigMap
+// workflow and the sync server read its content and keep the last valid
+// content of an invalid flag set, the status workflow reports its revision
+// and findings, explain shows them. The admission webhook refuses what
+// ValidateFlagSpec finds. The Validator is made once, at start; the package
 // has no process-wide state but the compiled schemas, which never change.
 package flagsets

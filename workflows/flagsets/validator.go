@@ -68,65 +68,56 @@ var flagChecks = []flagCheck{
 
 // Validator tells whether flag sets can be served. It holds the one
 // operator-wide setting of the rules (strict: warnings are errors, the
-// manager's --strict-validation) and a cache of verdicts by content; one
-// Validator is made at start and handed to whatever validates flag sets
-// (the topology's validity, the ConfigMap and status workflows, the sync
-// server). It is safe for concurrent use. A nil *Validator is a non-strict
-// one without a cache.
+// manager's --strict-validation); one Validator is made at start and gives
+// the topology its rendering of flag sets (TopologyOptions), which every
+// reader of a flag set's content, validity or revision takes from the
+// graph. It is safe for concurrent use. A nil *Validator is a non-strict
+// one.
 type Validator struct {
-	strict   bool
-	verdicts *verdictCache
+	strict bool
 }
-
-// verdictCacheSize bounds the verdicts a Validator remembers.
-const verdictCacheSize = 4096
 
 // NewValidator returns a Validator; strict makes warnings errors: flag sets
 // with a warning are then refused on admission and not served.
 func NewValidator(strict bool) *Validator {
-	return &Validator{strict: strict, verdicts: newVerdictCache(verdictCacheSize)}
+	return &Validator{strict: strict}
 }
 
 // Strict tells whether warnings are errors.
 func (v *Validator) Strict() bool { return v != nil && v.strict }
 
-// verdict returns what ValidateFlagSpec finds in ff, remembered by content.
-func (v *Validator) verdict(ff *v1beta1.FeatureFlag) verdict {
-	compute := func() verdict {
-		errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
-		return verdict{errs: errs.ToAggregate(), warnings: fieldMessages(warnings)}
+// Rendering renders, validates and hashes a flag set: its flagd document
+// (Render) and revision (Revision); why it cannot be served, nil when it
+// can (an error whose message lists every problem, each naming the flag
+// and the rule; warnings count only when the Validator is strict); and
+// its warnings, whatever the strictness. The topology calls it once per
+// edit.
+func (v *Validator) Rendering(ff *v1beta1.FeatureFlag) topology.Rendered {
+	errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	r := topology.Rendered{Warnings: fieldMessages(warnings)}
+	r.Err = errs.ToAggregate()
+	if v.Strict() && len(r.Warnings) > 0 {
+		msgs := slices.Clone(r.Warnings)
+		if r.Err != nil {
+			msgs = append([]string{r.Err.Error()}, msgs...)
+		}
+		r.Err = errors.New(strings.Join(msgs, ", "))
 	}
-	if v == nil || v.verdicts == nil {
-		return compute()
+	content, err := Render(ff)
+	if err != nil {
+		if r.Err == nil {
+			r.Err = err
+		}
+		return r
 	}
-	return v.verdicts.validate(&ff.Spec.FlagSpec, compute)
+	r.Content, r.Revision = content, Revision(content)
+	return r
 }
 
-// Validate tells whether a flag set can be served: nil, or an error whose
-// message lists every problem, each naming the flag and the rule. Warnings
-// count only when the Validator is strict.
-func (v *Validator) Validate(ff *v1beta1.FeatureFlag) error {
-	vd := v.verdict(ff)
-	if !v.Strict() || len(vd.warnings) == 0 {
-		return vd.errs
-	}
-	msgs := slices.Clone(vd.warnings)
-	if vd.errs != nil {
-		msgs = append([]string{vd.errs.Error()}, msgs...)
-	}
-	return errors.New(strings.Join(msgs, ", "))
-}
-
-// Warnings lists what flagd loads in a flag set but is probably a mistake
-// (see the rules above), whatever the strictness.
-func (v *Validator) Warnings(ff *v1beta1.FeatureFlag) []string {
-	return v.verdict(ff).warnings
-}
-
-// TopologyOptions are the options of every topology flagplane keeps: a flag
-// set is valid when flagd can load it (Validate).
+// TopologyOptions are the options of every topology flagplane keeps: it
+// renders flag sets with Rendering.
 func (v *Validator) TopologyOptions() []topology.Option {
-	return []topology.Option{topology.WithFlagSetValidity(func(ff *v1beta1.FeatureFlag) bool { return v.Validate(ff) == nil })}
+	return []topology.Option{topology.WithFlagSetRendering(v.Rendering)}
 }
 
 func fieldMessages(l field.ErrorList) []string {

@@ -2,11 +2,13 @@ package flagsets
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 func flagSet(flags map[string]v1beta1.Flag, evaluators string) *v1beta1.FeatureFlag {
@@ -96,12 +98,12 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ff := flagSet(tc.flags, tc.evaluators)
-			val := NewValidator(false)
-			err := val.Validate(ff)
+			r := NewValidator(false).Rendering(ff)
+			err := r.Err
 			if tc.wantWarning == "" && tc.wantErr == "" {
-				g.Expect(val.Warnings(ff)).To(BeEmpty())
+				g.Expect(r.Warnings).To(BeEmpty())
 			} else if tc.wantWarning != "" {
-				g.Expect(val.Warnings(ff)).To(ContainElement(ContainSubstring(tc.wantWarning)))
+				g.Expect(r.Warnings).To(ContainElement(ContainSubstring(tc.wantWarning)))
 			}
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -118,6 +120,73 @@ func FuzzValidateFlagSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, variants, def, targeting, evaluators string) {
 		ff := flagSet(map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(variants),
 			DefaultVariant: def, Targeting: json.RawMessage(targeting)}}, evaluators)
-		_ = NewValidator(false).Validate(ff) // must not panic, whatever the input
+		_ = NewValidator(true).Rendering(ff) // must not panic, whatever the input
 	})
+}
+
+// A flag set is rendered whether or not it is valid: its revision is what
+// its status reports, and its consumers keep their last valid content.
+func TestRendering(t *testing.T) {
+	g := NewWithT(t)
+	ff := flagSet(map[string]v1beta1.Flag{"f": boolFlag()}, "")
+	r := NewValidator(false).Rendering(ff)
+	content, err := Render(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r).To(Equal(topology.Rendered{Content: content, Revision: Revision(content)}))
+	g.Expect(r.Valid()).To(BeTrue())
+
+	f := boolFlag()
+	f.DefaultVariant = "blue"
+	ff = flagSet(map[string]v1beta1.Flag{"f": f}, "")
+	r = NewValidator(false).Rendering(ff)
+	g.Expect(r.Err).To(MatchError(ContainSubstring("must be one of the variants")))
+	g.Expect(r.Content).To(ContainSubstring(`"defaultVariant":"blue"`))
+	g.Expect(r.Revision).To(Equal(Revision(r.Content)))
+
+	// What cannot be encoded cannot be served.
+	f.Variants = json.RawMessage(`{`)
+	ff = flagSet(map[string]v1beta1.Flag{"f": f}, "")
+	r = NewValidator(false).Rendering(ff)
+	g.Expect(r.Valid()).To(BeFalse())
+	g.Expect(r.Content).To(BeEmpty())
+	g.Expect(r.Revision).To(BeEmpty())
+}
+
+// Strict validation makes warnings errors; a strict and a lenient Validator
+// find the same warnings. A nil Validator is a lenient one.
+func TestStrictValidation(t *testing.T) {
+	g := NewWithT(t)
+	lenient, strict := NewValidator(false), NewValidator(true)
+	ff := &v1beta1.FeatureFlag{}
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: json.RawMessage(`{"on":true,"off":false}`),
+		DefaultVariant: "off", Targeting: json.RawMessage(`{"if":[{"$ref":"missing"},"on","off"]}`)}}
+	l := lenient.Rendering(ff)
+	g.Expect(l.Err).To(Succeed(), "flagd loads it: served")
+	g.Expect(l.Warnings).To(ConsistOf(ContainSubstring(`$ref "missing" does not name an entry of $evaluators`)))
+	s := strict.Rendering(ff)
+	g.Expect(s.Err).To(MatchError(ContainSubstring(`$ref "missing"`)), "strict: not served")
+	g.Expect(s.Warnings).To(Equal(l.Warnings))
+	g.Expect(s.Content).To(Equal(l.Content))
+	g.Expect(strict.Strict()).To(BeTrue())
+	var none *Validator
+	g.Expect(none.Rendering(ff)).To(Equal(l))
+	g.Expect(none.Strict()).To(BeFalse())
+	g.Expect(lenient.TopologyOptions()).To(HaveLen(1))
+}
+
+// BenchmarkRendering is what the topology computes once per edit of a flag
+// set of 20 targeted flags.
+func BenchmarkRendering(b *testing.B) {
+	ff := &v1beta1.FeatureFlag{}
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{}
+	for i := range 20 {
+		ff.Spec.FlagSpec.Flags[fmt.Sprintf("flag-%d", i)] = v1beta1.Flag{State: "ENABLED",
+			Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "off",
+			Targeting: json.RawMessage(`{"if":[{"in":["@example.com",{"var":"email"}]},"on","off"]}`)}
+	}
+	val := NewValidator(false)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = val.Rendering(ff)
+	}
 }

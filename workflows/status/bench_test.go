@@ -16,7 +16,7 @@ import (
 // Deployments of its namespace by label, and its flag set.
 func statusBenchView(b *testing.B, n int) (*topology.View, *v1beta1.FeatureFlagSource) {
 	b.Helper()
-	top := topology.New()
+	top := topology.New(workflows.DefaultSettings().FlagSets.TopologyOptions()...)
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flags", Generation: 1}}
 	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
 		"f": {State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "off"},

@@ -49,30 +49,33 @@ type SyncObserved interface {
 	SyncSubscribers(flagSet topology.Key) []SyncSubscribers
 }
 
-// DesiredFlagSet is the status a FeatureFlag should have. obs gives
-// the generated ConfigMaps as the cache holds them and the sync server's
-// streams as its replicas report them, for the revision each holds
-// (Revision, Delivered, Consumers); what reads the flag set unobserved is
-// counted in Unobserved.
-func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, val *flagsets.Validator, obs Observed) v1beta1.FeatureFlagStatus {
+// DesiredFlagSet is the status a FeatureFlag should have. Its revision,
+// validity and warnings are the graph's rendering of ff
+// (topology.View.RenderFlagSet: made once per edit; ff may be a copy, as
+// the cache gives it). obs gives the generated ConfigMaps as the cache
+// holds them and the sync server's streams as its replicas report them,
+// for the revision each holds (Revision, Delivered, Consumers); what reads
+// the flag set unobserved is counted in Unobserved.
+func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1beta1.FeatureFlagStatus {
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
+	rendered := v.RenderFlagSet(ff)
 	status := *ff.Status.DeepCopy()
 	status.ObservedGeneration = ff.Generation
 	status.Flags = int32(len(ff.Spec.FlagSpec.Flags))
 	status.Sources = int32(len(v.SourcesOfFlagSet(key)))
 	status.Namespaces = v.ConsumerNamespaces(key)
-	status.Revision, status.Delivered, status.Consumers = delivery(v, ff, obs, ff.Status.Consumers)
+	status.Revision, status.Delivered, status.Consumers = delivery(v, key, rendered, obs, ff.Status.Consumers)
 	status.Unobserved = unobserved(v, key)
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
-	if err := val.Validate(ff); err != nil {
+	if err := rendered.Err; err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1beta1.ReasonInvalid
 		cond.Message = "flag set is invalid, workloads keep its last valid content: " + err.Error()
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	consistent := metav1.Condition{Type: v1beta1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonConsistent,
 		Message: "nothing in the flag set looks like a mistake", ObservedGeneration: ff.Generation}
-	if warnings := val.Warnings(ff); len(warnings) > 0 {
+	if warnings := rendered.Warnings; len(warnings) > 0 {
 		consistent.Status, consistent.Reason = metav1.ConditionFalse, v1beta1.ReasonProbableMistakes
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
@@ -399,19 +402,17 @@ func unresolvedMessages(refs []topology.FlagSetRef) ([]string, string) {
 // maxConsumers caps status.consumers (the CRD's MaxItems).
 const maxConsumers = 32
 
-// delivery computes a flag set's revision and, over the consumers whose
-// revision flagplane observes, which hold it: "<up to date>/<all>" and the
-// consumers, those behind first. The consumers are its generated ConfigMaps
-// as the cache holds them, and the sync server's streams of each
-// subscriber namespace (syncConsumer). A consumer keeps its Since while it
-// holds the same revision.
-func delivery(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
-	content, err := flagsets.Render(ff)
-	if err != nil {
+// delivery gives a flag set's revision (its rendering's) and, over the
+// consumers whose revision flagplane observes, which hold it: "<up to
+// date>/<all>" and the consumers, those behind first. The consumers are its
+// generated ConfigMaps as the cache holds them, and the sync server's
+// streams of each subscriber namespace (syncConsumer). A consumer keeps its
+// Since while it holds the same revision.
+func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
+	content, revision := rendered.Content, rendered.Revision
+	if revision == "" {
 		return "", "", nil
 	}
-	revision := flagsets.Revision(content)
-	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
 	var consumers []v1beta1.ConsumerRevision
 	upToDate := 0

@@ -8,7 +8,8 @@
 // (the informer cache in the operator, CacheObserved):
 //
 //   - DesiredFlagSet: a FeatureFlag's Accepted and Consistent conditions
-//     (package flagsets decides), its counts, and the revision each of its
+//     and its revision (the graph's rendering, which package flagsets
+//     makes once per edit), its counts, and the revision each of its
 //     observed consumers holds (Revision, Delivered, Consumers): its
 //     generated ConfigMaps, and, per subscriber namespace, the sync
 //     server's streams as every replica reports them (SyncReport, folded

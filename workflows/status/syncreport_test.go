@@ -103,7 +103,7 @@ func TestSyncReportCodec(t *testing.T) {
 // does.
 func TestSyncSubscribersInStatus(t *testing.T) {
 	g := NewWithT(t)
-	topo := topology.New()
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout", Generation: 1}}
 	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{
 		"f": {State: v1beta1.FlagStateEnabled, Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "off"},
@@ -114,14 +114,13 @@ func TestSyncSubscribersInStatus(t *testing.T) {
 	content, err := flagsets.Render(ff)
 	g.Expect(err).NotTo(HaveOccurred())
 	rev := flagsets.Revision(content)
-	val := flagsets.NewValidator(false)
 	reports := &SyncReports{}
 	obs := syncOnly{reports}
 	const name = "core.openfeature.dev/shop/checkout"
 
 	reports.Set("replica-a", &SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: rev, Streams: 2, Since: t0})}})
 	reports.Set("replica-b", &SyncReport{Entries: []SyncEntry{entry("web", HeldRevision{Revision: rev, Streams: 1, Since: t0.Add(time.Second)})}})
-	st := DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	st := DesiredFlagSet(topo.Snapshot(), ff, obs)
 	g.Expect(st.Revision).To(Equal(rev))
 	g.Expect(st.Delivered).To(Equal("1/1"))
 	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name,
@@ -134,7 +133,7 @@ func TestSyncSubscribersInStatus(t *testing.T) {
 		entry("api", HeldRevision{Streams: 1}),
 	}})
 	ff.Status = st
-	st = DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	st = DesiredFlagSet(topo.Snapshot(), ff, obs)
 	g.Expect(st.Delivered).To(Equal("0/2"))
 	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{
 		{Kind: KindSyncSubscribers, Namespace: "api", Name: name, Streams: 1},
@@ -145,7 +144,7 @@ func TestSyncSubscribersInStatus(t *testing.T) {
 	reports.Set("replica-b", nil)
 	before := metav1.NewTime(t0.Add(-time.Minute))
 	ff.Status.Consumers = []v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name, Revision: rev, Since: &before}}
-	st = DesiredFlagSet(topo.Snapshot(), ff, val, obs)
+	st = DesiredFlagSet(topo.Snapshot(), ff, obs)
 	g.Expect(st.Delivered).To(Equal("1/1"))
 	g.Expect(st.Consumers).To(Equal([]v1beta1.ConsumerRevision{{Kind: KindSyncSubscribers, Namespace: "web", Name: name,
 		Revision: rev, Since: &before, Streams: 2, Current: 2}}))
@@ -156,7 +155,7 @@ func TestSyncSubscribersInStatus(t *testing.T) {
 // a source with another provider adds nothing.
 func TestUnobserved(t *testing.T) {
 	g := NewWithT(t)
-	topo := topology.New()
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout"}}
 	source := func(name, provider string, targets ...string) {
 		t.Helper()

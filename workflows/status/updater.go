@@ -54,7 +54,7 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSet(v, ff, u.Settings.FlagSets, u.observed(ctx))
+	desired := DesiredFlagSet(v, ff, u.observed(ctx))
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}

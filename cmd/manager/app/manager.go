@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			o.Sync.SecretNamespace = o.Admission.Namespace
 		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
-		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, flagSets, graphBuilt, m.Metrics); err != nil {
+		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
 			m.close()
 			return nil, fmt.Errorf("setting up the sync server: %w", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/configmaps"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/manifests"
 	"github.com/flagplane/flagplane/workflows/rbac"
 )
@@ -90,7 +91,7 @@ func (a Applied) RoleBinding(namespace, name string) *rbacv1.RoleBinding {
 // provider, and a client whose cluster holds what is given.
 func World(t testing.TB, existing ...client.Object) (*topology.View, client.Client) {
 	t.Helper()
-	topo := topology.New()
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	for _, m := range []string{
 		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","metadata":{"namespace":"shop","name":"flags","uid":"ff"},"spec":{"flagSpec":{"flags":{"f":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"}}}}}`,
 		`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlagSource","metadata":{"namespace":"shop","name":"src"},"spec":{"sources":[{"source":"flags"},{"source":"flags","provider":"kubernetes"}],"targetRefs":[{"group":"apps","kind":"Deployment","name":"web"}]}}`,
