@@ -10,6 +10,7 @@ import (
 
 	"github.com/flagplane/flagplane/inspect/explain"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
@@ -51,7 +52,7 @@ func benchManifests() string {
 // and 1,000 flag sets: a workload two sources target, a flag set, and a
 // source, reporting p50 and p99 per answer.
 func BenchmarkExplain(b *testing.B) {
-	top := topology.New()
+	top := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	if err := manifests.Load(top, strings.NewReader(benchManifests())); err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,9 @@
 // and those the namespace's FeatureFlagSourcePolicies decided (defaults
 // and overrides) or could not; for a FeatureFlag, a FeatureFlagSource, an
 // InProcessConfiguration or a FeatureFlagSourcePolicy, everything it
-// reaches.
+// reaches; for a FeatureFlag also the revision it serves and whether flagd
+// can load it, from the graph's rendering of it, and how far its last
+// edit got, from its status.
 //
 // It reads a topology.View and computes nothing the manager does not: the
 // same graph (built from a cluster with the caller's permissions, or
@@ -52,9 +54,39 @@ type Report struct {
 
 	// A FeatureFlag's, a source's or an in-process configuration's.
 	Reaches *Reach `json:"reaches,omitempty"`
+	// Served is what a FeatureFlag serves now, as the graph rendered it.
+	Served *Served `json:"served,omitempty"`
 	// Delivered is a FeatureFlag's delivery status, as the operator last
 	// wrote it: absent offline (manifests have no status).
 	Delivered *Delivered `json:"delivered,omitempty"`
+}
+
+// Served is what a flag set serves now: the graph's rendering of its spec,
+// which its ConfigMaps, the sync server and its status read too.
+type Served struct {
+	// Revision is the content hash of its flagd document, as its status
+	// and its consumers' revisions name it.
+	Revision string `json:"revision"`
+	// Invalid says why flagd cannot load it: its consumers keep its last
+	// valid content.
+	Invalid string `json:"invalid,omitempty"`
+	// Warnings are what flagd loads but is probably a mistake (not served
+	// when the manager validates strictly).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// servedOf reads a flag set's rendering from the graph; nil from a graph
+// that renders no flag set.
+func servedOf(v *topology.View, k topology.Key) *Served {
+	r, ok := v.FlagSetRendered(k)
+	if !ok || (r.Revision == "" && r.Err == nil) {
+		return nil
+	}
+	s := &Served{Revision: r.Revision, Warnings: r.Warnings}
+	if r.Err != nil {
+		s.Invalid = r.Err.Error()
+	}
+	return s
 }
 
 // Delivered is whether a flag set's last edit has arrived, from its status.
@@ -254,6 +286,7 @@ func Explain(v *topology.View, kind, namespace, name string, opts injection.Opti
 			return nil, notFound(v, k, r.Object)
 		}
 		r.Reaches = flagSetReach(v, k)
+		r.Served = servedOf(v, k)
 		r.Delivered = deliveredOf(ff)
 	case topology.KindSource:
 		if _, ok := v.Source(k); !ok {

@@ -162,14 +162,18 @@ func TestKinds(t *testing.T) {
 }
 
 // TestFlagSetDelivered: read from a cluster, a FeatureFlag carries the
-// delivery status the operator wrote; explain says it. Offline there is
-// none, and explain says nothing of it.
+// delivery status the operator wrote; explain says it, and whether it is
+// of the revision the flag set serves now. Offline there is none, and
+// explain says nothing of it.
 func TestFlagSetDelivered(t *testing.T) {
 	g := NewWithT(t)
 	v := view(t)
 	r, err := explain.Explain(v, "ff", "shop", "checkout", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Delivered).To(BeNil(), "manifests have no status")
+	rendered, _ := v.FlagSetRendered(topology.FlagSetKey("shop", "checkout"))
+	rev := rendered.Revision
+	g.Expect(r.Served).To(Equal(&explain.Served{Revision: rev}))
 
 	ff, _ := v.FlagSet(topology.FlagSetKey("shop", "checkout"))
 	ff = ff.DeepCopy()
@@ -184,10 +188,54 @@ func TestFlagSetDelivered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
-	g.Expect(out.String()).To(HaveSuffix(`  revision bbb, delivered 1/2 (status)
+	g.Expect(out.String()).To(HaveSuffix(`  serves revision ` + rev + `
+  revision bbb, delivered 1/2 (status, not yet of revision ` + rev + `)
   consumers:
     - SyncSubscribers shop/core.openfeature.dev/shop/checkout: behind, holds aaa since 2026-11-23T04:00:00Z (1 of 3 streams current)
     - ConfigMap shop/flagd.shop.checkout: holds bbb since 2026-11-23T04:00:00Z
   1 workload and 0 Flagds not counted: they read it themselves
 `))
+
+	ff.Status.Revision = rev
+	withStatus, err = v.WithFlagSet(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err = explain.Explain(withStatus, "ff", "shop", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	out.Reset()
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("  revision " + rev + ", delivered 1/2 (status)\n"))
+}
+
+// TestFlagSetServed: explain says, from the graph's rendering, when flagd
+// cannot load a flag set (its consumers keep its last valid content) and
+// what in it is probably a mistake.
+func TestFlagSetServed(t *testing.T) {
+	g := NewWithT(t)
+	v := view(t)
+	ff, _ := v.FlagSet(topology.FlagSetKey("shop", "checkout"))
+	ff = ff.DeepCopy()
+	f := ff.Spec.FlagSpec.Flags["new-checkout"]
+	f.DefaultVariant = "blue"
+	ff.Spec.FlagSpec.Flags["new-checkout"] = f
+	broken, err := v.WithFlagSet(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err := explain.Explain(broken, "ff", "shop", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Served).NotTo(BeNil())
+	g.Expect(r.Served.Invalid).To(ContainSubstring("must be one of the variants"))
+	var out bytes.Buffer
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`\n  revision [0-9a-f]{12} is not served, its consumers keep its last valid content: .*defaultVariant`))
+
+	f.DefaultVariant = "off"
+	f.Targeting = json.RawMessage(`{"if":[{"$ref":"missing"},"on","off"]}`)
+	ff.Spec.FlagSpec.Flags["new-checkout"] = f
+	suspect, err := v.WithFlagSet(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err = explain.Explain(suspect, "ff", "shop", "checkout", injection.DefaultOptions())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Served.Invalid).To(BeEmpty())
+	out.Reset()
+	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`\n  serves revision [0-9a-f]{12}\n  probable mistakes \(not served when the manager validates strictly\):\n    - .*\$ref "missing"`))
 }

@@ -92,12 +92,24 @@ func text(r *Report) string {
 	list("generated ConfigMaps", rc.ConfigMaps)
 	list("referrers denied (no ReferenceGrant permits them)", rc.Denied)
 	list("references that do not resolve", rc.Unresolved)
+	if s := r.Served; s != nil {
+		if s.Invalid == "" {
+			b.WriteString("  serves revision " + s.Revision + "\n")
+		} else {
+			b.WriteString("  revision " + s.Revision + " is not served, its consumers keep its last valid content: " + s.Invalid + "\n")
+		}
+		list("probable mistakes (not served when the manager validates strictly)", s.Warnings)
+	}
 	if d := r.Delivered; d != nil {
 		b.WriteString("  revision " + d.Revision)
 		if d.Count != "" {
 			b.WriteString(", delivered " + d.Count)
 		}
-		b.WriteString(" (status)\n")
+		if s := r.Served; s != nil && s.Revision != d.Revision {
+			b.WriteString(" (status, not yet of revision " + s.Revision + ")\n")
+		} else {
+			b.WriteString(" (status)\n")
+		}
 		list("consumers", d.Consumers)
 		if d.Unobserved != "" {
 			b.WriteString("  " + d.Unobserved + "\n")
