@@ -5,9 +5,10 @@
 //	flagplane topology [--kubeconfig FILE | --url URL | --from-dir DIR] [--format dot|svg|png] [-o FILE]
 //
 // dumps the topology — flag sources, flag sets, generated ConfigMaps and
-// workloads, and how they are connected — as Graphviz DOT, or as SVG or PNG
-// rendered by Graphviz, from a cluster (with your own permissions), a
-// manager's /debug/topology, or manifests offline.
+// workloads, and how they are connected — as Graphviz DOT, as SVG drawn
+// without Graphviz (package dotsvg), or as PNG rendered by Graphviz's dot,
+// from a cluster (with your own permissions), a manager's /debug/topology,
+// or manifests offline.
 //
 //	flagplane explain KIND/NAME [-n NAMESPACE] [--from-dir DIR] [-o text|json|yaml]
 //
