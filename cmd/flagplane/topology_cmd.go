@@ -37,12 +37,18 @@ workloads, and their edges, from one of:
       the manager, and the token's identity needs the ClusterRole
       flagplane-metrics-reader;
   --from-dir DIR: no cluster, no kubeconfig: built offline from the
-      manifests under DIR, -n being the namespace of those that name none.`,
+      manifests under DIR, -n being the namespace of those that name none.
+
+--format svg draws the graph in this command, left to right by layer,
+without Graphviz; --format png runs Graphviz's dot, which must be in PATH.
+For Graphviz's own layout, pipe the DOT to it:
+  flagplane topology --from-dir config/samples -n shop | dot -Tsvg > samples.svg`,
 		Example: `  flagplane topology --kubeconfig ~/.kube/config > topology.dot
   flagplane topology --namespaces shop,platform --format svg -o topology.svg
   flagplane topology --url https://127.0.0.1:8443 --token "$(kubectl create token prometheus -n monitoring)" \
       --insecure-skip-tls-verify > topology.dot     # a manager's own graph, through kubectl port-forward
-  flagplane topology --from-dir config/samples -n shop --format png -o samples.png`,
+  flagplane topology --from-dir config/samples -n shop --format svg -o samples.svg
+  flagplane topology --from-dir config/samples -n shop --format png -o samples.png   # runs Graphviz's dot`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := cmd.Flags()
@@ -101,7 +107,7 @@ workloads, and their edges, from one of:
 	fs := cmd.Flags()
 	fs.StringVar(&url, "url", "", "a manager's metrics address, e.g. https://127.0.0.1:8443 (its /debug/topology)")
 	fs.StringVar(&tokenFile, "token-file", "", "with --url: read the bearer token from this file")
-	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (svg and png need Graphviz)")
+	fs.StringVar(&format, "format", "dot", "output format: "+strings.Join(topodump.Formats, ", ")+" (png runs Graphviz's dot)")
 	fs.StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	graph.bind(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("format", fixedCompletions(topodump.Formats))
