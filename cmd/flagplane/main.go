@@ -61,8 +61,9 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := execute(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+	err := execute(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		os.Exit(exitCode(err))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -594,7 +595,7 @@ func describeManager() {
 		plugins := GinkgoT().TempDir()
 		Expect(os.Symlink(cliPath, filepath.Join(plugins, "kubectl-flagplane"))).To(Succeed())
 		cmd = exec.CommandContext(ctx, cp.KubectlPath, "flagplane", "explain", "ff/shop-flags", "-o", "json")
-		cmd.Env = append(env, "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBERC=off")
+		cmd.Env = slices.Concat(env, []string{"PATH=" + plugins + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBERC=off"})
 		b, err = cmd.Output()
 		Expect(err).NotTo(HaveOccurred())
 		var flagSet struct {
