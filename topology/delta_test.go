@@ -40,16 +40,16 @@ func upsert(obj any) step {
 // remove makes the delete event of a key.
 func remove(k Key) step {
 	return func(t *Topology) (Delta, error) {
-		switch {
-		case k.Kind == KindFlagSet:
+		switch k.Kind {
+		case KindFlagSet:
 			return t.DeleteFlagSet(k.Namespace, k.Name), nil
-		case k.Kind == KindSource:
+		case KindSource:
 			return t.DeleteSource(k.Namespace, k.Name), nil
-		case k.Kind == KindInProcessConfig:
+		case KindInProcessConfig:
 			return t.DeleteInProcessConfig(k.Namespace, k.Name), nil
-		case k.Kind == KindGrant:
+		case KindGrant:
 			return t.DeleteGrant(k.Namespace, k.Name), nil
-		case k.Kind == KindFlagd:
+		case KindFlagd:
 			return t.DeleteFlagd(k.Namespace, k.Name), nil
 		}
 		return t.DeleteWorkload(k), nil

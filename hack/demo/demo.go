@@ -261,7 +261,10 @@ func (d *demo) build(ctx context.Context) error {
 		}
 	}()
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
+	go func() {
+		done <- cmd.Wait()
+		_ = pw.Close() // an io.PipeWriter's Close returns nil
+	}()
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
 	for {

@@ -47,12 +47,12 @@ func (d *demo) showHealth(ctx context.Context) error {
 		return fmt.Errorf("applying the broken source: %w: %s", err, out)
 	}
 	args = []string{"wait", "-n", ns, "--for=condition=Stalled", "--timeout=30s", "featureflagsource/shop-broken"}
-	if out, err := d.kubectl(nil, args...); err != nil {
+	out, err = d.kubectl(nil, args...)
+	if err != nil {
 		return fmt.Errorf("kubectl wait: %w: %s", err, out)
-	} else {
-		d.say("$ kubectl %s", strings.Join(args, " "))
-		d.block(out)
 	}
+	d.say("$ kubectl %s", strings.Join(args, " "))
+	d.block(out)
 	args = []string{"wait", "-n", ns, "--for=condition=Ready", "--timeout=3s", "featureflagsource/shop-broken"}
 	out, err = d.kubectl(nil, args...)
 	if err == nil {

@@ -168,6 +168,7 @@ func (fs *FlagSet) Resolve(key string, t Type, evalCtx map[string]any) Resolutio
 	// the protocol version that makes a flag with no default variant and no
 	// targeting match FLAG_NOT_FOUND.
 	ctx := context.WithValue(context.Background(), store.SelectorContextKey{}, store.NewSelector(""))
+	//nolint:staticcheck // SA1029: the key is flagd's own, of the type its evaluator reads.
 	ctx = context.WithValue(ctx, evaluator.ProtoVersionKey, "v1")
 	if evalCtx == nil {
 		evalCtx = map[string]any{}

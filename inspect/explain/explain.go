@@ -118,10 +118,10 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 	d := &Delivered{Revision: st.Revision, Count: st.Delivered}
 	for _, c := range st.Consumers {
 		line := c.Kind + " " + c.Namespace + "/" + c.Name + ": "
-		switch {
-		case c.Revision == "":
+		switch c.Revision {
+		case "":
 			line += "holds nothing yet"
-		case c.Revision == st.Revision:
+		case st.Revision:
 			line += "holds " + c.Revision
 		default:
 			line += "behind, holds " + c.Revision

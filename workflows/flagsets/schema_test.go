@@ -138,9 +138,10 @@ func TestFlagSchemaCorpusThroughValidator(t *testing.T) {
 				g.Expect(warnings.ToAggregate()).To(MatchError(ContainSubstring(want)), "documented deviation")
 				return
 			}
-			if c.positive {
+			switch {
+			case c.positive:
 				g.Expect(errs).To(BeEmpty())
-			} else if len(errs) == 0 {
+			case len(errs) == 0:
 				// The OpenFeature Operator checks the flags against the
 				// schema, not the flag-set metadata or $evaluators, and
 				// flagd loads them: a warning there.
@@ -149,7 +150,7 @@ func TestFlagSchemaCorpusThroughValidator(t *testing.T) {
 					g.Expect(w.Field).To(Or(HavePrefix("spec.flagSpec.metadata"), HavePrefix("spec.flagSpec.$evaluators")), "only set-level problems are warnings")
 				}
 				t.Logf("admitted with warnings: %v", warnings.ToAggregate())
-			} else {
+			default:
 				t.Logf("rejected: %v", errs.ToAggregate())
 			}
 		})
