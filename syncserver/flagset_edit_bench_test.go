@@ -26,14 +26,26 @@ import (
 // the sync server serves. Every edit is new content (the flag set's
 // metadata counts the edits), as a user's edits are.
 //
+// Each size runs twice: owner=graph is flagplane's way, every reader
+// takes the one rendering the topology made of the edit
+// (topology.Rendered); owner=each-reader is the baseline in the same run,
+// the way before issue 27: every reader renders, validates and hashes the
+// edit itself (Validator.Rendering, once per consuming namespace, once for
+// the status, once for the sync server), without the verdict cache that
+// then spared some of it. docs/benchmarks.md has the ratios, and those
+// measured against the code before the change.
+//
 //	go test ./syncserver -run '^$' -bench FlagSetEdit -benchmem
 func BenchmarkFlagSetEdit(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("namespaces=%d", n), func(b *testing.B) { benchFlagSetEdit(b, n) })
+		for _, eachReader := range []bool{false, true} {
+			owner := map[bool]string{false: "graph", true: "each-reader"}[eachReader]
+			b.Run(fmt.Sprintf("namespaces=%d/owner=%s", n, owner), func(b *testing.B) { benchFlagSetEdit(b, n, eachReader) })
+		}
 	}
 }
 
-func benchFlagSetEdit(b *testing.B, namespaces int) {
+func benchFlagSetEdit(b *testing.B, namespaces int, eachReader bool) {
 	val := flagsets.NewValidator(false)
 	settings := workflows.DefaultSettings()
 	settings.FlagSets = val // one Validator for everything, as the manager has
@@ -65,15 +77,26 @@ func benchFlagSetEdit(b *testing.B, namespaces int) {
 			b.Fatal(err)
 		}
 		v := topo.Snapshot()
+		// The baseline's readers each render the edit for themselves.
+		rerender := func() {
+			if eachReader {
+				if r := val.Rendering(cached); r.Err != nil || r.Revision == "" {
+					b.Fatalf("rendering: %v", r.Err)
+				}
+			}
+		}
 		for _, ns := range v.ConsumerNamespaces(key) {
+			rerender()
 			cm, err := configmaps.Desired(v, topology.ConfigMapKey(key, ns), settings)
 			if err != nil || cm == nil {
 				b.Fatalf("ConfigMap in %s: %v, %v", ns, cm, err)
 			}
 		}
+		rerender()
 		if st := status.DesiredFlagSet(v, cached, noConfigMaps{}); st.Revision == "" {
 			b.Fatal("no revision in the status")
 		}
+		rerender()
 		if _, _, _, ok := served(v, key); !ok {
 			b.Fatal("the sync server does not serve the edit")
 		}
