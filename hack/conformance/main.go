@@ -18,7 +18,7 @@
 // under OFO's flagd tag runs flagd v0.16.0; the results say so.
 //
 // A failure that is a documented deliberate difference (deliberate below,
-// README "Differences from the OpenFeature Operator") is reported as such;
+// docs/openfeature-operator.md, "Differences") is reported as such;
 // any other failure makes the command fail.
 package main
 

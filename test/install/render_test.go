@@ -60,8 +60,8 @@ func (c combination) String() string {
 const fullest = combination(1<<4 - 1)
 
 // combinationDir writes a kustomization that is mode's own with the
-// components of c instead of its own, as a user composes them (README,
-// Install): a copy of the folder's kustomization and files, its paths made
+// components of c instead of its own, as a user composes them (docs/install.md,
+// "Components"): a copy of the folder's kustomization and files, its paths made
 // to point back into the repository. It returns the folder.
 func combinationDir(mode installMode, c combination) string {
 	GinkgoHelper()

@@ -12,7 +12,7 @@
 // that admission injected, as the real flagd binary run by the test node
 // (test/node), the same request on the same path. Where flagplane differs
 // on purpose (the flagd image's tag, a warning on admission), the spec says
-// so and README's "Differences from the OpenFeature Operator" lists it.
+// so and docs/openfeature-operator.md, "Differences", lists it.
 //
 // The cluster: a control plane with kube-scheduler (test/controlplane),
 // flagplane's manager with its admission webhooks and its flagd sync server

@@ -21,7 +21,7 @@ const ofoFlagdImage = "ghcr.io/open-feature/flagd:v0.15.4"
 
 // flagdImage is what the scenarios expect of flagplane as this suite
 // installs it: the scenario's image, with the tag the suite gives the
-// manager (flagdTag; README, "Differences from the OpenFeature Operator":
+// manager (flagdTag; docs/openfeature-operator.md, "Differences":
 // sidecar image tag).
 var flagdImage = withTag(ofoFlagdImage, flagdTag)
 

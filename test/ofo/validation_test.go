@@ -23,8 +23,8 @@ func notStoredAs(ctx context.Context, ns string, m *unstructured.Unstructured) {
 
 // A flag set whose targeting refers to an evaluator it does not define
 // ($ref: emailWithFaas) is admitted by the OpenFeature Operator. flagplane
-// admits it too, with a warning (README, "Differences from the OpenFeature
-// Operator": FeatureFlag validation); the warning is not part of the
+// admits it too, with a warning (docs/openfeature-operator.md,
+// "Differences": FeatureFlag validation); the warning is not part of the
 // scenario, so it is only reported.
 
 var _ = Describe("validate-featureflag-create", func() {

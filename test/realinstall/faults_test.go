@@ -227,7 +227,7 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 		began := time.Now()
 		helm("upgrade", releaseName, filepath.Join(root, "charts", "flagplane"), "--reuse-values",
 			"--set", "controllerManager.manager.image.tag="+upgradeTag, "--set", "controllerManager.manager.image.pullPolicy=Always",
-			// A user turning on the admission log, as the README says.
+			// A user turning on the admission log, as docs/debugging.md says.
 			"--set-json", `extraArgs=["--zap-log-level=debug"]`,
 			"--wait", "--timeout", "5m")
 		Eventually(func(g Gomega) {

@@ -25,7 +25,7 @@ import (
 // flagplane injects tells it where its flags are. flagplane's own sync
 // server is not one of its paths: it takes a service-account token as
 // bearer credentials on every call, which the JavaScript provider has no
-// option for; the sidecar syncs from it for the app instead (README,
+// option for; the sidecar syncs from it for the app instead (docs/concepts.md,
 // "Applications with an OpenFeature SDK").
 //
 // Offline mode (FLAGD_OFFLINE_FLAG_SOURCE_PATH) has no spec: flagplane

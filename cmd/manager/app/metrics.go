@@ -11,7 +11,8 @@ import (
 // The secure metrics server asks the API server who a caller is and whether
 // it may get the path (/metrics, /debug/topology). Cluster-scoped, so a
 // namespace-scoped install (config/namespaced) needs a cluster administrator
-// to grant them, e.g. by binding system:auth-delegator (see the README).
+// to grant them, e.g. by binding system:auth-delegator (see docs/install.md,
+// "Namespace-scoped mode").
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 

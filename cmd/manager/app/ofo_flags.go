@@ -13,8 +13,8 @@ import (
 )
 
 // The OpenFeature Operator's operator-level settings, as flags. Each maps
-// one Helm value of its chart (README, "Moving from the OpenFeature
-// Operator", has the table); the resource flags and --image-pull-secrets,
+// one Helm value of its chart (docs/openfeature-operator.md, "Helm values
+// as flags", has the table); the resource flags and --image-pull-secrets,
 // --labels and --annotations keep the OpenFeature Operator's own flag names
 // and formats.
 
