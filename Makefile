@@ -146,7 +146,7 @@ install-plugin: plugin ## Install the kubectl plugin into PLUGIN_DIR (default ~/
 # 65532 (non-root), with OCI labels. Reproducible: the same commit gives the
 # same digest (every timestamp is the commit's time, the binary is built with
 # -trimpath). It is written as an OCI image layout into IMAGE_DIR; push it
-# with `make image-push` (crane) or skopeo (README, Install).
+# with `make image-push` (crane) or skopeo (docs/install.md, "The image").
 # Its default name is the one the chart and config/ run by default: the
 # project's registry path, tagged with the chart's appVersion.
 APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/flagplane/Chart.yaml)

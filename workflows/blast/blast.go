@@ -184,6 +184,13 @@ func (r *Source) Summary() string {
 	case len(r.Changed) == 0:
 		return msg + "; no workload's sidecar changes"
 	}
+	if len(r.Changed) == 1 {
+		now := "it restarts now"
+		if len(r.Restarts) == 0 {
+			now = "it does not restart now"
+		}
+		return msg + "; 1 workload gets a different sidecar (its new pods), " + now + " (rolloutOnChange)"
+	}
 	return msg + fmt.Sprintf("; %s get a different sidecar (their new pods), %d of them restart now (rolloutOnChange)",
 		count(len(r.Changed), "workload"), len(r.Restarts))
 }
