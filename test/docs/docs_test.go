@@ -58,8 +58,8 @@ import (
 // notRunnable are the commands the docs show that cannot run here, by their
 // exact text, with the reason.
 var notRunnable = map[string]string{
-	"kubectl apply --server-side -k config/default":                                                                "installs flagplane into the user's cluster: its manager Deployment needs the image and a node that runs it",
-	"helm install flagplane charts/flagplane":                                                                      "installs flagplane into the user's cluster: its manager Deployment needs the image and a node that runs it",
+	"kubectl apply --server-side -k config/default":                                                                "installs flagplane into the user's cluster; test/install applies config/default, test/realinstall installs the chart on a real node",
+	"helm install flagplane charts/flagplane":                                                                      "installs flagplane into the user's cluster; test/install and test/realinstall run helm install on the chart",
 	"kubectl apply --server-side -k config/namespaced":                                                             "installs a team's manager into the user's cluster, in namespace team-a: its Deployment needs the image and a node that runs it",
 	"kubectl apply --server-side -k config/namespaced/admission":                                                   "installs team-a's webhook configurations into the user's cluster, pointing at a manager that does not run here",
 	"go run ./cmd/manager":                                                                                         "long-running: the operator, until stopped",
