@@ -3,7 +3,7 @@
 // readiness probes, the /debug/topology endpoint and, when enabled, leader
 // election and namespace-scoped caches.
 //
-// cmd/manager is a thin main around it; the demo (hack/demo) and the install
-// suite (test/install) run the same manager in-process, so that what they
-// show is what the binary does.
+// cmd/manager is a thin main around it; test/operator runs the same manager
+// in-process for the demo (hack/demo) and the suites, so that what they show
+// is what the binary does.
 package app
