@@ -18,6 +18,9 @@ import (
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
+// +kubebuilder:rbac:groups=policy.flagplane.dev,resources=featureflagsourcepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.flagplane.dev,resources=featureflagsourcepolicies/status,verbs=get;update;patch
+
 // The kinds whose informers edit the graph, each registered once, in
 // graphKinds: its informer type, which updates are relevant to the graph
 // (the kind's rule in topology/relevance.go, and the event the update
