@@ -285,6 +285,22 @@ func (v *View) WithFlagSet(ff *v1beta1.FeatureFlag) (*View, error) {
 	return v.whatIf(func(t *Topology) (Delta, error) { return t.UpsertFlagSet(ff) })
 }
 
+// WithServedFlagSet is WithFlagSet for a flag set whose rendering is known
+// already (the FeatureFlag webhook has validated it): ff takes r as what it
+// serves, and the topology renders nothing.
+func (v *View) WithServedFlagSet(ff *v1beta1.FeatureFlag, r Rendered) (*View, error) {
+	return v.whatIf(func(t *Topology) (Delta, error) {
+		render := t.state.renderFlagSet
+		t.state.renderFlagSet = func(x *v1beta1.FeatureFlag) Rendered {
+			if x == ff {
+				return r
+			}
+			return render(x)
+		}
+		return t.UpsertFlagSet(ff)
+	})
+}
+
 // WithSource returns a view of the graph with s upserted, and leaves v as it
 // is: the FeatureFlagSource webhook tells what an edit will change before it
 // is stored.

@@ -320,3 +320,32 @@ func TestTargetNamespaces(t *testing.T) {
 		g.Expect(v.TargetNamespaces(s)).To(Equal(want), s.String())
 	}
 }
+
+// TestWithServedFlagSet: a what-if with the rendering given renders
+// nothing, and its view serves what it was given; WithFlagSet renders.
+func TestWithServedFlagSet(t *testing.T) {
+	g := NewWithT(t)
+	renders := 0
+	top := New(WithFlagSetRendering(func(ff *v1beta1.FeatureFlag) Rendered {
+		renders++
+		return Rendered{Content: "rendered", Revision: "r1"}
+	}))
+	must(t)(top.UpsertFlagSet(newFlagSet("shop", "flags", "on")))
+	g.Expect(renders).To(Equal(1))
+	v := top.Snapshot()
+
+	edited := newFlagSet("shop", "flags", "off")
+	given := Rendered{Content: "given", Revision: "r2", Warnings: []string{"a warning"}}
+	after, err := v.WithServedFlagSet(edited, given)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(renders).To(Equal(1), "the given rendering is used, not made again")
+	served, ok := after.FlagSetRendered(FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(served).To(Equal(given))
+	before, _ := v.FlagSetRendered(FlagSetKey("shop", "flags"))
+	g.Expect(before).To(Equal(Rendered{Content: "rendered", Revision: "r1"}), "the view it came from is as it was")
+
+	_, err = v.WithFlagSet(edited)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(renders).To(Equal(2), "WithFlagSet renders the edit")
+}

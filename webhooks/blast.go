@@ -14,8 +14,8 @@ import (
 // call. kubectl prints it.
 
 // flagSetBlast is the warning for a FeatureFlag, as it would be stored.
-func flagSetBlast(v *topology.View, ff *v1beta1.FeatureFlag) (string, error) {
-	r, err := blast.OfFlagSet(v, ff)
+func flagSetBlast(v *topology.View, ff *v1beta1.FeatureFlag, served *topology.Rendered) (string, error) {
+	r, err := blast.OfFlagSet(v, ff, served)
 	if err != nil {
 		return "", err
 	}

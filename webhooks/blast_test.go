@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/manifests"
 )
 
 var blastManifests = `
@@ -157,4 +160,29 @@ func TestSourceBlastGroupsLikeOneByOne(t *testing.T) {
 			g.Expect(msg).To(HaveSuffix(fmt.Sprintf("%d workloads get a different sidecar (their new pods), %d of them restart now (rolloutOnChange)", changed, restarts)), name)
 		}
 	}
+}
+
+// TestFlagSetBlastRadiusValidatesOnce: the warning's what-if takes the
+// admission's own validation, so the graph's renderer is not called again
+// for the candidate (nor for the flag sets it holds already).
+func TestFlagSetBlastRadiusValidatesOnce(t *testing.T) {
+	g := NewWithT(t)
+	val := flagsets.NewValidator(false)
+	renders := 0
+	topo := topology.New(topology.WithFlagSetRendering(func(ff *v1beta1.FeatureFlag) topology.Rendered {
+		renders++
+		return val.Rendering(ff)
+	}))
+	g.Expect(manifests.Load(topo, strings.NewReader(blastManifests))).To(Succeed())
+	graph := &staticGraph{topo: topo, built: true}
+	ff, ok := topo.Snapshot().FlagSet(topology.FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeTrue())
+	edited := ff.DeepCopy()
+	edited.Spec.FlagSpec.Flags["f"] = v1beta1.Flag{State: v1beta1.FlagStateEnabled, Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "on"}
+	before := renders
+
+	resp := (&FlagSetValidator{Graph: graph}).Handle(t.Context(), admissionOf(t, admissionv1.Update, edited, ff))
+	g.Expect(resp.Allowed).To(BeTrue())
+	g.Expect(resp.Warnings).To(ContainElement(HavePrefix("flagplane: this flag set reaches 1 namespace, 3 workloads")))
+	g.Expect(renders).To(Equal(before), "the what-if renders nothing: the admission validated the candidate")
 }

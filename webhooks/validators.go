@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -61,12 +62,14 @@ func (v *FlagSetValidator) flagdVersionWarnings(ff *v1beta1.FeatureFlag) []strin
 }
 
 // blast is the blast-radius warning of ff, or none while the graph is not
-// built (or cannot take the object).
-func (v *FlagSetValidator) blast(ff *v1beta1.FeatureFlag) []string {
+// built (or cannot take the object). served, when set, is what ff serves,
+// from the validation this admission did: the graph does not validate it
+// again.
+func (v *FlagSetValidator) blast(ff *v1beta1.FeatureFlag, served *topology.Rendered) []string {
 	if v.Graph == nil || !v.Graph.GraphBuilt() {
 		return nil
 	}
-	msg, err := flagSetBlast(v.Graph.Topology().Snapshot(), ff)
+	msg, err := flagSetBlast(v.Graph.Topology().Snapshot(), ff, served)
 	if err != nil {
 		return nil
 	}
@@ -88,9 +91,11 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 		ff.Namespace = req.Namespace
 	}
 	if v.Disabled {
-		return admission.Allowed("flag set validation is off").WithWarnings(append(v.flagdVersionWarnings(&ff), v.blast(&ff)...)...)
+		return admission.Allowed("flag set validation is off").WithWarnings(append(v.flagdVersionWarnings(&ff), v.blast(&ff, nil)...)...)
 	}
 	errs, warnings := flagsets.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	// What the graph will render of it, from this validation.
+	served := flagsets.NewValidator(v.Strict).Rendered(&ff, errs, warnings)
 	if v.Strict {
 		errs = append(errs, warnings...)
 		warnings = nil
@@ -100,7 +105,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 		msgs[i] = w.Error()
 	}
 	if len(errs) == 0 {
-		msgs = append(append(msgs, v.flagdVersionWarnings(&ff)...), v.blast(&ff)...)
+		msgs = append(append(msgs, v.flagdVersionWarnings(&ff)...), v.blast(&ff, &served)...)
 	}
 	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, msgs)
 }

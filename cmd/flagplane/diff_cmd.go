@@ -245,7 +245,7 @@ func diff(v *topology.View, objects []any, opts injection.Options, contexts []ev
 	for _, o := range objects {
 		switch obj := o.(type) {
 		case *v1beta1.FeatureFlag:
-			r, err := blast.OfFlagSet(v, obj)
+			r, err := blast.OfFlagSet(v, obj, nil)
 			if err != nil {
 				return nil, err
 			}

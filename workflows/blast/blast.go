@@ -32,9 +32,17 @@ type FlagSet struct {
 	Valid bool `json:"valid"`
 }
 
-// OfFlagSet computes what ff, stored, would reach.
-func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag) (*FlagSet, error) {
-	after, err := v.WithFlagSet(ff)
+// OfFlagSet computes what ff, stored, would reach. served, when set, is
+// what ff serves (validated already, by the caller): the graph then does
+// not render it again.
+func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, served *topology.Rendered) (*FlagSet, error) {
+	var after *topology.View
+	var err error
+	if served != nil {
+		after, err = v.WithServedFlagSet(ff, *served)
+	} else {
+		after, err = v.WithFlagSet(ff)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,12 @@ func (v *Validator) Strict() bool { return v != nil && v.strict }
 // edit.
 func (v *Validator) Rendering(ff *v1beta1.FeatureFlag) topology.Rendered {
 	errs, warnings := ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
+	return v.Rendered(ff, errs, warnings)
+}
+
+// Rendered is Rendering for a flag set validated already: errs and
+// warnings are what ValidateFlagSpec found in it.
+func (v *Validator) Rendered(ff *v1beta1.FeatureFlag, errs, warnings field.ErrorList) topology.Rendered {
 	r := topology.Rendered{Warnings: fieldMessages(warnings)}
 	r.Err = errs.ToAggregate()
 	if v.Strict() && len(r.Warnings) > 0 {
