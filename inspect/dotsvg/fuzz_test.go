@@ -1,10 +1,6 @@
 package dotsvg
 
 import (
-	"bytes"
-	"encoding/xml"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,15 +33,6 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return
 		}
-		d := xml.NewDecoder(bytes.NewReader(svg))
-		for {
-			_, err := d.Token()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				t.Fatalf("not well-formed XML: %v\n%s", err, svg)
-			}
-		}
+		wellFormed(t, svg)
 	})
 }
