@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ const (
 // A pod counts when it is not terminating, was created after the
 // workload's last restart (older pods are being replaced already), and
 // lacks AnnotationInjection (or has AnnotationIncomplete while the
-// ConfigMaps it lacked exist now, or AnnotationUnresolved while what it
+// ConfigMaps it lacked and its workload still mounts exist now, or AnnotationUnresolved while what it
 // would get now differs from what it got: a source or in-process
 // configuration its annotations name has appeared or been permitted since). A workload is restarted at most once per
 // Backoff, so that pods admitted while the webhook is still unreachable do
@@ -176,8 +177,13 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		}
 		got := p.Annotations[rollout.AnnotationInjection]
 		_, incomplete := p.Annotations[rollout.AnnotationIncomplete]
-		if incomplete && got != "" && !h.configMapsExist(ctx, inj) {
-			continue // still nothing better to give it
+		if incomplete && got != "" {
+			if len(h.lackedNow(ctx, p, inj).exist) == 0 {
+				// Still nothing better to give it: what it lacks is still
+				// missing, or it is no longer the workload's (a changed
+				// injection is rolloutOnChange's).
+				continue
+			}
 		}
 		if !incomplete && got != "" {
 			// Admitted with references that did not resolve: rolled only
@@ -215,7 +221,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.lastHeal[w] = now
 	h.lastCulprit[w] = culprit.UID
 	h.mu.Unlock()
-	reason, why := h.why(v, w, culprit)
+	reason, why := h.why(ctx, v, w, culprit)
 	if resolved {
 		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[rollout.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
@@ -234,9 +240,9 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 // AnnotationAdmitted when it had nothing to inject. A pod with neither was
 // never seen by it. Creation times have whole seconds; within the second
 // of the targeting, the pod's record decides.
-func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
+func (h *Healer) why(ctx context.Context, v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
 	if _, incomplete := pod.Annotations[rollout.AnnotationIncomplete]; incomplete {
-		return EventInjectionMissing, "lacks flag sets whose ConfigMaps exist now: " + pod.Annotations[rollout.AnnotationIncomplete]
+		return EventInjectionMissing, h.lackedNow(ctx, pod, injection.Desired(v, w, h.Options)).String()
 	}
 	h.mu.Lock()
 	since, known := h.targetedSince[w]
@@ -276,11 +282,48 @@ func (h *Healer) reader() client.Reader {
 	return h.Cache
 }
 
-func (h *Healer) configMapsExist(ctx context.Context, inj *injection.Injection) bool {
-	for _, cm := range inj.ConfigMaps {
-		if h.reader().Get(ctx, objectKeyOf(cm), &corev1.ConfigMap{}) != nil {
-			return false
+// lacked is what an incomplete pod (rollout.AnnotationIncomplete) was
+// admitted without, as its workload's injection stands now: the flag sets
+// whose ConfigMaps exist now, those whose ConfigMaps are still missing
+// (named by ConfigMap), and those its workload no longer reads from a
+// ConfigMap.
+type lacked struct {
+	exist, missing, gone []string
+}
+
+// lackedNow looks up, in the cache, the ConfigMap of each flag set pod was
+// admitted without. A pod is healed once every one its workload still
+// mounts exists: the restarted pods get them all.
+func (h *Healer) lackedNow(ctx context.Context, pod *corev1.Pod, inj *injection.Injection) lacked {
+	var out lacked
+	for _, name := range strings.Split(pod.Annotations[rollout.AnnotationIncomplete], ",") {
+		ns, n, ok := strings.Cut(name, "/")
+		if !ok {
+			continue
+		}
+		want := topology.ConfigMapKey(topology.FlagSetKey(ns, n), pod.Namespace)
+		switch {
+		case !slices.Contains(inj.ConfigMaps, want):
+			out.gone = append(out.gone, name)
+		case h.reader().Get(ctx, objectKeyOf(want), &corev1.ConfigMap{}) != nil:
+			out.missing = append(out.missing, name+" (ConfigMap "+pod.Namespace+"/"+topology.ConfigMapName(want.FlagSet())+")")
+		default:
+			out.exist = append(out.exist, name)
 		}
 	}
-	return true
+	if len(out.missing) > 0 {
+		// The restarted pods would lack those still: nothing better yet.
+		out.exist = nil
+	}
+	return out
+}
+
+// String says what was found, as the Event on the restarted workload
+// tells it.
+func (l lacked) String() string {
+	msg := "was admitted without flag sets whose ConfigMaps could not be written then; they exist now: " + strings.Join(l.exist, ", ")
+	if len(l.gone) > 0 {
+		msg += " (no longer mounted: " + strings.Join(l.gone, ", ") + ")"
+	}
+	return msg
 }

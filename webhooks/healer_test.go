@@ -170,13 +170,36 @@ func TestHealer(t *testing.T) {
 	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
 		g := NewWithT(t)
 		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/checkout"}
-		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
+		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
 		g.Expect(c.Create(ctx, cm)).To(Succeed())
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
+		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+EventInjectionMissing),
+			ContainSubstring("pod web-1-a was admitted without flag sets whose ConfigMaps could not be written then; they exist now: shop/checkout:")))
+	})
+
+	t.Run("what an incomplete pod lacked and its workload no longer mounts is not claimed to exist", func(t *testing.T) {
+		g := NewWithT(t)
+		// shop/gone is no flag set of web's: its ConfigMap exists nowhere.
+		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/gone"}
+		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
+		g.Expect(c.Create(ctx, cm)).To(Succeed(), "every ConfigMap web mounts now exists")
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "it lacks nothing its workload mounts now: a changed injection is rolloutOnChange's")
+		g.Expect(rec.Events).To(BeEmpty())
+
+		By := "lacking one that exists and one that is gone: healed, and the Event tells them apart"
+		p := &corev1.Pod{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-1-a"}, p)).To(Succeed())
+		p.Annotations[rollout.AnnotationIncomplete] = "shop/checkout,shop/gone"
+		g.Expect(c.Update(ctx, p)).To(Succeed())
+		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty(), By)
+		g.Expect(<-rec.Events).To(ContainSubstring("they exist now: shop/checkout (no longer mounted: shop/gone):"), By)
 	})
 
 	t.Run("a pod admitted with references that did not resolve is healed once what it would get differs, backoff or not", func(t *testing.T) {
