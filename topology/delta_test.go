@@ -515,8 +515,9 @@ func TestGrantDeltas(t *testing.T) {
 }
 
 // TestInputsOfWorkflowsDeltas: the Delta covers what the workflows read
-// beyond the specs: flag-set validity (a source says whether its flag sets
-// are served) and the source annotations the injection honours.
+// beyond the specs: flag-set validity and size (a source says whether its
+// flag sets are served, and fit its delivery modes) and the source
+// annotations the injection honours.
 func TestInputsOfWorkflowsDeltas(t *testing.T) {
 	flags := newFlagSet("shop", "flags", "on")
 	src := newSource("shop", "src", ref("flags", ""), selector(matchLabels("app", "web")))
@@ -529,6 +530,10 @@ func TestInputsOfWorkflowsDeltas(t *testing.T) {
 			event: upsert(newFlagSet("shop", "flags", "off")), want: expect(f, cm)},
 		{name: "an edit that makes it invalid: also the sources that resolve it", setup: world,
 			event: upsert(broken), want: expect(f, cm, s)},
+		{name: "an edit that makes it too large for a ConfigMap: also the sources that resolve it", setup: world,
+			event: upsert(newFlagSet("shop", "flags", "huge")), want: expect(f, cm, s)},
+		{name: "an edit that makes it fit again: also the sources", setup: append(world, upsert(newFlagSet("shop", "flags", "huge"))),
+			event: upsert(newFlagSet("shop", "flags", "off")), want: expect(f, cm, s)},
 		{name: "an invalid one edited into another invalid one: no source", setup: append(world, upsert(broken)),
 			event: upsert(with(broken, func(ff *v1beta1.FeatureFlag) { ff.Spec.FlagSpec.Metadata = []byte(`{"x":1}`) })), want: expect(f, cm)},
 		{name: "the security-context annotation of a source: its workloads (and it)", setup: world,

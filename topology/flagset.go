@@ -12,8 +12,9 @@ import (
 // it afterwards (WithFlagSetRendering, View.FlagSetRendered). A spec change
 // (or a new UID: the object was recreated) gives the flag set and its
 // ConfigMaps, to render again: nothing else reads the content; and, when
-// it makes the flag set valid or invalid, the sources that resolve it,
-// whose status says whether it is served. Creating one resolves the references
+// it makes the flag set valid or invalid, or too large for a delivery mode
+// or no longer (Rendered.Overflow), the sources that resolve it, whose
+// status says whether it is served. Creating one resolves the references
 // waiting for it; the Delta then also names the sources whose references
 // resolved, their workloads (their sidecars read the resolved flag sets) and
 // the ConfigMaps created. Metadata and status changes give an empty Delta.
@@ -46,7 +47,7 @@ func (edit *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 			edit.mark(k)
 			edit.markAll(edit.state.g.children(k, relRenders))
 		}
-		if rendered.Valid() != old.rendered.Valid() {
+		if servingChanged(rendered, old.rendered) {
 			edit.markAll(edit.state.g.parents(k, relRefs))
 		}
 		return nil

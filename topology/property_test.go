@@ -101,14 +101,17 @@ type event struct {
 
 // propRender is the property test's rendering: the flag set's default
 // variants, so that a rendering kept past an edit of them shows; a default
-// variant "broken" does not load.
+// variant "broken" does not load, and "huge" is too large for a ConfigMap.
 func propRender(ff *v1beta1.FeatureFlag) Rendered {
 	var r Rendered
 	for _, key := range slices.Sorted(maps.Keys(ff.Spec.FlagSpec.Flags)) {
 		f := ff.Spec.FlagSpec.Flags[key]
 		r.Content += key + "=" + f.DefaultVariant + ";"
-		if f.DefaultVariant == "broken" {
+		switch f.DefaultVariant {
+		case "broken":
 			r.Err = fmt.Errorf("flag %s: default variant broken", key)
+		case "huge":
+			r.Size = ConfigMapMaxBytes + 1
 		}
 	}
 	r.Revision = fmt.Sprintf("%x", len(r.Content))
@@ -118,7 +121,7 @@ func propRender(ff *v1beta1.FeatureFlag) Rendered {
 func newPropTopology() *Topology { return New(WithFlagSetRendering(propRender)) }
 
 func genFlagSet(c chooser, ns, name string) *v1beta1.FeatureFlag {
-	ff := newFlagSet(ns, name, pick(c, "on", "off", "broken"))
+	ff := newFlagSet(ns, name, pick(c, "on", "off", "broken", "huge"))
 	ff.Labels = pick(c, map[string]string(nil), map[string]string{"team": "a"})
 	ff.Status.Flags = int32(c.intn(3))
 	return ff
@@ -537,14 +540,15 @@ func (c specs) fingerprint(v *View, k Key) string {
 			return ""
 		}
 		// A source's status: its refs (and whether the flag sets they
-		// resolve load), targets and denied referrers, and its workloads'
-		// injections (the settings it loses to other sources, whether
-		// everything it asks for is in place).
+		// resolve load, and fit their delivery modes), targets and denied
+		// referrers, and its workloads' injections (the settings it loses
+		// to other sources, whether everything it asks for is in place).
 		var b strings.Builder
 		fmt.Fprint(&b, c.of(s, false), v.FlagSetRefs(k), v.WorkloadsOfSource(k), v.DeniedReferrers(k))
 		for _, r := range v.FlagSetRefs(k) {
 			if r.State == RefResolved {
-				fmt.Fprint(&b, r.FlagSet, v.FlagSetValid(r.FlagSet))
+				rendered, _ := v.FlagSetRendered(r.FlagSet)
+				fmt.Fprint(&b, r.FlagSet, v.FlagSetValid(r.FlagSet), rendered.fits())
 			}
 		}
 		for _, w := range v.WorkloadsOfSource(k) {

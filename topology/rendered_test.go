@@ -88,3 +88,43 @@ func TestFlagSetRenderedWithoutRendering(t *testing.T) {
 	g.Expect(r).To(Equal(Rendered{}))
 	g.Expect(v.FlagSetValid(fsK("shop", "flags"))).To(BeTrue())
 }
+
+// Each delivery mode's limit, on the figure it counts: a ConfigMap holds
+// up to ConfigMapMaxBytes of content, a sync message up to
+// SyncMaxMessageBytes including its framing; the kubernetes provider has
+// no limit of its own, and what is not served overflows nothing.
+func TestOverflow(t *testing.T) {
+	g := NewWithT(t)
+	sized := func(n int) Rendered {
+		return Rendered{Content: string(make([]byte, n)), Size: n}
+	}
+	file, proxy, kube := string(v1beta1.SyncProviderFile), string(v1beta1.SyncProviderFlagdProxy), string(v1beta1.SyncProviderKubernetes)
+
+	_, over := sized(ConfigMapMaxBytes).Overflow(file)
+	g.Expect(over).To(BeFalse(), "exactly 1 MiB fits: the API server refuses more than its limit")
+	o, over := sized(ConfigMapMaxBytes + 1).Overflow(file)
+	g.Expect(over).To(BeTrue())
+	g.Expect(o).To(Equal(Overflow{Provider: v1beta1.SyncProviderFile, Size: ConfigMapMaxBytes + 1, Limit: ConfigMapMaxBytes}))
+	g.Expect(o.Message(fsK("shop", "big"))).To(Equal("flag set shop/big is 1048577 bytes rendered for flagd, more than the 1048576 bytes (1 MiB) " +
+		"the API server lets a ConfigMap hold: the file provider cannot deliver it; deliver it with provider flagd-proxy " +
+		"(the sync server, up to 4194304 bytes) or kubernetes, or split it into smaller FeatureFlags"))
+
+	// A message of n bytes of content has 1 byte of tag and 4 of length
+	// at these sizes.
+	g.Expect(sized(SyncMaxMessageBytes - 5).SyncMessageSize()).To(Equal(SyncMaxMessageBytes))
+	_, over = sized(SyncMaxMessageBytes - 5).Overflow(proxy)
+	g.Expect(over).To(BeFalse())
+	o, over = sized(SyncMaxMessageBytes - 4).Overflow(proxy)
+	g.Expect(over).To(BeTrue())
+	g.Expect(o.Size).To(Equal(SyncMaxMessageBytes + 1))
+	g.Expect(o.Message(fsK("shop", "big"))).To(ContainSubstring("deliver it with provider kubernetes"))
+
+	_, over = sized(SyncMaxMessageBytes).Overflow(kube)
+	g.Expect(over).To(BeFalse(), "flagd reads the stored FeatureFlag")
+	invalid := sized(SyncMaxMessageBytes)
+	invalid.Err = fmt.Errorf("broken")
+	_, over = invalid.Overflow(file)
+	g.Expect(over).To(BeFalse(), "an invalid flag set is not served at all")
+	_, over = Rendered{}.Overflow(file)
+	g.Expect(over).To(BeFalse())
+}

@@ -87,7 +87,8 @@ func NewValidator(strict bool) *Validator {
 func (v *Validator) Strict() bool { return v != nil && v.strict }
 
 // Rendering renders, validates and hashes a flag set: its flagd document
-// (Render) and revision (Revision); why it cannot be served, nil when it
+// (Render), revision (Revision) and size (topology.Rendered.Size: its
+// bytes, as a ConfigMap's limit counts them); why it cannot be served, nil when it
 // can (an error whose message lists every problem, each naming the flag
 // and the rule; warnings count only when the Validator is strict); and
 // its warnings, whatever the strictness. The topology calls it once per
@@ -116,7 +117,7 @@ func (v *Validator) Rendered(ff *v1beta1.FeatureFlag, errs, warnings field.Error
 		}
 		return r
 	}
-	r.Content, r.Revision = content, Revision(content)
+	r.Content, r.Revision, r.Size = content, Revision(content), len(content)
 	return r
 }
 

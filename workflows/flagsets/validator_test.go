@@ -132,7 +132,7 @@ func TestRendering(t *testing.T) {
 	r := NewValidator(false).Rendering(ff)
 	content, err := Render(ff)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r).To(Equal(topology.Rendered{Content: content, Revision: Revision(content)}))
+	g.Expect(r).To(Equal(topology.Rendered{Content: content, Revision: Revision(content), Size: len(content)}))
 	g.Expect(r.Valid()).To(BeTrue())
 
 	f := boolFlag()
