@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -18,18 +16,13 @@ const configMapPrefix = "flagd."
 // ConfigMapName is the object name of the ConfigMap that renders flagSet in
 // any consuming namespace: "flagd.<namespace>.<name>". A namespace is a DNS
 // label, so the first dot after the prefix ends it and no two flag sets get
-// the same name. When that would pass the 253 characters of a DNS subdomain,
-// the name is cut and ends in "-" and 16 hex digits of a SHA-256 of the flag
-// set's namespace/name instead.
+// the same name. When that would pass the 253 characters of a DNS
+// subdomain, it is FitName's shortened form, "flagd.<namespace>-<name, its
+// dots as dashes, cut>-<hash>": no dot after the prefix, so it is never
+// another flag set's plain name. (No ConfigMap of a shortened name could be
+// written before: its data key did not fit either.)
 func ConfigMapName(flagSet Key) string {
-	name := configMapPrefix + flagSet.Namespace + "." + flagSet.Name
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(flagSet.Namespace + "/" + flagSet.Name))
-	suffix := "-" + hex.EncodeToString(sum[:8])
-	// A DNS subdomain's labels end in an alphanumeric character.
-	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], ".-") + suffix
+	return FitName(configMapPrefix, flagSet.Namespace, ".", flagSet.Name, "", validation.DNS1123SubdomainMaxLength)
 }
 
 // IsConfigMapName tells whether name is of the form ConfigMapName gives,
@@ -37,17 +30,24 @@ func ConfigMapName(flagSet Key) string {
 func IsConfigMapName(name string) bool { return strings.HasPrefix(name, configMapPrefix) }
 
 // FlagSetID identifies a flag set across namespaces as "<namespace>_<name>",
-// the form the OpenFeature Operator uses for data keys and mount directories.
-// Neither part can contain an underscore, so the ID is unambiguous.
+// the form the OpenFeature Operator uses for mount directories. Neither part
+// can contain an underscore, so the ID is unambiguous. It is a file name: when
+// that would pass FileNameMaxLength, it is FitName's shortened form, which
+// has no underscore.
 func FlagSetID(flagSet Key) string {
-	return flagSet.Namespace + "_" + flagSet.Name
+	return FitName("", flagSet.Namespace, "_", flagSet.Name, "", FileNameMaxLength)
 }
+
+// dataKeySuffix ends every data key: flagd reads a file by its extension.
+const dataKeySuffix = ".flagd.json"
 
 // ConfigMapDataKey is the key under which a generated ConfigMap holds the
 // flag set: "<namespace>_<name>.flagd.json", as in the OpenFeature Operator,
-// so that a sidecar reads the file at the same path.
+// so that a sidecar reads the file at the same path. When that would pass
+// the 253 characters of a ConfigMap key, it is FitName's shortened form,
+// which keeps the suffix.
 func ConfigMapDataKey(flagSet Key) string {
-	return FlagSetID(flagSet) + ".flagd.json"
+	return FitName("", flagSet.Namespace, "_", flagSet.Name, dataKeySuffix, validation.DNS1123SubdomainMaxLength)
 }
 
 // remountLater queues a workload for flushMounts at the end of the edit.

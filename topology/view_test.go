@@ -179,7 +179,7 @@ func TestConfigMapName(t *testing.T) {
 	name := ConfigMapName(fsK("shop", long))
 	g.Expect(len(name)).To(Equal(validation.DNS1123SubdomainMaxLength))
 	g.Expect(validation.IsDNS1123Subdomain(name)).To(BeEmpty())
-	g.Expect(name).To(HavePrefix("flagd.shop.aaaa"))
+	g.Expect(name).To(HavePrefix("flagd.shop-aaaa"), "shortened: no dot after the prefix")
 	g.Expect(ConfigMapName(fsK("shop", long))).To(Equal(name), "deterministic")
 	g.Expect(ConfigMapName(fsK("shop", long+"c"))).NotTo(Equal(name), "same prefix, other flag set")
 	g.Expect(ConfigMapName(fsK("other", long))).NotTo(Equal(name))
