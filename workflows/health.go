@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,3 +128,43 @@ func PermanentFailure(err error) bool {
 	}
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err)
 }
+
+// WriteError is a failed write of a generated object. Its message is how
+// every Event and status condition about a failed write says it: the
+// object (kind, namespace/name) and, when the API server answered, its
+// reason (Invalid, Forbidden, RequestEntityTooLarge, ...) and message;
+// else what went wrong. An object of a generated name that flagplane does
+// not manage says so in its own words (NotManagedError names the object).
+type WriteError struct {
+	Object ObjectRef
+	Err    error
+}
+
+// WriteFailed is err as a WriteError of ref; nil stays nil, and a
+// WriteError stays as it is.
+func WriteFailed(ref ObjectRef, err error) error {
+	var we *WriteError
+	if err == nil || errors.As(err, &we) {
+		return err
+	}
+	return &WriteError{Object: ref, Err: err}
+}
+
+func (e *WriteError) Error() string {
+	if IsNotManaged(e.Err) {
+		return e.Err.Error()
+	}
+	what := fmt.Sprintf("%s %s/%s not written", e.Object.Kind, e.Object.Namespace, e.Object.Name)
+	var status apierrors.APIStatus
+	if !errors.As(e.Err, &status) {
+		return what + ": " + e.Err.Error()
+	}
+	s := status.Status()
+	reason := string(s.Reason)
+	if reason == "" {
+		reason = fmt.Sprintf("HTTP %d", s.Code)
+	}
+	return fmt.Sprintf("%s: the API server refused it (%s): %s", what, reason, s.Message)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }

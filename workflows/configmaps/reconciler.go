@@ -118,9 +118,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 			// The namespace is going away, and its workloads with it.
 			return nil
 		}
+		// The Event and the status say which ConfigMap and what the API
+		// server answered, in the same words.
+		err = workflows.WriteFailed(ref, err)
 		if r.Failures.Record(ref, err) {
 			if ff, ok := v.FlagSet(key.FlagSet()); ok {
-				workflows.Warn(r.Events, ff, workflows.EventApplyFailed, workflows.ActionApply, "writing ConfigMap %s/%s: %v", namespace, name, err)
+				workflows.Warn(r.Events, ff, workflows.EventApplyFailed, workflows.ActionApply, "%v", err)
 			}
 		}
 		return err

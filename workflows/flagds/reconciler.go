@@ -170,12 +170,14 @@ func (r *Reconciler) apply(ctx context.Context, f *v1beta1.Flagd, objs *Objects)
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return out, nil // the namespace, and the Flagd with it, is going away
 		}
+		// Which object, and what the API server answered.
+		err = workflows.WriteFailed(ref, err)
 		if r.Failures.Record(ref, err) && err != nil {
-			workflows.Warn(r.Events, f, workflows.EventApplyFailed, workflows.ActionApply, "writing %s %s/%s: %v", c.kind, f.Namespace, f.Name, err)
+			workflows.Warn(r.Events, f, workflows.EventApplyFailed, workflows.ActionApply, "%v", err)
 		}
 		switch {
 		case err != nil:
-			out.Failed = append(out.Failed, fmt.Sprintf("%s %s: %v", c.kind, f.Name, err))
+			out.Failed = append(out.Failed, err.Error())
 			out.Permanent = out.Permanent || workflows.PermanentFailure(err)
 			errs = append(errs, err)
 		case c.wanted && inPlace:

@@ -66,12 +66,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			continue
 		}
+		// Which object, and what the API server answered.
+		err = workflows.WriteFailed(ref, err)
 		if r.Failures.Record(workflows.ObjectRef{Kind: "RBAC", Namespace: roles[i].Namespace, Name: roles[i].Name}, err) && err != nil {
 			workflows.Warn(r.Events, workflows.WorkloadEventTarget(ctx, r.Client, workload), workflows.EventApplyFailed, workflows.ActionApply,
 				"granting read access to FeatureFlags in namespace %s: %v", roles[i].Namespace, err)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err))
+			errs = append(errs, err)
 		}
 	}
 

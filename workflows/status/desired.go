@@ -106,14 +106,16 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 		}
 		if c.Kind == "ConfigMap" {
 			if f := obs.WriteFailure("ConfigMap", c.Namespace, c.Name); f.Permanent {
+				// The failure names the ConfigMap and what the API server
+				// answered (workflows.WriteError).
 				why := f.Message
 				if c.Namespace != namespace {
 					// What another namespace's API answered (its quota,
 					// its policies) is its business: its sources say it.
-					why = "the write was refused; the status of the FeatureFlagSources there says why"
+					why = fmt.Sprintf("ConfigMap %s/%s not written; the status of the FeatureFlagSources there says why", c.Namespace, c.Name)
 				}
 				return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonDeliveryFailed,
-					Message: fmt.Sprintf("revision %s cannot reach ConfigMap %s/%s until a user acts: %s", status.Revision, c.Namespace, c.Name, why)}
+					Message: fmt.Sprintf("revision %s cannot reach every consumer until a user acts: %s", status.Revision, why)}
 			}
 		}
 		behind = append(behind, what)
@@ -353,7 +355,9 @@ func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflo
 		return pending{}, false
 	}
 	if f := obs.WriteFailure("ConfigMap", cm.Namespace, name); f.Message != "" {
-		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %s", cm.Namespace, name, f.Message), failed: true, permanent: f.Permanent}, true
+		// The failure names the ConfigMap and what the API server answered
+		// (workflows.WriteError).
+		return pending{message: f.Message, failed: true, permanent: f.Permanent}, true
 	}
 	data, ok := obs.ConfigMapData(cm.Namespace, name)
 	if !ok {
