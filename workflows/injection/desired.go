@@ -534,7 +534,7 @@ func (m *sidecarMerge) mount(f, cm topology.Key) {
 		return
 	}
 	m.configMaps = append(m.configMaps, cm)
-	name := FlagVolumeName(f)
+	name := flagVolumeNameAmong(m.volumes, f)
 	m.volumes = append(m.volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: topology.ConfigMapName(f)}},
 	}})

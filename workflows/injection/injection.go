@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -269,11 +270,17 @@ func (inj *Injection) Without(cms ...topology.Key) *Injection {
 		return &out
 	}
 	out.Sidecar = inj.Sidecar.DeepCopy()
-	drop := map[string]bool{}  // volume names
-	files := map[string]bool{} // file URIs
+	configMaps := map[string]bool{} // ConfigMap names
+	files := map[string]bool{}      // file URIs
 	for _, cm := range cms {
-		drop[FlagVolumeName(cm.FlagSet())] = true
+		configMaps[topology.ConfigMapName(cm.FlagSet())] = true
 		files[FlagFilePath(cm.FlagSet())] = true
+	}
+	drop := map[string]bool{} // volume names
+	for _, v := range inj.Volumes {
+		if v.ConfigMap != nil && configMaps[v.ConfigMap.Name] {
+			drop[v.Name] = true
+		}
 	}
 	out.ConfigMaps = slices.DeleteFunc(slices.Clone(inj.ConfigMaps), func(k topology.Key) bool { return slices.Contains(cms, k) })
 	out.Volumes = slices.DeleteFunc(deepCopyVolumes(inj.Volumes), func(v corev1.Volume) bool { return drop[v.Name] })
@@ -328,19 +335,25 @@ func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
 	return out
 }
 
-// FlagMountDir is the directory the sidecar mounts a flag set's ConfigMap at.
+// FlagMountDir is the directory the sidecar mounts a flag set's ConfigMap
+// at: "/etc/flagd/<namespace>_<name>", as in the OpenFeature Operator, or
+// the shortened ID when that would be too long a file name
+// (topology.FlagSetID).
 func FlagMountDir(flagSet topology.Key) string {
 	return FlagMountRoot + "/" + topology.FlagSetID(flagSet)
 }
 
-// FlagFilePath is the file flagd reads a mounted flag set from.
+// FlagFilePath is the file flagd reads a mounted flag set from: the
+// ConfigMap's data key in FlagMountDir.
 func FlagFilePath(flagSet topology.Key) string {
 	return FlagMountDir(flagSet) + "/" + topology.ConfigMapDataKey(flagSet)
 }
 
 // FlagVolumeName is the pod volume of a flag set's ConfigMap: a DNS label
 // ("flagd-" + the flag set's name, cut to fit, + 8 hex digits of a hash of
-// namespace/name), unique per flag set and readable.
+// namespace/name), readable. Two flag sets may share it (their names alike
+// in the first 40 characters, their 32-bit hashes equal: rare, but a tenant
+// can search for it): flagVolumeNameAmong keeps a pod's volumes apart.
 func FlagVolumeName(flagSet topology.Key) string {
 	sum := sha256.Sum256([]byte(flagSet.Namespace + "/" + flagSet.Name))
 	name := strings.ReplaceAll(strings.ToLower(flagSet.Name), ".", "-")
@@ -349,4 +362,18 @@ func FlagVolumeName(flagSet topology.Key) string {
 	}
 	name = strings.Trim(name, "-")
 	return "flagd-" + name + "-" + hex.EncodeToString(sum[:4])
+}
+
+// flagVolumeNameAmong is the name of a flag set's volume beside volumes:
+// FlagVolumeName, unless one of volumes has it already; then the first of
+// FlagVolumeName + "-2", "-3", ... that none has. A name with such a
+// suffix is never another flag set's FlagVolumeName, which ends in "-" and
+// 8 hex digits, and stays a DNS label (at most 55 + 8 characters).
+func flagVolumeNameAmong(volumes []corev1.Volume, flagSet topology.Key) string {
+	base := FlagVolumeName(flagSet)
+	name := base
+	for n := 2; volumeIndex(volumes, name) >= 0; n++ {
+		name = base + "-" + strconv.Itoa(n)
+	}
+	return name
 }
