@@ -145,6 +145,10 @@ func Validate(f *v1beta1.Flagd) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), f.Name,
 			"names the Service too, which must be a DNS label starting with a letter"))
 	}
+	if sa := f.Spec.ServiceAccountName; sa != "" && len(validation.IsDNS1123Subdomain(sa)) > 0 {
+		errs = append(errs, field.Invalid(spec.Child("serviceAccountName"), sa,
+			"names the service account of the pods and of a RoleBinding, which must be a DNS subdomain"))
+	}
 	for _, k := range slices.Sorted(maps.Keys(f.Spec.Labels)) {
 		path := spec.Child("labels").Key(k)
 		if slices.Contains([]string{LabelApp, LabelName, LabelVersion, v1beta1.LabelManagedBy}, k) {
