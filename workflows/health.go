@@ -45,6 +45,9 @@ var stalledReasons = map[string]bool{
 	v1beta1.ReasonGatewayAPINotInstalled:   true,
 	v1beta1.ReasonDeliveryFailed:           true,
 	v1beta1.ReasonProgressDeadlineExceeded: true,
+	// A flag set larger than a delivery mode carries stays so until a user
+	// shrinks it or delivers it otherwise.
+	v1beta1.ReasonFlagSetTooLarge: true,
 }
 
 // informational are the False reasons that do not keep an object from

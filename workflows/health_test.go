@@ -51,6 +51,8 @@ func TestJudge(t *testing.T) {
 			false, workflows.Reconciling, v1beta1.ReasonPending},
 		{"pending on a flag set that is invalid", []metav1.Condition{accepted, resolved, cond(v1beta1.ConditionProgrammed, v1beta1.ReasonPending, false), supported},
 			true, workflows.Stalled, v1beta1.ReasonPending},
+		{"a flag set too large for a delivery mode: only a user makes it fit", []metav1.Condition{accepted, resolved,
+			cond(v1beta1.ConditionProgrammed, v1beta1.ReasonFlagSetTooLarge, false), supported}, false, workflows.Stalled, v1beta1.ReasonFlagSetTooLarge},
 		{"invalid", []metav1.Condition{cond(v1beta1.ConditionAccepted, v1beta1.ReasonInvalid, false), resolved,
 			cond(v1beta1.ConditionProgrammed, v1beta1.ReasonInvalid, false), supported}, false, workflows.Stalled, v1beta1.ReasonInvalid},
 	} {

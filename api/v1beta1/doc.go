@@ -30,13 +30,16 @@
 //     refused for good (ApplyFailed on a name taken by an object flagplane
 //     does not manage, a forbidden, invalid or too large object),
 //     UnsupportedSettings, GatewayAPINotInstalled, a flag set that is
-//     invalid (a source Pending on it), a Flagd Deployment past its
-//     progress deadline (ProgressDeadlineExceeded) (Failed, Degraded).
+//     invalid (a source Pending on it), a flag set too large for the
+//     delivery mode of a consumer (FlagSetTooLarge), a Flagd Deployment
+//     past its progress deadline (ProgressDeadlineExceeded) (Failed,
+//     Degraded).
 //
 // What they summarise: a FeatureFlag, Accepted and its delivery (Ready once
 // every consumer flagplane observes holds its revision; Delivering while
 // one does not; DeliveryFailed when a write of its ConfigMap was refused
-// for good); a FeatureFlagSource, Accepted, ResolvedRefs, Programmed and
+// for good; FlagSetTooLarge when it is larger than the delivery mode of a
+// consumer carries, see below); a FeatureFlagSource, Accepted, ResolvedRefs, Programmed and
 // FlagdVersionSupported; a Flagd, those and Available; an
 // InProcessConfiguration, Accepted. Consistent and ReferrersPermitted are
 // left out (flagd serves a flag set with probable mistakes; other
@@ -49,6 +52,18 @@
 // FeatureFlag:
 //   - Accepted: flagd can load the flag set. False (Invalid): workloads keep
 //     its last valid content; the message says what is wrong.
+//   - Ready False, Stalled True with reason FlagSetTooLarge: the flag set,
+//     as rendered for flagd, is larger than a delivery mode its consumers
+//     read it with carries: a ConfigMap's data (file provider: 1 MiB, the
+//     API server's limit, counted over the values' bytes) or a sync
+//     message flagd takes (flagd-proxy: 4 MiB). Its consumers keep the last
+//     content that fitted: no ConfigMap write the API server would refuse
+//     is made, the sync server does not send it. The message names the
+//     flag set, its size, the limit, the ConfigMaps or sources affected
+//     and the providers that can carry it (the kubernetes provider has no
+//     limit of its own). A Warning Event (FlagSetTooLarge) says the same.
+//     The admission webhook refuses such an edit when it knows of such
+//     consumers, and warns otherwise.
 //
 // FeatureFlagSource:
 //   - Accepted: the spec is valid. False (Invalid).
@@ -63,8 +78,15 @@
 //     column). False: Invalid (not accepted), UnresolvedRefs (a flag set
 //     reference does not resolve), Pending (a ConfigMap or Role not written
 //     or not up to date yet, or a flag set that is invalid), ApplyFailed (a
-//     write failed; the message has the error, e.g. a name taken by an
-//     object flagplane does not manage). True with reason SettingsConflict
+//     write failed; the message names the object, kind and namespace/name,
+//     and what the API server answered, its reason and message, e.g. a
+//     name taken by an object flagplane does not manage),
+//     FlagSetTooLarge (a flag set it delivers is larger than the provider
+//     of its entry carries: the message names the flag set, its size, the
+//     limit and the providers that can carry it; its workloads keep the
+//     last content that fitted; with a Warning Event of that reason; the
+//     admission webhook refuses an entry that would deliver so). True with
+//     reason SettingsConflict
 //     when another source wins one of its sidecar settings on a shared
 //     workload (the message says which, and to whom).
 //   - FlagdVersionSupported: the flagd release its sidecars run (the
@@ -100,7 +122,10 @@
 //     Deployment runs (--flagd-tag, else --sidecar-tag).
 //
 // Events are recorded when a condition turns False, not on every retry
-// (FlagdVersionSupported: reason UnsupportedFlagdVersion).
+// (FlagdVersionSupported: reason UnsupportedFlagdVersion). A write that
+// fails is a Warning Event ApplyFailed on the FeatureFlag (its ConfigMap),
+// the workload (its Role and RoleBinding) or the Flagd (its objects), in
+// the words of the condition: the object and the API server's reason.
 //
 // +kubebuilder:object:generate=true
 // +groupName=core.openfeature.dev

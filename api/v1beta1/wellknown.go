@@ -117,4 +117,12 @@ const (
 	// ReasonProgressDeadlineExceeded: a Flagd's Deployment stopped
 	// progressing (its Progressing condition says so).
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonFlagSetTooLarge: a flag set's rendering is larger than the
+	// delivery mode of some of its consumers carries (a ConfigMap's 1 MiB
+	// for the file provider, flagd's 4 MiB sync message for flagd-proxy),
+	// so they keep its last content that fitted. On a FeatureFlag's Ready
+	// and Stalled, and on a source's Programmed; the message names the
+	// flag set, its size, the limit and the providers that can carry it.
+	// Only a user can fix it: Stalled.
+	ReasonFlagSetTooLarge = "FlagSetTooLarge"
 )

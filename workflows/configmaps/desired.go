@@ -1,6 +1,7 @@
 package configmaps
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,10 @@ import (
 // Its content is the flag set's rendering in the graph
 // (topology.View.FlagSetRendered), made once per edit of the flag set for
 // all its ConfigMaps. It returns an *InvalidFlagSetError when the flag set
-// cannot be served: the caller then keeps whatever the ConfigMap holds, so
-// that bad input never replaces the last good configuration.
+// cannot be served, and a *TooLargeError when its rendering is more than a
+// ConfigMap may hold (topology.ConfigMapMaxBytes), a write the API server
+// refuses: the caller then keeps whatever the ConfigMap holds, so that bad
+// input never replaces the last good configuration.
 func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
 	if !v.ConfigMapNeeded(key) {
 		return nil, nil
@@ -37,6 +40,9 @@ func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.
 	}
 	if rendered.Content == "" {
 		return nil, fmt.Errorf("flag set %s has no content: its topology renders no flag set (flagsets.Validator.TopologyOptions)", fsKey)
+	}
+	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFile)); over {
+		return nil, &TooLargeError{FlagSet: fsKey, Overflow: o}
 	}
 	content := rendered.Content
 	cm := &corev1.ConfigMap{
@@ -81,3 +87,25 @@ func (e *InvalidFlagSetError) Error() string {
 }
 
 func (e *InvalidFlagSetError) Unwrap() error { return e.Err }
+
+// TooLargeError says that a flag set's rendering is more than a ConfigMap
+// may hold (topology.ConfigMapMaxBytes): the API server would refuse the
+// write, so none is made.
+type TooLargeError struct {
+	FlagSet  topology.Key
+	Overflow topology.Overflow
+}
+
+func (e *TooLargeError) Error() string { return e.Overflow.Message(e.FlagSet) }
+
+// kept tells why the ConfigMap of a flag set keeps its last content
+// rather than take the flag set as it is now (an *InvalidFlagSetError or a
+// *TooLargeError), or returns nil.
+func kept(err error) error {
+	var invalid *InvalidFlagSetError
+	var tooLarge *TooLargeError
+	if errors.As(err, &invalid) || errors.As(err, &tooLarge) {
+		return err
+	}
+	return nil
+}

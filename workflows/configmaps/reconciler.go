@@ -2,7 +2,6 @@ package configmaps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -81,12 +80,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 	}
 
 	desired, err := Desired(v, key, r.Settings)
-	var invalid *InvalidFlagSetError
-	if errors.As(err, &invalid) {
-		// The FeatureFlag's status says why; the ConfigMap keeps its last
-		// valid content. Retrying cannot help until the flag set changes.
+	if why := kept(err); why != nil {
+		// The flag set is invalid, or too large for a ConfigMap (a write
+		// the API server refuses is not made). The status of the
+		// FeatureFlag and its sources says why; the ConfigMap keeps its
+		// last valid content. Retrying cannot help until the flag set
+		// changes.
 		if current != nil {
-			logger.V(1).Info("keeping last valid content of ConfigMap", "reason", invalid.Error())
+			logger.V(1).Info("keeping last valid content of ConfigMap", "reason", why.Error())
 			return nil
 		}
 		// A namespace that starts consuming the flag set now gets the last
@@ -94,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		// never mount a ConfigMap that does not exist.
 		desired = r.lastValidCopy(ctx, v, key)
 		if desired == nil {
-			logger.Info("not creating ConfigMap: the flag set is invalid and has no valid content yet", "reason", invalid.Error())
+			logger.Info("not creating ConfigMap: the flag set has no content it can hold yet", "reason", why.Error())
 			return nil
 		}
 	} else if err != nil {

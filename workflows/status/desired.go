@@ -80,20 +80,66 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1b
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, consistent)
-	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(ff.Namespace, status, obs))
+	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(ff.Namespace, status, obs, tooLarge(v, key, rendered)))
 	return status
 }
 
-// flagSetVerdict is a flag set's health: Stalled while it is invalid;
-// Reconciling while a consumer flagplane observes does not hold its
-// current revision, Stalled when one cannot get it because a write of its
-// ConfigMap was refused for good (the refusal's text only for its own
-// namespace's ConfigMaps); else Ready. Consistent is left out:
-// flagd serves a flag set with probable mistakes. So is what reads it
-// unobserved (the kubernetes provider's flagd, which reports nothing).
-func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed) workflows.Verdict {
+// tooLarge says which consumers of a flag set cannot get it as it is
+// rendered now, because it is larger than their delivery mode carries
+// (topology.Rendered.Overflow): the generated ConfigMaps of file-provider
+// consumers, the sync streams of flagd-proxy consumers. They keep the last
+// content that fitted. "" when every consumer can get it.
+func tooLarge(v *topology.View, key topology.Key, rendered topology.Rendered) string {
+	var msgs []string
+	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFile)); over {
+		var cms []string
+		for _, ns := range v.ConsumerNamespaces(key) {
+			if v.ConfigMapNeeded(topology.ConfigMapKey(key, ns)) {
+				cms = append(cms, ns+"/"+topology.ConfigMapName(key))
+			}
+		}
+		if len(cms) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s; ConfigMap(s) %s keep the last content that fitted", o.Message(key), summarize(cms, 5)))
+		}
+	}
+	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFlagdProxy)); over {
+		var readers []string
+		for _, s := range v.SourcesOfFlagSet(key) {
+			if v.DeliversWith(s, key, string(v1beta1.SyncProviderFlagdProxy)) && len(v.TargetNamespaces(s)) > 0 {
+				readers = append(readers, s.Namespace+"/"+s.Name)
+			}
+		}
+		if len(readers) > 0 {
+			msgs = append(msgs, fmt.Sprintf("%s; the sync streams of FeatureFlagSource(s) %s keep the last content that fitted", o.Message(key), summarize(readers, 5)))
+		}
+	}
+	return strings.Join(msgs, "; and ")
+}
+
+// summarize joins at most max items, saying how many more there are.
+func summarize(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
+}
+
+// flagSetVerdict is a flag set's health: Stalled while it is invalid, and
+// while it is too large for the delivery mode of some of its consumers
+// (tooLarge, FlagSetTooLarge); Reconciling while a consumer flagplane
+// observes does not hold its current revision, Stalled when one cannot
+// get it because a write of its ConfigMap was refused for good (the
+// refusal's text only for its own namespace's ConfigMaps); else Ready.
+// Consistent is left out: flagd serves a flag set with probable mistakes.
+// So is what reads it unobserved (the kubernetes provider's flagd, which
+// reports nothing).
+func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed, tooLarge string) workflows.Verdict {
 	if v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false, ""); v.Health != workflows.Ready {
 		return v
+	}
+	if tooLarge != "" {
+		return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonFlagSetTooLarge,
+			Message: fmt.Sprintf("revision %s cannot reach every consumer until a user acts: %s", status.Revision, tooLarge)}
 	}
 	var behind []string
 	for _, c := range status.Consumers {
@@ -181,15 +227,28 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 		programmed.Message = fmt.Sprintf("%d flag set reference(s) do not resolve (see ResolvedRefs): its workloads do not get them", len(v.UnresolvedRefs(key)))
 	case len(pending) > 0:
 		programmed.Status, programmed.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
-		msgs := make([]string, len(pending))
-		for i, item := range pending {
-			msgs[i] = item.message
-			if item.failed {
+		var msgs, large []string
+		for _, item := range pending {
+			switch {
+			case item.tooLarge:
+				large = append(large, item.message)
+			case item.failed:
 				programmed.Reason = v1beta1.ReasonApplyFailed
+				msgs = append(msgs, item.message)
+			default:
+				msgs = append(msgs, item.message)
 			}
 			permanent = permanent || item.permanent
 		}
 		programmed.Message = workflows.WaitingFor(msgs, 5)
+		if len(large) > 0 {
+			// Nothing to wait for: only a user can make it fit.
+			programmed.Reason = v1beta1.ReasonFlagSetTooLarge
+			programmed.Message = summarizeWarnings(large, 5)
+			if len(msgs) > 0 {
+				programmed.Message += "; and " + workflows.WaitingFor(msgs, 5)
+			}
+		}
 	case targets == 0:
 		programmed.Message = "source targets no workload"
 	default:
@@ -288,13 +347,15 @@ func ValidateSource(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.Sync
 }
 
 // pending is something a source's workloads still lack, whether its write
-// failed (rather than not having happened yet), and whether only a user's
-// action lets it succeed: a write refused for good, a flag set that is
-// invalid.
+// failed (rather than not having happened yet), whether only a user's
+// action lets it succeed (a write refused for good, a flag set that is
+// invalid or too large), and whether it is a flag set too large for its
+// delivery mode (FlagSetTooLarge).
 type pending struct {
 	message   string
 	failed    bool
 	permanent bool
+	tooLarge  bool
 }
 
 // pendingOutputs lists what a source's workloads still lack: ConfigMaps with
@@ -302,6 +363,9 @@ type pending struct {
 func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workflows.Settings) []pending {
 	var out []pending
 	refs := v.FlagSetRefs(source)
+	if len(v.TargetNamespaces(source)) > 0 {
+		out = append(out, syncTooLarge(v, refs)...)
+	}
 	// ConfigMaps: one per file flag set and namespace of its workloads, found
 	// without going through the workloads.
 	kubernetes := false
@@ -341,14 +405,38 @@ func pendingOutputs(v *topology.View, source topology.Key, obs Observed, s workf
 	return out
 }
 
+// syncTooLarge lists the flag sets a source delivers with provider
+// flagd-proxy that are larger than a sync message flagd takes: its
+// workloads' streams keep the last content that fitted.
+func syncTooLarge(v *topology.View, refs []topology.FlagSetRef) []pending {
+	var out []pending
+	for _, ref := range refs {
+		if ref.State != topology.RefResolved || ref.Provider != string(v1beta1.SyncProviderFlagdProxy) {
+			continue
+		}
+		r, _ := v.FlagSetRendered(ref.FlagSet)
+		if o, over := r.Overflow(ref.Provider); over {
+			p := pending{message: o.Message(ref.FlagSet) + " (its sync streams keep the last content that fitted)", permanent: true, tooLarge: true}
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflows.Settings) (pending, bool) {
 	name := topology.ConfigMapName(cm.FlagSet())
 	desired, err := configmaps.Desired(v, cm, s)
 	var invalid *configmaps.InvalidFlagSetError
+	var large *configmaps.TooLargeError
 	switch {
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
 			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name), permanent: true}, true
+	case errors.As(err, &large):
+		return pending{message: fmt.Sprintf("%s (ConfigMap %s/%s keeps the last content that fitted)", large.Error(), cm.Namespace, name),
+			permanent: true, tooLarge: true}, true
 	case err != nil:
 		return pending{message: fmt.Sprintf("ConfigMap %s/%s: %v", cm.Namespace, name, err)}, true
 	case desired == nil:

@@ -61,6 +61,9 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
 		workflows.Warn(u.Events, ff, workflows.EventInvalidFlagSet, workflows.ActionValidate, "%s", c.Message)
 	}
+	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionReady); c != nil && c.Reason == v1beta1.ReasonFlagSetTooLarge {
+		workflows.Warn(u.Events, ff, v1beta1.ReasonFlagSetTooLarge, workflows.ActionApply, "%s", c.Message)
+	}
 	ff.Status = desired
 	return u.write(ctx, key, ff)
 }
@@ -86,6 +89,9 @@ func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topolo
 	}
 	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionFlagdVersionSupported); c != nil {
 		workflows.Warn(u.Events, src, workflows.EventUnsupportedFlagdVersion, workflows.ActionValidate, "%s", c.Message)
+	}
+	if c := workflows.TurnedFalse(src.Status.Conditions, desired.Conditions, v1beta1.ConditionProgrammed); c != nil && c.Reason == v1beta1.ReasonFlagSetTooLarge {
+		workflows.Warn(u.Events, src, v1beta1.ReasonFlagSetTooLarge, workflows.ActionApply, "%s", c.Message)
 	}
 	src.Status = desired
 	return u.write(ctx, key, src)

@@ -1,14 +1,16 @@
 // Package workflowstest holds the fixtures that the tests of the workflows
 // share, so that each has one home: a cluster in which everything desired
 // is applied (Applied), a small world of a flag set, a source and a
-// workload with a client (World), a cache that sees nothing (EmptyCache),
-// and the time that golden files give every condition (FixedTime).
+// workload with a client (World), a flag set of a given size (LargeFlagSet),
+// a cache that sees nothing (EmptyCache), and the time that golden files
+// give every condition (FixedTime).
 //
 // Only tests import it.
 package workflowstest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,3 +122,18 @@ func (EmptyCache) Get(_ context.Context, key client.ObjectKey, obj client.Object
 
 // List lists nothing.
 func (EmptyCache) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// LargeFlagSet is a valid flag set of namespace/name with flags boolean
+// flags, each with a description of 400 bytes in its metadata: about 480
+// bytes per flag rendered, so that 2,500 flags are some 1.2 MB, more than a
+// ConfigMap holds.
+func LargeFlagSet(namespace, name string, flags int) *v1beta1.FeatureFlag {
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: "ff"}}
+	ff.Spec.FlagSpec.Flags = make(map[string]v1beta1.Flag, flags)
+	description := strings.Repeat("d", 400)
+	for i := range flags {
+		ff.Spec.FlagSpec.Flags[fmt.Sprintf("flag-%05d", i)] = v1beta1.Flag{State: v1beta1.FlagStateEnabled, DefaultVariant: "off",
+			Variants: []byte(`{"on":true,"off":false}`), Metadata: []byte(`{"description":"` + description + `"}`)}
+	}
+	return ff
+}
