@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,15 +49,36 @@ const (
 // (tests and offline tools run without).
 func Warn(recorder events.EventRecorder, regarding runtime.Object, reason, action, note string, args ...any) {
 	if recorder != nil {
-		recorder.Eventf(regarding, nil, corev1.EventTypeWarning, reason, action, note, args...)
+		recorder.Eventf(regarding, nil, corev1.EventTypeWarning, reason, action, "%s", fitNote(note, args...))
 	}
 }
 
 // Normal sends a Normal event through recorder, when one is configured.
 func Normal(recorder events.EventRecorder, regarding runtime.Object, reason, action, note string, args ...any) {
 	if recorder != nil {
-		recorder.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, note, args...)
+		recorder.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, "%s", fitNote(note, args...))
 	}
+}
+
+// NoteMaxLength is the most bytes an Event's note may hold: the API server
+// refuses a longer one (events.k8s.io/v1), and the Event is lost. Notes
+// that name objects of the longest names, or carry an API error that names
+// them again, can pass it.
+const NoteMaxLength = 1024
+
+// fitNote formats an Event's note and cuts it, at a character, to
+// NoteMaxLength bytes ending in "…".
+func fitNote(note string, args ...any) string {
+	s := fmt.Sprintf(note, args...)
+	if len(s) <= NoteMaxLength {
+		return s
+	}
+	const more = "…"
+	cut := NoteMaxLength - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // WorkloadEventTarget is the object an Event about a workload is attached
