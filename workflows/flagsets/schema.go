@@ -92,8 +92,8 @@ var compiledFlagSchemas = sync.OnceValues(func() (*FlagSchemas, error) {
 
 // FlagSpecDocument is the flagd JSON document of a flag set as the schema
 // sees it, decoded the way the schema library wants (numbers as
-// json.Number). Parts that are not valid JSON are left out: the semantic
-// layer reports them.
+// json.Number). Parts that are not valid JSON, or nest deeper than
+// MaxRuleDepth, are left out: the semantic layer reports them.
 func FlagSpecDocument(spec *v1beta1.FlagSpec) map[string]any {
 	doc := map[string]any{}
 	flags := map[string]any{}
@@ -126,6 +126,9 @@ func flagDocument(f v1beta1.Flag) map[string]any {
 
 func decodeForSchema(raw json.RawMessage) (any, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, false
+	}
+	if depth, _ := ruleSize(raw); depth > MaxRuleDepth {
 		return nil, false
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -350,7 +351,8 @@ func TestValidateFlagSpecAcceptsWhatFlagdAccepts(t *testing.T) {
 }
 
 // FuzzValidateFlagSpecJSON: whatever JSON a FeatureFlag's spec.flagSpec
-// holds, validation returns (it never panics) and is deterministic.
+// holds, validation returns (it never panics), within the webhook's
+// timeout, and is deterministic.
 func FuzzValidateFlagSpecJSON(f *testing.F) {
 	f.Add(`{"flags":{"f":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on","targeting":{"if":[{"$ref":"x"},"on","off"]}}},"$evaluators":{"x":{"==":[1,1]}}}`)
 	f.Add(`{"flags":{"f":{"state":"ENABLED","variants":{"a":1},"defaultVariant":"a","targeting":{"fractional":[["a",-1],[]]}}},"metadata":{"x":[]}}`)
@@ -361,7 +363,11 @@ func FuzzValidateFlagSpecJSON(f *testing.F) {
 		if json.Unmarshal([]byte(doc), &spec) != nil {
 			return
 		}
+		start := time.Now()
 		first, firstW := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("validation took %v, more than the webhook's timeout (5s)", took)
+		}
 		second, secondW := ValidateFlagSpec(&spec, field.NewPath("spec", "flagSpec"))
 		if fmt.Sprint(first, firstW) != fmt.Sprint(second, secondW) {
 			t.Fatalf("not deterministic:\n%v %v\n%v %v", first, firstW, second, secondW)

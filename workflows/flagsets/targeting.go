@@ -85,9 +85,10 @@ func checkUnreachableVariants(path *field.Path, _ string, flag *v1beta1.Flag, ct
 			return nil // checkTargetingResults warned: a misspelt result, not an unreachable variant
 		}
 	}
+	returned := setOf(results)
 	var unreachable []string
 	for _, name := range slices.Sorted(maps.Keys(ctx.variants)) {
-		if name != flag.DefaultVariant && !slices.Contains(results, name) {
+		if name != flag.DefaultVariant && !returned[name] {
 			unreachable = append(unreachable, name)
 		}
 	}
@@ -222,11 +223,13 @@ func fractionalProblem(args any) string {
 // evaluation and are not listed.
 func ruleResults(n any) []string {
 	var out []string
+	seen := stringSet{}
 	var walk func(any)
 	walk = func(n any) {
 		switch t := n.(type) {
 		case string:
-			if !slices.Contains(out, t) {
+			if !seen[t] {
+				seen[t] = true
 				out = append(out, t)
 			}
 		case map[string]any:
@@ -261,12 +264,14 @@ func ruleResults(n any) []string {
 // ...) is known only at evaluation, and the list is incomplete.
 func knownResults(n any) (out []string, complete bool) {
 	complete = true
+	seen := stringSet{}
 	var walk func(any)
 	walk = func(n any) {
 		switch t := n.(type) {
 		case nil:
 		case string:
-			if !slices.Contains(out, t) {
+			if !seen[t] {
+				seen[t] = true
 				out = append(out, t)
 			}
 		case map[string]any:

@@ -54,6 +54,7 @@ type flagSetContext struct {
 }
 
 var flagChecks = []flagCheck{
+	checkTargetingDepth,
 	checkState,
 	checkVariantsObject,
 	checkVariantNames,
@@ -167,6 +168,10 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 			add(errorOf(field.Invalid(path.Child("$evaluators"), string(spec.Evaluators), "must be a JSON object")), ownerEvaluators)
 		}
 	}
+	if n := ruleValues(spec, ctx.evaluators); n > MaxRuleValues {
+		// Judged no further: the rules alone would not be judged in time.
+		return field.ErrorList{tooManyRuleValues(path, n)}, nil
+	}
 	if len(spec.Metadata) > 0 {
 		var md map[string]json.RawMessage
 		if err := decodeObject(spec.Metadata, &md); err != nil {
@@ -174,6 +179,12 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctx.evaluators)) {
+		if e := tooDeep(path.Child("$evaluators").Key(name), ctx.evaluators[name]); e != nil {
+			// A warning, as every problem of an evaluator: flagd loads it.
+			add(warningOf(e), ownerEvaluators+"/"+name)
+			reported[ownerEvaluators+"/"+name] = true
+			continue
+		}
 		if p := checkEvaluator(path.Child("$evaluators").Key(name), name, ctx); p != nil {
 			add(p, ownerEvaluators+"/"+name)
 			// One message per evaluator, warning or not.
