@@ -2,7 +2,11 @@ package flagsets
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -118,6 +122,48 @@ func checkTargetingDepth(path *field.Path, _ string, flag *v1beta1.Flag, _ *flag
 	return nil
 }
 
+// maxReported bounds the problems the error of a rendering names: the
+// status and Events of a FeatureFlag carry its message (a condition's
+// message holds at most 32768 characters), and joining many thousands of
+// messages costs seconds.
+const maxReported = 20
+
+// maxReportedBytes bounds one message of the error of a rendering: a
+// message names values of the flag set (its variants, say), which may be
+// many.
+const maxReportedBytes = 1024
+
+// reportedErr is the error of a rendering: the first maxReported of msgs
+// (the aggregate's wording), each at most maxReportedBytes long, and how
+// many more there are; nil when there is none.
+func reportedErr(msgs []string) error {
+	for i, m := range msgs[:min(len(msgs), maxReported)] {
+		msgs[i] = shorten(m, maxReportedBytes)
+	}
+	switch {
+	case len(msgs) == 0:
+		return nil
+	case len(msgs) == 1:
+		return errors.New(msgs[0])
+	case len(msgs) > maxReported:
+		return fmt.Errorf("[%s, and %d more]", strings.Join(msgs[:maxReported], ", "), len(msgs)-maxReported)
+	}
+	return fmt.Errorf("[%s]", strings.Join(msgs, ", "))
+}
+
+// distinct drops the messages that repeat an earlier one, as an aggregate
+// does.
+func distinct(msgs []string) []string {
+	seen := make(map[string]bool, len(msgs))
+	return slices.DeleteFunc(msgs, func(m string) bool {
+		if seen[m] {
+			return true
+		}
+		seen[m] = true
+		return false
+	})
+}
+
 // stringSet is a set of strings: the variants, or the results of a rule.
 type stringSet map[string]bool
 
@@ -127,4 +173,19 @@ func setOf(names []string) stringSet {
 		s[n] = true
 	}
 	return s
+}
+
+// truncate shortens a value for a message: field errors print it whole.
+func truncate(s string) string { return shorten(s, 120) }
+
+// shorten cuts s to at most max bytes and "...", at a rune boundary.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -2,8 +2,10 @@ package flagsets
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -120,4 +122,37 @@ func TestRuleBounds(t *testing.T) {
 			`more than the 50000 flagplane judges within the admission timeout: split the flag set into smaller FeatureFlags`))
 		g.Expect(warnings).To(BeEmpty())
 	})
+}
+
+// The error of a rendering names at most maxReported problems, each at
+// most maxReportedBytes long, and counts the others: status carries it.
+func TestRenderedErrIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	flags := map[string]v1beta1.Flag{}
+	variants := map[string]bool{}
+	for i := range 500 {
+		variants[fmt.Sprintf("v\u200f%d", i)] = true
+	}
+	many, _ := json.Marshal(variants)
+	for i := range 25 {
+		flags[fmt.Sprintf("f%04d", i)] = v1beta1.Flag{State: "ENABLED", Variants: many, DefaultVariant: "nope", Targeting: json.RawMessage(`{"if":[true,"x","y"]}`)}
+	}
+	for _, strict := range []bool{false, true} {
+		r := NewValidator(strict).Rendering(flagSet(flags, ""))
+		msg := r.Err.Error()
+		g.Expect(msg).To(HavePrefix(`[spec.flagSpec.flags[f0000].defaultVariant: Invalid value: "nope": must be one of the variants: v`))
+		g.Expect(msg).To(ContainSubstring(", and 5 more]"))
+		g.Expect(len(msg)).To(BeNumerically("<", (maxReported+1)*(maxReportedBytes+10)), "a condition holds 32768")
+		g.Expect(utf8.ValidString(msg)).To(BeTrue())
+	}
+
+	warned := map[string]v1beta1.Flag{}
+	for i := range 1000 {
+		f := boolFlag()
+		f.DefaultVariant = ""
+		warned[fmt.Sprintf("f%04d", i)] = f
+	}
+	r := NewValidator(true).Rendering(flagSet(warned, ""))
+	g.Expect(r.Warnings).To(HaveLen(1000), "the warnings themselves are all kept")
+	g.Expect(r.Err).To(MatchError(HaveSuffix(", and 980 more")))
 }

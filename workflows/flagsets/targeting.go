@@ -305,12 +305,3 @@ func knownResults(n any) (out []string, complete bool) {
 	sort.Strings(out)
 	return out, complete
 }
-
-// truncate shortens a value for a message: field errors print it whole.
-func truncate(s string) string {
-	const max = 120
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}

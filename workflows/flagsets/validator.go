@@ -103,9 +103,12 @@ func (v *Validator) Rendering(ff *v1beta1.FeatureFlag) topology.Rendered {
 // warnings are what ValidateFlagSpec found in it.
 func (v *Validator) Rendered(ff *v1beta1.FeatureFlag, errs, warnings field.ErrorList) topology.Rendered {
 	r := topology.Rendered{Warnings: fieldMessages(warnings)}
-	r.Err = errs.ToAggregate()
+	r.Err = reportedErr(distinct(fieldMessages(errs)))
 	if v.Strict() && len(r.Warnings) > 0 {
-		msgs := slices.Clone(r.Warnings)
+		msgs := slices.Clone(r.Warnings[:min(len(r.Warnings), maxReported)])
+		if more := len(r.Warnings) - len(msgs); more > 0 {
+			msgs = append(msgs, fmt.Sprintf("and %d more", more))
+		}
 		if r.Err != nil {
 			msgs = append([]string{r.Err.Error()}, msgs...)
 		}
@@ -165,7 +168,7 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 	ctx := &flagSetContext{}
 	if len(spec.Evaluators) > 0 {
 		if err := decodeObject(spec.Evaluators, &ctx.evaluators); err != nil {
-			add(errorOf(field.Invalid(path.Child("$evaluators"), string(spec.Evaluators), "must be a JSON object")), ownerEvaluators)
+			add(errorOf(field.Invalid(path.Child("$evaluators"), truncate(string(spec.Evaluators)), "must be a JSON object")), ownerEvaluators)
 		}
 	}
 	if n := ruleValues(spec, ctx.evaluators); n > MaxRuleValues {
@@ -175,7 +178,7 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 	if len(spec.Metadata) > 0 {
 		var md map[string]json.RawMessage
 		if err := decodeObject(spec.Metadata, &md); err != nil {
-			add(errorOf(field.Invalid(path.Child("metadata"), string(spec.Metadata), "must be a JSON object")), ownerMetadata)
+			add(errorOf(field.Invalid(path.Child("metadata"), truncate(string(spec.Metadata)), "must be a JSON object")), ownerMetadata)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctx.evaluators)) {
@@ -234,7 +237,7 @@ func checkVariantsObject(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fl
 		return errorOf(field.Required(path.Child("variants"), "a flag needs at least one variant"))
 	}
 	if err := decodeObject(flag.Variants, &ctx.variants); err != nil {
-		return errorOf(field.Invalid(path.Child("variants"), string(flag.Variants), "must be a JSON object of variant name to value"))
+		return errorOf(field.Invalid(path.Child("variants"), truncate(string(flag.Variants)), "must be a JSON object of variant name to value"))
 	}
 	if len(ctx.variants) == 0 {
 		return errorOf(field.Required(path.Child("variants"), "a flag needs at least one variant"))
@@ -275,7 +278,7 @@ func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSet
 		case "null":
 			return errorOf(field.Invalid(path.Child("variants").Key(name), "null", "a variant must have a value"))
 		case "array":
-			return errorOf(field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
+			return errorOf(field.Invalid(path.Child("variants").Key(name), truncate(string(ctx.variants[name])),
 				"a variant value must be a boolean, string, number or object, not an array"))
 		}
 		if first == "" {
@@ -283,7 +286,7 @@ func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSet
 			continue
 		}
 		if t != firstType {
-			return errorOf(field.Invalid(path.Child("variants").Key(name), string(ctx.variants[name]),
+			return errorOf(field.Invalid(path.Child("variants").Key(name), truncate(string(ctx.variants[name])),
 				fmt.Sprintf("all variants of a flag must have one type: %q is %s but %q is %s", name, t, first, firstType)))
 		}
 	}
@@ -297,10 +300,10 @@ func checkTargetingObject(path *field.Path, _ string, flag *v1beta1.Flag, _ *fla
 	}
 	var rule any
 	if err := json.Unmarshal(flag.Targeting, &rule); err != nil {
-		return errorOf(field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be valid JSON"))
+		return errorOf(field.Invalid(path.Child("targeting"), truncate(string(flag.Targeting)), "must be valid JSON"))
 	}
 	if _, ok := rule.(map[string]any); !ok {
-		return errorOf(field.Invalid(path.Child("targeting"), string(flag.Targeting), "must be a JSON object"))
+		return errorOf(field.Invalid(path.Child("targeting"), truncate(string(flag.Targeting)), "must be a JSON object"))
 	}
 	return nil
 }
