@@ -4,29 +4,35 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/blast"
-	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The blast radius of a change: the FeatureFlag and FeatureFlagSource
 // webhooks answer every create and update (a server-side dry run too) with
 // a warning that says what the change reaches, computed from the graph with
-// the object as it would be stored (package blast), and without an API
-// call. kubectl prints it.
+// the object as it would be stored (package blast: blast.OfFlagSet,
+// blast.OfSource), and without an API call. kubectl prints it. What it
+// reaches also decides whether a flag set too large for a delivery mode is
+// refused or only warned about (sizes.go).
 
-// flagSetBlast is the warning for a FeatureFlag, as it would be stored.
-func flagSetBlast(v *topology.View, ff *v1beta1.FeatureFlag, served *topology.Rendered) (string, error) {
-	r, err := blast.OfFlagSet(v, ff, served)
-	if err != nil {
-		return "", err
+// reach is what ff, stored, would reach, or nil while the graph is not
+// built (or cannot take the object). served, when set, is what ff serves,
+// from the validation this admission did: the graph does not validate it
+// again.
+func (v *FlagSetValidator) reach(ff *v1beta1.FeatureFlag, served *topology.Rendered) *blast.FlagSet {
+	if v.Graph == nil || !v.Graph.GraphBuilt() {
+		return nil
 	}
-	return r.Summary(), nil
+	r, err := blast.OfFlagSet(v.Graph.Topology().Snapshot(), ff, served)
+	if err != nil {
+		return nil
+	}
+	return r
 }
 
-// sourceBlast is the warning for a FeatureFlagSource, as it would be stored.
-func sourceBlast(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.Options) (string, error) {
-	r, err := blast.OfSource(v, src, opts)
-	if err != nil {
-		return "", err
+// summary is the blast-radius warning of what reach found, if anything.
+func summary(r *blast.FlagSet) []string {
+	if r == nil {
+		return nil
 	}
-	return r.Summary(), nil
+	return []string{r.Summary()}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"
@@ -155,9 +156,9 @@ func TestSourceBlastGroupsLikeOneByOne(t *testing.T) {
 				}
 			}
 			g.Expect(changed).To(BeNumerically(">", 0))
-			msg, err := sourceBlast(v, edited, opts)
+			r, err := blast.OfSource(v, edited, opts)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(msg).To(HaveSuffix(fmt.Sprintf("%d workloads get a different sidecar (their new pods), %d of them restart now (rolloutOnChange)", changed, restarts)), name)
+			g.Expect(r.Summary()).To(HaveSuffix(fmt.Sprintf("%d workloads get a different sidecar (their new pods), %d of them restart now (rolloutOnChange)", changed, restarts)), name)
 		}
 	}
 }

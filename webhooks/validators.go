@@ -14,6 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -32,7 +33,9 @@ type FlagSetValidator struct {
 	// what flagd cannot load is still not served, and its status says why.
 	Disabled bool
 	// Graph, when set and built, adds the change's blast radius to the
-	// warnings of an admitted flag set (flagSetBlast).
+	// warnings of an admitted flag set (blast.OfFlagSet), and tells
+	// whether consumers read it with a provider too small for it
+	// (flagSetSizes).
 	Graph Graph
 	// Flagd are the flagd releases flagplane injects (the sidecar's, a
 	// Flagd's): a flag set that one of them evaluates otherwise than flagd
@@ -61,21 +64,6 @@ func (v *FlagSetValidator) flagdVersionWarnings(ff *v1beta1.FeatureFlag) []strin
 	return out
 }
 
-// blast is the blast-radius warning of ff, or none while the graph is not
-// built (or cannot take the object). served, when set, is what ff serves,
-// from the validation this admission did: the graph does not validate it
-// again.
-func (v *FlagSetValidator) blast(ff *v1beta1.FeatureFlag, served *topology.Rendered) []string {
-	if v.Graph == nil || !v.Graph.GraphBuilt() {
-		return nil
-	}
-	msg, err := flagSetBlast(v.Graph.Topology().Snapshot(), ff, served)
-	if err != nil {
-		return nil
-	}
-	return []string{msg}
-}
-
 var _ admission.Handler = (*FlagSetValidator)(nil)
 
 // Handle validates a create or update of a FeatureFlag.
@@ -90,8 +78,16 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	if ff.Namespace == "" {
 		ff.Namespace = req.Namespace
 	}
+	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	if v.Disabled {
-		return admission.Allowed("flag set validation is off").WithWarnings(append(v.flagdVersionWarnings(&ff), v.blast(&ff, nil)...)...)
+		// Sizes are told, not refused: the operator turned judging off.
+		var sized topology.Rendered
+		if content, err := flagsets.Render(&ff); err == nil {
+			sized = topology.Rendered{Content: content, Size: len(content)}
+		}
+		reach := v.reach(&ff, nil)
+		_, sizeWarnings := flagSetSizes(key, sized, reach, false)
+		return admission.Allowed("flag set validation is off").WithWarnings(append(append(v.flagdVersionWarnings(&ff), sizeWarnings...), summary(reach)...)...)
 	}
 	errs, warnings := flagsets.ValidateFlagSpec(&ff.Spec.FlagSpec, field.NewPath("spec", "flagSpec"))
 	// What the graph will render of it, from this validation.
@@ -105,7 +101,15 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 		msgs[i] = w.Error()
 	}
 	if len(errs) == 0 {
-		msgs = append(append(msgs, v.flagdVersionWarnings(&ff)...), v.blast(&ff, &served)...)
+		// Too large for what reads it: refused (sizes.go); else it is
+		// admitted, with what it reaches.
+		reach := v.reach(&ff, &served)
+		sizeErrs, sizeWarnings := flagSetSizes(key, served, reach, true)
+		errs = append(errs, sizeErrs...)
+		msgs = append(append(msgs, sizeWarnings...), v.flagdVersionWarnings(&ff)...)
+		if len(sizeErrs) == 0 {
+			msgs = append(msgs, summary(reach)...)
+		}
 	}
 	return invalid(v1beta1.FeatureFlagKind, ff.Name, errs, msgs)
 }
@@ -114,7 +118,8 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 type SourceValidator struct {
 	// Graph gives the operator's default provider (topology.View.DefaultSyncProvider); nil is file.
 	// When it is built, an admitted source gets its blast radius as a
-	// warning (sourceBlast).
+	// warning (blast.OfSource), and one that would deliver a flag set with
+	// a provider too small for it is refused (sourceSizes).
 	Graph Graph
 	// Injection are the options sidecars are injected with, to tell whose
 	// sidecar a change changes.
@@ -142,8 +147,15 @@ func (s *SourceValidator) Handle(_ context.Context, req admission.Request) admis
 	}
 	errs, warnings := ValidateSourceSpec(&src, def)
 	if len(errs) == 0 && s.Graph != nil && s.Graph.GraphBuilt() {
-		if msg, err := sourceBlast(s.Graph.Topology().Snapshot(), &src, s.Injection); err == nil {
-			warnings = append(warnings, msg)
+		if r, err := blast.OfSource(s.Graph.Topology().Snapshot(), &src, s.Injection); err == nil {
+			// An entry that could never deliver its flag set is refused
+			// (sizes.go); else the source is admitted, with what it reaches.
+			sizeErrs, sizeWarnings := sourceSizes(r)
+			errs = append(errs, sizeErrs...)
+			warnings = append(warnings, sizeWarnings...)
+			if len(sizeErrs) == 0 {
+				warnings = append(warnings, r.Summary())
+			}
 		}
 	}
 	return invalid(v1beta1.FeatureFlagSourceKind, src.Name, errs, warnings)

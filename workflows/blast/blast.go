@@ -27,6 +27,12 @@ type FlagSet struct {
 	// (provider flagd-proxy): the sync server pushes an edit to their
 	// streams, which no ConfigMap or kubelet stands between.
 	SyncSubscribers []topology.Key `json:"syncSubscribers,omitempty"`
+	// FileReaders are the workloads and Flagds of Workloads and Flagds
+	// whose flagd reads the flag set from a generated ConfigMap (provider
+	// file), and FileSources the sources that deliver it so: a flag set
+	// larger than a ConfigMap holds does not reach them.
+	FileReaders []topology.Key `json:"fileReaders,omitempty"`
+	FileSources []topology.Key `json:"fileSources,omitempty"`
 	// Valid is false when flagd could not load it: consumers keep its last
 	// valid content.
 	Valid bool `json:"valid"`
@@ -48,7 +54,7 @@ func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, served *topology.Rende
 	}
 	key := topology.FlagSetKey(ff.Namespace, ff.Name)
 	r := &FlagSet{FlagSet: key, Sources: after.SourcesOfFlagSet(key), Namespaces: after.ConsumerNamespaces(key), Valid: after.FlagSetValid(key)}
-	workloads, flagds, sync := map[topology.Key]bool{}, map[topology.Key]bool{}, map[topology.Key]bool{}
+	workloads, flagds, sync, file := map[topology.Key]bool{}, map[topology.Key]bool{}, map[topology.Key]bool{}, map[topology.Key]bool{}
 	for _, s := range r.Sources {
 		ws, fs := after.WorkloadsOfSource(s), after.FlagdsOfSource(s)
 		addAll(workloads, ws)
@@ -57,8 +63,13 @@ func OfFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, served *topology.Rende
 			addAll(sync, ws)
 			addAll(sync, fs)
 		}
+		if after.DeliversWith(s, key, string(v1beta1.SyncProviderFile)) {
+			r.FileSources = append(r.FileSources, s)
+			addAll(file, ws)
+			addAll(file, fs)
+		}
 	}
-	r.Workloads, r.Flagds, r.SyncSubscribers = sorted(workloads), sorted(flagds), sorted(sync)
+	r.Workloads, r.Flagds, r.SyncSubscribers, r.FileReaders = sorted(workloads), sorted(flagds), sorted(sync), sorted(file)
 	return r, nil
 }
 
@@ -106,6 +117,41 @@ type Source struct {
 	Restarts []topology.Key `json:"restarts,omitempty"`
 	// Total is how many workloads it applied to before or applies to now.
 	Total int `json:"total"`
+	// TooLarge are the flag sets it delivers with a provider that cannot
+	// carry them (topology.Rendered.Overflow): its workloads and Flagds do
+	// not get them.
+	TooLarge []TooLarge `json:"tooLarge,omitempty"`
+}
+
+// TooLarge is a flag set that a source delivers with a provider that
+// cannot carry it.
+type TooLarge struct {
+	// Index is the entry of spec.sources that delivers it.
+	Index    int               `json:"index"`
+	FlagSet  topology.Key      `json:"flagSet"`
+	Overflow topology.Overflow `json:"overflow"`
+	// New is true when the source did not deliver it with that provider
+	// before the change: the change makes the overflow, rather than
+	// keeping one.
+	New bool `json:"new"`
+}
+
+// tooLarge lists the flag sets that the source key delivers, in after,
+// with a provider that cannot carry them; New when it did not in before.
+func tooLarge(before, after *topology.View, key topology.Key) []TooLarge {
+	var out []TooLarge
+	for _, ref := range after.FlagSetRefs(key) {
+		if ref.State != topology.RefResolved {
+			// Tenancy and missing flag sets: nothing is delivered, and
+			// the size of another namespace's flag set is not told.
+			continue
+		}
+		r, _ := after.FlagSetRendered(ref.FlagSet)
+		if o, over := r.Overflow(ref.Provider); over {
+			out = append(out, TooLarge{Index: ref.Index, FlagSet: ref.FlagSet, Overflow: o, New: !before.DeliversWith(key, ref.FlagSet, ref.Provider)})
+		}
+	}
+	return out
 }
 
 // OfSource computes what src, stored, would reach and change, with the
@@ -117,7 +163,8 @@ func OfSource(v *topology.View, src *v1beta1.FeatureFlagSource, opts injection.O
 	}
 	key := topology.SourceKey(src.Namespace, src.Name)
 	now, before := after.WorkloadsOfSource(key), v.WorkloadsOfSource(key)
-	r := &Source{Source: key, Namespaces: after.TargetNamespaces(key), Workloads: now, Flagds: after.FlagdsOfSource(key)}
+	r := &Source{Source: key, Namespaces: after.TargetNamespaces(key), Workloads: now, Flagds: after.FlagdsOfSource(key),
+		TooLarge: tooLarge(v, after, key)}
 	// Both lists are sorted (View.WorkloadsOfSource): one merge pass
 	// finds what was gained, lost and kept.
 	type reached struct {
