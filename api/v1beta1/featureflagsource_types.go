@@ -61,9 +61,14 @@ type FeatureFlagSourceSpec struct {
 	// +kubebuilder:default:="json"
 	Evaluator string `json:"evaluator,omitempty"`
 
-	// Sources are the flag sources of the sidecar.
+	// Sources are the flag sources of the sidecar. The OpenFeature
+	// Operator sets no bound; flagplane takes up to 256 entries, far more
+	// than a sidecar is likely to read, and checks on admission what bounds
+	// them for real: flagd's --sources argument (one entry per flag set,
+	// about 700 bytes for the longest namespace and name) must stay within
+	// the 128 KiB Linux takes in one argument.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=256
 	Sources []Source `json:"sources"`
 
 	// EnvVars are set on the sidecar, each name prefixed with EnvVarPrefix.

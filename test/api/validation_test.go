@@ -85,7 +85,7 @@ var _ = Describe("Invalid manifests", func() {
 			}
 			return ffs
 		}, 64, "spec.targetRefs: Too many: 65: must have at most 64 items"),
-		Entry("sources: 32", sourceWith, 32, "spec.sources: Too many: 33: must have at most 32 items"),
+		Entry("sources: 256", sourceWith, 256, "spec.sources: Too many: 257: must have at most 256 items"),
 	)
 })
 
