@@ -112,8 +112,15 @@ type hub struct {
 	changedAt map[topology.Key]time.Time
 	// pushed, when set, hears how long a change took to be offered.
 	pushed func(time.Duration)
-	joined []*subscriber // subscribers waiting for their first state
-	kick   chan struct{} // capacity 1
+	// maxMessage is the largest message the server sends (0: no limit). A
+	// flag set whose message is larger is not offered: its subscribers
+	// keep the last content that fitted, as ConfigMaps do, rather than
+	// have their streams end on every attempt. tooLarge, when set, hears of
+	// it.
+	maxMessage int
+	tooLarge   func(flagSet topology.Key, size int)
+	joined     []*subscriber // subscribers waiting for their first state
+	kick       chan struct{} // capacity 1
 
 	version atomic.Uint64
 	// reportChanged is set whenever a stream opens, closes or is sent a
@@ -261,6 +268,12 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	}
 	h.publishes.Add(1)
 
+	oversize := 0
+	defer func() { // after the lock is released
+		if oversize > 0 && h.tooLarge != nil {
+			h.tooLarge(flagSet, oversize)
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	all := h.subs[flagSet]
@@ -275,7 +288,11 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	fresh := false
 	if valid && (st.last == nil || st.last.content != content) {
 		encoded, err := encodeResponse(content)
-		if err == nil {
+		switch {
+		case err != nil:
+		case h.maxMessage > 0 && encoded.data.Len() > h.maxMessage:
+			oversize = encoded.data.Len()
+		default:
 			fresh = st.last != nil // a first state is no change pushed
 			st.last = &update{version: h.version.Add(1), content: content, encoded: encoded, revision: revision}
 		}

@@ -27,7 +27,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultAddr                  = ":8015"
-	DefaultMaxMessageSize        = 4 << 20
+	DefaultMaxMessageSize        = topology.SyncMaxMessageBytes
 	DefaultKeepaliveMinTime      = 5 * time.Second
 	DefaultKeepaliveTime         = time.Minute
 	DefaultKeepaliveTimeout      = 20 * time.Second
@@ -54,9 +54,13 @@ type Options struct {
 	TLSCertFile, TLSKeyFile string
 
 	// MaxMessageSize is the largest message sent (DefaultMaxMessageSize when
-	// 0). A flag set larger than this ends its streams with
-	// ResourceExhausted; clients must accept messages this large (flagd and
-	// its providers accept 4 MiB by default).
+	// 0). A flag set whose message is larger is not sent: its subscribers
+	// keep the last content that fitted, as ConfigMaps keep theirs, and
+	// FetchAllFlags answers with it. Clients must accept messages this
+	// large: flagd's sync client takes topology.SyncMaxMessageBytes (4
+	// MiB, gRPC's default; flagplane writes no maxMsgSize into the
+	// sidecar's --sources), which is what status and admission judge
+	// flag sets by.
 	MaxMessageSize int
 
 	// KeepaliveMinTime is the shortest interval between a client's keepalive
@@ -135,6 +139,11 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	opts.MaxConnectionAgeGrace = cmp.Or(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	opts.MaxStreamsPerConnection = cmp.Or(opts.MaxStreamsPerConnection, DefaultMaxStreamsPerConn)
 	s := &Server{opts: opts, hub: newHub(topo), log: opts.Log.WithName("syncserver")}
+	s.hub.maxMessage = opts.MaxMessageSize
+	s.hub.tooLarge = func(flagSet topology.Key, size int) {
+		s.log.Error(nil, "not sending a flag set larger than the maximum message size: its subscribers keep the last content that fitted",
+			"flagSet", flagSet.Namespace+"/"+flagSet.Name, "bytes", size, "max", opts.MaxMessageSize)
+	}
 	if opts.Observer != nil {
 		s.hub.pushed = opts.Observer.SyncPushed
 	}
@@ -430,6 +439,10 @@ func (s *Server) FetchAllFlags(ctx context.Context, req *syncv1.FetchAllFlagsReq
 		return nil, err
 	}
 	content, _, _, valid := served(v, flagSet)
+	if valid && (topology.Rendered{Content: content}).SyncMessageSize() > s.opts.MaxMessageSize {
+		// Not sendable: the last content that fitted, as streams get.
+		valid = false
+	}
 	if !valid {
 		var ok bool
 		if content, ok = s.hub.lastValid(flagSet); !ok {

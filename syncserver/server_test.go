@@ -251,14 +251,49 @@ func TestASlowSubscriberNeverHoldsOthersBack(t *testing.T) {
 	slow.quiet(t, 300*time.Millisecond)
 }
 
+// A flag set whose message is larger than the server sends is not sent:
+// its streams keep the last content that fitted, as ConfigMaps keep
+// theirs, rather than end on every attempt (flagd would reconnect, and
+// fail again); FetchAllFlags answers with that content, or
+// FailedPrecondition when none fitted. Once it fits again it is pushed.
 func TestMaxMessageSize(t *testing.T) {
 	g := NewWithT(t)
 	h := newHarness(t, func(o *Options) { o.MaxMessageSize = 4 << 10 })
 	h.flagSet("shop", "small", "off")
-	h.setFlagSet(bigFlagSet("shop", "checkout", 10, "v"))
+	h.setFlagSet(bigFlagSet("shop", "big", 10, "v"))
 	c := h.client(t, "shop-token")
 	g.Expect(subscribe(t, c, "core.openfeature.dev/shop/small").next(t)).To(ContainSubstring("new-checkout"))
-	g.Expect(subscribe(t, c, checkoutSelector).ended(t)).To(Equal(codes.ResourceExhausted))
+	never := subscribe(t, c, "core.openfeature.dev/shop/big")
+	never.quiet(t, 300*time.Millisecond)
+	_, err := c.FetchAllFlags(context.Background(), &syncv1.FetchAllFlagsRequest{Selector: "core.openfeature.dev/shop/big"})
+	g.Expect(status.Code(err)).To(Equal(codes.FailedPrecondition))
+
+	ff := h.flagSet("shop", "checkout", "off")
+	sub := subscribe(t, c, checkoutSelector)
+	fitted := sub.next(t)
+	g.Expect(fitted).To(Equal(rendered(t, ff)))
+	grown := bigFlagSet("shop", "checkout", 10, "v")
+	h.setFlagSet(grown)
+	sub.quiet(t, 300*time.Millisecond)
+	resp, err := c.FetchAllFlags(context.Background(), &syncv1.FetchAllFlagsRequest{Selector: checkoutSelector})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.GetFlagConfiguration()).To(Equal(fitted), "the last content that fitted")
+
+	h.setFlagSet(withDefault(ff, "on"))
+	g.Expect(sub.next(t)).To(Equal(rendered(t, withDefault(ff, "on"))), "fits again: pushed")
+}
+
+// The topology's figure for a sync message is the size of the message the
+// server encodes, at every varint length of the content's size.
+func TestSyncMessageSize(t *testing.T) {
+	g := NewWithT(t)
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 2097151, 2097152, topology.SyncMaxMessageBytes - 5} {
+		content := strings.Repeat("x", n)
+		encoded, err := encodeResponse(content)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(topology.Rendered{Content: content}.SyncMessageSize()).To(Equal(encoded.data.Len()), "%d bytes", n)
+	}
+	g.Expect(DefaultMaxMessageSize).To(Equal(topology.SyncMaxMessageBytes), "flagd's own limit")
 }
 
 // Stopping ends open streams at once with Unavailable, so that clients

@@ -65,9 +65,12 @@ const (
 // a stream of the sync server: flagd.sync.v1's SyncFlagsResponse with
 // Content as its field 1, flag_configuration (its tag, the length as a
 // varint, the bytes), and nothing else. A FetchAllFlagsResponse is as
-// large.
+// large. (syncserver's TestSyncMessageSize holds it to the encoder's.)
 func (r Rendered) SyncMessageSize() int {
 	n := len(r.Content)
+	if n == 0 {
+		return 0 // proto3 leaves an empty string out
+	}
 	varint := 1
 	for v := n; v >= 0x80; v >>= 7 {
 		varint++
