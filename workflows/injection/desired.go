@@ -145,8 +145,17 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 	}
 	var env *envMerge
 	var sidecarEnv []corev1.EnvVar
+	var sidecar *corev1.Container
+	var appEnv []sourcedEnv
 	if len(m.entries) > 0 {
-		inj.Sidecar = m.container(opts)
+		sidecar, appEnv = m.container(opts), m.appEnv(opts.Sidecar)
+		// A sidecar that could not start is left out (limits.go).
+		if m.checkLimits(sidecar, appEnv); m.refusal != nil {
+			sidecar = nil
+		}
+	}
+	if sidecar != nil {
+		inj.Sidecar = sidecar
 		inj.Volumes = m.volumes
 		inj.ConfigMaps = m.configMaps
 		for _, s := range opts.Sidecar.ImagePullSecrets {
@@ -155,7 +164,6 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 		if m.kubernetes {
 			inj.PodAnnotations = map[string]string{AnnotationAllowKubernetesSync: "true"}
 		}
-		appEnv := m.appEnv(opts.Sidecar)
 		env = newEnvMerge(inj, len(appEnv))
 		// The sidecar reads the same settings: flagd takes FLAGD_* env vars.
 		sidecarEnv = make([]corev1.EnvVar, 0, len(appEnv))
@@ -167,7 +175,7 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 			}
 			sidecarEnv = append(sidecarEnv, own)
 		}
-	} else if len(inj.Sources) > 0 {
+	} else if len(inj.Sources) > 0 && m.refusal == nil {
 		inj.Warnings = append(inj.Warnings, "no flagd sidecar: none of the entries of the sources can be served")
 	}
 	ipm := newInProcessMerge(inj)
@@ -185,6 +193,12 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 			env = newEnvMerge(inj, len(ipEnv))
 		}
 		for _, e := range ipEnv {
+			if n := EnvStringBytes(e.env); n > MaxArgBytes {
+				// No app container could start with it (limits.go).
+				inj.Warnings = append(inj.Warnings, fmt.Sprintf("%s: env var %s left out: it would be %d bytes, over the %d bytes of %s",
+					keyString(e.from), e.env.Name, n, MaxArgBytes, limitArg))
+				continue
+			}
 			env.add(e.env, e.from)
 		}
 	}
@@ -249,6 +263,9 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 	}
 	c := m.container(opts)
 	c.Env = m.sidecarEnv(opts.Sidecar)
+	if m.checkLimits(c, nil); m.refusal != nil {
+		return SourceContainer{Warnings: inj.Warnings, FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd}
+	}
 	out := SourceContainer{Container: c, Served: m.served, Volumes: m.volumes, ConfigMaps: m.configMaps, Warnings: inj.Warnings,
 		FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd,
 		PolicyDecisions: inj.PolicyDecisions, PolicyNotes: inj.PolicyNotes,
@@ -336,6 +353,9 @@ type sidecarMerge struct {
 	volumes     []corev1.Volume
 	mounts      []corev1.VolumeMount
 	configMaps  []topology.Key
+	// refusal says why the sidecar was left out: it would pass a limit of
+	// what a pod carries (limits.go).
+	refusal *Refusal
 }
 
 // newSidecarMerge starts a merge for the flagd release opts inject. Its
@@ -433,10 +453,10 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 			return
 		}
 		f = ref.FlagSet
+		var headers map[string]string
 		switch provider {
 		case v1beta1.SyncProviderFile:
 			m.mount(f, topology.ConfigMapKey(f, m.inj.Workload.Namespace))
-			cfg = FlagdSourceConfig{URI: FlagFilePath(f), Provider: string(v1beta1.SyncProviderFile)}
 		case v1beta1.SyncProviderKubernetes:
 			if !m.mayReadDirectly(f) {
 				m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: the kubernetes provider reads every FeatureFlag of namespace %s, "+
@@ -444,17 +464,11 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 					keyString(sk), i, e.Source, f.Namespace, m.inj.Workload.Namespace))
 				return
 			}
-			cfg = FlagdSourceConfig{URI: f.Namespace + "/" + f.Name, Provider: string(v1beta1.SyncProviderKubernetes)}
 			m.kubernetes = true
 		case v1beta1.SyncProviderFlagdProxy:
 			if opts.SyncServer == "" {
 				m.inj.Warnings = append(m.inj.Warnings, fmt.Sprintf("%s: sources[%d] %q left out: no sync server is configured for flagd-proxy", keyString(sk), i, e.Source))
 				return
-			}
-			cfg = FlagdSourceConfig{URI: opts.SyncServer, Provider: string(v1beta1.SyncProviderGRPC),
-				Selector: FlagdProxySelectorPrefix + f.Namespace + "/" + f.Name, TLS: opts.SyncServerTLS}
-			if opts.SyncServerTLS {
-				cfg.CertPath = opts.SyncServerCertPath
 			}
 			if opts.SyncServerHeaders != nil {
 				h, err := opts.SyncServerHeaders(m.inj.Workload.Namespace)
@@ -463,9 +477,10 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 						keyString(sk), i, e.Source, m.inj.Workload.Namespace, err))
 					return
 				}
-				cfg.Headers = h
+				headers = h
 			}
 		}
+		cfg = flagSetSourceConfig(provider, f, opts, headers)
 	} else {
 		cfg = remoteSourceConfig(provider, e)
 	}
@@ -765,7 +780,7 @@ type sourcedEnv struct {
 
 // appEnv: what points the app containers' flagd providers at the sidecar.
 // The sources' own env vars are prefixed too, except the cloud-storage
-// credentials flagd reads under their vendors' names (sourceEnvVarKey).
+// credentials flagd reads under their vendors' names (SourceEnvVarKey).
 func (m *sidecarMerge) appEnv(opts SidecarOptions) []sourcedEnv {
 	prefix := m.envVarPrefix.or(opts.EnvVarPrefix)
 	out := make([]sourcedEnv, 0, len(m.envVars)+6)
@@ -784,7 +799,7 @@ func (m *sidecarMerge) appEnv(opts SidecarOptions) []sourcedEnv {
 	}
 	for _, e := range m.envVars {
 		ev := *e.DeepCopy()
-		ev.Name = sourceEnvVarKey(prefix, e.Name)
+		ev.Name = SourceEnvVarKey(prefix, e.Name)
 		out = append(out, sourcedEnv{env: ev, from: m.envFrom[e.Name]})
 	}
 	add(envManagementPort, strconv.Itoa(int(m.managementPort.or(opts.ManagementPort))), pick(m.managementPort.from, m.managementPort.set))

@@ -17,7 +17,13 @@
 //     asks for a rollout on change, which the rollout compares with the
 //     fingerprint its pods were admitted with;
 //   - ContainerOfSource: the same container for one source alone, which a
-//     Flagd's Deployment runs.
+//     Flagd's Deployment runs;
+//   - the limits of what a pod carries (limits.go): a sidecar whose
+//     argument or environment string Linux's execve would refuse is left
+//     out, and DesiredWithRefusal says why (Refusal); PodRefusal tells an
+//     injection that would make a pod larger than the API server stores;
+//     EntryOfSource and SourcesArgBytes measure a source's --sources
+//     entries from its spec alone, for its admission.
 //
 // What it applies: Injection.ApplyTo patches a pod spec in memory, and
 // Injection.Without drops ConfigMaps that cannot be mounted. Nothing here

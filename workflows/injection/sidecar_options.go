@@ -219,9 +219,9 @@ func EnvVarKey(prefix, name string) string {
 // names, as the OpenFeature Operator leaves them.
 var unprefixedEnvVarPrefixes = []string{"AZURE_STORAGE", "AWS_", "GOOGLE_"}
 
-// sourceEnvVarKey names a FeatureFlagSource's env var in the pod: prefixed,
+// SourceEnvVarKey names a FeatureFlagSource's env var in the pod: prefixed,
 // unless it is a cloud-storage credential (unprefixedEnvVarPrefixes).
-func sourceEnvVarKey(prefix, name string) string {
+func SourceEnvVarKey(prefix, name string) string {
 	for _, credentialPrefix := range unprefixedEnvVarPrefixes {
 		if strings.HasPrefix(name, credentialPrefix) {
 			return name

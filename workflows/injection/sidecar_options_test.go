@@ -82,6 +82,6 @@ func TestEnvVarNames(t *testing.T) {
 		"LOG_LEVEL":                      "FLAGD_LOG_LEVEL",
 		"aws_access_key_id":              "FLAGD_aws_access_key_id",
 	} {
-		g.Expect(sourceEnvVarKey("FLAGD", name)).To(Equal(want), name)
+		g.Expect(SourceEnvVarKey("FLAGD", name)).To(Equal(want), name)
 	}
 }
