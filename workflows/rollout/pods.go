@@ -45,6 +45,15 @@ const (
 	// flagplane knew its workload to be targeted. Only the webhook sets it;
 	// it never keeps the webhook from looking at a pod.
 	AnnotationAdmitted = "flagplane.core.openfeature.dev/admitted"
+	// AnnotationRefused says why the pod did not get its flagd sidecar:
+	// it would have passed a limit of what a pod carries (an argument or
+	// environment string longer than Linux takes, a pod larger than the
+	// API server stores), in one line (injection.Refusal). The pod got the
+	// rest (the env vars of in-process configurations). It records as its
+	// AnnotationInjection its workload's injection as it stood (none, with
+	// AnnotationAdmitted, when that was all refused), so that the healer
+	// rolls the workload once that changes, and not before.
+	AnnotationRefused = "flagplane.core.openfeature.dev/injection-refused"
 	// AnnotationRolloutOnChange is "true" on a pod one of whose sources
 	// asked for rolloutOnChange when it was admitted, so that removing that
 	// source rolls the pod too.
