@@ -54,7 +54,9 @@ const (
 // lacks AnnotationInjection (or has AnnotationIncomplete while the
 // ConfigMaps it lacked and its workload still mounts exist now, or AnnotationUnresolved while what it
 // would get now differs from what it got: a source or in-process
-// configuration its annotations name has appeared or been permitted since). A workload is restarted at most once per
+// configuration its annotations name has appeared or been permitted since;
+// or AnnotationRefused while its workload's injection differs from the one
+// it recorded). A workload is restarted at most once per
 // Backoff, so that pods admitted while the webhook is still unreachable do
 // not roll it in a loop (not for a reference that resolved: its new pods
 // get it). Pods are checked as their events arrive and every
@@ -147,7 +149,8 @@ func needsLook(pod metav1.Object) bool {
 	_, injected := a[rollout.AnnotationInjection]
 	_, incomplete := a[rollout.AnnotationIncomplete]
 	_, unresolved := a[rollout.AnnotationUnresolved]
-	return !injected || incomplete || unresolved
+	_, refused := a[rollout.AnnotationRefused]
+	return !injected || incomplete || unresolved || refused
 }
 
 // Heal restarts the workload if one of its pods lacks its injection. It
@@ -222,7 +225,12 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.lastCulprit[w] = culprit.UID
 	h.mu.Unlock()
 	reason, why := h.why(ctx, v, w, culprit)
-	if resolved {
+	if _, refused := culprit.Annotations[rollout.AnnotationRefused]; refused {
+		// Its workload's injection has changed since the sidecar was
+		// refused (PodMutator): its successor gets what it is now.
+		reason, why = EventInjectionMissing, "was admitted without its flagd sidecar ("+culprit.Annotations[rollout.AnnotationRefused]+
+			"), and its workload's injection has changed since"
+	} else if resolved {
 		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[rollout.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
 	}
