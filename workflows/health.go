@@ -48,6 +48,9 @@ var stalledReasons = map[string]bool{
 	// A flag set larger than a delivery mode carries stays so until a user
 	// shrinks it or delivers it otherwise.
 	v1beta1.ReasonFlagSetTooLarge: true,
+	// A sidecar that would pass a limit of what a pod carries stays out
+	// until a user makes its workload read fewer flag sets.
+	v1beta1.ReasonSidecarRefused: true,
 }
 
 // informational are the False reasons that do not keep an object from

@@ -125,4 +125,11 @@ const (
 	// flag set, its size, the limit and the providers that can carry it.
 	// Only a user can fix it: Stalled.
 	ReasonFlagSetTooLarge = "FlagSetTooLarge"
+	// ReasonSidecarRefused: the flagd sidecar of some workloads a source
+	// applies to is not injected, because it would pass a limit of what a
+	// pod carries (an argument longer than Linux's execve takes: flagd
+	// could not start), alone or with the other sources of those
+	// workloads. On a source's Programmed; the message names the workloads,
+	// the size and the limit. Only a user can fix it: Stalled.
+	ReasonSidecarRefused = "SidecarRefused"
 )

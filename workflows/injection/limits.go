@@ -3,7 +3,9 @@ package injection
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -270,4 +272,71 @@ func (m *sidecarMerge) checkLimits(c *corev1.Container, env []sourcedEnv) {
 	r.Sources, r.Entries = len(m.inj.Sources), len(m.entries)
 	m.refusal = r
 	m.inj.Warnings = append(m.inj.Warnings, r.String())
+}
+
+// SourceRefusals are the workloads of a source whose sidecar is refused
+// (Desired leaves it out for a limit): how many, the first few, and the
+// first refusal.
+type SourceRefusals struct {
+	Count     int
+	Workloads []topology.Key
+	First     Refusal
+}
+
+func (r SourceRefusals) String() string {
+	names := make([]string, len(r.Workloads))
+	for i, w := range r.Workloads {
+		names[i] = string(w.Kind) + " " + w.Namespace + "/" + w.Name
+	}
+	list := strings.Join(names, ", ")
+	if r.Count > len(r.Workloads) {
+		list += fmt.Sprintf(" and %d more", r.Count-len(r.Workloads))
+	}
+	return fmt.Sprintf("%d workload(s) get no flagd sidecar (%s): %s", r.Count, list, r.First)
+}
+
+// RefusalsOfSource tells whether the sidecars of the workloads a source
+// applies to are refused, naming at most limit of them (nil when none is).
+// The source alone, as for a workload of its own namespace, is measured
+// once: refused so, every workload of its is. Otherwise only where another
+// source applies too (ContestedWorkloadsOfSource) can a sidecar pass a
+// limit that neither passes alone; those are computed as ConflictsOfSource
+// computes them. The status of the source reports them.
+func RefusalsOfSource(v *topology.View, source topology.Key, limit int, opts Options) *SourceRefusals {
+	src, ok := v.Source(source)
+	if !ok {
+		return nil
+	}
+	inj := &Injection{Workload: topology.Key{Namespace: source.Namespace}, Sources: []topology.Key{source}}
+	m := newSidecarMerge(inj, opts)
+	m.mayReadDirectly = func(topology.Key) bool { return true } // tenancy is ResolvedRefs' question
+	m.defaultProvider = v.DefaultSyncProvider()
+	m.providerArgs = slices.Clone(opts.Sidecar.ProviderArgs)
+	m.addSource(v, source, src, opts)
+	m.applyPolicies(v.SourcePoliciesOfNamespace(source.Namespace), source.Namespace)
+	if len(m.entries) > 0 {
+		m.checkLimits(m.container(opts), m.appEnv(opts.Sidecar))
+	}
+	if m.refusal != nil {
+		count, first := v.FirstWorkloadsOfSource(source, limit)
+		if count == 0 {
+			return nil
+		}
+		return &SourceRefusals{Count: count, Workloads: first, First: *m.refusal}
+	}
+	var out *SourceRefusals
+	for _, w := range v.ContestedWorkloadsOfSource(source) {
+		_, r := DesiredWithRefusal(v, w, opts)
+		if r == nil {
+			continue
+		}
+		if out == nil {
+			out = &SourceRefusals{First: *r}
+		}
+		out.Count++
+		if len(out.Workloads) < limit {
+			out.Workloads = append(out.Workloads, w)
+		}
+	}
+	return out
 }

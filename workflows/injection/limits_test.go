@@ -228,3 +228,29 @@ func TestPodRefusal(t *testing.T) {
 	g.Expect(without.Env).To(ConsistOf(HaveField("Value", "in-process"), HaveField("Name", "FLAGD_HOST"), HaveField("Name", "FLAGD_PORT"),
 		HaveField("Name", "FLAGD_TLS"), HaveField("Name", "FLAGD_CACHE"), HaveField("Name", "FLAGD_MAX_CACHE_SIZE")))
 }
+
+// TestRefusalsOfSource: a source whose sidecar is refused alone has every
+// workload refused; two that pass the limit only together each name the
+// workloads they share; none when it fits.
+func TestRefusalsOfSource(t *testing.T) {
+	g := NewWithT(t)
+	ns := strings.Repeat("n", 63)
+	opts := limitsOptions()
+	one := newLimitsWorld(t, ns, 1, 1, v1beta1.SyncProviderKubernetes, longName)
+	entry := len(sourcesArg(injection.Desired(one.topo.Snapshot(), one.web, opts).Sidecar)) - 2
+	fits := (injection.MaxArgBytes - 2 + 1) / (entry + 1)
+
+	alone := newLimitsWorld(t, ns, 1, fits+1, v1beta1.SyncProviderKubernetes, longName)
+	r := injection.RefusalsOfSource(alone.topo.Snapshot(), topology.SourceKey(ns, "src-00"), 5, opts)
+	g.Expect(r).NotTo(BeNil())
+	g.Expect(r.Count).To(Equal(1))
+	g.Expect(r.String()).To(HavePrefix("1 workload(s) get no flagd sidecar (Deployment " + ns + "/web): flagd sidecar not injected"))
+
+	together := newLimitsWorld(t, ns, 2, fits/2+1, v1beta1.SyncProviderKubernetes, longName)
+	for _, s := range []string{"src-00", "src-01"} {
+		r := injection.RefusalsOfSource(together.topo.Snapshot(), topology.SourceKey(ns, s), 5, opts)
+		g.Expect(r).NotTo(BeNil(), s)
+		g.Expect(r.Workloads).To(ConsistOf(together.web))
+	}
+	g.Expect(injection.RefusalsOfSource(one.topo.Snapshot(), topology.SourceKey(ns, "src-00"), 5, opts)).To(BeNil())
+}
