@@ -253,6 +253,11 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 		programmed.Message = "source targets no workload"
 	default:
 		programmed.Message = fmt.Sprintf("%d workload(s) programmed", targets)
+		// A sidecar that could not start is not injected (injection's limits.go).
+		if r := injection.RefusalsOfSource(v, key, 5, s.Injection); r != nil {
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, v1beta1.ReasonSidecarRefused, r.String()
+			break
+		}
 		// Where several sources configure one sidecar, a later one wins a
 		// setting; the source that lost it is told which and to whom.
 		if cs := injection.ConflictsOfSource(v, key, 5, s.Injection); len(cs) > 0 {
