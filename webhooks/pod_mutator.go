@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
 	"github.com/flagplane/flagplane/workflows/status"
@@ -36,7 +39,40 @@ type PodMutator struct {
 	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
 	WorkloadWait time.Duration
+	// Events records, on the workload, that a pod was admitted without its
+	// sidecar because it would pass a limit (EventInjectionRefused); nil
+	// records none.
+	Events events.EventRecorder
 }
+
+// EventInjectionRefused is the reason of the Warning Event on a workload
+// whose pod was admitted without its flagd sidecar, because the sidecar
+// would pass a limit of what a pod carries (injection.Refusal).
+const EventInjectionRefused = "InjectionRefused"
+
+// A pod whose injection would pass a limit (injection.Refusal: an argument
+// or environment string longer than Linux's execve takes, a pod larger than
+// the API server stores) is admitted without the flagd sidecar and what it
+// brings, keeping the rest (the env vars of in-process configurations),
+// rather than refused or admitted with a sidecar that cannot start:
+//
+//   - the webhook fails open everywhere else (a pod that misses its
+//     injection runs, and the healer rolls it once it can get it), and a
+//     refused pod would stop a rollout of its workload, or a Job, for a
+//     flag delivery;
+//   - a sidecar that cannot start is worse than none: as a native sidecar,
+//     it holds the app containers back for good.
+//
+// It says so where the pod's owner looks: an admission warning, the pod's
+// rollout.AnnotationRefused, a Warning Event InjectionRefused on the
+// workload (not for a dry run), and the status of the sources. The pod
+// records as its injection fingerprint that of its workload's injection,
+// so that the healer rolls the workload once that changes (a source
+// removed or edited so that it fits), and not before.
+//
+// The pod's annotations stay within the API server's 256 KiB
+// (fitAnnotations), and an admission answers with at most maxWarnings
+// warnings.
 
 var _ admission.Handler = (*PodMutator)(nil)
 
@@ -72,8 +108,19 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Allowed(fmt.Sprintf("not opted in: %s is known only through its pods, which do not carry %s", res.Workload, v1beta1.AnnotationEnabled))
 	}
 	v := p.view(ctx, res.Workload, pod)
-	inj := injection.Desired(v, res.Workload, p.Options)
+	inj, refusal := injection.DesiredWithRefusal(v, res.Workload, p.Options)
 	warnings := append(status.AnnotationWarnings(v, res.Workload), inj.Warnings...)
+	// Set when the webhook refuses the sidecar: the fingerprint of the
+	// workload's injection as it stands, which the pod records (see above).
+	var refused string
+	if r := injection.PodRefusal(pod, inj); r != nil && refusal == nil {
+		refused = inj.Fingerprint()
+		inj, refusal = inj.WithoutSidecar(), r
+		warnings = append(warnings, r.String())
+	}
+	if refusal != nil && (req.DryRun == nil || !*req.DryRun) {
+		p.recordRefusal(ctx, res.Workload, refusal)
+	}
 	if inj.Empty() {
 		if optedIn && len(warnings) == 0 {
 			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
@@ -82,8 +129,18 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		// The pod's record that the webhook saw it: should its workload be
 		// targeted later, the Healer tells "admitted before flagplane knew"
 		// from "the webhook was not reached" by it, whichever replica admitted it.
-		return admission.Patched("nothing to inject: no source or in-process configuration applies to "+res.Workload.String(),
-			markAdmitted(pod)).WithWarnings(warnings...)
+		marks := map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+		why := "nothing to inject: no source or in-process configuration applies to " + res.Workload.String()
+		if refusal != nil {
+			marks[rollout.AnnotationRefused] = refusal.String()
+			why = "nothing injected into a pod of " + res.Workload.String() + ": " + refusal.String()
+		}
+		if refused != "" {
+			// The workload's injection is not empty: the webhook refused it.
+			delete(marks, rollout.AnnotationAdmitted)
+			marks[rollout.AnnotationInjection] = refused
+		}
+		return admission.Patched(why, annotate(pod, marks)...).WithWarnings(capWarnings(warnings)...)
 	}
 
 	// Every ConfigMap the pod mounts exists before it is admitted; one that
@@ -113,9 +170,15 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
 	mutated.Annotations[rollout.AnnotationInjection] = inj.Fingerprint()
+	if refused != "" {
+		mutated.Annotations[rollout.AnnotationInjection] = refused
+	}
 	delete(mutated.Annotations, rollout.AnnotationAdmitted) // a copy's, of an earlier admission
 	if inj.RolloutOnChange(v) {
 		mutated.Annotations[rollout.AnnotationRolloutOnChange] = "true"
+	}
+	if refusal != nil {
+		mutated.Annotations[rollout.AnnotationRefused] = refusal.String()
 	}
 	if len(incomplete) > 0 {
 		mutated.Annotations[rollout.AnnotationIncomplete] = strings.Join(incomplete, ",")
@@ -125,16 +188,106 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		// once that resolves, as the warning promises.
 		mutated.Annotations[rollout.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
+	fitAnnotations(mutated.Annotations)
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(capWarnings(warnings)...)
 	if resp.Allowed {
 		// What was injected, for the decision's log line (loggedDecisions).
-		resp.Result = &metav1.Status{Code: http.StatusOK, Message: injectedSummary(res.Workload, inj, incomplete)}
+		msg := injectedSummary(res.Workload, inj, incomplete)
+		if refusal != nil {
+			msg += "; " + refusal.String()
+		}
+		resp.Result = &metav1.Status{Code: http.StatusOK, Message: msg}
 	}
 	return resp
+}
+
+// recordRefusal records a Warning Event on the workload of a pod admitted
+// without its sidecar. The recorder folds repeats into a series, so a
+// ReplicaSet's pods make one Event. A workload known only through its pods
+// (a Job, ...) gets none: the pod's annotation and the warning say it.
+func (p *PodMutator) recordRefusal(ctx context.Context, w topology.Key, r *injection.Refusal) {
+	if p.Events == nil || w.Kind.IsPodOwner() || p.Resolver.Reader == nil {
+		return
+	}
+	workflows.Warn(p.Events, workflows.WorkloadEventTarget(ctx, p.Resolver.Reader, w), EventInjectionRefused, "Inject",
+		"a pod of %s %s was admitted without its flagd sidecar: %s", w.Kind, w.Name, r)
+}
+
+// maxWarnings bounds the warnings of one admission: a workload whose
+// annotation names thousands of missing sources gets a readable answer,
+// and the API server keeps only 4 KiB of them anyway.
+const maxWarnings = 20
+
+// capWarnings keeps the first maxWarnings warnings and says how many more
+// there were.
+func capWarnings(warnings []string) []string {
+	if len(warnings) <= maxWarnings {
+		return warnings
+	}
+	return append(warnings[:maxWarnings:maxWarnings], fmt.Sprintf("and %d more warnings", len(warnings)-maxWarnings))
+}
+
+// maxAnnotationsBytes is the most the API server lets an object's
+// annotations hold, keys and values together (256 KiB): a pod with more is
+// refused at creation, whatever made them so large.
+const maxAnnotationsBytes = 256 * 1024
+
+// maxListBytes bounds flagplane's list annotations on a pod
+// (rollout.AnnotationUnresolved): a workload's annotation may name
+// thousands of sources, each of which the list would name with its kind
+// and namespace.
+const maxListBytes = 4 * 1024
+
+// fitAnnotations keeps flagplane's list annotations within maxListBytes
+// (AnnotationUnresolved, which only says what to the healer's Event) and
+// all the pod's annotations within maxAnnotationsBytes, cutting
+// AnnotationUnresolved, then AnnotationIncomplete, at an item, with how
+// many more there were. The healer reads the items of AnnotationIncomplete
+// that remain (its "and N more" names no flag set): a pod cut so is healed
+// once those exist, and its successor is admitted with what is still
+// missing. What the pod's own annotations take is not flagplane's to cut.
+func fitAnnotations(a map[string]string) {
+	if v, ok := a[rollout.AnnotationUnresolved]; ok {
+		a[rollout.AnnotationUnresolved] = cutList(v, maxListBytes)
+	}
+	total := 0
+	for k, v := range a {
+		total += len(k) + len(v)
+	}
+	for _, k := range []string{rollout.AnnotationUnresolved, rollout.AnnotationIncomplete} {
+		v, ok := a[k]
+		if !ok || total <= maxAnnotationsBytes {
+			continue
+		}
+		cut := cutList(v, max(0, len(v)-(total-maxAnnotationsBytes)))
+		total -= len(v) - len(cut)
+		a[k] = cut
+	}
+}
+
+// cutList cuts a comma-separated list to at most n bytes, at an item, and
+// says how many items it left out: "a,b,and 3 more". The note is counted
+// in n when there is room for it.
+func cutList(list string, n int) string {
+	if len(list) <= n {
+		return list
+	}
+	items := strings.Split(list, ",")
+	kept := 0
+	size := 0
+	for kept < len(items) {
+		note := len(fmt.Sprintf(",and %d more", len(items)-kept-1))
+		if size+len(items[kept])+1+note > n {
+			break
+		}
+		size += len(items[kept]) + 1
+		kept++
+	}
+	return strings.Join(append(items[:kept:kept], fmt.Sprintf("and %d more", len(items)-kept)), ",")
 }
 
 // injectedSummary says what a pod of w got, in one line.
@@ -216,13 +369,17 @@ func unresolvedAnnotationRefs(v *topology.View, w topology.Key) []string {
 	return out
 }
 
-// markAdmitted is the patch that sets rollout.AnnotationAdmitted on pod.
-func markAdmitted(pod *corev1.Pod) jsonpatch.JsonPatchOperation {
+// annotate is the patch that sets annotations on pod (rollout.AnnotationAdmitted,
+// and rollout.AnnotationRefused when the sidecar was refused).
+func annotate(pod *corev1.Pod, annotations map[string]string) []jsonpatch.JsonPatchOperation {
 	if pod.Annotations == nil {
-		return jsonpatch.NewOperation("add", "/metadata/annotations",
-			map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject})
+		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/annotations", annotations)}
 	}
 	// RFC 6901: "~" and "/" escaped in a path's segment.
-	key := strings.NewReplacer("~", "~0", "/", "~1").Replace(rollout.AnnotationAdmitted)
-	return jsonpatch.NewOperation("add", "/metadata/annotations/"+key, rollout.AdmittedNothingToInject)
+	escape := strings.NewReplacer("~", "~0", "/", "~1")
+	out := make([]jsonpatch.JsonPatchOperation, 0, len(annotations))
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		out = append(out, jsonpatch.NewOperation("add", "/metadata/annotations/"+escape.Replace(k), annotations[k]))
+	}
+	return out
 }

@@ -267,6 +267,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 			workflows.Settings{FlagSets: o.FlagSets, Generated: o.Generated, Injection: o.Injection}),
 		Options:      o.Injection,
 		WorkloadWait: o.WorkloadWait,
+		Events:       mgr.GetEventRecorder("flagplane"),
 	}
 	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}

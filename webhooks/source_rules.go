@@ -37,8 +37,9 @@ var (
 // ValidateSourceSpec checks a FeatureFlagSource beyond its CRD schema: the
 // syntax of every entry for its provider (a FeatureFlag reference, or a
 // URI flagd can sync from), the sidecar's ports, env var names, arguments,
-// resources and the securityContext annotation, and the names of its
-// targets (which are always in its own namespace). Settings that do not
+// resources and the securityContext annotation, the names of its targets
+// (which are always in its own namespace), and the lengths of what it
+// makes of the sidecar's arguments and environment (sourceLengths). Settings that do not
 // apply to an entry's provider are warnings, not errors, so that manifests
 // written for the OpenFeature Operator keep applying. defaultProvider is
 // the operator's (the manager's --sidecar-sync-provider).
@@ -147,6 +148,8 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(p, r.Name, msg))
 		}
 	}
+	lenErrs, lenWarnings := sourceLengths(specPath, src, defaultProvider)
+	errs, warnings = append(errs, lenErrs...), append(warnings, lenWarnings...)
 	if sc, ok := src.Annotations[injection.AnnotationSidecarSecurityContext]; ok {
 		if _, err := injection.ParseSecurityContextOverride(sc); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(injection.AnnotationSidecarSecurityContext), sc, err.Error()))
@@ -234,4 +237,106 @@ func entryWarnings(p *field.Path, provider v1beta1.SyncProviderType, e v1beta1.S
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n > 0 && n < 65536
+}
+
+// proxyEntryExtra is what the operator adds to a flagd-proxy entry of
+// --sources beyond what the source says, which the source's webhook does
+// not know: the sync server's address and the namespace's credential
+// (about 40 and 150 bytes, with their JSON).
+const proxyEntryExtra = 256
+
+// sourceLengths finds what the source alone makes of the flagd sidecar
+// that Linux's execve would refuse, so that it is refused here rather
+// than admitted to leave its workloads without flagd (injection's
+// limits.go): an argument or environment string longer than
+// injection.MaxArgBytes. flagd's --sources argument is measured as a
+// workload of the source's namespace gets it (without the operator's sync
+// server and credential, which flagd-proxy entries add: a lower bound for
+// them; over the limit with their usual size is a warning). More file
+// entries than inotify's default allows flagd is a warning: nodes may
+// allow more. Several sources on one workload may pass the limits
+// together, which only the workload's pods show: see the Pod webhook.
+func sourceLengths(specPath *field.Path, src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	spec := &src.Spec
+	entries := make([]injection.FlagdSourceConfig, 0, len(spec.Sources))
+	seen := make(map[string]bool, len(spec.Sources))
+	files, proxies := 0, 0
+	for _, e := range spec.Sources {
+		provider := topology.ProviderInForce(e, spec.DefaultSyncProvider, defaultProvider)
+		cfg, ok := injection.EntryOfSource(src.Namespace, e, provider, injection.Options{})
+		if id := string(provider) + " " + e.Source; !ok || seen[id] {
+			continue // a reference that names nothing is refused above; a repeat is one entry
+		} else {
+			seen[id] = true
+		}
+		entries = append(entries, cfg)
+		switch provider {
+		case v1beta1.SyncProviderFile:
+			files++
+		case v1beta1.SyncProviderFlagdProxy:
+			proxies++
+		}
+	}
+	if n := injection.SourcesArgBytes(entries); n > injection.MaxArgBytes {
+		errs = append(errs, field.Invalid(specPath.Child("sources"), fmt.Sprintf("%d entries", len(spec.Sources)),
+			fmt.Sprintf("flagd's --sources argument for these entries alone would be %d bytes, over the %d bytes Linux takes in one argument (MAX_ARG_STRLEN): "+
+				"flagd could not start; name fewer flag sets (merge FeatureFlags), or give them shorter names", n, injection.MaxArgBytes)))
+	} else if extra := n + proxies*proxyEntryExtra; extra > injection.MaxArgBytes {
+		warnings = append(warnings, fmt.Sprintf("spec.sources: flagd's --sources argument would be about %d bytes with the sync server's address and credential in its %d flagd-proxy entries, "+
+			"over the %d bytes Linux takes in one argument: its sidecars would probably be refused", extra, proxies, injection.MaxArgBytes))
+	}
+	if files > injection.InotifyInstances {
+		warnings = append(warnings, fmt.Sprintf("spec.sources: %d file entries: flagd holds an inotify instance for each, and Linux allows %d per user by default "+
+			"(fs.inotify.max_user_instances), shared by every flagd sidecar of a node: flagd will fail to start unless the nodes allow more; "+
+			"the kubernetes and flagd-proxy providers need none", files, injection.InotifyInstances))
+	}
+	tooLong := func(p *field.Path, shown string, n int, what string) {
+		errs = append(errs, field.Invalid(p, shown, fmt.Sprintf("%s would be %d bytes, over the %d bytes Linux takes in one argument or environment string (MAX_ARG_STRLEN): "+
+			"flagd could not start", what, n, injection.MaxArgBytes)))
+	}
+	short := func(v string) string {
+		if len(v) > 64 {
+			return v[:64] + "..."
+		}
+		return v
+	}
+	type arg struct {
+		p     *field.Path
+		value string
+		what  string
+	}
+	args := []arg{
+		{specPath.Child("otelCollectorUri"), spec.OtelCollectorUri, "flagd's --otel-collector-uri argument"},
+		{specPath.Child("socketPath"), spec.SocketPath, "flagd's --socket-path argument"},
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.ContextValues)) {
+		args = append(args, arg{specPath.Child("contextValues").Key(short(k)), k + "=" + spec.ContextValues[k], "flagd's --context-value argument"})
+	}
+	for _, h := range slices.Sorted(maps.Keys(spec.HeaderToContextMappings)) {
+		args = append(args, arg{specPath.Child("headerToContextMappings").Key(short(h)), h + "=" + spec.HeaderToContextMappings[h], "flagd's --context-from-header argument"})
+	}
+	for i, o := range spec.CORS {
+		args = append(args, arg{specPath.Child("cors").Index(i), o, "flagd's --cors-origin argument"})
+	}
+	for i, a := range spec.SyncProviderArgs {
+		args = append(args, arg{specPath.Child("syncProviderArgs").Index(i), a, "flagd's --sync-provider-args argument"})
+	}
+	for _, a := range args {
+		if len(a.value) > injection.MaxArgBytes {
+			tooLong(a.p, short(a.value), len(a.value), a.what)
+		}
+	}
+	prefix := spec.EnvVarPrefix
+	if prefix == "" {
+		prefix = injection.DefaultEnvVarPrefix
+	}
+	for i, e := range spec.EnvVars {
+		e.Name = injection.SourceEnvVarKey(prefix, e.Name)
+		if n := injection.EnvStringBytes(e); n > injection.MaxArgBytes {
+			tooLong(specPath.Child("envVars").Index(i).Child("value"), short(e.Value), n, "env var "+e.Name+" (of flagd and of the app containers)")
+		}
+	}
+	return errs, warnings
 }
