@@ -100,6 +100,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	for i, w := range warnings {
 		msgs[i] = w.Error()
 	}
+	msgs = capWarnings(msgs) // the blast radius and flagd's releases still follow
 	if len(errs) == 0 {
 		// Too large for what reads it: refused (sizes.go); else it is
 		// admitted, with what it reaches.
@@ -146,6 +147,7 @@ func (s *SourceValidator) Handle(_ context.Context, req admission.Request) admis
 		def = s.Graph.Topology().Snapshot().DefaultSyncProvider()
 	}
 	errs, warnings := ValidateSourceSpec(&src, def)
+	warnings = capWarnings(warnings) // the blast radius still follows
 	if len(errs) == 0 && s.Graph != nil && s.Graph.GraphBuilt() {
 		if r, err := blast.OfSource(s.Graph.Topology().Snapshot(), &src, s.Injection); err == nil {
 			// An entry that could never deliver its flag set is refused
@@ -181,12 +183,14 @@ func decodeForValidation(req admission.Request, obj, old any) (admission.Respons
 }
 
 // invalid denies with an Invalid status whose causes are the field errors,
-// as the API server reports its own validation, or allows.
+// as the API server reports its own validation, or allows. Both are
+// readable (readableErrors, readableWarnings): kubectl prints them whole.
 func invalid(kind, name string, errs field.ErrorList, warnings []string) admission.Response {
+	warnings = readableWarnings(warnings)
 	if len(errs) == 0 {
 		return admission.Allowed("valid").WithWarnings(warnings...)
 	}
-	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), name, errs).ErrStatus
+	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), shorten(name, 253), readableErrors(errs)).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed: false, Result: &status, Warnings: warnings,
 	}}

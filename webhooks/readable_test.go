@@ -1,0 +1,37 @@
+package webhooks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flagplane/flagplane/api/v1beta1"
+)
+
+// A refusal names at most maxCauses errors and counts the others; fields,
+// values, reasons and warnings are shortened, and the characters of users'
+// keys that a terminal acts on are escaped.
+func TestInvalidIsReadable(t *testing.T) {
+	g := NewWithT(t)
+	var errs field.ErrorList
+	for i := range 20000 {
+		key := fmt.Sprintf("f\u200f%d\x00", i)
+		errs = append(errs, field.Invalid(field.NewPath("spec", "flagSpec", "flags").Key(key).Child("variants"),
+			strings.Repeat("x", 300<<10), "must be one of the variants: "+key+strings.Repeat(", v", 1000)))
+	}
+	warnings := []string{"a NUL\x00, an escape\x1b[31m, an RTL override \u202e, invalid UTF-8 \xff, an emoji \U0001f6a9", strings.Repeat("w", 8<<10)}
+	resp := invalid(v1beta1.FeatureFlagKind, strings.Repeat("n", 1000), errs, warnings)
+	g.Expect(resp.Allowed).To(BeFalse())
+	g.Expect(len(resp.Result.Message)).To(BeNumerically("<", 32<<10))
+	g.Expect(resp.Result.Message).To(HavePrefix(`FeatureFlag.core.openfeature.dev "nnnn`))
+	g.Expect(resp.Result.Message).To(ContainSubstring(`spec.flagSpec.flags[f\u200f0\u0000].variants: Invalid value: "xxxx`))
+	g.Expect(resp.Result.Message).To(HaveSuffix(`spec: Too many: 20000: 20000 errors in all, the first 20 above]`))
+	g.Expect(resp.Result.Details.Causes).To(HaveLen(maxCauses + 1))
+	g.Expect(resp.Warnings).To(Equal([]string{
+		`a NUL\u0000, an escape\u001b[31m, an RTL override \u202e, invalid UTF-8 \xff, an emoji ` + "\U0001f6a9",
+		strings.Repeat("w", maxWarningBytes) + "...",
+	}))
+}
