@@ -103,7 +103,8 @@ func (h *hub) report(replica string, max int) *status.SyncReport {
 // Reporter publishes the report of its server's streams as ConfigMaps in
 // the manager's namespace, labelled status.SyncReportLabel, from which the
 // leader's status workflow reads what every replica's subscribers hold. A
-// report of more than MaxEntries entries is split over several ConfigMaps
+// report of more than MaxEntries entries, or of more than
+// status.MaxSyncReportBytes encoded, is split over several ConfigMaps
 // (shards, ReportShardName), so that nothing is left out below
 // MaxReportShards of them. It runs on every replica, writes at most once per
 // Interval and only the shards that changed, and deletes its ConfigMaps when
@@ -235,13 +236,17 @@ func (r *Reporter) Publish(ctx context.Context) error {
 	}
 	perShard := cmp.Or(r.MaxEntries, status.MaxSyncReportEntries)
 	rep := h.report(r.Replica, perShard*MaxReportShards)
-	if rep.Truncated > 0 && rep.Truncated != r.truncated {
-		r.Log.Info("the sync report is truncated: the streams of some flag sets are not in their status",
-			"entries", len(rep.Entries), "left out", rep.Truncated, "shards", MaxReportShards)
+	shards := rep.Shards(perShard, status.MaxSyncReportBytes, MaxReportShards)
+	truncated := 0
+	if len(shards) > 0 {
+		truncated = shards[len(shards)-1].Truncated
 	}
-	r.truncated = rep.Truncated
+	if truncated > 0 && truncated != r.truncated {
+		r.Log.Info("the sync report is truncated: the streams of some flag sets are not in their status",
+			"entries", len(rep.Entries)+rep.Truncated, "left out", truncated, "shards", MaxReportShards)
+	}
+	r.truncated = truncated
 	var errs []error
-	shards := rep.Shards(perShard)
 	for i, shard := range shards {
 		data, err := status.EncodeSyncReport(shard)
 		if err != nil {

@@ -82,18 +82,48 @@ func (e SyncEntry) equal(o SyncEntry) bool {
 // Key is the flag set of the entry.
 func (e SyncEntry) Key() topology.Key { return topology.FlagSetKey(e.FlagSetNamespace, e.FlagSet) }
 
-// Shards splits the report into reports of at most max entries each, in
-// order; the last one carries Truncated. A report without entries is none.
-func (r *SyncReport) Shards(max int) []*SyncReport {
+// MaxSyncReportBytes bounds the encoding of one report's ConfigMap, below
+// the 1 MiB (1048576 bytes) the API server allows a ConfigMap's data, with
+// room for the object's other fields.
+const MaxSyncReportBytes = 1000 * 1024
+
+// Shards splits the report into at most maxShards reports, each of at most
+// max entries and at most maxBytes encoded (EncodeSyncReport), entries kept
+// in order. 2000 entries of the longest names Kubernetes allows (a
+// 63-character namespace, 253-character flag sets) take about 1 MiB with
+// one revision each, more with several: a count alone does not keep a
+// shard under the API server's limit. The entries past the last shard are
+// counted in its Truncated, with the report's own.
+func (r *SyncReport) Shards(max, maxBytes, maxShards int) []*SyncReport {
+	// The encoding of a shard: the envelope, the entries and a comma
+	// between two of them.
+	envelope := len(fmt.Sprintf(`{"replica":%q,"entries":[],"truncated":%d}`, r.Replica, len(r.Entries)+r.Truncated))
 	var out []*SyncReport
-	for start := 0; start < len(r.Entries); start += max {
-		out = append(out, &SyncReport{Replica: r.Replica, Entries: r.Entries[start:min(start+max, len(r.Entries))]})
+	size, truncated := 0, r.Truncated
+	for i, e := range r.Entries {
+		b, err := json.Marshal(e)
+		n := len(b) + 1
+		if err != nil || envelope+n > maxBytes {
+			truncated++ // fits no shard
+			continue
+		}
+		if len(out) == 0 || len(out[len(out)-1].Entries) >= max || size+n > maxBytes {
+			if len(out) == maxShards {
+				truncated += len(r.Entries) - i
+				break
+			}
+			out = append(out, &SyncReport{Replica: r.Replica})
+			size = envelope
+		}
+		last := out[len(out)-1]
+		last.Entries = append(last.Entries, e)
+		size += n
 	}
-	if r.Truncated > 0 {
+	if truncated > 0 {
 		if len(out) == 0 {
 			out = append(out, &SyncReport{Replica: r.Replica})
 		}
-		out[len(out)-1].Truncated = r.Truncated
+		out[len(out)-1].Truncated = truncated
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +192,46 @@ func TestUnobserved(t *testing.T) {
 	g.Expect(u.Workloads).To(Equal(int32(2)), "web is read once, though two sources deliver it")
 	g.Expect(u.Flagds).To(BeZero())
 	g.Expect(u.Reason).To(ContainSubstring("kubernetes provider"))
+}
+
+// A shard's encoding stays within MaxSyncReportBytes whatever its names:
+// 2000 entries of the longest names Kubernetes allows, with three
+// revisions each, pass the 1 MiB the API server allows a ConfigMap when
+// split by count alone.
+func TestSyncReportShardsFitAConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	longest := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	r := &SyncReport{Replica: "flagplane-abc"}
+	for i := range MaxSyncReportEntries {
+		e := SyncEntry{FlagSetNamespace: longest('n', 63), FlagSet: fmt.Sprintf("%s%05d", longest('f', 248), i), Namespace: longest('s', 63)}
+		for rev := range 3 {
+			e.Held = append(e.Held, HeldRevision{Revision: fmt.Sprintf("%064d", rev), Streams: 100000, Since: time.Unix(1_800_000_000, 0).UTC()})
+		}
+		r.Entries = append(r.Entries, e)
+	}
+	byCount, err := EncodeSyncReport(r)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(byCount[SyncReportKey])).To(BeNumerically(">", 1<<20), "the case that broke: one shard by count is over the limit")
+
+	shards := r.Shards(MaxSyncReportEntries, MaxSyncReportBytes, 50)
+	g.Expect(len(shards)).To(BeNumerically(">", 1))
+	total := 0
+	for _, s := range shards {
+		data, err := EncodeSyncReport(s)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(data[SyncReportKey])).To(BeNumerically("<=", MaxSyncReportBytes))
+		_, err = DecodeSyncReport(data)
+		g.Expect(err).NotTo(HaveOccurred())
+		total += len(s.Entries)
+		g.Expect(s.Truncated).To(BeZero())
+	}
+	g.Expect(total).To(Equal(MaxSyncReportEntries), "nothing left out, entries in order")
+	g.Expect(shards[0].Entries[0].FlagSet).To(HaveSuffix("00000"))
+
+	// Past the last shard, the rest is counted as left out.
+	few := r.Shards(MaxSyncReportEntries, MaxSyncReportBytes, 1)
+	g.Expect(few).To(HaveLen(1))
+	g.Expect(len(few[0].Entries) + few[0].Truncated).To(Equal(MaxSyncReportEntries))
+	g.Expect(few[0].Truncated).To(BeNumerically(">", 0))
+	g.Expect((&SyncReport{Replica: "x"}).Shards(10, MaxSyncReportBytes, 50)).To(BeEmpty())
 }
