@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
 )
@@ -235,10 +236,10 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 			", which its annotations name and which did not resolve then"
 	}
 	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "pod", culprit.Name, "reason", reason)
-	if h.Events != nil {
-		h.Events.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Heal",
-			"pod %s %s: restarted the %s so that its pods get their flags", culprit.Name, why, w.Kind)
-	}
+	// The note names flag sets and sources, which can pass an Event's
+	// limit: Warn cuts it.
+	workflows.Warn(h.Events, obj, reason, "Heal",
+		"pod %s %s: restarted the %s so that its pods get their flags", culprit.Name, why, w.Kind)
 	return 0, nil
 }
 

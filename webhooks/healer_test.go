@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rollout"
 )
@@ -239,6 +242,23 @@ func TestHealer(t *testing.T) {
 		*now = now.Add(2 * time.Minute)
 		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
 		g.Expect(restartedAtOf(t, api)).To(Equal("2026-03-01T12:02:01Z"), By)
+	})
+
+	t.Run("an Event naming more than its note holds is cut, not lost", func(t *testing.T) {
+		g := NewWithT(t)
+		many := make([]string, 40)
+		for i := range many {
+			many[i] = "FeatureFlagSource shop/" + strings.Repeat("s", 60) + strconv.Itoa(i)
+		}
+		unresolved := map[string]string{rollout.AnnotationInjection: "older", rollout.AnnotationUnresolved: strings.Join(many, ",")}
+		p := pod("web-1-a", "web-1", created, unresolved)
+		p.UID = "web-1-a"
+		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), p)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
+		ev := <-rec.Events
+		g.Expect(ev).To(And(HavePrefix("Warning "+EventTargeted+" pod web-1-a was admitted without"), HaveSuffix("…")))
+		g.Expect(len(strings.TrimPrefix(ev, "Warning "+EventTargeted+" "))).To(BeNumerically("<=", workflows.NoteMaxLength))
 	})
 
 	t.Run("a workload no source applies to is never restarted", func(t *testing.T) {
