@@ -345,7 +345,7 @@ func ValidateSource(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.Sync
 	}
 	if src.Spec.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(src.Spec.Selector); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), src.Spec.Selector.String(), err.Error()))
+			errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), field.OmitValueType{}, err.Error()))
 		}
 	}
 	return errs
