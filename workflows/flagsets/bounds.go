@@ -164,6 +164,18 @@ func distinct(msgs []string) []string {
 	})
 }
 
+// maxListed bounds the names a message lists: a flag of 60,000 variants
+// gets a message of a line, not of 600 KiB.
+const maxListed = 20
+
+// listed joins the first maxListed names, and counts the others.
+func listed(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
+}
+
 // stringSet is a set of strings: the variants, or the results of a rule.
 type stringSet map[string]bool
 

@@ -156,3 +156,30 @@ func TestRenderedErrIsBounded(t *testing.T) {
 	g.Expect(r.Warnings).To(HaveLen(1000), "the warnings themselves are all kept")
 	g.Expect(r.Err).To(MatchError(HaveSuffix(", and 980 more")))
 }
+
+// A message lists at most maxListed names and counts the others.
+func TestMessagesListAFewNames(t *testing.T) {
+	g := NewWithT(t)
+	variants := map[string]int{}
+	var buckets []string
+	for i := range 1000 {
+		variants[fmt.Sprintf("v%03d", i)] = i
+		if i > 0 && i < 900 {
+			buckets = append(buckets, fmt.Sprintf(`["v%03d",1]`, i))
+		}
+	}
+	raw, _ := json.Marshal(variants)
+	spec := &v1beta1.FlagSpec{Flags: map[string]v1beta1.Flag{
+		"bad":         {State: "ENABLED", Variants: raw, DefaultVariant: "nope"},
+		"unreachable": {State: "ENABLED", Variants: raw, DefaultVariant: "v000", Targeting: json.RawMessage(`{"fractional":[` + strings.Join(buckets, ",") + `]}`)},
+		"misspelt":    {State: "ENABLED", Variants: raw, DefaultVariant: "v000", Targeting: json.RawMessage(`{"if":[true,"nope","v001"]}`)},
+	}}
+	errs, warnings := ValidateFlagSpec(spec, field.NewPath("spec"))
+	g.Expect(errs.ToAggregate()).To(MatchError(`spec.flags[bad].defaultVariant: Invalid value: "nope": must be one of the variants: ` +
+		`v000, v001, v002, v003, v004, v005, v006, v007, v008, v009, v010, v011, v012, v013, v014, v015, v016, v017, v018, v019 and 980 more`))
+	g.Expect(fieldMessages(warnings)).To(ConsistOf(
+		ContainSubstring(`(variants: v000, v001, v002, v003, v004, v005, v006, v007, v008, v009, v010, v011, v012, v013, v014, v015, v016, v017, v018, v019 and 980 more)`),
+		`spec.flags[unreachable].variants: Invalid value: "v900, v901, v902, v903, v904, v905, v906, v907, v908, v909, v910, v911, v912, v913, v914, v915, v916, v917, v918, v919 and 80 more": `+
+			`can never be served: the targeting returns only "v001", "v002", "v003", "v004", "v005", "v006", "v007", "v008", "v009", "v010", "v011", "v012", "v013", "v014", "v015", "v016", "v017", "v018", "v019", "v020" and 879 more and the defaultVariant is "v000"`,
+	))
+}

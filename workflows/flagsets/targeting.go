@@ -60,7 +60,7 @@ func checkTargetingResults(path *field.Path, _ string, flag *v1beta1.Flag, ctx *
 		if _, ok := ctx.variants[name]; !ok {
 			return warningOf(field.Invalid(path.Child("targeting"), name,
 				fmt.Sprintf("targeting can return variant %q, which the flag does not have (variants: %s): flagd evaluates the flag to an error then",
-					name, strings.Join(slices.Sorted(maps.Keys(ctx.variants)), ", "))))
+					name, listed(slices.Sorted(maps.Keys(ctx.variants))))))
 		}
 	}
 	return nil
@@ -95,7 +95,7 @@ func checkUnreachableVariants(path *field.Path, _ string, flag *v1beta1.Flag, ct
 	if len(unreachable) == 0 {
 		return nil
 	}
-	return warningOf(field.Invalid(path.Child("variants"), strings.Join(unreachable, ", "),
+	return warningOf(field.Invalid(path.Child("variants"), listed(unreachable),
 		fmt.Sprintf("can never be served: the targeting returns only %s and the defaultVariant is %q",
 			quotedList(results), flag.DefaultVariant)))
 }
@@ -108,7 +108,7 @@ func quotedList(names []string) string {
 	for i, n := range names {
 		q[i] = strconv.Quote(n)
 	}
-	return strings.Join(q, ", ")
+	return listed(q)
 }
 
 // checkEvaluator checks one entry of $evaluators: a rule object whose

@@ -263,7 +263,7 @@ func checkDefaultVariant(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fl
 	}
 	if _, ok := ctx.variants[flag.DefaultVariant]; !ok {
 		return errorOf(field.Invalid(path.Child("defaultVariant"), flag.DefaultVariant,
-			"must be one of the variants: "+strings.Join(slices.Sorted(maps.Keys(ctx.variants)), ", ")))
+			"must be one of the variants: "+listed(slices.Sorted(maps.Keys(ctx.variants)))))
 	}
 	return nil
 }
