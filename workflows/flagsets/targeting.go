@@ -60,7 +60,7 @@ func checkTargetingResults(path *field.Path, _ string, flag *v1beta1.Flag, ctx *
 		if _, ok := ctx.variants[name]; !ok {
 			return warningOf(field.Invalid(path.Child("targeting"), name,
 				fmt.Sprintf("targeting can return variant %q, which the flag does not have (variants: %s): flagd evaluates the flag to an error then",
-					name, listed(slices.Sorted(maps.Keys(ctx.variants))))))
+					truncate(name), listed(slices.Sorted(maps.Keys(ctx.variants))))))
 		}
 	}
 	return nil
@@ -97,7 +97,7 @@ func checkUnreachableVariants(path *field.Path, _ string, flag *v1beta1.Flag, ct
 	}
 	return warningOf(field.Invalid(path.Child("variants"), listed(unreachable),
 		fmt.Sprintf("can never be served: the targeting returns only %s and the defaultVariant is %q",
-			quotedList(results), flag.DefaultVariant)))
+			quotedList(results), truncate(flag.DefaultVariant))))
 }
 
 func quotedList(names []string) string {
@@ -136,7 +136,7 @@ func checkEvaluator(path *field.Path, name string, ctx *flagSetContext) *problem
 	}
 	for _, ref := range collectRefs(rule) {
 		if _, ok := ctx.evaluators[ref]; !ok {
-			return warningOf(field.Invalid(path, ref, fmt.Sprintf("$ref %q does not name an entry of $evaluators", ref)))
+			return warningOf(field.Invalid(path, ref, fmt.Sprintf("$ref %q does not name an entry of $evaluators", truncate(ref))))
 		}
 	}
 	return nil
@@ -173,14 +173,14 @@ func ruleProblem(n any) (msg string, warn bool) {
 		if len(t) > 1 {
 			for _, op := range slices.Sorted(maps.Keys(t)) {
 				if !slices.Contains(knownOperators, op) {
-					return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " ")), false
+					return fmt.Sprintf("unknown operator %q; flagd knows %s", truncate(op), strings.Join(knownOperators, " ")), false
 				}
 			}
 			return fmt.Sprintf("a rule object names exactly one operator, found %s: JSONLogic uses one of them", strings.Join(slices.Sorted(maps.Keys(t)), ", ")), true
 		}
 		for op, args := range t {
 			if !slices.Contains(knownOperators, op) {
-				return fmt.Sprintf("unknown operator %q; flagd knows %s", op, strings.Join(knownOperators, " ")), false
+				return fmt.Sprintf("unknown operator %q; flagd knows %s", truncate(op), strings.Join(knownOperators, " ")), false
 			}
 			if op == "fractional" {
 				if msg := fractionalProblem(args); msg != "" {

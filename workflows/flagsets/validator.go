@@ -287,7 +287,7 @@ func checkVariantTypes(path *field.Path, _ string, _ *v1beta1.Flag, ctx *flagSet
 		}
 		if t != firstType {
 			return errorOf(field.Invalid(path.Child("variants").Key(name), truncate(string(ctx.variants[name])),
-				fmt.Sprintf("all variants of a flag must have one type: %q is %s but %q is %s", name, t, first, firstType)))
+				fmt.Sprintf("all variants of a flag must have one type: %q is %s but %q is %s", truncate(name), t, truncate(first), firstType)))
 		}
 	}
 	return nil
@@ -320,7 +320,7 @@ func checkTargetingRefs(path *field.Path, _ string, flag *v1beta1.Flag, ctx *fla
 	for _, ref := range collectRefs(rule) {
 		if _, ok := ctx.evaluators[ref]; !ok {
 			return warningOf(field.Invalid(path.Child("targeting"), ref,
-				fmt.Sprintf("$ref %q does not name an entry of $evaluators: flagd evaluates the flag to an error", ref)))
+				fmt.Sprintf("$ref %q does not name an entry of $evaluators: flagd evaluates the flag to an error", truncate(ref))))
 		}
 	}
 	return nil
