@@ -25,18 +25,25 @@ const (
 func readableErrors(errs field.ErrorList) field.ErrorList {
 	out := make(field.ErrorList, 0, min(len(errs), maxCauses)+1)
 	for _, e := range errs[:min(len(errs), maxCauses)] {
-		c := *e
-		c.Field, c.Detail = printable(c.Field, maxFieldBytes), printable(c.Detail, maxDetailBytes)
-		if v, ok := c.BadValue.(string); ok {
-			c.BadValue = shorten(v, maxValueBytes) // quoted when printed
-		}
-		out = append(out, &c)
+		out = append(out, readableError(e))
 	}
 	if more := len(errs) - len(out); more > 0 {
 		out = append(out, &field.Error{Type: field.ErrorTypeTooMany, Field: "spec", BadValue: len(errs),
 			Detail: fmt.Sprintf("%d errors in all, the first %d above", len(errs), len(out))})
 	}
 	return out
+}
+
+// readableError is e with its field, value and reason shortened and the
+// characters a terminal acts on escaped: the value is shortened before it
+// is printed, so that the reason after it is not cut off.
+func readableError(e *field.Error) *field.Error {
+	c := *e
+	c.Field, c.Detail = printable(c.Field, maxFieldBytes), printable(c.Detail, maxDetailBytes)
+	if v, ok := c.BadValue.(string); ok {
+		c.BadValue = shorten(v, maxValueBytes) // quoted when printed
+	}
+	return &c
 }
 
 // readableWarnings escapes and shortens each warning as readableErrors

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -34,4 +35,17 @@ func TestInvalidIsReadable(t *testing.T) {
 		`a NUL\u0000, an escape\u001b[31m, an RTL override \u202e, invalid UTF-8 \xff, an emoji ` + "\U0001f6a9",
 		strings.Repeat("w", maxWarningBytes) + "...",
 	}))
+}
+
+// A warning's value is shortened before it is printed, so that its reason
+// is not cut off.
+func TestWarningsKeepTheirReason(t *testing.T) {
+	g := NewWithT(t)
+	ff := &v1beta1.FeatureFlag{}
+	ff.Namespace, ff.Name = "shop", "unread"
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: "ENABLED", Variants: []byte(`{"on":true,"off":false}`), DefaultVariant: "on",
+		Targeting: []byte(`{"if":[{"$ref":"` + strings.Repeat("r", 8<<10) + `"},"on","off"]}`)}}
+	resp := (&FlagSetValidator{}).Handle(t.Context(), admissionOf(t, admissionv1.Create, ff, nil))
+	g.Expect(resp.Allowed).To(BeTrue())
+	g.Expect(resp.Warnings).To(ConsistOf(And(HavePrefix(`spec.flagSpec.flags[f].targeting: Invalid value: "rrrr`), HaveSuffix(`r..." does not name an entry of $evaluators: flagd evaluates the flag to an error`))))
 }

@@ -98,7 +98,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	}
 	msgs := make([]string, len(warnings))
 	for i, w := range warnings {
-		msgs[i] = w.Error()
+		msgs[i] = readableError(w).Error()
 	}
 	msgs = capWarnings(msgs) // the blast radius and flagd's releases still follow
 	if len(errs) == 0 {
