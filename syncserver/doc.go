@@ -62,7 +62,9 @@
 // which sends. A slow subscriber therefore skips intermediate states but
 // always gets the newest, and never holds back the others or the
 // controllers. Views are taken in order, so no subscriber is ever offered an
-// older state after a newer one.
+// older state after a newer one. A flag set whose message would be larger
+// than the server sends (Options.MaxMessageSize) is not offered: its
+// subscribers keep the last content that fitted, as ConfigMaps do.
 //
 // # Delivery status
 //

@@ -94,6 +94,9 @@ var _ = Describe("a flag set of 2,500 flags, 1.2 MB rendered: more than a Config
 		Expect(condition(ctx, src, v1beta1.ConditionStalled)()).To(HaveField("Status", metav1.ConditionTrue))
 		Eventually(warningEvents(ctx, src, v1beta1.ReasonFlagSetTooLarge)).Should(ConsistOf(ContainSubstring(tooLargeForAConfigMap(ns, "flags", size))))
 		Expect(warningEvents(ctx, small, "ApplyFailed")()).To(BeEmpty(), "no write the API server refuses was attempted")
+		for _, obj := range []client.Object{small, src} {
+			Expect(fixtures.KStatus(ctx, k8s, cp.Scheme, obj)).To(HavePrefix("Failed"), "kstatus, and so Flux and kubectl wait, see it stalled")
+		}
 
 		By("shrunk again: delivered")
 		Expect(update(ctx, k8s, small, func(ff *v1beta1.FeatureFlag) { ff.Spec.FlagSpec = flagSet(ns, "flags", 20, "on").Spec.FlagSpec })).To(Succeed())
