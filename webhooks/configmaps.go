@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/configmaps"
@@ -79,9 +80,15 @@ func (e *ConfigMapEnsurer) Ensure(ctx context.Context, v *topology.View, key top
 		}
 		if !applied {
 			// The reconciler writes nothing when the cache has the ConfigMap
-			// (it appeared meanwhile) or when there is no valid content.
+			// (it appeared meanwhile), when there is no valid content, or
+			// when the content is more than a ConfigMap holds.
 			if e.cache.Get(ctx, ok, &corev1.ConfigMap{}) == nil {
 				return nil, nil
+			}
+			if r, served := v.FlagSetRendered(key.FlagSet()); served {
+				if o, over := r.Overflow(string(v1beta1.SyncProviderFile)); over {
+					return nil, errors.New(o.Message(key.FlagSet()))
+				}
 			}
 			return nil, errNoValidContent
 		}
