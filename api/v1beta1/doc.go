@@ -116,7 +116,9 @@
 //     Ingress, HTTPRoute, ConfigMaps, RBAC) is in place as desired. False:
 //     Invalid, UnresolvedRefs, Pending, ApplyFailed (e.g. a name taken by an
 //     object flagplane does not manage), GatewayAPINotInstalled (an
-//     HTTPRoute is asked for and Gateway API's CRDs are not installed).
+//     HTTPRoute is asked for and Gateway API's CRDs are not installed),
+//     FlagSetTooLarge (a flag set it reads from a ConfigMap is larger than
+//     a ConfigMap holds: its pods keep the last content that fitted).
 //   - Available: at least one flagd pod is ready (status.readyReplicas).
 //   - FlagdVersionSupported: as for a source, for the release the
 //     Deployment runs (--flagd-tag, else --sidecar-tag).

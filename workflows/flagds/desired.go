@@ -109,6 +109,10 @@ type Objects struct {
 	IngressWanted, HTTPRouteWanted bool
 	// Unservable says why no entry of the source can be served.
 	Unservable string
+	// TooLarge says which flag sets it reads from a ConfigMap are larger
+	// than a ConfigMap holds (topology.Overflow's message): its pods keep
+	// the last content that fitted.
+	TooLarge []string
 	// ConfigMaps are the generated ConfigMaps the Deployment mounts: they
 	// must exist before it is written.
 	ConfigMaps []topology.Key
@@ -200,6 +204,13 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 	}
 	c := sc.Container
 	out.ConfigMaps = sc.ConfigMaps
+	for _, cm := range sc.ConfigMaps {
+		if r, ok := v.FlagSetRendered(cm.FlagSet()); ok {
+			if o, over := r.Overflow(string(v1beta1.SyncProviderFile)); over {
+				out.TooLarge = append(out.TooLarge, o.Message(cm.FlagSet()))
+			}
+		}
+	}
 
 	// A regular container, with the OpenFeature Operator's port names.
 	c.RestartPolicy = nil

@@ -295,6 +295,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, f *v1beta1.Flagd, desired 
 	if c := workflows.TurnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
 		workflows.Warn(r.Events, f, workflows.EventInvalidFlagd, workflows.ActionValidate, "%s", c.Message)
 	}
+	if c := workflows.TurnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionProgrammed); c != nil && c.Reason == v1beta1.ReasonFlagSetTooLarge {
+		workflows.Warn(r.Events, f, v1beta1.ReasonFlagSetTooLarge, workflows.ActionApply, "%s", c.Message)
+	}
 	if c := workflows.TurnedFalse(f.Status.Conditions, desired.Conditions, v1beta1.ConditionFlagdVersionSupported); c != nil {
 		workflows.Warn(r.Events, f, workflows.EventUnsupportedFlagdVersion, workflows.ActionValidate, "%s", c.Message)
 	}

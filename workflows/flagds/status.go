@@ -78,6 +78,10 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 			objs.Unservable+": "+workflows.WaitingFor(objs.Warnings, 5)+"; its objects are left as they are")
 	case len(children.Failed) > 0:
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonApplyFailed, workflows.WaitingFor(children.Failed, 5))
+	case len(objs.TooLarge) > 0:
+		// Its objects are in place; the pods keep the last content of
+		// these flag sets that fitted.
+		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonFlagSetTooLarge, strings.Join(objs.TooLarge, "; "))
 	case children.GatewayAPIMissing:
 		programmed = cond(v1beta1.ConditionProgrammed, false, v1beta1.ReasonGatewayAPINotInstalled,
 			"spec.gatewayApiRoutes is enabled and Gateway API's HTTPRoute CRD is not installed: the HTTPRoute is created once it is")
