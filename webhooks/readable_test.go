@@ -18,10 +18,11 @@ import (
 func TestInvalidIsReadable(t *testing.T) {
 	g := NewWithT(t)
 	var errs field.ErrorList
+	value, variants := strings.Repeat("x", 300<<10), strings.Repeat(", v", 1000)
 	for i := range 20000 {
 		key := fmt.Sprintf("f\u200f%d\x00", i)
 		errs = append(errs, field.Invalid(field.NewPath("spec", "flagSpec", "flags").Key(key).Child("variants"),
-			strings.Repeat("x", 300<<10), "must be one of the variants: "+key+strings.Repeat(", v", 1000)))
+			value, "must be one of the variants: "+key+variants))
 	}
 	warnings := []string{"a NUL\x00, an escape\x1b[31m, an RTL override \u202e, invalid UTF-8 \xff, an emoji \U0001f6a9", strings.Repeat("w", 8<<10)}
 	resp := invalid(v1beta1.FeatureFlagKind, strings.Repeat("n", 1000), errs, warnings)
