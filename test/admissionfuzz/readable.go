@@ -18,7 +18,7 @@ const (
 	// MaxMessageBytes bounds a refusal's message.
 	MaxMessageBytes = 32 << 10
 	// MaxWarnings bounds the warnings of one answer.
-	MaxWarnings = 32
+	MaxWarnings = 64
 	// MaxWarningBytes bounds one warning.
 	MaxWarningBytes = 4 << 10
 )
