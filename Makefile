@@ -200,7 +200,7 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet lint controlplane test-chart argocd-health test-unit test-integration ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit and integration tests.
+test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests.
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -230,7 +230,7 @@ test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with 
 
 # Packages under test/ that need no control plane (plain Go tests): they
 # run with the unit tests.
-TEST_LIBRARIES := ./test/faultproxy ./test/gitopshealth
+TEST_LIBRARIES := ./test/faultproxy ./test/gitopshealth ./test/admissionfuzz
 # Ginkgo suites run with the race detector: the reconcile path (informer
 # callbacks, queues, graph snapshots read while written) and its API-call
 # accounting. The others run without it, to keep CI's time in proportion.
@@ -267,9 +267,48 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 
+# Fuzzing. Go fuzzes one target per invocation. FUZZ_TARGETS are every
+# target of the module's packages (func Fuzz... in a _test.go file), as
+# <package>:<name>; ADMISSION_FUZZ those of admission (the webhooks, and
+# the API server's own admission of the CRDs), which make test fuzzes for
+# FUZZ_SHORT_TIME each. The fuzz workers append the longest admission of
+# each path, with its input, to FUZZ_TIMINGS (test/admissionfuzz), which
+# fuzz-report prints.
+FUZZTIME ?= 60s
+FUZZ_SHORT_TIME ?= 5s
+FUZZ_TARGETS = $(shell go list -f '{{range .TestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}' ./... | \
+	while read -r pkg file; do sed -n "s|^func \(Fuzz[A-Za-z0-9_]*\).*|$$pkg:\1|p" "$$file"; done)
+ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator ./webhooks:FuzzPodMutator \
+	./test/admissionfuzz:FuzzFlagdCRD ./test/admissionfuzz:FuzzSourcePolicyCRD ./test/admissionfuzz:FuzzSourceCRD
+FUZZ_TIMINGS := $(BIN)/fuzz-admission-timings.tsv
+
+# run-fuzz fuzzes each <package>:<name> of $(1) for $(2).
+define run-fuzz
+	@mkdir -p $(BIN) && rm -f $(FUZZ_TIMINGS)
+	@for t in $(1); do \
+	  echo ">> $${t##*:} ($${t%:*}) for $(2)"; \
+	  FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test $${t%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(2) || exit 1; \
+	done
+endef
+
 .PHONY: fuzz
-fuzz: ## Run the fuzz targets for longer (FUZZTIME each, default 60s).
-	go test ./topology -run '^$$' -fuzz FuzzIncrementalEqualsRebuild -fuzztime $${FUZZTIME:-60s}
+fuzz: ## Fuzz every target of the module (func Fuzz* in a _test.go file), one go test -fuzz each, for FUZZTIME (default 60s); then print the longest admission of each path, with its input.
+	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 ./webhooks -run '^TestAdmissionExtremes$$'
+	@$(MAKE) --no-print-directory fuzz-report
+
+.PHONY: fuzz-short
+fuzz-short: ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s), run the admission extremes without the race detector, print the longest admissions.
+	$(call run-fuzz,$(ADMISSION_FUZZ),$(FUZZ_SHORT_TIME))
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 ./webhooks -run '^TestAdmissionExtremes$$'
+	@$(MAKE) --no-print-directory fuzz-report
+
+.PHONY: fuzz-report
+fuzz-report: ## Print the longest admission of each path the last fuzz run saw, with its input (FUZZ_TIMINGS).
+	@test -s $(FUZZ_TIMINGS) || { echo "no admission timed: run make fuzz or make fuzz-short" >&2; exit 1; }
+	@echo ">> longest admission per path (the webhook timeout is 5 s)"
+	@awk -F'\t' '$$2 + 0 > max[$$1] + 0 { max[$$1] = $$2; input[$$1] = $$3 } \
+	  END { for (p in max) printf "   %-52s %10.1f ms   %s\n", p, max[p] / 1e6, input[p] }' $(FUZZ_TIMINGS) | sort
 
 ##@ Real clients (built from Go modules into bin/)
 
