@@ -133,7 +133,7 @@ func TestPodMutatorRefusesASidecarThatMakesThePodTooLarge(t *testing.T) {
 	m.Events = recorder
 	pod := podOwnedBy("ReplicaSet", "web-5d4f8", map[string]string{"app": "web", "pod-template-hash": "5d4f8"})
 	// 300 bytes under the limit with etcd's overhead: the sidecar alone is more.
-	pod.Spec.Containers[0].Args = []string{strings.Repeat("a", injection.MaxPodBytes-4*1024-300-pod.Size())}
+	pod.Spec.Containers[0].Args = []string{strings.Repeat("a", injection.MaxPodBytes-1024-300-pod.Size())}
 	resp := m.Handle(ctx, request(t, admissionv1.Create, pod, false))
 	g.Expect(resp.Allowed).To(BeTrue())
 	got := patched(t, pod, resp)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -503,6 +504,41 @@ func (m *sidecarMerge) addEntry(sk topology.Key, i int, e v1beta1.Source, def v1
 	}
 }
 
+// distinctSources gives every grpc entry that shares its URI with another
+// a URI of its own. flagd v0.16 keeps the flags of a source under its URI,
+// and replaces them all with each payload that URI sends: the flag sets
+// of two streams from one sync server (flagd-proxy entries, which differ
+// by selector only) replaced each other, and flagd served the last one
+// received (the test node showed it with 100 flagd-proxy entries, one
+// flag set left and flagd never ready). A host:port URI is the same
+// target with the dns scheme, flagd's gRPC client's default, and a query
+// that names the selector, which the resolver ignores; a URI with a scheme
+// of its own is left as it is. Entries with a URI of their own are
+// unchanged, so that a single flagd-proxy entry is what the OpenFeature
+// Operator writes.
+func distinctSources(entries []FlagdSourceConfig) []FlagdSourceConfig {
+	uses := map[string]int{}
+	for _, e := range entries {
+		if e.Provider == string(v1beta1.SyncProviderGRPC) {
+			uses[e.URI]++
+		}
+	}
+	var out []FlagdSourceConfig
+	for i, e := range entries {
+		if e.Provider != string(v1beta1.SyncProviderGRPC) || uses[e.URI] < 2 || strings.Contains(e.URI, "://") {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(entries)
+		}
+		out[i].URI = "dns:///" + e.URI + "?selector=" + url.QueryEscape(e.Selector)
+	}
+	if out == nil {
+		return entries
+	}
+	return out
+}
+
 // equal tells whether two entries are the same flagd source.
 func (c FlagdSourceConfig) equal(o FlagdSourceConfig) bool {
 	return c.URI == o.URI && c.Provider == o.Provider && c.AuthHeader == o.AuthHeader && c.CertPath == o.CertPath &&
@@ -560,7 +596,7 @@ func (m *sidecarMerge) mount(f, cm topology.Key) {
 func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	mgmt := m.managementPort.or(opts.Sidecar.ManagementPort)
 	port := m.port.or(opts.Sidecar.Port)
-	sources, _ := json.Marshal(m.entries) // plain data: cannot fail
+	sources, _ := json.Marshal(distinctSources(m.entries)) // plain data: cannot fail
 	args := make([]string, 0, 16+2*(len(m.contextValues)+len(m.headerMappings)+len(m.cors)+len(m.providerArgs)))
 	args = append(args, "start",
 		"--management-port", strconv.Itoa(int(mgmt)),
@@ -620,9 +656,31 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 	if m.probes.or(opts.Sidecar.ProbesEnabled) {
 		c.StartupProbe = httpProbe("/healthz", mgmt, 1, 60)
 		c.LivenessProbe = httpProbe("/healthz", mgmt, 10, 3)
-		c.ReadinessProbe = httpProbe("/readyz", mgmt, 5, 3)
+		c.ReadinessProbe = httpProbe(m.readinessPath(), mgmt, 5, 3)
 	}
 	return c
+}
+
+// readinessPath is what the sidecar's readiness probe asks flagd:
+// /readyz, which answers 200 once every source has synced, unless the
+// sidecar reads two or more sources over gRPC. flagd (v0.13 to v0.16 at
+// least) marks a gRPC source ready through a sync.Once of the whole
+// process, so only the first of them ever is, and /readyz answers 412 for
+// good: the test node showed a pod of 100 flagd-proxy entries, serving all
+// of them, never Ready. Such a sidecar is probed on /healthz, which
+// answers once flagd serves; its app containers start after the startup
+// probe either way. Nothing is left out: no warning.
+func (m *sidecarMerge) readinessPath() string {
+	grpcSources := 0
+	for _, e := range m.entries {
+		if e.Provider == string(v1beta1.SyncProviderGRPC) {
+			grpcSources++
+		}
+	}
+	if grpcSources < 2 {
+		return "/readyz"
+	}
+	return "/healthz"
 }
 
 // ContextArgs reads back, from a flagd container's args as container

@@ -144,8 +144,8 @@ func EnvStringBytes(e corev1.EnvVar) int {
 // from the limit: they are told so from the sizes of the parts, and only
 // a pod near it has the injection applied to a copy to be measured.
 func PodRefusal(pod *corev1.Pod, inj *Injection) *Refusal {
-	const overhead = 4 * 1024 // the key, the type header, the transaction
-	const perItem = 16        // a field's tag and length in an enclosing message
+	const overhead = 1024 // the key (at most 332 bytes, twice), the type header, the transaction
+	const perItem = 16    // a field's tag and length in an enclosing message
 	before := pod.Size() + overhead
 	if inj.Sidecar == nil || before > MaxPodBytes {
 		return nil
@@ -208,9 +208,9 @@ func (inj *Injection) WithoutSidecar() *Injection {
 }
 
 // SourcesArgBytes is the length of flagd's --sources argument that lists
-// entries.
+// entries, as the sidecar writes them (distinctSources).
 func SourcesArgBytes(entries []FlagdSourceConfig) int {
-	b, _ := json.Marshal(entries) // plain data: cannot fail
+	b, _ := json.Marshal(distinctSources(entries)) // plain data: cannot fail
 	return len(b)
 }
 

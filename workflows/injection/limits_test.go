@@ -92,10 +92,10 @@ func TestSidecarOverArgLimit(t *testing.T) {
 	for _, provider := range []v1beta1.SyncProviderType{v1beta1.SyncProviderFile, v1beta1.SyncProviderKubernetes, v1beta1.SyncProviderFlagdProxy} {
 		t.Run(string(provider), func(t *testing.T) {
 			g := NewWithT(t)
-			// One entry of the longest names, for its size.
-			one := newLimitsWorld(t, ns, 1, 1, provider, longName)
-			entry := len(sourcesArg(injection.Desired(one.topo.Snapshot(), one.web, limitsOptions()).Sidecar)) - 2 // without [ ]
-			fits := (injection.MaxArgBytes - 2 + 1) / (entry + 1)                                                  // entries and commas
+			// Two entries of the longest names, for the size of one among others.
+			two := newLimitsWorld(t, ns, 1, 2, provider, longName)
+			entry := (len(sourcesArg(injection.Desired(two.topo.Snapshot(), two.web, limitsOptions()).Sidecar)) - 3) / 2 // without [ , ]
+			fits := (injection.MaxArgBytes - 2 + 1) / (entry + 1)                                                        // entries and commas
 
 			under := newLimitsWorld(t, ns, 2, fits/2, provider, longName)
 			inj, refusal := injection.DesiredWithRefusal(under.topo.Snapshot(), under.web, limitsOptions())
@@ -253,4 +253,29 @@ func TestRefusalsOfSource(t *testing.T) {
 		g.Expect(r.Workloads).To(ConsistOf(together.web))
 	}
 	g.Expect(injection.RefusalsOfSource(one.topo.Snapshot(), topology.SourceKey(ns, "src-00"), 5, opts)).To(BeNil())
+}
+
+// TestDistinctGRPCSources: flagd v0.16 keeps a source's flags under its
+// URI, so two flagd-proxy entries (one sync server, two selectors) get
+// URIs of their own, the same target to the gRPC dialer; a lone one, and a
+// URI with a scheme, are left as they are. flagd marks only its first gRPC
+// source ready: with two, the readiness probe asks /healthz.
+func TestDistinctGRPCSources(t *testing.T) {
+	g := NewWithT(t)
+	opts := limitsOptions()
+	two := newLimitsWorld(t, "shop", 1, 2, v1beta1.SyncProviderFlagdProxy, func(i int) string { return fmt.Sprintf("flags-%d", i) })
+	got := flagdSources(t, injection.Desired(two.topo.Snapshot(), two.web, opts).Sidecar)
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got[0].URI).To(Equal("dns:///" + opts.SyncServer + "?selector=core.openfeature.dev%2Fshop%2Fflags-0"))
+	g.Expect(got[1].URI).To(Equal("dns:///" + opts.SyncServer + "?selector=core.openfeature.dev%2Fshop%2Fflags-1"))
+	g.Expect(got[0].Selector).To(Equal("core.openfeature.dev/shop/flags-0"), "the selector is still sent")
+	g.Expect(injection.Desired(two.topo.Snapshot(), two.web, opts).Sidecar.ReadinessProbe.HTTPGet.Path).To(Equal("/healthz"),
+		"flagd marks only its first gRPC source ready")
+
+	one := newLimitsWorld(t, "shop", 1, 1, v1beta1.SyncProviderFlagdProxy, func(i int) string { return fmt.Sprintf("flags-%d", i) })
+	g.Expect(flagdSources(t, injection.Desired(one.topo.Snapshot(), one.web, opts).Sidecar)[0].URI).To(Equal(opts.SyncServer))
+	g.Expect(injection.Desired(one.topo.Snapshot(), one.web, opts).Sidecar.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+
+	opts.SyncServer = "dns:///flagplane-sync.flagplane-system.svc:8015"
+	g.Expect(flagdSources(t, injection.Desired(two.topo.Snapshot(), two.web, opts).Sidecar)).To(HaveEach(HaveField("URI", opts.SyncServer)))
 }
