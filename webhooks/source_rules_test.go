@@ -33,11 +33,15 @@ func sourceOf(n int, provider v1beta1.SyncProviderType) *v1beta1.FeatureFlagSour
 // --sources argument.
 func entriesThatFit(t *testing.T, provider v1beta1.SyncProviderType) int {
 	t.Helper()
-	cfg, ok := injection.EntryOfSource(longestNamespace, v1beta1.Source{Source: longName(0)}, provider, injection.Options{})
-	if !ok {
-		t.Fatal("no entry")
+	var two []injection.FlagdSourceConfig
+	for i := range 2 {
+		cfg, ok := injection.EntryOfSource(longestNamespace, v1beta1.Source{Source: longName(i)}, provider, injection.Options{})
+		if !ok {
+			t.Fatal("no entry")
+		}
+		two = append(two, cfg)
 	}
-	one := injection.SourcesArgBytes([]injection.FlagdSourceConfig{cfg}) - 2 // without [ ]
+	one := (injection.SourcesArgBytes(two) - 3) / 2 // without [ , ]: one among others
 	return (injection.MaxArgBytes - 2 + 1) / (one + 1)
 }
 
