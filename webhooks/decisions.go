@@ -23,6 +23,9 @@ var _ admission.Handler = loggedDecisions{}
 // Handle implements admission.Handler.
 func (l loggedDecisions) Handle(ctx context.Context, req admission.Request) admission.Response {
 	resp := l.Handler.Handle(ctx, req)
+	// Warnings name users' references, keys and names, which kubectl
+	// prints as they are: escaped, what a terminal would act on.
+	resp.Warnings = readableWarnings(resp.Warnings)
 	logDecision(log.FromContext(ctx), req, resp)
 	return resp
 }
