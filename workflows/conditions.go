@@ -3,9 +3,11 @@ package workflows
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TurnedFalse returns the condition of type t in desired when it is False and
@@ -29,4 +31,55 @@ func WaitingFor(items []string, max int) string {
 		return "waiting for " + strings.Join(items, "; ")
 	}
 	return fmt.Sprintf("waiting for %s; and %d more", strings.Join(items[:max], "; "), len(items)-max)
+}
+
+// maxInvalid bounds the errors the message of an invalid object names, and
+// maxInvalidBytes each of them: a condition's message holds at most 32768
+// characters, and joining many thousands of errors, as an aggregate does,
+// costs seconds (a Flagd of 20,000 invalid labels took minutes).
+const maxInvalid, maxInvalidBytes = 10, 512
+
+// InvalidMessage is the message of a condition that says why an object is
+// invalid: its first maxInvalid distinct errors, each cut to
+// maxInvalidBytes, and how many more errors there are, in an aggregate's
+// words. The others are counted, not printed: their values may be large.
+func InvalidMessage(errs field.ErrorList) string {
+	var msgs []string
+	seen := map[string]bool{}
+	more := 0
+	for i, e := range errs {
+		if len(msgs) == maxInvalid {
+			more = len(errs) - i
+			break
+		}
+		msg := e.Error()
+		if seen[msg] {
+			continue
+		}
+		seen[msg] = true
+		msgs = append(msgs, Cut(msg, maxInvalidBytes))
+	}
+	switch {
+	case len(msgs) == 0:
+		return ""
+	case len(msgs) == 1:
+		return msgs[0]
+	case more > 0:
+		return fmt.Sprintf("[%s, and %d more]", strings.Join(msgs, ", "), more)
+	}
+	return "[" + strings.Join(msgs, ", ") + "]"
+}
+
+// Cut shortens s to at most max bytes and "...", at a rune boundary: a
+// message that quotes what a user wrote (a name, a reference) stays a
+// message.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
