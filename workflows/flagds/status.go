@@ -50,7 +50,7 @@ func DesiredStatus(f *v1beta1.Flagd, objs *Objects, children Children) v1beta1.F
 
 	accepted := cond(v1beta1.ConditionAccepted, true, v1beta1.ReasonAccepted, "Flagd is valid")
 	if len(objs.Invalid) > 0 {
-		accepted = cond(v1beta1.ConditionAccepted, false, v1beta1.ReasonInvalid, objs.Invalid.ToAggregate().Error())
+		accepted = cond(v1beta1.ConditionAccepted, false, v1beta1.ReasonInvalid, workflows.InvalidMessage(objs.Invalid))
 	}
 	meta.SetStatusCondition(&status.Conditions, accepted)
 
