@@ -179,10 +179,14 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 
 // summarizeWarnings joins at most max warnings, saying how many more there are.
 func summarizeWarnings(warnings []string, max int) string {
-	if len(warnings) <= max {
-		return strings.Join(warnings, "; ")
+	shown := make([]string, 0, min(len(warnings), max))
+	for _, w := range warnings[:min(len(warnings), max)] {
+		shown = append(shown, workflows.Cut(w, 1024)) // each names what a user wrote
 	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(warnings[:max], "; "), len(warnings)-max)
+	if len(warnings) <= max {
+		return strings.Join(shown, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(shown, "; "), len(warnings)-max)
 }
 
 // DesiredSource is the status a FeatureFlagSource should have:
@@ -204,14 +208,14 @@ func DesiredSource(v *topology.View, src *v1beta1.FeatureFlagSource, obs Observe
 	accepted := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonAccepted, Message: "source is valid", ObservedGeneration: gen}
 	if errs := ValidateSource(src, v.DefaultSyncProvider()); len(errs) > 0 {
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, errs.ToAggregate().Error()
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1beta1.ReasonInvalid, workflows.InvalidMessage(errs)
 	}
 	meta.SetStatusCondition(&status.Conditions, accepted)
 
 	resolved := metav1.Condition{Type: v1beta1.ConditionResolvedRefs, Status: metav1.ConditionTrue,
 		Reason: v1beta1.ReasonResolvedRefs, Message: "all flag sets resolved", ObservedGeneration: gen}
 	if msgs, reason := unresolvedMessages(v.UnresolvedRefs(key)); len(msgs) > 0 {
-		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, strings.Join(msgs, "; ")
+		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, reason, summarizeWarnings(msgs, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, resolved)
 	meta.SetStatusCondition(&status.Conditions, referrersCondition(v, key, gen))
