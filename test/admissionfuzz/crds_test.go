@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -462,4 +463,63 @@ func sortedKinds(crds map[string]*CRD) []string {
 	}
 	slices.Sort(kinds)
 	return kinds
+}
+
+// observedNothing is a cluster where no generated object exists yet.
+type observedNothing struct{}
+
+func (observedNothing) ConfigMapData(string, string) (map[string]string, bool) { return nil, false }
+func (observedNothing) Role(string, string) *rbacv1.Role                       { return nil }
+func (observedNothing) RoleBinding(string, string) *rbacv1.RoleBinding         { return nil }
+func (observedNothing) WriteFailure(string, string, string) workflows.Failure {
+	return workflows.Failure{}
+}
+
+// TestAdmittedExtremes: what the API server admits at its limits, the Go
+// code that judges it after admission judges in time, with a status it
+// can write (a condition's message holds at most 32768 characters).
+func TestAdmittedExtremes(t *testing.T) {
+	t.Cleanup(func() { t.Log("\n" + crdTimings.Report()) })
+	t.Run("a Flagd of 20,000 invalid labels", func(t *testing.T) {
+		var labels []string
+		for i := range 20000 {
+			labels = append(labels, fmt.Sprintf(`"bad key %d":"bad value %d!"`, i, i))
+		}
+		raw := []byte(object("core.openfeature.dev/v1beta1", "Flagd", `"shop-flagd"`, `{"featureFlagSource":"web","labels":{`+strings.Join(labels, ",")+`}}`))
+		a := admit(t, crdOf(t, "Flagd"), raw)
+		if !a.Admitted() {
+			t.Fatalf("the API server refuses it: %v", a.Invalid.ToAggregate())
+		}
+		fd := &v1beta1.Flagd{}
+		decodeAdmitted(t, a, fd)
+		topo := baseTopology(t)
+		if _, err := topo.UpsertFlagd(fd); err != nil {
+			t.Fatal(err)
+		}
+		var st v1beta1.FlagdStatus
+		d := crdTimings.Time("Flagd (flagds: validation, objects, status)", Describe(t.Name(), raw), func() {
+			objs := flagds.Desired(topo.Snapshot(), topology.FlagdKey(fd.Namespace, fd.Name), flagds.DefaultOptions())
+			st = flagds.DesiredStatus(fd, objs, flagds.Children{})
+		})
+		if d > Timeout && !RaceDetector {
+			t.Errorf("flagds took %v", d)
+		}
+		conditionsFit(t, "Flagd", st.Conditions)
+	})
+	t.Run("a FeatureFlagSource of 256 invalid entries of 8 KiB", func(t *testing.T) {
+		entries := strings.TrimSuffix(strings.Repeat(`{"source":"a/b/`+strings.Repeat("x", 8<<10)+`"},`, 256), ",")
+		raw := []byte(object("core.openfeature.dev/v1beta1", "FeatureFlagSource", `"web"`, `{"sources":[`+entries+`]}`))
+		a := admit(t, crdOf(t, "FeatureFlagSource"), raw)
+		if !a.Admitted() {
+			t.Fatalf("the API server refuses it: %v", a.Invalid.ToAggregate())
+		}
+		src := &v1beta1.FeatureFlagSource{}
+		decodeAdmitted(t, a, src)
+		topo := baseTopology(t)
+		if _, err := topo.UpsertSource(src); err != nil {
+			t.Fatal(err)
+		}
+		st := status.DesiredSource(topo.Snapshot(), src, observedNothing{}, workflows.Settings{Injection: injection.DefaultOptions()})
+		conditionsFit(t, "FeatureFlagSource", st.Conditions)
+	})
 }
