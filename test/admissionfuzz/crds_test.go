@@ -410,18 +410,32 @@ func sourceSeeds() []string {
 // FuzzSourceCRD: whatever a FeatureFlagSource create carries, the API
 // server's schema and CEL rules (targetRefs, selector) answer clearly and
 // within budget, before flagplane's webhook (webhooks.FuzzSourceValidator)
-// sees it; what they admit, flagplane's types read.
+// sees it; what they admit, flagplane's types read, and its status (the
+// webhook may be off) is one the status subresource takes.
 func FuzzSourceCRD(f *testing.F) {
 	for _, s := range sourceSeeds() {
 		f.Add(s)
 	}
 	c := crdOf(f, "FeatureFlagSource")
+	topo := baseTopology(f)
+	settings := workflows.Settings{Injection: injection.DefaultOptions()}
 	f.Cleanup(func() { f.Log("\n" + crdTimings.Report()) })
 	f.Fuzz(func(t *testing.T, raw string) {
 		a := admit(t, c, []byte(raw))
-		if a.Admitted() {
-			decodeAdmitted(t, a, &v1beta1.FeatureFlagSource{})
+		if !a.Admitted() {
+			return
 		}
+		src := &v1beta1.FeatureFlagSource{}
+		decodeAdmitted(t, a, src)
+		if src.Name == "web" || src.Name == "api" {
+			src.Name = "fuzzed" // the sources of baseTopology stay as they are
+		}
+		if _, err := topo.UpsertSource(src); err != nil {
+			return
+		}
+		defer topo.DeleteSource(src.Namespace, src.Name)
+		st := status.DesiredSource(topo.Snapshot(), src, observedNothing{}, settings)
+		conditionsFit(t, "FeatureFlagSource", st.Conditions)
 	})
 }
 
