@@ -65,8 +65,8 @@ type FeatureFlagSourceSpec struct {
 	// Operator sets no bound; flagplane takes up to 256 entries, far more
 	// than a sidecar is likely to read, and checks on admission what bounds
 	// them for real: flagd's --sources argument (one entry per flag set,
-	// about 700 bytes for the longest namespace and name) must stay within
-	// the 128 KiB Linux takes in one argument.
+	// 350 to 950 bytes by provider for the longest namespace and name)
+	// must stay within the 128 KiB Linux takes in one argument.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
 	Sources []Source `json:"sources"`
