@@ -2,8 +2,12 @@ package topology
 
 import (
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 )
@@ -30,12 +34,75 @@ func SourcePolicyKey(namespace, name string) Key {
 	return Key{Kind: KindSourcePolicy, Namespace: namespace, Name: name}
 }
 
-// SourcePolicyAccepted tells whether a policy applies at all: it targets
-// the Namespace it lives in (the only target GEP-713 lets a namespaced
-// policy reach in its own right).
+// SourcePolicyAccepted tells whether a policy applies at all
+// (SourcePolicyProblems finds nothing).
 func SourcePolicyAccepted(p *policyv1alpha1.FeatureFlagSourcePolicy) bool {
-	r := p.Spec.TargetRef
-	return r.Group == "" && r.Kind == "Namespace" && r.Name == p.Namespace
+	return len(SourcePolicyProblems(p)) == 0
+}
+
+// flagdSyncPort is the port flagd serves its sync service on in a
+// sidecar: a policy's ports must leave it free.
+const flagdSyncPort = 8015
+
+var envVarPrefixPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// SourcePolicyProblems says why a policy applies to nothing, or nothing
+// when it applies. It must target the Namespace it lives in (the only
+// target GEP-713 lets a namespaced policy reach in its own right), and its
+// settings must be ones a sidecar can carry, as the FeatureFlagSource
+// webhook requires of a source's: an env var prefix and env var names that
+// make valid env var names, and ports apart from each other and from
+// flagd's sync port. The schema cannot say all of that (a CEL rule over
+// the env var names is past the API server's cost budget) and no webhook
+// judges policies: a policy that fails here governs nothing, and its status
+// says why, rather than have the API server refuse every injected pod of
+// its namespace.
+func SourcePolicyProblems(p *policyv1alpha1.FeatureFlagSourcePolicy) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if r := p.Spec.TargetRef; r.Group != "" || r.Kind != "Namespace" || r.Name != p.Namespace {
+		errs = append(errs, field.Invalid(spec.Child("targetRef"), r.Kind+" "+r.Name,
+			"a FeatureFlagSourcePolicy governs only the Namespace it lives in ("+p.Namespace+")"))
+	}
+	for _, b := range []struct {
+		name  string
+		block *policyv1alpha1.SourceSettingsBlock
+	}{{"defaults", p.Spec.Defaults}, {"overrides", p.Spec.Overrides}} {
+		if b.block != nil {
+			errs = append(errs, settingsProblems(spec.Child(b.name), &b.block.SourceSettings)...)
+		}
+	}
+	return errs
+}
+
+func settingsProblems(path *field.Path, s *policyv1alpha1.SourceSettings) field.ErrorList {
+	var errs field.ErrorList
+	ports := map[int32]string{}
+	for _, pp := range []struct {
+		name string
+		v    int32
+	}{{"port", s.Port}, {"managementPort", s.ManagementPort}, {"ofrepPort", s.OFREPPort}} {
+		switch {
+		case pp.v == 0:
+		case pp.v == flagdSyncPort:
+			errs = append(errs, field.Invalid(path.Child(pp.name), pp.v, "flagd serves its sync service on 8015 in the sidecar"))
+		case ports[pp.v] != "":
+			errs = append(errs, field.Invalid(path.Child(pp.name), pp.v, "the same port as "+ports[pp.v]))
+		default:
+			ports[pp.v] = path.Child(pp.name).String()
+		}
+	}
+	if s.EnvVarPrefix != "" && !envVarPrefixPattern.MatchString(s.EnvVarPrefix) {
+		errs = append(errs, field.Invalid(path.Child("envVarPrefix"), s.EnvVarPrefix,
+			"must be letters, digits and underscores, not starting with a digit"))
+	}
+	for i, e := range s.EnvVars {
+		// A valid prefix and "_" before it, as every sidecar's env var has.
+		for _, msg := range validation.IsEnvVarName("FLAGD_" + e.Name) {
+			errs = append(errs, field.Invalid(path.Child("envVars").Index(i).Child("name"), e.Name, msg))
+		}
+	}
+	return errs
 }
 
 // SourcePolicyChanged tells whether a policy update matters: its spec, its

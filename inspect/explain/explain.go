@@ -26,6 +26,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/status"
 )
@@ -416,9 +417,8 @@ func explainWorkload(v *topology.View, w topology.Key, opts injection.Options, r
 // its namespace, when it is accepted.
 func policyReach(v *topology.View, k topology.Key) *Reach {
 	p, _ := v.SourcePolicy(k)
-	if !topology.SourcePolicyAccepted(p) {
-		return &Reach{Unresolved: []string{fmt.Sprintf("spec.targetRef names %s %q: a FeatureFlagSourcePolicy governs only the Namespace it lives in (%s), so it applies to nothing",
-			p.Spec.TargetRef.Kind, p.Spec.TargetRef.Name, p.Namespace)}}
+	if problems := topology.SourcePolicyProblems(p); len(problems) > 0 {
+		return &Reach{Unresolved: []string{workflows.InvalidMessage(problems) + ", so it applies to nothing"}}
 	}
 	var workloads, flagds []topology.Key
 	for _, w := range v.GovernedBySourcePolicies(k.Namespace) {

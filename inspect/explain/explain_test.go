@@ -136,7 +136,7 @@ func TestSourcePolicies(t *testing.T) {
 	r, err = explain.Explain(v, "featureflagsourcepolicy", "pay", "stray", injection.DefaultOptions())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Reaches.Workloads).To(BeEmpty())
-	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring(`names Namespace "shop": a FeatureFlagSourcePolicy governs only the Namespace it lives in (pay)`)))
+	g.Expect(r.Reaches.Unresolved).To(ConsistOf(ContainSubstring(`spec.targetRef: Invalid value: "Namespace shop": a FeatureFlagSourcePolicy governs only the Namespace it lives in (pay), so it applies to nothing`)))
 }
 
 func TestKinds(t *testing.T) {

@@ -312,7 +312,7 @@ func FuzzSourcePolicyCRD(f *testing.F) {
 				}
 				pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}
 				injection.Desired(v, w, settings.Injection).ApplyTo(&pod)
-				if problems := podProblems(pod); len(problems) > 0 && !namesInvalidEnv(p) {
+				if problems := podProblems(pod); len(problems) > 0 {
 					t.Errorf("policy %s makes the pods of %s ones the API server refuses: %s\ninput: %.300q", p.Name, w, strings.Join(problems, "; "), raw)
 				}
 			}
@@ -321,33 +321,6 @@ func FuzzSourcePolicyCRD(f *testing.F) {
 			t.Errorf("a policy's status and sidecars took %v", d)
 		}
 	})
-}
-
-// namesInvalidEnv tells whether a policy sets an env var prefix or an env
-// var that makes an invalid env var name. Nothing refuses one: the CRD's
-// schema cannot (a CEL rule over the names of envVars would cost more than
-// the API server allows: they have no maxLength), and no webhook judges
-// policies, as the FeatureFlagSource webhook judges a source's. The pods of
-// the namespace then fail to be created.
-func namesInvalidEnv(p *policyv1alpha1.FeatureFlagSourcePolicy) bool {
-	for _, b := range []*policyv1alpha1.SourceSettingsBlock{p.Spec.Defaults, p.Spec.Overrides} {
-		if b == nil {
-			continue
-		}
-		prefix := b.EnvVarPrefix
-		if prefix == "" {
-			prefix = injection.DefaultEnvVarPrefix
-		}
-		if len(validation.IsEnvVarName(prefix)) > 0 {
-			return true
-		}
-		for _, e := range b.EnvVars {
-			if len(validation.IsEnvVarName(prefix+"_"+e.Name)) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // podProblems is what the API server would refuse in what an injection

@@ -33,10 +33,9 @@ func DesiredSourcePolicy(v *topology.View, p *policyv1alpha1.FeatureFlagSourcePo
 		Reason: policyv1alpha1.ReasonAccepted, ObservedGeneration: p.Generation,
 		Message: "targets its own namespace " + p.Namespace}
 	enforced := metav1.Condition{Type: policyv1alpha1.ConditionEnforced, ObservedGeneration: p.Generation}
-	if !topology.SourcePolicyAccepted(p) {
-		r := p.Spec.TargetRef
+	if problems := topology.SourcePolicyProblems(p); len(problems) > 0 {
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, policyv1alpha1.ReasonInvalid
-		accepted.Message = fmt.Sprintf("targets %s %q: a FeatureFlagSourcePolicy governs only the Namespace it lives in (%s)", r.Kind, r.Name, p.Namespace)
+		accepted.Message = workflows.InvalidMessage(problems)
 		enforced.Status, enforced.Reason, enforced.Message = metav1.ConditionFalse, policyv1alpha1.ReasonInvalid, "not accepted: it applies to nothing"
 		st.Sidecars = 0
 		meta.SetStatusCondition(&st.Conditions, accepted)
