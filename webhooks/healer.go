@@ -76,8 +76,11 @@ type Healer struct {
 	Client  client.Client
 	Events  events.EventRecorder
 	Options injection.Options
-	Resync  time.Duration
-	Backoff time.Duration
+	// Generated tells the ConfigMaps flagplane generates (its managed-by
+	// label) from others of their names.
+	Generated workflows.GeneratedMetadata
+	Resync    time.Duration
+	Backoff   time.Duration
 	// Workers is how many workloads are healed at once (default 2); one
 	// workload is never healed by two workers at once.
 	Workers int
@@ -173,6 +176,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		return 0, err
 	}
 	var culprit *corev1.Pod
+	var lack lacked // the culprit's, when it is incomplete
 	resolved := false
 	for i := range pods {
 		p := &pods[i]
@@ -182,7 +186,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		got := p.Annotations[rollout.AnnotationInjection]
 		_, incomplete := p.Annotations[rollout.AnnotationIncomplete]
 		if incomplete && got != "" {
-			if len(h.lackedNow(ctx, p, inj).exist) == 0 {
+			if lack = h.lackedNow(ctx, p, inj); len(lack.exist) == 0 {
 				// Still nothing better to give it: what it lacks is still
 				// missing, or it is no longer the workload's (a changed
 				// injection is rolloutOnChange's).
@@ -225,7 +229,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.lastHeal[w] = now
 	h.lastCulprit[w] = culprit.UID
 	h.mu.Unlock()
-	reason, why := h.why(ctx, v, w, culprit)
+	reason, why := h.why(v, w, culprit, lack)
 	if _, refused := culprit.Annotations[rollout.AnnotationRefused]; refused {
 		// Its workload's injection has changed since the sidecar was
 		// refused (PodMutator): its successor gets what it is now.
@@ -249,9 +253,10 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 // AnnotationAdmitted when it had nothing to inject. A pod with neither was
 // never seen by it. Creation times have whole seconds; within the second
 // of the targeting, the pod's record decides.
-func (h *Healer) why(ctx context.Context, v *topology.View, w topology.Key, pod *corev1.Pod) (reason, why string) {
+func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod, lack lacked) (reason, why string) {
 	if _, incomplete := pod.Annotations[rollout.AnnotationIncomplete]; incomplete {
-		return EventInjectionMissing, h.lackedNow(ctx, pod, injection.Desired(v, w, h.Options)).String()
+		// What the decision to heal found, not a second look at the cache.
+		return EventInjectionMissing, lack.String()
 	}
 	h.mu.Lock()
 	since, known := h.targetedSince[w]
@@ -314,7 +319,7 @@ func (h *Healer) lackedNow(ctx context.Context, pod *corev1.Pod, inj *injection.
 		switch {
 		case !slices.Contains(inj.ConfigMaps, want):
 			out.gone = append(out.gone, name)
-		case h.reader().Get(ctx, objectKeyOf(want), &corev1.ConfigMap{}) != nil:
+		case !h.generatedExists(ctx, want):
 			out.missing = append(out.missing, name+" (ConfigMap "+pod.Namespace+"/"+topology.ConfigMapName(want.FlagSet())+")")
 		default:
 			out.exist = append(out.exist, name)
@@ -325,6 +330,15 @@ func (h *Healer) lackedNow(ctx context.Context, pod *corev1.Pod, inj *injection.
 		out.exist = nil
 	}
 	return out
+}
+
+// generatedExists tells whether the ConfigMap of cm exists and is
+// flagplane's: an object of its name that flagplane does not manage is
+// never mounted (ConfigMapEnsurer), so a pod restarted for it would lack
+// the flag set again.
+func (h *Healer) generatedExists(ctx context.Context, cm topology.Key) bool {
+	obj := &corev1.ConfigMap{}
+	return h.reader().Get(ctx, objectKeyOf(cm), obj) == nil && h.Generated.Owns(obj.Labels)
 }
 
 // String says what was found, as the Event on the restarted workload

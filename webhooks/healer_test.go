@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
@@ -176,8 +177,15 @@ func TestHealer(t *testing.T) {
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
+		By := "a ConfigMap of its name that flagplane does not manage: never mounted, so nothing better yet"
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
 		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), By)
+		g.Expect(rec.Events).To(BeEmpty(), By)
+
+		cm.Labels = map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
+		g.Expect(c.Update(ctx, cm)).To(Succeed())
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
 		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+EventInjectionMissing),
@@ -189,7 +197,8 @@ func TestHealer(t *testing.T) {
 		// shop/gone is no flag set of web's: its ConfigMap exists nowhere.
 		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/gone"}
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
+			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
 		g.Expect(c.Create(ctx, cm)).To(Succeed(), "every ConfigMap web mounts now exists")
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "it lacks nothing its workload mounts now: a changed injection is rolloutOnChange's")

@@ -278,15 +278,16 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 
 	if o.Heal {
 		a.Healer = &Healer{
-			Graph:    g,
-			Resolver: resolver,
-			Cache:    mgr.GetCache(),
-			Client:   mgr.GetClient(),
-			Events:   mgr.GetEventRecorder("flagplane"),
-			Options:  o.Injection,
-			Resync:   o.HealResync,
-			Backoff:  o.HealBackoff,
-			Workers:  o.HealWorkers,
+			Graph:     g,
+			Resolver:  resolver,
+			Cache:     mgr.GetCache(),
+			Client:    mgr.GetClient(),
+			Events:    mgr.GetEventRecorder("flagplane"),
+			Options:   o.Injection,
+			Generated: o.Generated,
+			Resync:    o.HealResync,
+			Backoff:   o.HealBackoff,
+			Workers:   o.HealWorkers,
 		}
 		if err := a.Healer.SetupWithManager(mgr); err != nil {
 			return nil, err
