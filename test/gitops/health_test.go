@@ -127,7 +127,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		Eventually(health(ctx, src)).Should(And(HavePrefix(failed), ContainSubstring("not managed by flagplane")))
 		Eventually(health(ctx, fd)).Should(And(HavePrefix(failed), ContainSubstring("Service "+ns+"/flagd exists and is not managed by flagplane")))
 		expectTools(ctx, fd, failed)
-		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("cannot reach ConfigMap "+ns+"/"+foreign.Name)))
+		Eventually(health(ctx, ff)).Should(And(HavePrefix(failed), ContainSubstring("ConfigMap "+ns+"/"+foreign.Name+" exists and is not managed by flagplane")))
 		for _, obj := range []client.Object{src, ff} {
 			expectTools(ctx, obj, failed)
 			expectSummary(ctx, obj, v1beta1.ConditionStalled)
