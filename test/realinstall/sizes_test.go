@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -38,7 +39,15 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 		created := time.Now()
 		create(ctx, ff,
 			fixtures.Source(ns, "src", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderFlagdProxy}}),
-			fixtures.Source(ns, "kube", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderKubernetes}}),
+			// flagd's kubernetes sync holds the stored object besides the
+			// flags it parsed: with a flag set of 1.2 MB it passes the
+			// sidecar's default 64M memory limit and is OOMKilled on the
+			// real kubelet (CI saw it); such a source asks for more, as
+			// docs/limits.md says.
+			fixtures.Source(ns, "kube", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderKubernetes}},
+				func(s *v1beta1.FeatureFlagSource) {
+					s.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256M")}
+				}),
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kube"}}, proxy, kube)
 
 		for _, name := range []string{"proxy", "kube"} {
