@@ -40,11 +40,14 @@ func SourcePolicyAccepted(p *policyv1alpha1.FeatureFlagSourcePolicy) bool {
 	return len(SourcePolicyProblems(p)) == 0
 }
 
-// flagdSyncPort is the port flagd serves its sync service on in a
-// sidecar: a policy's ports must leave it free.
-const flagdSyncPort = 8015
+// FlagdSyncPort is the port flagd serves its own sync service on in a
+// sidecar (flagplane leaves it at flagd's default): the ports a source or
+// a policy sets must leave it free.
+const FlagdSyncPort = 8015
 
-var envVarPrefixPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// EnvVarPrefixPattern is what an env var prefix of a source or a policy
+// must match: the names flagplane makes of it are valid env var names.
+var EnvVarPrefixPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // SourcePolicyProblems says why a policy applies to nothing, or nothing
 // when it applies. It must target the Namespace it lives in (the only
@@ -84,7 +87,7 @@ func settingsProblems(path *field.Path, s *policyv1alpha1.SourceSettings) field.
 	}{{"port", s.Port}, {"managementPort", s.ManagementPort}, {"ofrepPort", s.OFREPPort}} {
 		switch {
 		case pp.v == 0:
-		case pp.v == flagdSyncPort:
+		case pp.v == FlagdSyncPort:
 			errs = append(errs, field.Invalid(path.Child(pp.name), pp.v, "flagd serves its sync service on 8015 in the sidecar"))
 		case ports[pp.v] != "":
 			errs = append(errs, field.Invalid(path.Child(pp.name), pp.v, "the same port as "+ports[pp.v]))
@@ -92,7 +95,7 @@ func settingsProblems(path *field.Path, s *policyv1alpha1.SourceSettings) field.
 			ports[pp.v] = path.Child(pp.name).String()
 		}
 	}
-	if s.EnvVarPrefix != "" && !envVarPrefixPattern.MatchString(s.EnvVarPrefix) {
+	if s.EnvVarPrefix != "" && !EnvVarPrefixPattern.MatchString(s.EnvVarPrefix) {
 		errs = append(errs, field.Invalid(path.Child("envVarPrefix"), s.EnvVarPrefix,
 			"must be letters, digits and underscores, not starting with a digit"))
 	}

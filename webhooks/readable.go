@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flagplane/flagplane/workflows"
 )
 
 // The bounds of an answer: a flag set of 20,000 broken flags, or of a
@@ -41,7 +43,7 @@ func readableError(e *field.Error) *field.Error {
 	c := *e
 	c.Field, c.Detail = printable(c.Field, maxFieldBytes), printable(c.Detail, maxDetailBytes)
 	if v, ok := c.BadValue.(string); ok {
-		c.BadValue = shorten(v, maxValueBytes) // quoted when printed
+		c.BadValue = workflows.Cut(v, maxValueBytes) // quoted when printed
 	}
 	return &c
 }
@@ -77,17 +79,5 @@ func printable(s string, max int) string {
 			fmt.Fprintf(&b, "\\U%08x", r)
 		}
 	}
-	return shorten(b.String(), max)
-}
-
-// shorten cuts s to at most max bytes and "...", at a rune boundary.
-func shorten(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return workflows.Cut(b.String(), max)
 }

@@ -20,12 +20,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
-// flagdSyncPort is the port flagd serves its own sync service on in the
-// sidecar; flagplane leaves it at flagd's default.
-const flagdSyncPort = 8015
-
 var (
-	envPrefixPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	grpcResolverSchemes  = regexp.MustCompile(`^(envoy|dns|uds|xds)://`)
 	blobURIs             = map[v1beta1.SyncProviderType]string{v1beta1.SyncProviderGCS: "gs", v1beta1.SyncProviderAzureBlob: "azblob", v1beta1.SyncProviderS3: "s3"}
 	knownLogFormats      = []string{"json", "console"}
@@ -74,8 +69,8 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			v = pp.def
 		}
 		switch {
-		case v == flagdSyncPort:
-			errs = append(errs, field.Invalid(specPath.Child(pp.name), v, fmt.Sprintf("flagd serves its sync service on %d in the sidecar", flagdSyncPort)))
+		case v == topology.FlagdSyncPort:
+			errs = append(errs, field.Invalid(specPath.Child(pp.name), v, fmt.Sprintf("flagd serves its sync service on %d in the sidecar", topology.FlagdSyncPort)))
 		case ports[v] != "":
 			errs = append(errs, field.Invalid(specPath.Child(pp.name), v, "the same port as "+ports[v]))
 		default:
@@ -87,7 +82,7 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 	if prefix == "" {
 		prefix = "FLAGD"
 	}
-	if !envPrefixPattern.MatchString(prefix) {
+	if !topology.EnvVarPrefixPattern.MatchString(prefix) {
 		errs = append(errs, field.Invalid(specPath.Child("envVarPrefix"), spec.EnvVarPrefix,
 			"must be letters, digits and underscores, not starting with a digit"))
 	}

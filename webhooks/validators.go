@@ -14,6 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
@@ -190,7 +191,7 @@ func invalid(kind, name string, errs field.ErrorList, warnings []string) admissi
 	if len(errs) == 0 {
 		return admission.Allowed("valid").WithWarnings(warnings...)
 	}
-	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), shorten(name, 253), readableErrors(errs)).ErrStatus
+	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind(kind).GroupKind(), workflows.Cut(name, 253), readableErrors(errs)).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed: false, Result: &status, Warnings: warnings,
 	}}

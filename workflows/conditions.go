@@ -77,9 +77,17 @@ func Cut(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return prefixOf(s, max) + "..."
+}
+
+// prefixOf is the longest prefix of s of at most n bytes that ends at a
+// rune boundary.
+func prefixOf(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,11 +73,7 @@ func fitNote(note string, args ...any) string {
 		return s
 	}
 	const more = "…"
-	cut := NoteMaxLength - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
+	return prefixOf(s, NoteMaxLength-len(more)) + more
 }
 
 // WorkloadEventTarget is the object an Event about a workload is attached
