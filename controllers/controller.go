@@ -146,6 +146,8 @@ type Controller struct {
 // CacheOptions restricts the cache to what flagplane needs: generated
 // ConfigMaps, Roles and RoleBindings by their managed-by label (the values
 // gen owns: GeneratedMetadata.Selector), pods slim (rollout.SlimPod),
+// workloads slim and other objects without managedFields unless generated
+// (cache_transforms.go),
 // ReplicaSets and Jobs as metadata only (see New). Use it when building the
 // manager, with the Generated of the Settings that New is given.
 func CacheOptions(base cache.Options, gen workflows.GeneratedMetadata) cache.Options {
@@ -157,8 +159,29 @@ func CacheOptions(base cache.Options, gen workflows.GeneratedMetadata) cache.Opt
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
 	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: rollout.SlimPod}
+	// Workloads keep what the graph reads of them (cache_transforms.go);
+	// every other object loses its managedFields and last-applied record,
+	// unless flagplane generated it.
+	for _, w := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+		base.ByObject[w] = cache.ByObject{Transform: slimWorkloads(gen)}
+	}
+	base.DefaultTransform = chain(base.DefaultTransform, slimObjects(gen))
 	flagdCacheOptions(base, managed)
 	return base
+}
+
+// chain runs first (when set), then next.
+func chain(first, next toolscache.TransformFunc) toolscache.TransformFunc {
+	if first == nil {
+		return next
+	}
+	return func(obj any) (any, error) {
+		obj, err := first(obj)
+		if err != nil {
+			return nil, err
+		}
+		return next(obj)
+	}
 }
 
 // New registers the informers, indexes, callbacks and workflow queues with

@@ -32,7 +32,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -73,6 +76,11 @@ type options struct {
 	startupNamespaces, startupWorkloads, startupFlagSets int
 	parallel                                             int
 	strict                                               bool
+	// heapTop is how many entries of the manager's heap profile to print
+	// after each start-up and at the end (0: none); profiles keeps the
+	// profiles in a directory.
+	heapTop  int
+	profiles string
 }
 
 func main() {
@@ -84,8 +92,13 @@ func main() {
 	flag.IntVar(&o.startupFlagSets, "startup-flagsets", 1000, "flag sets (and sources) of the start-up cluster")
 	flag.IntVar(&o.parallel, "parallel", 16, "concurrent creates while setting up")
 	flag.BoolVar(&o.strict, "strict", false, "exit with status 1 when a goal is missed")
+	flag.IntVar(&o.heapTop, "heap-top", 12, "entries of the manager's heap profile (in use, by function) to print after each start-up and at the end; 0 takes no profile")
+	flag.StringVar(&o.profiles, "profiles", "", "directory to keep the manager's heap profiles in (default: not kept)")
 	flag.Parse()
 	for s := range strings.SplitSeq(*sizes, ",") {
+		if *sizes == "" || *sizes == "none" {
+			break // start-up only
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			fatal(fmt.Errorf("-sizes: %q is not a size", s))
@@ -121,6 +134,7 @@ type bench struct {
 	binary  string
 	dir     string
 	manager *managerproc.Process
+	starts  int
 }
 
 func run(ctx context.Context, o options, out io.Writer) (bool, error) {
@@ -175,11 +189,14 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 			_ = b.manager.Stop()
 		}
 	}()
-	edits, baseline, err := b.editLatency(ctx)
-	if err != nil {
-		return false, err
+	var edits []editResult
+	var baseline editResult
+	if len(o.sizes) > 0 {
+		if edits, baseline, err = b.editLatency(ctx); err != nil {
+			return false, err
+		}
 	}
-	final, err := b.memory()
+	final, err := b.memory(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -282,6 +299,7 @@ type startup struct {
 	toReady                 time.Duration
 	writes                  metrics.APIRequestCounts
 	rss, peakRSS, heapInUse float64
+	heapTop                 string
 }
 
 func (b *bench) startup(ctx context.Context) ([]startup, error) {
@@ -344,7 +362,7 @@ func (b *bench) startManager(ctx context.Context, name string) (startup, error) 
 	s := startup{name: name}
 	p, err := managerproc.Start(managerproc.Options{
 		Binary: b.binary, Name: fmt.Sprintf("manager-%d", time.Now().UnixNano()), Kubeconfig: b.cp.KubeconfigPath, Dir: b.dir,
-		Args: []string{"--webhooks=false"},
+		Args: []string{"--webhooks=false", "--profiling"},
 	})
 	if err != nil {
 		return s, err
@@ -395,7 +413,9 @@ func (b *bench) startManager(ctx context.Context, name string) (startup, error) 
 		return s, err
 	}
 	s.rss, s.peakRSS = float64(rss), float64(peak)
-	return s, nil
+	s.heapTop, err = b.heapTop(ctx, "startup-"+strconv.Itoa(b.starts))
+	b.starts++
+	return s, err
 }
 
 // settle waits until the manager has nothing left to do: no key waits, is
@@ -736,18 +756,74 @@ func percentile(samples []time.Duration, p float64) time.Duration {
 
 // ---------------------------------------------------------------- memory
 
-type memory struct{ rss, peakRSS, heapInUse float64 }
+type memory struct {
+	rss, peakRSS, heapInUse float64
+	heapTop                 string
+}
 
-func (b *bench) memory() (memory, error) {
+func (b *bench) memory(ctx context.Context) (memory, error) {
 	m, err := b.manager.Metrics()
 	if err != nil {
 		return memory{}, err
 	}
 	rss, peak, err := b.manager.RSS()
-	return memory{rss: float64(rss), peakRSS: float64(peak), heapInUse: managerproc.Sum(m, "go_memstats_heap_inuse_bytes", nil)}, err
+	if err != nil {
+		return memory{}, err
+	}
+	top, err := b.heapTop(ctx, "final")
+	return memory{rss: float64(rss), peakRSS: float64(peak), heapInUse: managerproc.Sum(m, "go_memstats_heap_inuse_bytes", nil), heapTop: top}, err
+}
+
+// heapTop takes the manager's heap profile (its /debug/pprof/heap, served
+// with --profiling) and returns the top entries of what is in use, by
+// function, as go tool pprof prints them.
+func (b *bench) heapTop(ctx context.Context, name string) (string, error) {
+	if b.o.heapTop <= 0 {
+		return "", nil
+	}
+	dir := b.o.profiles
+	if dir == "" {
+		dir = b.dir
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.manager.MetricsURL()+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("taking the manager's heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("taking the manager's heap profile: %s", resp.Status)
+	}
+	path := filepath.Join(dir, "heap-"+name+".pb.gz")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount="+strconv.Itoa(b.o.heapTop), b.binary, path)
+	top, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the heap profile %s: %w", path, err)
+	}
+	return string(top), nil
 }
 
 // ---------------------------------------------------------------- report
+
+// heapProfile prints the top of a heap profile under a heading.
+func heapProfile(out io.Writer, name, top string) {
+	if top == "" {
+		return
+	}
+	fmt.Fprintf(out, "\n### Heap in use, %s\n\n```\n%s```\n", name, top)
+}
 
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
@@ -768,6 +844,14 @@ func perEdit(c metrics.APIRequestCounts, edits int, match func(metrics.APIReques
 }
 
 func report(out io.Writer, o options, startups []startup, edits []editResult, baseline editResult, final memory) bool {
+	ok := true
+	if len(edits) > 0 {
+		ok = reportEdits(out, o, edits, baseline)
+	}
+	return reportStartup(out, o, startups, final) && ok
+}
+
+func reportEdits(out io.Writer, o options, edits []editResult, baseline editResult) bool {
 	ok := true
 	fmt.Fprintf(out, "## Edit → generated ConfigMap, end to end\n\n")
 	fmt.Fprintf(out, "%d edits per size, one at a time. Baseline: a ConfigMap updated directly, seen by the same kind of watch (p50 %s ms, p90 %s ms, p99 %s ms).\n\n",
@@ -807,6 +891,11 @@ func report(out io.Writer, o options, startups []startup, edits []editResult, ba
 		fmt.Fprintf(out, "- Goal p99 under %s at %s targeted workloads: %s (%s ms).\n\n", goalP99, thousands(goalP99Size), verdict, ms(p99AtGoal))
 	}
 
+	return ok
+}
+
+func reportStartup(out io.Writer, o options, startups []startup, final memory) bool {
+	ok := true
 	fmt.Fprintf(out, "## Start-up\n\n")
 	fmt.Fprintln(out, "| start | workloads | flag sets | generated ConfigMaps before | process start → caches synced | caches synced → Ready | process start → Ready | API writes until settled | RSS at Ready | peak RSS | Go heap in use |")
 	fmt.Fprintln(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
@@ -829,5 +918,9 @@ func report(out io.Writer, o options, startups []startup, edits []editResult, ba
 	}
 	fmt.Fprintf(out, "- The manager after the edits, holding %s Deployments: RSS %s (peak %s), Go heap in use %s.\n",
 		thousands(total), mib(final.rss), mib(final.peakRSS), mib(final.heapInUse))
+	for _, s := range startups {
+		heapProfile(out, s.name, s.heapTop)
+	}
+	heapProfile(out, fmt.Sprintf("holding %s Deployments", thousands(total)), final.heapTop)
 	return ok
 }

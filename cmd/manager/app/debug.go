@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 
 	"github.com/flagplane/flagplane/inspect/explain"
@@ -80,4 +81,17 @@ func explainHandler(m *Manager) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(report)
 	})
+}
+
+// profilingHandlers are net/http/pprof's handlers under /debug/pprof/, for
+// the metrics server (Options.Profiling): the index serves the named
+// profiles (heap, allocs, goroutine, ...), the others what it does not.
+func profilingHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }

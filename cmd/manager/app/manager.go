@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 
@@ -122,6 +123,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if o.TopologyEndpoint {
 		extra[TopologyPath] = topologyHandler(m)
 		extra[ExplainPath] = explainHandler(m)
+	}
+	if o.Profiling {
+		maps.Copy(extra, profilingHandlers())
 	}
 	// The probes and the webhooks listen from now on, on the port asked for
 	// or (port 0) one the kernel picks: Addresses reports it.

@@ -42,6 +42,11 @@ type Options struct {
 	// TopologyEndpoint serves the topology as Graphviz DOT at /debug/topology
 	// on the metrics address.
 	TopologyEndpoint bool
+	// Profiling serves Go's runtime profiles (net/http/pprof) at
+	// /debug/pprof/ on the metrics address, behind the same authorization
+	// as /metrics when MetricsSecure is set. Off by default: a heap
+	// profile names what the caches hold.
+	Profiling bool
 
 	// LeaderElection lets one replica of several write; the others keep
 	// their graph built, serve admission and wait to take over.
@@ -149,6 +154,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory of the secure metrics server's tls.crt and tls.key (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of the /healthz and /readyz probes; 0 disables them")
 	fs.BoolVar(&o.TopologyEndpoint, "topology-endpoint", o.TopologyEndpoint, "serve the topology as Graphviz DOT at /debug/topology on the metrics address")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's runtime profiles (pprof) at /debug/pprof/ on the metrics address")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect a leader, so that only one replica writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
