@@ -39,6 +39,9 @@ type Reconciler struct {
 	Live client.Reader
 	// Failures remembers failed writes for status; nil remembers nothing.
 	Failures *workflows.WriteFailures
+	// Unseen remembers the writes whose informer event has not arrived
+	// yet, for status; nil remembers nothing.
+	Unseen *workflows.UnseenWrites
 	// UnneededGrace keeps a new ConfigMap that no workload needs for this
 	// long (UnneededGrace once the graph is live; zero deletes at once, as
 	// at start-up, when the graph has seen every pod).
@@ -130,6 +133,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		return err
 	}
 	r.Failures.Record(ref, nil)
+	replaced := ""
+	if current != nil {
+		replaced = current.ResourceVersion
+	}
+	r.Unseen.Wrote(ref, replaced)
 	if current != nil {
 		if err := r.removeForeignKeys(ctx, current, desired); err != nil {
 			return err
