@@ -774,6 +774,16 @@ func checkEqualsRebuild(t *testing.T, top *Topology, w *world, log []string, shu
 		}
 		g.Expect(inc.ContestedWorkloadsOfSource(s)).To(Equal(contested), "ContestedWorkloadsOfSource of %s", s)
 	}
+	// FlagdsOfConfigMap is a shortcut of the Flagds of WorkloadsOfConfigMap.
+	for _, cm := range inc.ConfigMaps() {
+		var flagds []Key
+		for _, w := range inc.WorkloadsOfConfigMap(cm) {
+			if w.Kind == KindFlagd {
+				flagds = append(flagds, w)
+			}
+		}
+		g.Expect(inc.FlagdsOfConfigMap(cm)).To(Equal(flagds), "FlagdsOfConfigMap of %s\nevents:\n  %s", cm, strings.Join(log, "\n  "))
+	}
 	for _, shuffle := range append([]func([]func() (Delta, error)){nil}, shuffles...) {
 		reb := rebuild(t, w, shuffle).Snapshot()
 		g.Expect(string(inc.DOT())).To(Equal(string(reb.DOT())), "DOT differs from a rebuild\nevents:\n  %s", strings.Join(log, "\n  "))

@@ -208,6 +208,23 @@ func (v *View) WorkloadsOfConfigMap(cm Key) []Key {
 	return sortedKeys(v.state.g.children(cm, relMounts))
 }
 
+// FlagdsOfConfigMap lists, sorted, the Flagds that mount a ConfigMap,
+// found through the sources of its flag set and the Flagds that name them
+// (an index), without visiting the workloads that mount the ConfigMap or
+// that the sources target: the event of a ConfigMap that thousands of
+// workloads mount costs what its Flagds do.
+func (v *View) FlagdsOfConfigMap(cm Key) []Key {
+	var out []Key
+	for _, s := range v.state.g.parents(cm.FlagSet(), relRefs) {
+		for _, f := range indexGet(v.state.flagdsBySource, s) {
+			if r, ok := v.state.g.edge(cm, f); ok && r == relMounts && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return sortedKeys(out)
+}
+
 // ConfigMapByName finds the needed ConfigMap with this namespace and object
 // name (see ConfigMapName): how a ConfigMap event finds its node.
 func (v *View) ConfigMapByName(namespace, name string) (Key, bool) {
