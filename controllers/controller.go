@@ -141,6 +141,10 @@ type Controller struct {
 	failures workflows.WriteFailures
 	// syncReports are the sync servers' reports of their streams, for status.
 	syncReports status.SyncReports
+	// unseen and deliveries: the ConfigMap writes a flag set's status
+	// waits for (deliveries.go).
+	unseen     workflows.UnseenWrites
+	deliveries deliveries
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
@@ -222,9 +226,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	events := mgr.GetEventRecorder("flagplane")
 	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
-		Live: mgr.GetAPIReader(), Failures: &c.failures}
+		Live: mgr.GetAPIReader(), Failures: &c.failures, Unseen: &c.unseen}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures,
-		SyncReports: &c.syncReports}
+		SyncReports: &c.syncReports, Deliveries: &c.deliveries}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
@@ -233,6 +237,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
 	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
+	c.deliveries.track(c.configMaps, &c.unseen, c.enqueue)
 	if opts.Metrics != nil {
 		c.configMaps.observe = opts.Metrics.Reconciled
 		c.statuses.observe = opts.Metrics.Reconciled
@@ -347,12 +352,17 @@ func (c *Controller) dispatch(d topology.Delta) {
 	if c.opts.Metrics != nil {
 		c.opts.Metrics.Delta(d)
 	}
+	// ConfigMaps first: a flag set's status that finds its ConfigMaps'
+	// writes on their way waits for them (deliveries.go).
 	for k := range d.All() {
 		if k.Kind == topology.KindConfigMap {
 			c.configMaps.Add(configMapObjectKey(k))
-			continue
 		}
-		c.enqueue(k)
+	}
+	for k := range d.All() {
+		if k.Kind != topology.KindConfigMap {
+			c.enqueue(k)
+		}
 	}
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.
 	if c.opts.FlagSetListener != nil {

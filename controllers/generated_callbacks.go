@@ -14,15 +14,30 @@ import (
 
 func (c *Controller) configMapHandler() typedHandler[*corev1.ConfigMap] {
 	return typedHandler[*corev1.ConfigMap]{
-		onAdd: c.onConfigMapCreated,
+		onAdd: func(cm *corev1.ConfigMap) {
+			c.configMapSeen(cm)
+			c.onConfigMapCreated(cm)
+		},
 		onUpdate: func(old, new *corev1.ConfigMap) {
+			// Any new version ends the wait for a write of flagplane's,
+			// even one that changed nothing compared below.
+			c.configMapSeen(new)
 			if !equality.Semantic.DeepEqual(old.Data, new.Data) || !equality.Semantic.DeepEqual(old.BinaryData, new.BinaryData) ||
 				!equality.Semantic.DeepEqual(old.Labels, new.Labels) || !equality.Semantic.DeepEqual(old.OwnerReferences, new.OwnerReferences) {
 				c.onConfigMapEdited(new)
 			}
 		},
-		onDelete: c.onConfigMapDeleted,
+		onDelete: func(cm *corev1.ConfigMap) {
+			c.configMapSeen(cm)
+			c.onConfigMapDeleted(cm)
+		},
 	}
+}
+
+// configMapSeen: the cache holds a new version of a generated ConfigMap
+// (or none), which may be what a flag set's status waits for.
+func (c *Controller) configMapSeen(cm *corev1.ConfigMap) {
+	c.deliveries.seen(client.ObjectKeyFromObject(cm), cm.ResourceVersion)
 }
 
 // onConfigMapCreated: a source waiting for it may now be Programmed; an

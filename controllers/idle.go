@@ -52,6 +52,13 @@ func (p *pending[T]) run(key T, reconcileKey func() error) error {
 	return err
 }
 
+// has tells whether key waits, is being reconciled, or waits for a retry.
+func (p *pending[T]) has(key T) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.adds[key] > 0
+}
+
 func (p *pending[T]) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -50,6 +50,9 @@ type workQueue[T comparable] struct {
 	reconcile func(ctx context.Context, key T) error
 	observe   func(queue string, d time.Duration, err error)
 	pending   pending[T]
+	// ended, when set, hears of every reconciliation of a key that ended,
+	// after pending has counted it.
+	ended func(key T)
 }
 
 func newWorkQueue[T comparable](name string, workers int, reconcileKey func(context.Context, T) error) *workQueue[T] {
@@ -60,7 +63,11 @@ func newWorkQueue[T comparable](name string, workers int, reconcileKey func(cont
 			workqueue.TypedRateLimitingQueueConfig[T]{Name: name}),
 	}
 	q.reconcile = func(ctx context.Context, key T) error {
-		return q.pending.run(key, func() error { return q.reconcileSafely(ctx, key, reconcileKey) })
+		err := q.pending.run(key, func() error { return q.reconcileSafely(ctx, key, reconcileKey) })
+		if q.ended != nil {
+			q.ended(key)
+		}
+		return err
 	}
 	logger := log.Log.WithName("controllers").WithValues("workflow", name)
 	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[T]{

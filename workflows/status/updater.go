@@ -35,6 +35,9 @@ type Updater struct {
 	// SyncReports are the sync server replicas' reports of their streams;
 	// nil knows of none.
 	SyncReports *SyncReports
+	// Deliveries knows the writes of generated ConfigMaps that are on
+	// their way; nil knows of none, and every status is written at once.
+	Deliveries Deliveries
 
 	mu sync.Mutex
 	// replaced holds, per object whose status this updater wrote, the
@@ -58,6 +61,10 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return nil
 	}
+	if u.deliveryUnderway(ff, desired) {
+		log.FromContext(ctx).V(1).Info("status waits for the writes of its ConfigMaps")
+		return nil
+	}
 	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
 		workflows.Warn(u.Events, ff, workflows.EventInvalidFlagSet, workflows.ActionValidate, "%s", c.Message)
 	}
@@ -66,6 +73,47 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	}
 	ff.Status = desired
 	return u.write(ctx, key, ff)
+}
+
+// Deliveries tells whether a write of a generated ConfigMap is on its way:
+// queued, being made, or made and not in the cache yet. The controllers
+// implement it over their ConfigMap queue.
+type Deliveries interface {
+	// Await tells whether a write of the ConfigMap of flagSet in
+	// namespace is on its way; if so, the status of flagSet is reconciled
+	// again once that write has reached the cache, or has ended without a
+	// write.
+	Await(flagSet topology.Key, namespace string) bool
+}
+
+// deliveryUnderway tells whether the status of a FeatureFlag, desired,
+// should wait: a ConfigMap of it that does not hold its revision yet is
+// being written (Deliveries.Await), and no write of its ConfigMaps has
+// failed. An edit is then reported together with its delivery, in one
+// write when the ConfigMaps' informer events bring the key back, instead
+// of a write that says "delivered to 0/1" and another moments later. A
+// failed write is reported at once; so is a status more than one edit
+// behind, so that a flag set edited faster than its ConfigMaps are written
+// still shows its generation.
+func (u *Updater) deliveryUnderway(ff *v1beta1.FeatureFlag, desired v1beta1.FeatureFlagStatus) bool {
+	if u.Deliveries == nil || ff.Generation-ff.Status.ObservedGeneration > 1 {
+		return false
+	}
+	underway := false
+	for _, c := range desired.Consumers {
+		if c.Kind != "ConfigMap" || c.Revision == desired.Revision {
+			continue
+		}
+		if u.Failures.Of(workflows.ObjectRef{Kind: "ConfigMap", Namespace: c.Namespace, Name: c.Name}).Message != "" {
+			return false
+		}
+		// Each one awaited, so that the key comes back when any of them
+		// is done; it waits again for those still on their way.
+		if u.Deliveries.Await(topology.FlagSetKey(ff.Namespace, ff.Name), c.Namespace) {
+			underway = true
+		}
+	}
+	return underway
 }
 
 // UpdateSource writes the status of a FeatureFlagSource.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 )
 
@@ -80,4 +81,73 @@ func TestStatusIsNotDecidedOnACacheBehindItsOwnWrite(t *testing.T) {
 	after := &v1beta1.FeatureFlagSource{}
 	g.Expect(cluster.Get(ctx, client.ObjectKeyFromObject(src), after)).To(Succeed())
 	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the stale status was not written")
+}
+
+// awaiting is a Deliveries whose ConfigMap writes are on their way or not,
+// and that remembers what was awaited.
+type awaiting struct {
+	onItsWay bool
+	awaited  []string
+}
+
+func (a *awaiting) Await(flagSet topology.Key, namespace string) bool {
+	a.awaited = append(a.awaited, namespace+"/"+topology.ConfigMapName(flagSet))
+	return a.onItsWay
+}
+
+// TestFlagSetStatusWaitsForItsConfigMapWrites: an edit whose ConfigMap is
+// being written is not reported until the write is in the cache (one
+// status write carries the edit and its delivery), unless the write failed
+// or the status is more than one edit behind; with nothing on its way the
+// status is written at once.
+func TestFlagSetStatusWaitsForItsConfigMapWrites(t *testing.T) {
+	ctx := context.Background()
+	key := topology.FlagSetKey("shop", "flags")
+	cmName := topology.ConfigMapName(key)
+	for _, tc := range []struct {
+		name                string
+		onItsWay            bool
+		failed              bool
+		generation, applied int64
+		written             bool
+	}{
+		{name: "write on its way", onItsWay: true, generation: 2, applied: 1, written: false},
+		{name: "first status of a new flag set, its ConfigMap being created", onItsWay: true, generation: 1, applied: 0, written: false},
+		{name: "nothing on its way", onItsWay: false, generation: 2, applied: 1, written: true},
+		{name: "the write failed", onItsWay: true, failed: true, generation: 2, applied: 1, written: true},
+		{name: "two edits behind", onItsWay: true, generation: 3, applied: 1, written: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v, _ := workflowstest.World(t)
+			s := runtime.NewScheme()
+			_ = clientgoscheme.AddToScheme(s)
+			_ = v1beta1.AddToScheme(s)
+			cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlag{}).Build()
+			ff := &v1beta1.FeatureFlag{}
+			ffv, _ := v.FlagSet(key)
+			ffv.DeepCopyInto(ff)
+			ff.ResourceVersion, ff.Generation = "", tc.generation
+			ff.Status.ObservedGeneration = tc.applied
+			g.Expect(cluster.Create(ctx, ff)).To(Succeed())
+			before := ff.ResourceVersion
+
+			failures := &workflows.WriteFailures{}
+			if tc.failed {
+				failures.Record(workflows.ObjectRef{Kind: "ConfigMap", Namespace: "shop", Name: cmName}, errors.New("forbidden"))
+			}
+			d := &awaiting{onItsWay: tc.onItsWay}
+			u := &Updater{Client: cluster, Deliveries: d, Failures: failures}
+			g.Expect(u.UpdateFlagSet(ctx, v, key)).To(Succeed())
+
+			got := &v1beta1.FeatureFlag{}
+			g.Expect(cluster.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+			g.Expect(got.ResourceVersion != before).To(Equal(tc.written), "status written")
+			if tc.written {
+				g.Expect(got.Status.ObservedGeneration).To(Equal(tc.generation))
+				return
+			}
+			g.Expect(d.awaited).To(Equal([]string{"shop/" + cmName}), "the ConfigMap not created yet, awaited")
+		})
+	}
 }
