@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/rbac"
 )
@@ -44,23 +47,23 @@ func (c *Controller) configMapSeen(cm *corev1.ConfigMap) {
 // unwanted one (left by an earlier run) is removed.
 func (c *Controller) onConfigMapCreated(cm *corev1.ConfigMap) {
 	c.event("ConfigMap", "created")
-	c.configMapChanged(cm)
+	c.configMapChanged(cm, false)
 }
 
 // onConfigMapEdited: repair drift, and update the status of its flag set
 // and its sources.
 func (c *Controller) onConfigMapEdited(cm *corev1.ConfigMap) {
 	c.event("ConfigMap", "edited")
-	c.configMapChanged(cm)
+	c.configMapChanged(cm, false)
 }
 
 // onConfigMapDeleted: restore it if a workload still needs it.
 func (c *Controller) onConfigMapDeleted(cm *corev1.ConfigMap) {
 	c.event("ConfigMap", "deleted")
-	c.configMapChanged(cm)
+	c.configMapChanged(cm, true)
 }
 
-func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
+func (c *Controller) configMapChanged(cm *corev1.ConfigMap, gone bool) {
 	if !c.ready.Load() {
 		// The startup pass visits every generated ConfigMap.
 		return
@@ -73,16 +76,37 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap) {
 		}
 		// The flag set's status counts the ConfigMaps that hold its revision.
 		c.enqueue(key.FlagSet())
+		// A source's status says whether its ConfigMaps are in place. One
+		// that holds its flag set's current content, the common end of an
+		// edit, changes nothing in a source that reports Programmed: its
+		// status, which visits every target, is not computed again.
+		current := !gone && holdsCurrent(v, key, cm)
 		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
+			if current && c.statusWF.ReportsProgrammed(context.Background(), s) {
+				continue
+			}
 			c.enqueue(s)
 		}
 		// A Flagd's Deployment waits for its ConfigMaps.
-		for _, w := range v.WorkloadsOfConfigMap(key) {
-			if w.Kind == topology.KindFlagd {
-				c.enqueue(w)
-			}
+		for _, f := range v.FlagdsOfConfigMap(key) {
+			c.enqueue(f)
 		}
 	}
+}
+
+// holdsCurrent tells whether cm holds what the ConfigMap key of the graph
+// should: its flag set's current rendering, one a ConfigMap can carry (as
+// the status of its sources judges it: status.configMapPending).
+func holdsCurrent(v *topology.View, key topology.Key, cm *corev1.ConfigMap) bool {
+	r, ok := v.FlagSetRendered(key.FlagSet())
+	if !ok || !r.Valid() || r.Content == "" {
+		return false
+	}
+	if _, over := r.Overflow(string(v1beta1.SyncProviderFile)); over {
+		return false
+	}
+	held, ok := cm.Data[topology.ConfigMapDataKey(key.FlagSet())]
+	return ok && len(cm.Data) == 1 && held == r.Content
 }
 
 // rbacHandler: a generated Role or RoleBinding changed or went away; its

@@ -86,7 +86,7 @@ func TestOneQueuePerKind(t *testing.T) {
 	c.flagdChildHandler().onAdd(dep)
 	cmKey := topology.ConfigMapKey(topology.FlagSetKey(ns, "shop-flags"), ns)
 	g.Expect(c.topo.Snapshot().WorkloadsOfConfigMap(cmKey)).To(ContainElement(flagd), "the Flagd mounts the flag set's ConfigMap")
-	c.configMapChanged(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: topology.ConfigMapName(cmKey.FlagSet())}})
+	c.configMapChanged(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: topology.ConfigMapName(cmKey.FlagSet())}}, false)
 	web := topology.WorkloadKey(topology.KindDeployment, ns, "web")
 	for _, w := range []topology.Key{flagd, web, topology.WorkloadKey("Job.batch", ns, "migrate")} {
 		rbacHandler[*rbacv1.Role](c).onDelete(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rbac.Name(w)}})

@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -143,6 +145,24 @@ func (u *Updater) UpdateSource(ctx context.Context, v *topology.View, key topolo
 	}
 	src.Status = desired
 	return u.write(ctx, key, src)
+}
+
+// ReportsProgrammed tells whether the status of a FeatureFlagSource, as
+// the cache holds it and with no write of this updater that the cache has
+// not seen yet, says Programmed True. A generated ConfigMap that holds the
+// current content of its flag set then changes nothing in it: Programmed
+// True means no ConfigMap of the source was pending when it was computed,
+// and this one is not pending now. Its informer event need not visit the
+// source's targets again.
+func (u *Updater) ReportsProgrammed(ctx context.Context, key topology.Key) bool {
+	src := &v1beta1.FeatureFlagSource{}
+	// get refuses (ErrCacheBehind) while the cache holds the version a
+	// write of this updater replaced.
+	if err := u.get(ctx, key, src); err != nil || src.UID == "" {
+		return false
+	}
+	c := meta.FindStatusCondition(src.Status.Conditions, v1beta1.ConditionProgrammed)
+	return c != nil && c.Status == metav1.ConditionTrue && src.Status.ObservedGeneration == src.Generation
 }
 
 // UpdateInProcessConfig writes the status of an InProcessConfiguration.
