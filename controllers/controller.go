@@ -79,6 +79,11 @@ type Options struct {
 	// every replica's sync server reports its streams: the status of flag
 	// sets counts them (see status.SyncReports).
 	SyncReportNamespace string
+	// StartedUp, when set, is called once the start-up pass is over (every
+	// generated object and every status reconciled once), before the
+	// queues serve events: the manager gives the pass's garbage back to
+	// the operating system there.
+	StartedUp func()
 }
 
 // FlagSetListener is told which flag sets an edit of the graph may have
@@ -413,6 +418,9 @@ func (c *Controller) run(ctx context.Context) error {
 	logger.Info("ready: every generated object reconciled once", "duration", time.Since(start).String())
 	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs(), v.SourcePolicies())))
 	logger.Info("every status reconciled once", "duration", time.Since(start).String())
+	if c.opts.StartedUp != nil {
+		c.opts.StartedUp()
+	}
 
 	go c.configMaps.run(ctx)
 	go c.statuses.run(ctx)

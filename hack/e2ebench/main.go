@@ -299,6 +299,7 @@ type startup struct {
 	toReady                 time.Duration
 	writes                  metrics.APIRequestCounts
 	rss, peakRSS, heapInUse float64
+	rssAnon, rssFile        float64
 	heapTop                 string
 }
 
@@ -402,20 +403,57 @@ func (b *bench) startManager(ctx context.Context, name string) (startup, error) 
 	if err := b.settle(ctx); err != nil {
 		return s, err
 	}
+	// Memory is read once the manager has returned its start-up's garbage
+	// to the system (it logs so after the start-up pass).
+	if err := waitForLog(ctx, p, "start-up memory returned to the system"); err != nil {
+		return s, err
+	}
 	m, err := p.Metrics()
 	if err != nil {
 		return s, err
 	}
 	s.writes = apiRequests(m)
 	s.heapInUse = managerproc.Sum(m, "go_memstats_heap_inuse_bytes", nil)
+	var parts []string
+	for _, name := range []string{"heap_inuse", "heap_idle", "heap_released", "stack_inuse", "gc_sys", "other_sys", "mspan_inuse", "sys"} {
+		parts = append(parts, fmt.Sprintf("%s %s", name, mib(managerproc.Sum(m, "go_memstats_"+name+"_bytes", nil))))
+	}
+	progress("  Go memory: %s", strings.Join(parts, ", "))
 	rss, peak, err := p.RSS()
 	if err != nil {
 		return s, err
 	}
 	s.rss, s.peakRSS = float64(rss), float64(peak)
+	if s.rssAnon, s.rssFile, err = rssParts(b.manager.Pid()); err != nil {
+		return s, err
+	}
 	s.heapTop, err = b.heapTop(ctx, "startup-"+strconv.Itoa(b.starts))
 	b.starts++
 	return s, err
+}
+
+// waitForLog waits until the manager has logged msg.
+func waitForLog(ctx context.Context, p *managerproc.Process, msg string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		logs, err := p.Logs()
+		if err != nil {
+			return err
+		}
+		for _, e := range logs {
+			if e.Msg == msg {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager never logged %q; last lines:\n%s", msg, p.Tail(20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // settle waits until the manager has nothing left to do: no key waits, is
@@ -774,6 +812,31 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 	return memory{rss: float64(rss), peakRSS: float64(peak), heapInUse: managerproc.Sum(m, "go_memstats_heap_inuse_bytes", nil), heapTop: top}, err
 }
 
+// rssParts reads how much of a process's resident set is anonymous memory
+// (the Go heap, stacks, the runtime's own) and how much is file-backed
+// (mostly the pages of the binary it has run), which the kernel can drop
+// and read again.
+func rssParts(pid int) (anon, file float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = kb * 1024
+		case "RssFile:":
+			file = kb * 1024
+		}
+	}
+	return anon, file, nil
+}
+
 // heapTop takes the manager's heap profile (its /debug/pprof/heap, served
 // with --profiling) and returns the top entries of what is in use, by
 // function, as go tool pprof prints them.
@@ -812,7 +875,16 @@ func (b *bench) heapTop(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the heap profile %s: %w", path, err)
 	}
-	return string(top), nil
+	// Generic functions' names spell out their type arguments: cut long lines.
+	var b2 strings.Builder
+	for line := range strings.Lines(string(top)) {
+		line = strings.TrimRight(line, "\n")
+		if len(line) > 160 {
+			line = line[:160] + "…"
+		}
+		b2.WriteString(line + "\n")
+	}
+	return b2.String(), nil
 }
 
 // ---------------------------------------------------------------- report
@@ -897,12 +969,12 @@ func reportEdits(out io.Writer, o options, edits []editResult, baseline editResu
 func reportStartup(out io.Writer, o options, startups []startup, final memory) bool {
 	ok := true
 	fmt.Fprintf(out, "## Start-up\n\n")
-	fmt.Fprintln(out, "| start | workloads | flag sets | generated ConfigMaps before | process start → caches synced | caches synced → Ready | process start → Ready | API writes until settled | RSS at Ready | peak RSS | Go heap in use |")
-	fmt.Fprintln(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(out, "| start | workloads | flag sets | generated ConfigMaps before | process start → caches synced | caches synced → Ready | process start → Ready | API writes until settled | RSS at Ready | of it anonymous / file-backed | peak RSS | Go heap in use |")
+	fmt.Fprintln(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, s := range startups {
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %s ms | %s ms | %s ms | %s | %s | %s | %s |\n",
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s ms | %s ms | %s ms | %s | %s | %s / %s | %s | %s |\n",
 			s.name, thousands(s.workloads), thousands(s.flagSets), thousands(s.configMapsBefore),
-			ms(s.toSynced), ms(s.syncedToReady), ms(s.toReady), thousands(s.writes.Writes()), mib(s.rss), mib(s.peakRSS), mib(s.heapInUse))
+			ms(s.toSynced), ms(s.syncedToReady), ms(s.toReady), thousands(s.writes.Writes()), mib(s.rss), mib(s.rssAnon), mib(s.rssFile), mib(s.peakRSS), mib(s.heapInUse))
 	}
 	fmt.Fprintln(out)
 	for _, s := range startups {
