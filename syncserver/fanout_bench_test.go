@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,10 @@ const (
 	// fleetCPUProfileEnv names a file for a CPU profile of the subscribers'
 	// process.
 	fleetCPUProfileEnv = "FLAGPLANE_FANOUT_FLEET_CPUPROFILE"
+	// editsCPUProfileEnv names a prefix for CPU profiles of the edits one
+	// at a time only, without connecting the subscribers: <prefix>.server
+	// and <prefix>.fleet, per size the last run's.
+	editsCPUProfileEnv = "FLAGPLANE_FANOUT_EDITS_CPUPROFILE"
 	// editsPerRun edits, one at a time, per b.N; then a burst as long.
 	editsPerRun = 10
 	fleetToken  = "fleet-token"
@@ -188,19 +193,27 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 
 	var latencies []time.Duration
 	serverCPU, fleetCPU := cpuTime(0), cpuTime(fleet.cmd.Process.Pid)
+	reads0, writes0 := syscalls(0)
 	busy0, total0 := machineTicks()
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	stopProfiles := fleet.startProfiles(b)
+	var handed []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for range editsPerRun {
+			sent := srv.Stats().Sent
 			at := edit()
+			done := handedAll(srv, sent+uint64(n))
 			latencies = append(latencies, fleet.await(b, rev, at)...)
+			handed = append(handed, time.Duration(<-done-at))
 		}
 	}
 	b.StopTimer()
+	stopProfiles()
 	messages := float64(len(latencies))
 	serverCPU, fleetCPU = cpuTime(0)-serverCPU, cpuTime(fleet.cmd.Process.Pid)-fleetCPU
+	reads1, writes1 := syscalls(0)
 	busy1, total1 := machineTicks()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
@@ -216,11 +229,21 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	b.ReportMetric(ms(percentile(latencies, 0.50)), "p50-ms")
 	b.ReportMetric(ms(percentile(latencies, 0.99)), "p99-ms")
 	b.ReportMetric(ms(latencies[len(latencies)-1]), "max-ms")
+	slices.Sort(handed)
+	b.ReportMetric(ms(percentile(handed, 0.5)), "handed-ms")
 	b.ReportMetric(perSubscriber, "B/subscriber")
 	b.ReportMetric(float64(serverCPU.Microseconds())/messages, "server-µs/msg")
 	b.ReportMetric(float64(fleetCPU.Microseconds())/messages, "fleet-µs/msg")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/messages, "server-allocs/msg")
 	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "server-GCs")
+	if writes1 > writes0 {
+		// System calls are most of what a message costs the server
+		// with a connection per subscriber: a write for the message,
+		// and for default gRPC clients a read and a write for the
+		// bandwidth-estimation ping that answers it.
+		b.ReportMetric(float64(writes1-writes0)/messages, "server-writes/msg")
+		b.ReportMetric(float64(reads1-reads0)/messages, "server-reads/msg")
+	}
 	b.ReportMetric(float64(missed), "missed-final")
 	if total1 > total0 {
 		// How much of the machine was busy while the edits went out: what
@@ -230,6 +253,20 @@ func benchFanOut(b *testing.B, n, streamsPerConn int) {
 	if missed > 0 {
 		b.Errorf("%d of %d subscribers did not end on the final state", missed, n)
 	}
+}
+
+// handedAll reports when the server has handed want messages in all to
+// gRPC (Unix nanoseconds): the server's part of an edit, before gRPC's
+// writers send them and the subscribers read them.
+func handedAll(srv *Server, want uint64) <-chan int64 {
+	done := make(chan int64, 1)
+	go func() {
+		for srv.Stats().Sent < want {
+			time.Sleep(100 * time.Microsecond)
+		}
+		done <- time.Now().UnixNano()
+	}()
+	return done
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -312,6 +349,34 @@ func (f *fleet) await(b *testing.B, rev int, at int64) []time.Duration {
 	return out
 }
 
+// startProfiles starts CPU profiles of the server and the fleet when
+// editsCPUProfileEnv asks for them, and returns what stops both.
+func (f *fleet) startProfiles(b *testing.B) func() {
+	prefix := os.Getenv(editsCPUProfileEnv)
+	if prefix == "" {
+		return func() {}
+	}
+	out, err := os.Create(prefix + ".server")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintf(f.in, "profile %s\n", prefix+".fleet")
+	if line := f.read(b); line != "profiling" {
+		b.Fatalf("fleet: %s", line)
+	}
+	return func() {
+		fmt.Fprintf(f.in, "profile-stop\n")
+		if line := f.read(b); line != "profiled" {
+			b.Errorf("fleet: %s", line)
+		}
+		pprof.StopCPUProfile()
+		_ = out.Close()
+	}
+}
+
 // missed is the number of subscribers that do not hold rev once the stream
 // has been quiet.
 func (f *fleet) missed(b *testing.B, rev int) int {
@@ -357,10 +422,25 @@ func TestFanOutFleet(t *testing.T) {
 	}
 	reply("ready")
 
+	var profile *os.File
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		fields := strings.Fields(in.Text())
 		switch {
+		case len(fields) == 2 && fields[0] == "profile":
+			if profile, err = os.Create(fields[1]); err == nil {
+				err = pprof.StartCPUProfile(profile)
+			}
+			if err != nil {
+				reply("error %v", err)
+				continue
+			}
+			reply("profiling")
+		case len(fields) == 1 && fields[0] == "profile-stop" && profile != nil:
+			pprof.StopCPUProfile()
+			_ = profile.Close()
+			profile = nil
+			reply("profiled")
 		case len(fields) == 3 && fields[0] == "await":
 			rev, _ := strconv.Atoi(fields[1])
 			at, _ := strconv.ParseInt(fields[2], 10, 64)

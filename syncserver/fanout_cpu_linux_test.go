@@ -57,3 +57,27 @@ func machineTicks() (busy, total int64) {
 	}
 	return busy, total
 }
+
+// syscalls is the number of read and write system calls a process has made
+// so far (/proc/<pid>/io): this one for pid 0, else the process pid.
+func syscalls(pid int) (reads, writes int64) {
+	name := "/proc/self/io"
+	if pid != 0 {
+		name = "/proc/" + strconv.Itoa(pid) + "/io"
+	}
+	io, err := os.ReadFile(name)
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(io)) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
