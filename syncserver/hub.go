@@ -47,7 +47,10 @@ type subscriber struct {
 	flagSet   topology.Key
 	namespace string
 	// conn names the connection the stream runs on (the peer's address).
-	conn   string
+	conn string
+	// slot is the subscriber's place among those of its connection in its
+	// flag set's subscriberSet; the hub's lock guards it.
+	slot   int
 	latest atomic.Pointer[update]
 	// sent is the last state sent on the stream, nil until one was, and
 	// sentAt when (Unix seconds, as the report keeps it). Two words set
@@ -176,7 +179,7 @@ func (h *hub) join(flagSet topology.Key, namespace, conn string) *subscriber {
 	h.mu.Lock()
 	set := h.subs[flagSet]
 	if set == nil {
-		set = &subscriberSet{byConn: map[string]map[*subscriber]struct{}{}}
+		set = newSubscriberSet()
 		h.subs[flagSet] = set
 	}
 	set.add(sub)
@@ -332,44 +335,74 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 // streams of one connection one after the other, so that its writer finds
 // their messages together and sends them in one write; offered in random
 // order, each connection's writer would wake, and write, once per message.
+//
+// The groups are slices, not maps: an edit walks every subscriber, and with
+// a connection per subscriber a map per connection cost a map iteration per
+// subscriber. Members are removed by swapping in the last one, through the
+// index each keeps of its place (subscriber.slot, connSubscribers.slot).
 type subscriberSet struct {
 	n      int
-	byConn map[string]map[*subscriber]struct{}
+	conns  []*connSubscribers
+	byConn map[string]*connSubscribers
+}
+
+// connSubscribers is the subscribers of one flag set on one connection.
+type connSubscribers struct {
+	conn string
+	slot int // in subscriberSet.conns
+	subs []*subscriber
+}
+
+func newSubscriberSet() *subscriberSet {
+	return &subscriberSet{byConn: map[string]*connSubscribers{}}
 }
 
 func (s *subscriberSet) add(sub *subscriber) {
+	if s.has(sub) {
+		return
+	}
 	c := s.byConn[sub.conn]
 	if c == nil {
-		c = map[*subscriber]struct{}{}
+		c = &connSubscribers{conn: sub.conn, slot: len(s.conns)}
 		s.byConn[sub.conn] = c
+		s.conns = append(s.conns, c)
 	}
-	if _, ok := c[sub]; !ok {
-		c[sub] = struct{}{}
-		s.n++
-	}
+	sub.slot = len(c.subs)
+	c.subs = append(c.subs, sub)
+	s.n++
 }
 
 func (s *subscriberSet) remove(sub *subscriber) {
-	c := s.byConn[sub.conn]
-	if _, ok := c[sub]; !ok {
+	if !s.has(sub) {
 		return
 	}
-	delete(c, sub)
+	c := s.byConn[sub.conn]
+	last := len(c.subs) - 1
+	c.subs[sub.slot] = c.subs[last]
+	c.subs[sub.slot].slot = sub.slot
+	c.subs[last] = nil
+	c.subs = c.subs[:last]
 	s.n--
-	if len(c) == 0 {
-		delete(s.byConn, sub.conn)
+	if len(c.subs) > 0 {
+		return
 	}
+	lastConn := len(s.conns) - 1
+	s.conns[c.slot] = s.conns[lastConn]
+	s.conns[c.slot].slot = c.slot
+	s.conns[lastConn] = nil
+	s.conns = s.conns[:lastConn]
+	delete(s.byConn, sub.conn)
 }
 
 func (s *subscriberSet) has(sub *subscriber) bool {
-	_, ok := s.byConn[sub.conn][sub]
-	return ok
+	c := s.byConn[sub.conn]
+	return c != nil && sub.slot < len(c.subs) && c.subs[sub.slot] == sub
 }
 
 // each calls f for every subscriber, connection by connection.
 func (s *subscriberSet) each(f func(*subscriber)) {
-	for _, c := range s.byConn {
-		for sub := range c {
+	for _, c := range s.conns {
+		for _, sub := range c.subs {
 			f(sub)
 		}
 	}

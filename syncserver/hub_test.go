@@ -86,7 +86,7 @@ func TestHubServesTheGraphsRendering(t *testing.T) {
 // joined, so that each connection's writer finds its messages together.
 func TestSubscriberSetGroupsByConnection(t *testing.T) {
 	g := NewWithT(t)
-	set := &subscriberSet{byConn: map[string]map[*subscriber]struct{}{}}
+	set := newSubscriberSet()
 	var subs []*subscriber
 	for i := range 30 {
 		s := &subscriber{conn: fmt.Sprintf("10.0.0.%d:4000", i%3)}
@@ -119,6 +119,7 @@ func TestSubscriberSetGroupsByConnection(t *testing.T) {
 	}
 	g.Expect(set.n).To(BeZero())
 	g.Expect(set.byConn).To(BeEmpty())
+	g.Expect(set.conns).To(BeEmpty())
 }
 
 // A change offered to the streams is timed once, from when the hub was told
