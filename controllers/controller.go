@@ -242,7 +242,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
 	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
-	c.deliveries.track(c.configMaps, &c.unseen, c.enqueue)
+	c.deliveries.track(c.configMaps, &c.unseen, c.cachedConfigMapVersion, c.enqueue)
 	if opts.Metrics != nil {
 		c.configMaps.observe = opts.Metrics.Reconciled
 		c.statuses.observe = opts.Metrics.Reconciled

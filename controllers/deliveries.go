@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
@@ -23,6 +25,9 @@ import (
 type deliveries struct {
 	queue  *workQueue[client.ObjectKey]
 	unseen *workflows.UnseenWrites
+	// cached is the resourceVersion of a ConfigMap in the cache ("" when
+	// it holds none).
+	cached func(client.ObjectKey) string
 	// enqueue puts a flag set's key on the status queue.
 	enqueue func(topology.Key)
 
@@ -35,9 +40,10 @@ type deliveries struct {
 var _ status.Deliveries = (*deliveries)(nil)
 
 // track follows the writes of the ConfigMaps of queue, which unseen holds
-// until their events come; enqueue queues a flag set's status.
-func (d *deliveries) track(queue *workQueue[client.ObjectKey], unseen *workflows.UnseenWrites, enqueue func(topology.Key)) {
-	d.queue, d.unseen, d.enqueue = queue, unseen, enqueue
+// until the cache (cached) has them; enqueue queues a flag set's status.
+func (d *deliveries) track(queue *workQueue[client.ObjectKey], unseen *workflows.UnseenWrites, cached func(client.ObjectKey) string,
+	enqueue func(topology.Key)) {
+	d.queue, d.unseen, d.cached, d.enqueue = queue, unseen, cached, enqueue
 	queue.ended = d.ended
 }
 
@@ -83,7 +89,18 @@ func (d *deliveries) seen(key client.ObjectKey, version string) {
 }
 
 func (d *deliveries) onItsWay(key client.ObjectKey) bool {
-	return d.queue.pending.has(key) || d.unseen.Unseen(configMapRef(key))
+	return d.queue.pending.has(key) || d.unseen.Unseen(configMapRef(key), d.cached(key))
+}
+
+// cachedConfigMapVersion is the resourceVersion of a generated ConfigMap
+// in the cache, "" when it holds none. The cache's object is read, not
+// copied: a flag set's ConfigMap may hold a megabyte.
+func (c *Controller) cachedConfigMapVersion(key client.ObjectKey) string {
+	cm := &corev1.ConfigMap{}
+	if err := c.cache.Get(context.Background(), key, cm, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	return cm.ResourceVersion
 }
 
 func configMapRef(key client.ObjectKey) workflows.ObjectRef {

@@ -32,7 +32,7 @@ func TestDeliveriesEndTheWaitByAnEvent(t *testing.T) {
 		{name: "no write needed: the end of the reconciliation ends the wait",
 			reconcile: func(*workQueue[client.ObjectKey], *workflows.UnseenWrites) {}, queuedAtEnd: true},
 		{name: "queued again meanwhile: the next reconciliation decides", reconcile: func(q *workQueue[client.ObjectKey], unseen *workflows.UnseenWrites) {
-			if !unseen.Unseen(configMapRef(cm)) {
+			if !unseen.Unseen(configMapRef(cm), "10") {
 				q.Add(cm) // the first time, then it writes
 				unseen.Wrote(configMapRef(cm), "10")
 			}
@@ -48,7 +48,8 @@ func TestDeliveriesEndTheWaitByAnEvent(t *testing.T) {
 				tc.reconcile(q, &unseen)
 				return nil
 			})
-			d.track(q, &unseen, func(k topology.Key) { queued = append(queued, k) })
+			version := "10" // the cache's, until the write's event
+			d.track(q, &unseen, func(client.ObjectKey) string { return version }, func(k topology.Key) { queued = append(queued, k) })
 
 			g.Expect(d.Await(flagSet, "team")).To(BeFalse(), "nothing on its way")
 			q.Add(cm)
@@ -67,6 +68,7 @@ func TestDeliveriesEndTheWaitByAnEvent(t *testing.T) {
 				g.Expect(queued).To(BeEmpty(), "an event of the version before the write")
 				g.Expect(q.reconcile(context.Background(), cm)).To(Succeed())
 			}
+			version = "11"
 			d.seen(cm, "11")
 			g.Expect(queued).To(Equal([]topology.Key{flagSet}), "the write's event")
 			g.Expect(d.Await(flagSet, "team")).To(BeFalse(), "nothing on its way any more")

@@ -150,10 +150,19 @@ func newEditBench(b testing.TB, n int) *editBench {
 	// The ConfigMap workflow, as far as the status sees it: the write is
 	// made (outside the clock, in edit) and on its way to the cache.
 	e.c.configMaps = newWorkQueue("configmaps", 1, func(_ context.Context, key client.ObjectKey) error {
-		e.c.unseen.Wrote(configMapRef(key), "")
+		replaced := ""
+		if cm, ok := cluster.objs[memKey{kind: fmt.Sprintf("%T", &corev1.ConfigMap{}), key: key}]; ok {
+			replaced = cm.GetResourceVersion()
+		}
+		e.c.unseen.Wrote(configMapRef(key), replaced)
 		return nil
 	})
-	e.c.deliveries.track(e.c.configMaps, &e.c.unseen, e.c.enqueue)
+	e.c.deliveries.track(e.c.configMaps, &e.c.unseen, func(key client.ObjectKey) string {
+		if cm, ok := cluster.objs[memKey{kind: fmt.Sprintf("%T", &corev1.ConfigMap{}), key: key}]; ok {
+			return cm.GetResourceVersion()
+		}
+		return ""
+	}, e.c.enqueue)
 	e.c.route(e.c.graphKinds(nil))
 	e.c.ready.Store(true)
 

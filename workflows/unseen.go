@@ -42,13 +42,21 @@ func (w *UnseenWrites) Seen(ref ObjectRef, version string) {
 	}
 }
 
-// Unseen tells whether the last write of ref has not reached the cache yet.
-func (w *UnseenWrites) Unseen(ref ObjectRef) bool {
+// Unseen tells whether the last write of ref has not reached the cache
+// yet, given the version of ref that the cache holds ("" when none): while
+// it holds the version the write replaced, it has not. Asking the cache,
+// not only counting events, keeps a write whose event came before Wrote
+// was called (the watch can be that fast) from being awaited for good.
+func (w *UnseenWrites) Unseen(ref ObjectRef, cachedVersion string) bool {
 	if w == nil {
 		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, ok := w.m[ref]
+	replaced, ok := w.m[ref]
+	if ok && replaced != cachedVersion {
+		delete(w.m, ref)
+		return false
+	}
 	return ok
 }
