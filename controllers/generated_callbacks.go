@@ -80,9 +80,12 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap, gone bool) {
 		// that holds its flag set's current content, the common end of an
 		// edit, changes nothing in a source that reports Programmed: its
 		// status, which visits every target, is not computed again.
+		// Unless it is on the queue or being reconciled: that
+		// reconciliation may have read the cache before this ConfigMap
+		// was in it, and only running again puts it right.
 		current := !gone && holdsCurrent(v, key, cm)
 		for _, s := range v.SourcesOfFlagSet(key.FlagSet()) {
-			if current && c.statusWF.ReportsProgrammed(context.Background(), s) {
+			if current && !c.statuses.pending.has(s) && c.statusWF.ReportsProgrammed(context.Background(), s) {
 				continue
 			}
 			c.enqueue(s)

@@ -18,7 +18,8 @@ import (
 // that holds its flag set's current content passes over a source that
 // reports Programmed (its status, which visits every target, would not
 // change); every other event queues the source: a ConfigMap behind, a
-// deleted one, a source not Programmed.
+// deleted one, a source not Programmed, or one whose reconciliation is
+// queued or under way (it may have read the cache before the ConfigMap).
 func TestConfigMapEventQueuesOnlySourcesItMayChange(t *testing.T) {
 	ctx := context.Background()
 	src := topology.SourceKey("ns", "src")
@@ -27,12 +28,14 @@ func TestConfigMapEventQueuesOnlySourcesItMayChange(t *testing.T) {
 		behind     bool
 		deleted    bool
 		notProgram bool
+		pending    bool
 		queued     bool
 	}{
 		{name: "current content, source Programmed", queued: false},
 		{name: "content behind", behind: true, queued: true},
 		{name: "deleted", deleted: true, queued: true},
 		{name: "source not Programmed", notProgram: true, queued: true},
+		{name: "source on the queue already, or being reconciled", pending: true, queued: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -43,6 +46,10 @@ func TestConfigMapEventQueuesOnlySourcesItMayChange(t *testing.T) {
 				meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: v1beta1.ConditionProgrammed,
 					Status: metav1.ConditionFalse, Reason: v1beta1.ReasonPending})
 				g.Expect(e.cluster.Update(ctx, s)).To(Succeed())
+			}
+			if tc.pending {
+				// Its reconciliation may have read the cache before the ConfigMap.
+				e.c.statuses.pending.added(src)
 			}
 			cm := &corev1.ConfigMap{}
 			g.Expect(e.cluster.Get(ctx, e.cm, cm)).To(Succeed())
