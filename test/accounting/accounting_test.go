@@ -1,6 +1,8 @@
 package accounting
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -16,7 +18,7 @@ var _ = Describe("The manager's API requests", Ordered, func() {
 		DeferCleanup(func() { m.stop() })
 	})
 
-	DescribeTable("a FeatureFlag edit used in k namespaces writes exactly k ConfigMaps and reads nothing",
+	DescribeTable("a FeatureFlag edit used in k namespaces writes exactly k ConfigMaps and one status, and reads nothing",
 		func(ctx SpecContext, k int) {
 			ff, cms := flagSetUsedIn(ctx, k)
 			m.settled(ctx)
@@ -35,7 +37,14 @@ var _ = Describe("The manager's API requests", Ordered, func() {
 				Expect(programmed(ctx, cm.Namespace, "flags")).To(Equal("True/Programmed"),
 					"once the manager has settled, the status of every source says what the cluster holds")
 			}
+			Expect(delivery(ctx, ff)).To(Equal(fmt.Sprintf("%s %d/%d True", revision(ff), k, k)),
+				"the one status write says the edit and its delivery to every ConfigMap")
 			Expect(edit.Count(configMapWrites)).To(Equal(k), "ConfigMap writes")
+			Expect(edit.Count(statusWrites("featureflags.core.openfeature.dev"))).To(Equal(1),
+				"FeatureFlag status writes: the edit waits for its ConfigMaps' writes, and one write carries both")
+			Expect(edit.Count(statusWrites("featureflagsources.core.openfeature.dev"))).To(BeZero(),
+				"FeatureFlagSource status writes: nothing a source reports changed")
+			Expect(edit.Writes()).To(Equal(k+1), "writes: nothing else")
 			Expect(edit.Reads()).To(BeZero(), "reads: everything comes from the caches and the graph")
 			Expect(edit.Count(func(r metrics.APIRequest) bool { return r.Code >= 300 })).To(BeZero(), "failed requests")
 		},

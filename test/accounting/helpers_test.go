@@ -191,6 +191,30 @@ func statusObserved(ctx context.Context, ff *v1beta1.FeatureFlag) func() int64 {
 
 func configMapWrites(r metrics.APIRequest) bool { return r.Resource == "configmaps" && r.Write() }
 
+// statusWrites matches the writes of the status of a resource (as counted:
+// "featureflags.core.openfeature.dev").
+func statusWrites(resource string) func(metrics.APIRequest) bool {
+	return func(r metrics.APIRequest) bool { return r.Resource == resource+"/status" && r.Write() }
+}
+
+// delivery is "<revision> <delivered> <Ready status>" of a FeatureFlag's status.
+func delivery(ctx context.Context, ff *v1beta1.FeatureFlag) string {
+	GinkgoHelper()
+	got := &v1beta1.FeatureFlag{}
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+	ready := "missing"
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1beta1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	return fmt.Sprintf("%s %s %s", got.Status.Revision, got.Status.Delivered, ready)
+}
+
+// revision is the revision of ff's current content.
+func revision(ff *v1beta1.FeatureFlag) string {
+	GinkgoHelper()
+	return flagsets.Revision(rendered(ff))
+}
+
 // report puts the counts into the spec's report and its output.
 func report(name string, counts metrics.APIRequestCounts) {
 	AddReportEntry(name, "\n"+counts.String())
