@@ -45,8 +45,9 @@ func statusBenchView(b *testing.B, n int) (*topology.View, *v1beta1.FeatureFlagS
 func second[T any](_ T, err error) error { return err }
 
 // BenchmarkDesiredSourceStatus is the status of a source against the
-// number of workloads it targets: what a flag-set edit costs after its
-// ConfigMap is written.
+// number of workloads it targets: what a change of its targets, its spec
+// or its ConfigMaps' state costs. A flag-set edit no longer computes it
+// (controllers' BenchmarkFlagSetEditStatus).
 func BenchmarkDesiredSourceStatus(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
