@@ -88,13 +88,21 @@ type workloadHops struct {
 // version names that refer into namespace: annotation references and
 // kubernetes-provider reads.
 func (edit *tx) observeWorkloadHops(namespace string, before, after *Grant) map[Key]workloadHops {
-	froms := map[string]bool{}
+	// The kinds either version names, by namespace: a workload's hops
+	// depend only on entries of its own referrer kinds (workloadReferrer),
+	// so a grant that lets sources read flag sets, the common case, changes
+	// no workload's: its candidates are passed over without computing
+	// their hops (each costs the workload's sources and annotations).
+	froms := map[string][]referrerKind{}
 	for _, g := range []*Grant{before, after} {
 		if g != nil {
-			for _, ns := range g.fromNamespaces() {
-				froms[ns] = true
+			for _, f := range g.From {
+				froms[f.Namespace] = append(froms[f.Namespace], referrerKind{f.Group, f.Kind})
 			}
 		}
+	}
+	named := func(w Key) bool {
+		return slices.ContainsFunc(froms[w.Namespace], func(rk referrerKind) bool { return namesWorkload(rk, w.Kind) })
 	}
 	out := map[Key]workloadHops{}
 	for _, from := range slices.Sorted(maps.Keys(froms)) {
@@ -102,11 +110,13 @@ func (edit *tx) observeWorkloadHops(namespace string, before, after *Grant) map[
 			continue
 		}
 		for _, w := range indexGet(edit.state.crossAnnot, nsPair{to: namespace, from: from}) {
-			out[w] = workloadHops{}
+			if named(w) {
+				out[w] = workloadHops{}
+			}
 		}
 		for _, s := range indexGet(edit.state.kubeRefsInto, nsKey(namespace)) {
 			for _, w := range append(edit.state.g.children(s, relTargets), edit.state.g.children(s, relServes)...) {
-				if w.Namespace == from {
+				if w.Namespace == from && named(w) {
 					out[w] = workloadHops{}
 				}
 			}

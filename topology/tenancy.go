@@ -146,6 +146,19 @@ func workloadReferrer(k Kind) []referrerKind {
 	return []referrerKind{{GroupCore, KindPod}, {group, kind}}
 }
 
+// namesWorkload tells whether rk is one of workloadReferrer(k), without
+// making the list.
+func namesWorkload(rk referrerKind, k Kind) bool {
+	if rk == (referrerKind{GroupCore, KindPod}) {
+		return true
+	}
+	if k == KindFlagd {
+		return rk == referrerKind{GroupOpenFeature, v1beta1.FlagdKind}
+	}
+	group, kind := k.GroupKind()
+	return rk == referrerKind{group, kind}
+}
+
 // permitted is the tenancy rule: whether a referrer of one of kinds in
 // namespace from may refer to `to`. Within a namespace it always may.
 func (st *state) permitted(kinds []referrerKind, from string, to Key, every bool) bool {
