@@ -103,17 +103,6 @@ func (g *Grant) equal(other *Grant) bool {
 	return slices.Equal(g.From, other.From) && slices.Equal(g.To, other.To)
 }
 
-// fromNamespaces lists, once each, the namespaces the grant lets refer.
-func (g *Grant) fromNamespaces() []string {
-	var out []string
-	for _, f := range g.From {
-		if !slices.Contains(out, f.Namespace) {
-			out = append(out, f.Namespace)
-		}
-	}
-	return out
-}
-
 // lets tells whether the grant lets objects of group/kind in namespace from
 // refer to `to` (of the grant's namespace): to one object by name, or, when
 // every is set, to every object of to's kind.
