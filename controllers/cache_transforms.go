@@ -69,33 +69,26 @@ func slimMeta(m metav1.Object) {
 // TestSlimWorkloadKeepsWhatTheGraphReads checks it over random objects.
 func slimWorkloads(gen workflows.GeneratedMetadata) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil || gen.Owns(m.GetLabels()) {
+			return obj, nil //nolint:nilerr // not an object (a tombstone): left as it is
+		}
 		switch w := obj.(type) {
 		case *appsv1.Deployment:
-			if gen.Owns(w.Labels) {
-				return w, nil
-			}
 			slim := &appsv1.Deployment{TypeMeta: w.TypeMeta, ObjectMeta: w.ObjectMeta}
 			slim.Spec.Template = slimTemplate(&w.Spec.Template)
-			slimMeta(slim)
-			return slim, nil
+			obj, m = slim, slim
 		case *appsv1.StatefulSet:
-			if gen.Owns(w.Labels) {
-				return w, nil
-			}
 			slim := &appsv1.StatefulSet{TypeMeta: w.TypeMeta, ObjectMeta: w.ObjectMeta}
 			slim.Spec.Template = slimTemplate(&w.Spec.Template)
-			slimMeta(slim)
-			return slim, nil
+			obj, m = slim, slim
 		case *appsv1.DaemonSet:
-			if gen.Owns(w.Labels) {
-				return w, nil
-			}
 			slim := &appsv1.DaemonSet{TypeMeta: w.TypeMeta, ObjectMeta: w.ObjectMeta}
 			slim.Spec.Template = slimTemplate(&w.Spec.Template)
-			slimMeta(slim)
-			return slim, nil
+			obj, m = slim, slim
 		}
-		return slimObjects(gen)(obj)
+		slimMeta(m)
+		return obj, nil
 	}
 }
 
