@@ -38,7 +38,15 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 		kube.Spec.Template.Spec.ServiceAccountName = "kube"
 		created := time.Now()
 		create(ctx, ff,
-			fixtures.Source(ns, "src", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderFlagdProxy}}),
+			// The flagd-proxy sidecar serves it within the default 64M when
+			// run alone; in one run of the whole suite, two packages at a
+			// time on two cores, its flagd refused connections for two
+			// minutes after the pod was Ready (the cause was not recorded:
+			// the wait now reports the pods and events). It gets 128M.
+			fixtures.Source(ns, "src", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderFlagdProxy}},
+				func(s *v1beta1.FeatureFlagSource) {
+					s.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128M")}
+				}),
 			// flagd's kubernetes sync holds the stored object besides the
 			// flags it parsed: with a flag set of 1.2 MB it passes the
 			// sidecar's default 64M memory limit and is OOMKilled on the
@@ -53,7 +61,7 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 		for _, name := range []string{"proxy", "kube"} {
 			pod := readyPod(ctx, ns, name)
 			Eventually(resolveKey(flagdAddr(pod), largeFlagKey(2499))).WithTimeout(deliveryTimeout).WithPolling(poll).
-				Should(Equal(evaluated("on")), name)
+				Should(Equal(evaluated("on")), func() string { return name + "\n" + podReport(ctx, ns) })
 			AddReportEntry(name+": create to the last flag served", fmtDuration(time.Since(created)))
 		}
 		Eventually(streamsOf(ctx, ff)).WithTimeout(deliveryTimeout).Should(Equal(int32(1)), "the sync stream, in the FeatureFlag's status")
