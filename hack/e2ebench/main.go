@@ -424,9 +424,13 @@ func (b *bench) startManager(ctx context.Context, name string) (startup, error) 
 		return s, err
 	}
 	s.rss, s.peakRSS = float64(rss), float64(peak)
-	if s.rssAnon, s.rssFile, err = rssParts(b.manager.Pid()); err != nil {
+	// Anonymous memory (the Go heap, stacks, the runtime's own) and
+	// file-backed pages (mostly the binary's), which the kernel can drop.
+	status, err := p.MemoryStatus()
+	if err != nil {
 		return s, err
 	}
+	s.rssAnon, s.rssFile = float64(status["RssAnon"]), float64(status["RssFile"])
 	s.heapTop, err = b.heapTop(ctx, "startup-"+strconv.Itoa(b.starts))
 	b.starts++
 	return s, err
@@ -810,31 +814,6 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 	}
 	top, err := b.heapTop(ctx, "final")
 	return memory{rss: float64(rss), peakRSS: float64(peak), heapInUse: managerproc.Sum(m, "go_memstats_heap_inuse_bytes", nil), heapTop: top}, err
-}
-
-// rssParts reads how much of a process's resident set is anonymous memory
-// (the Go heap, stacks, the runtime's own) and how much is file-backed
-// (mostly the pages of the binary it has run), which the kernel can drop
-// and read again.
-func rssParts(pid int) (anon, file float64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "RssAnon:":
-			anon = kb * 1024
-		case "RssFile:":
-			file = kb * 1024
-		}
-	}
-	return anon, file, nil
 }
 
 // heapTop takes the manager's heap profile (its /debug/pprof/heap, served

@@ -225,25 +225,27 @@ func (p *Process) signal(sig syscall.Signal) error {
 
 // RSS is the process's resident memory now and at its peak, in bytes.
 func (p *Process) RSS() (now, peak int64, err error) {
+	m, err := p.MemoryStatus()
+	return m["VmRSS"], m["VmHWM"], err
+}
+
+// MemoryStatus reads the process's memory lines of /proc/<pid>/status
+// (VmRSS, VmHWM, RssAnon, RssFile, ...), in bytes, by name.
+func (p *Process) MemoryStatus() (map[string]int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	out := map[string]int64{}
 	s := bufio.NewScanner(bytes.NewReader(data))
 	for s.Scan() {
 		f := strings.Fields(s.Text())
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			now = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
+		if len(f) == 3 && f[2] == "kB" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			out[strings.TrimSuffix(f[0], ":")] = kb * 1024
 		}
 	}
-	return now, peak, nil
+	return out, nil
 }
 
 // metricsWait bounds how long Metrics waits for the metrics server to
