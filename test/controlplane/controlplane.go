@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	flagplanev1beta1 "github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/internal/child"
@@ -212,6 +213,9 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 	cp.Scheme = k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(cp.Scheme); err != nil {
 		return fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
+	}
+	if err := deliveryv1alpha1.AddToScheme(cp.Scheme); err != nil {
+		return fmt.Errorf("adding flagplane's delivery kinds to the scheme: %w", err)
 	}
 	if err := policyv1alpha1.AddToScheme(cp.Scheme); err != nil {
 		return fmt.Errorf("adding flagplane's policy kinds to the scheme: %w", err)

@@ -13,6 +13,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -29,6 +30,7 @@ var decoder = func() runtime.Decoder {
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1beta1.AddToScheme(s)
 	_ = policyv1alpha1.AddToScheme(s)
+	_ = deliveryv1alpha1.AddToScheme(s)
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/controllers"
@@ -76,6 +77,9 @@ func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
+	}
+	if err := deliveryv1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding flagplane's delivery kinds to the scheme: %w", err)
 	}
 	if err := policyv1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding flagplane's policy kinds to the scheme: %w", err)

@@ -1,0 +1,62 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "delivery.flagplane.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// Kinds of this group.
+const (
+	FeatureFlagRevisionKind      = "FeatureFlagRevision"
+	FeatureFlagRolloutPolicyKind = "FeatureFlagRolloutPolicy"
+)
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&FeatureFlagRevision{}, &FeatureFlagRevisionList{},
+		&FeatureFlagRolloutPolicy{}, &FeatureFlagRolloutPolicyList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// Labels and annotations of the group.
+const (
+	// FlagSetLabel is on every FeatureFlagRevision: the name of its
+	// FeatureFlag, in the same namespace, so that a flag set's history is
+	// one label selection.
+	FlagSetLabel = "delivery.flagplane.dev/flag-set"
+
+	// ChangeCauseAnnotation on a FeatureFlag says why its spec changed, as
+	// kubernetes.io/change-cause does for a Deployment; the revision that
+	// records the spec keeps it.
+	ChangeCauseAnnotation = "delivery.flagplane.dev/change-cause"
+
+	// RevisionHistoryLimitAnnotation on a FeatureFlag is how many revisions
+	// of it flagplane keeps (default: the manager's
+	// --revision-history-limit). The revision the flag set serves and the
+	// ones a rollout plan names are kept whatever the limit.
+	RevisionHistoryLimitAnnotation = "delivery.flagplane.dev/revision-history-limit"
+
+	// PromoteAnnotation on a FeatureFlagRolloutPolicy asks to end the
+	// current step's wait: its value is "<targetRevision>/<step>", so that a
+	// promotion meant for one step never passes another (flagplane rollout
+	// promote writes it).
+	PromoteAnnotation = "delivery.flagplane.dev/promote"
+
+	// AbortAnnotation on a FeatureFlagRolloutPolicy asks to abort the
+	// rollout of the revision it names: every consumer returns to the
+	// stable revision (flagplane rollout abort writes it).
+	AbortAnnotation = "delivery.flagplane.dev/abort"
+)
