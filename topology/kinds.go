@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -38,6 +39,7 @@ var nodeKinds = [...]kindInfo{
 	{KindGrant, schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1beta1", Kind: string(KindGrant)}, `shape=octagon`},
 	{KindFlagd, v1beta1.GroupVersion.WithKind(string(KindFlagd)), `shape=box3d, style=filled, fillcolor="#d9ead3"`},
 	{KindSourcePolicy, policyv1alpha1.GroupVersion.WithKind(string(KindSourcePolicy)), `shape=note, style=filled, fillcolor="#fde9c9"`},
+	{KindRolloutPolicy, deliveryv1alpha1.GroupVersion.WithKind(string(KindRolloutPolicy)), `shape=note, style=filled, fillcolor="#dbe8f8"`},
 }
 
 // kindIndex numbers the kinds for per-kind tables (nodeKinds); every other

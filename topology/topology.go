@@ -7,6 +7,7 @@ import (
 
 	"github.com/samber/lo"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -75,6 +76,7 @@ type payload struct {
 	grant    *Grant
 	flagd    *flagdRec
 	policy   *policyv1alpha1.FeatureFlagSourcePolicy
+	rollout  *deliveryv1alpha1.FeatureFlagRolloutPolicy
 }
 
 // Layers of the graph: every edge goes from a lower layer to a higher one
@@ -149,6 +151,13 @@ type state struct {
 	crossFlagdRefs pmap[nsPair, pset[Key]]
 	// flagdsByNs: namespace → Flagds in it.
 	flagdsByNs pmap[nsKey, pset[Key]]
+	// rolloutsByFlagSet: flag set → FeatureFlagRolloutPolicies targeting it.
+	rolloutsByFlagSet pmap[Key, pset[Key]]
+	// revisions: the recorded revisions of flag sets (rollout.go), which
+	// are not nodes.
+	revisions pmap[revKey, *revisionRec]
+	// nsLabels: namespace → its labels (rollout.go).
+	nsLabels pmap[nsKey, map[string]string]
 	// policiesByNs: namespace → FeatureFlagSourcePolicies in it.
 	policiesByNs pmap[nsKey, pset[Key]]
 }
@@ -203,6 +212,7 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 	}
 	edit.markSourcesOfWorkloads()
 	edit.markPoliciesOfConsumers()
+	edit.markPlansOfConsumers()
 	return edit.delta, nil
 }
 
@@ -260,7 +270,9 @@ func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *stat
 	if existed {
 		objects = append(objects, before)
 	}
-	edit := &tx{owner: owner, state: &state{defaultProvider: st.defaultProvider, renderFlagSet: st.renderFlagSet}}
+	// Revisions and namespace labels are not nodes: they are kept as they are.
+	edit := &tx{owner: owner, state: &state{defaultProvider: st.defaultProvider, renderFlagSet: st.renderFlagSet,
+		revisions: st.revisions, nsLabels: st.nsLabels}}
 	for _, object := range objects {
 		var err error
 		switch {
@@ -278,6 +290,8 @@ func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *stat
 			err = edit.upsertFlagd(FlagdKey(object.flagd.obj.Namespace, object.flagd.obj.Name), object.flagd.obj)
 		case object.policy != nil:
 			err = edit.upsertSourcePolicy(SourcePolicyKey(object.policy.Namespace, object.policy.Name), object.policy)
+		case object.rollout != nil:
+			err = edit.upsertRolloutPolicy(RolloutPolicyKey(object.rollout.Namespace, object.rollout.Name), object.rollout)
 		}
 		if err == nil {
 			err = edit.flushMounts()
@@ -296,7 +310,7 @@ func (t *Topology) Snapshot() *View {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shared = true
-	return &View{state: t.state}
+	return &View{state: t.state, plans: new(sync.Map)}
 }
 
 // DOT renders the current graph; it equals t.Snapshot().DOT().

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"slices"
+	"sync"
 
 	gonum "gonum.org/v1/gonum/graph"
 
@@ -12,7 +13,11 @@ import (
 // of goroutines may use it, for as long as they like, while writers go on.
 // Lists are sorted by key unless a method says otherwise; objects returned
 // are the topology's own and must not be modified.
-type View struct{ state *state }
+type View struct {
+	state *state
+	// plans memoises the rollout plans computed from the view (RolloutPlan).
+	plans *sync.Map
+}
 
 // DefaultSyncProvider is the provider of a spec.sources entry that names
 // none and whose source has no defaultSyncProvider (see

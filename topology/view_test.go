@@ -107,7 +107,7 @@ func TestQueries(t *testing.T) {
 	g.Expect(v.Workloads()).To(Equal([]Key{api, web}))
 	g.Expect(v.Counts()).To(Equal(map[Kind]int{
 		KindFlagSet: 3, KindSource: 3, KindInProcessConfig: 1, KindDeployment: 2,
-		KindStatefulSet: 0, KindDaemonSet: 0, KindPodOwners: 0, KindConfigMap: 2, KindGrant: 2, KindFlagd: 0, KindSourcePolicy: 0,
+		KindStatefulSet: 0, KindDaemonSet: 0, KindPodOwners: 0, KindConfigMap: 2, KindGrant: 2, KindFlagd: 0, KindSourcePolicy: 0, KindRolloutPolicy: 0,
 	}))
 
 	// The tenancy rule: what each namespace's workloads may reach.
