@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -32,15 +33,41 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // to the status subresource, whose managedFields and metadata the API server
 // takes from the stored object, and a workload's restart is a patch of its
 // own (rollout.Restart).
+//
+// A FeatureFlag keeps who wrote it: its managedFields entries, each without
+// its FieldsV1 (the set of fields, most of an entry's bytes). The revision
+// history names the field manager of the newest write as the author of a
+// spec (history.CreatedBy), from the manager, operation, time and
+// subresource of each entry.
 func slimObjects(gen workflows.GeneratedMetadata) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil || gen.Owns(m.GetLabels()) {
 			return obj, nil //nolint:nilerr // not an object (a tombstone): left as it is
 		}
+		if _, ok := obj.(*v1beta1.FeatureFlag); ok {
+			writers := m.GetManagedFields()
+			slimMeta(m)
+			m.SetManagedFields(withoutFieldSets(writers))
+			return obj, nil
+		}
 		slimMeta(m)
 		return obj, nil
 	}
+}
+
+// withoutFieldSets are managedFields entries without their FieldsV1: who
+// wrote, how and when, not which fields.
+func withoutFieldSets(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		e.FieldsV1 = nil
+		out[i] = e
+	}
+	return out
 }
 
 // slimMeta drops managedFields and kubectl's last-applied record.

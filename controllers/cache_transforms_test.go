@@ -131,9 +131,12 @@ func TestSlimKeepsGeneratedObjectsWhole(t *testing.T) {
 	}
 }
 
-// TestSlimObjectsDropsOnlyManagedFieldsAndLastApplied: a FeatureFlag (or
-// any object flagplane did not generate, metadata-only ones included) keeps
-// everything but its managedFields and kubectl's last-applied record.
+// TestSlimObjectsDropsOnlyManagedFieldsAndLastApplied: a FeatureFlag keeps
+// everything but kubectl's last-applied record and the field sets of its
+// managedFields (who wrote it, how, when and to which subresource stay, for
+// its revision history); any other object flagplane did not generate,
+// metadata-only ones included, keeps everything but its managedFields and
+// the last-applied record.
 func TestSlimObjectsDropsOnlyManagedFieldsAndLastApplied(t *testing.T) {
 	g := NewWithT(t)
 	gen := workflows.GeneratedMetadata{}
@@ -147,8 +150,12 @@ func TestSlimObjectsDropsOnlyManagedFieldsAndLastApplied(t *testing.T) {
 			ff.Annotations = map[string]string{}
 		}
 		ff.Annotations[lastAppliedAnnotation] = "{}"
+		ff.ManagedFields = append(ff.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "core.openfeature.dev/v1beta1", Time: &metav1.Time{}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)})
 		want := ff.DeepCopy()
-		want.ManagedFields = nil
+		for i := range want.ManagedFields {
+			want.ManagedFields[i].FieldsV1 = nil
+		}
 		delete(want.Annotations, lastAppliedAnnotation)
 		if len(want.Annotations) == 0 {
 			want.Annotations = nil
@@ -156,6 +163,28 @@ func TestSlimObjectsDropsOnlyManagedFieldsAndLastApplied(t *testing.T) {
 		out, err := slimObjects(gen)(ff)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out).To(Equal(want))
+		slim := out.(*v1beta1.FeatureFlag)
+		g.Expect(slim.ManagedFields).NotTo(BeEmpty())
+		for _, e := range slim.ManagedFields {
+			g.Expect(e.FieldsV1).To(BeNil())
+		}
+		last := slim.ManagedFields[len(slim.ManagedFields)-1]
+		g.Expect([]string{last.Manager, string(last.Operation), last.Subresource}).To(Equal([]string{"kubectl-edit", "Update", ""}))
+		g.Expect(last.Time).NotTo(BeNil())
+
+		// A FeatureFlag that no one wrote with field tracking has none.
+		bare := &v1beta1.FeatureFlag{}
+		out, err = slimObjects(gen)(bare)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.(*v1beta1.FeatureFlag).ManagedFields).To(BeNil())
+
+		// Other objects keep no managedFields at all.
+		src := &v1beta1.FeatureFlagSource{}
+		f.Fill(&src.ObjectMeta)
+		src.ManagedFields = append(src.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl-edit"})
+		out, err = slimObjects(gen)(src)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.(*v1beta1.FeatureFlagSource).ManagedFields).To(BeNil())
 
 		rs := &metav1.PartialObjectMetadata{}
 		f.Fill(&rs.ObjectMeta)

@@ -156,7 +156,7 @@ type Controller struct {
 // ConfigMaps, Roles and RoleBindings by their managed-by label (the values
 // gen owns: GeneratedMetadata.Selector), pods slim (rollout.SlimPod),
 // workloads slim and other objects without managedFields unless generated
-// (cache_transforms.go),
+// (FeatureFlags keep theirs without field sets: cache_transforms.go),
 // ReplicaSets and Jobs as metadata only (see New). Use it when building the
 // manager, with the Generated of the Settings that New is given.
 func CacheOptions(base cache.Options, gen workflows.GeneratedMetadata) cache.Options {
