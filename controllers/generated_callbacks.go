@@ -98,11 +98,13 @@ func (c *Controller) configMapChanged(cm *corev1.ConfigMap, gone bool) {
 }
 
 // holdsCurrent tells whether cm holds what the ConfigMap key of the graph
-// should: its flag set's current rendering, one a ConfigMap can carry (as
+// should: its flag set's rendering planned for its namespace (the current
+// one unless a rollout holds the namespace at another), one a ConfigMap can carry (as
 // the status of its sources judges it: status.configMapPending).
 func holdsCurrent(v *topology.View, key topology.Key, cm *corev1.ConfigMap) bool {
-	r, ok := v.FlagSetRendered(key.FlagSet())
-	if !ok || !r.Valid() || r.Content == "" {
+	served, ok := v.ServedFor(key.FlagSet(), key.Namespace)
+	r := served.Rendered
+	if !ok || served.Held || !r.Valid() || r.Content == "" {
 		return false
 	}
 	if _, over := r.Overflow(string(v1beta1.SyncProviderFile)); over {

@@ -26,3 +26,17 @@ func served(v *topology.View, flagSet topology.Key) (content, revision string, e
 	}
 	return r.Content, r.Revision, true, r.Valid() && r.Content != ""
 }
+
+// servedIn is served for the subscribers of one namespace: the revision a
+// rollout plan gives the namespace (topology.View.ServedFor). ok is false
+// when it cannot be served: the caller serves the last valid content.
+func servedIn(v *topology.View, flagSet topology.Key, namespace string) (content, revision string, exists, ok bool) {
+	if !v.RolloutPlan(flagSet).Staged() {
+		return served(v, flagSet)
+	}
+	s, found := v.ServedFor(flagSet, namespace)
+	if !found {
+		return EmptyFlagSet, emptyRevision, false, true
+	}
+	return s.Content, s.Revision, true, !s.Held && s.Valid() && s.Content != ""
+}

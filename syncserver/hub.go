@@ -98,6 +98,9 @@ type flagSetState struct {
 	// seen valid. An invalid edit leaves it, so subscribers keep the last
 	// valid content, as ConfigMaps do.
 	last *update
+	// staged holds, while a rollout plan gives namespaces different
+	// revisions, the update offered for each revision (publishStaged).
+	staged map[string]*update
 }
 
 // hub keeps the subscribers by flag set and publishes to them. Publishing
@@ -264,6 +267,10 @@ func (h *hub) round() {
 // of its subscribers when subs is nil. Content and entitlement are computed
 // once for all of them.
 func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber) {
+	if plan := v.RolloutPlan(flagSet); plan.Staged() {
+		h.publishStaged(v, flagSet, subs)
+		return
+	}
 	content, revision, exists, valid := served(v, flagSet)
 	var allowed map[string]struct{}
 	if exists {
@@ -326,6 +333,89 @@ func (h *hub) publish(v *topology.View, flagSet topology.Key, subs []*subscriber
 	for _, s := range subs {
 		if all.has(s) {
 			offer(s)
+		}
+	}
+}
+
+// publishStaged is publish for a flag set whose rollout plan may give its
+// subscriber namespaces different revisions (topology.View.ServedFor):
+// each namespace is offered its own, encoded once per revision. A
+// namespace whose planned revision cannot be served (its content is not
+// known, or invalid, or larger than a message) is offered nothing and
+// keeps what it has.
+func (h *hub) publishStaged(v *topology.View, flagSet topology.Key, subs []*subscriber) {
+	_, exists := v.FlagSetRendered(flagSet)
+	var allowed map[string]struct{}
+	if exists {
+		allowed = entitledNamespaces(v, flagSet)
+	}
+	h.publishes.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := h.subs[flagSet]
+	if all == nil {
+		return
+	}
+	st := h.states[flagSet]
+	if st == nil {
+		st = &flagSetState{}
+		h.states[flagSet] = st
+	}
+	delete(h.changedAt, flagSet)
+	byNamespace := map[string]*update{}
+	updateFor := func(ns string) *update {
+		if u, ok := byNamespace[ns]; ok {
+			return u
+		}
+		var u *update
+		if served, ok := v.ServedFor(flagSet, ns); ok && !served.Held && served.Valid() && served.Content != "" {
+			u = st.staged[served.Revision]
+			if u == nil {
+				if encoded, err := encodeResponse(served.Content); err == nil && (h.maxMessage == 0 || encoded.data.Len() <= h.maxMessage) {
+					u = &update{version: h.version.Add(1), content: served.Content, encoded: encoded, revision: served.Revision}
+				}
+			}
+		}
+		byNamespace[ns] = u
+		return u
+	}
+	offer := func(s *subscriber) {
+		if exists && s.namespace != flagSet.Namespace {
+			if _, ok := allowed[s.namespace]; !ok {
+				s.offer(denied)
+				return
+			}
+		}
+		if u := updateFor(s.namespace); u != nil {
+			s.offer(u)
+		}
+	}
+	if subs == nil {
+		all.each(offer)
+	} else {
+		for _, s := range subs {
+			if all.has(s) {
+				offer(s)
+			}
+		}
+	}
+	// Keep the encodings offered, by revision, for the next round; and the
+	// current revision's as the flag set's last valid state.
+	next := map[string]*update{}
+	for _, u := range byNamespace {
+		if u != nil {
+			next[u.revision] = u
+		}
+	}
+	for rev, u := range st.staged {
+		if _, ok := next[rev]; !ok && subs != nil {
+			next[rev] = u // a newcomers' round keeps what others were offered
+		}
+	}
+	st.staged = next
+	if r, ok := v.FlagSetRendered(flagSet); ok && r.Valid() {
+		if u, ok := next[r.Revision]; ok {
+			st.last = u
 		}
 	}
 }

@@ -434,11 +434,11 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 
 // FetchAllFlags returns a flag set's current content once.
 func (s *Server) FetchAllFlags(ctx context.Context, req *syncv1.FetchAllFlagsRequest) (*syncv1.FetchAllFlagsResponse, error) {
-	flagSet, _, v, err := s.authorize(ctx, req.GetSelector())
+	flagSet, id, v, err := s.authorize(ctx, req.GetSelector())
 	if err != nil {
 		return nil, err
 	}
-	content, _, _, valid := served(v, flagSet)
+	content, _, _, valid := servedIn(v, flagSet, id.Namespace)
 	if valid && (topology.Rendered{Content: content}).SyncMessageSize() > s.opts.MaxMessageSize {
 		// Not sendable: the last content that fitted, as streams get.
 		valid = false

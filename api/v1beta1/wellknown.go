@@ -132,4 +132,11 @@ const (
 	// workloads. On a source's Programmed; the message names the workloads,
 	// the size and the limit. Only a user can fix it: Stalled.
 	ReasonSidecarRefused = "SidecarRefused"
+	// ReasonRollingOut: a FeatureFlagRolloutPolicy stages the flag set's
+	// revision; some consumers serve the stable revision until their step
+	// (on a FeatureFlag's Reconciling). ReasonRolloutHalted: the rollout
+	// halted on a failing gate or was aborted, and every consumer serves
+	// the stable revision until a user edits the flag set (Stalled).
+	ReasonRollingOut    = "RollingOut"
+	ReasonRolloutHalted = "RolloutHalted"
 )

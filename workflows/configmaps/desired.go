@@ -34,7 +34,13 @@ func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.
 		// and the view disagreeing is a bug, not a user error.
 		return nil, fmt.Errorf("ConfigMap %s needed but flag set %s is not in the graph", key, fsKey)
 	}
-	rendered, _ := v.FlagSetRendered(fsKey)
+	// Its namespace's copy: the flag set's rendering, or the revision a
+	// rollout plan holds the namespace at.
+	served, _ := v.ServedFor(fsKey, key.Namespace)
+	if served.Held {
+		return nil, &HeldRevisionError{FlagSet: fsKey, Namespace: key.Namespace, Revision: served.Revision}
+	}
+	rendered := served.Rendered
 	if rendered.Err != nil {
 		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: rendered.Err}
 	}
@@ -98,13 +104,29 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string { return e.Overflow.Message(e.FlagSet) }
 
+// HeldRevisionError says that a rollout plan gives the ConfigMap a
+// revision of its flag set whose content flagplane does not hold (its
+// FeatureFlagRevision was not recorded, or not seen yet): the ConfigMap
+// keeps what it has.
+type HeldRevisionError struct {
+	FlagSet   topology.Key
+	Namespace string
+	Revision  string
+}
+
+func (e *HeldRevisionError) Error() string {
+	return fmt.Sprintf("the rollout of flag set %s/%s plans revision %s for namespace %s, whose content flagplane does not hold (no FeatureFlagRevision records it)",
+		e.FlagSet.Namespace, e.FlagSet.Name, e.Revision, e.Namespace)
+}
+
 // kept tells why the ConfigMap of a flag set keeps its last content
 // rather than take the flag set as it is now (an *InvalidFlagSetError or a
 // *TooLargeError), or returns nil.
 func kept(err error) error {
 	var invalid *InvalidFlagSetError
 	var tooLarge *TooLargeError
-	if errors.As(err, &invalid) || errors.As(err, &tooLarge) {
+	var held *HeldRevisionError
+	if errors.As(err, &invalid) || errors.As(err, &tooLarge) || errors.As(err, &held) {
 		return err
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -80,7 +81,8 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1b
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, consistent)
-	workflows.SetHealth(&status.Conditions, ff.Generation, flagSetVerdict(ff.Namespace, status, obs, tooLarge(v, key, rendered)))
+	verdict := flagSetVerdict(ff.Namespace, status, obs, tooLarge(v, key, rendered), v.RolloutPlan(key))
+	workflows.SetHealth(&status.Conditions, ff.Generation, verdict)
 	return status
 }
 
@@ -133,7 +135,7 @@ func summarize(items []string, max int) string {
 // Consistent is left out: flagd serves a flag set with probable mistakes.
 // So is what reads it unobserved (the kubernetes provider's flagd, which
 // reports nothing).
-func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed, tooLarge string) workflows.Verdict {
+func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed, tooLarge string, plan *topology.RolloutPlan) workflows.Verdict {
 	if v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false, ""); v.Health != workflows.Ready {
 		return v
 	}
@@ -141,9 +143,24 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 		return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonFlagSetTooLarge,
 			Message: fmt.Sprintf("revision %s cannot reach every consumer until a user acts: %s", status.Revision, tooLarge)}
 	}
+	// Under a rollout, a consumer is behind when it does not hold what the
+	// plan gives it.
+	staged := plan.Staged() && plan.Target == status.Revision && plan.Stable != plan.Target &&
+		plan.Phase != deliveryv1alpha1.PhaseCompleted
+	wanted := func(c v1beta1.ConsumerRevision) string {
+		if staged {
+			return plan.RevisionFor(c.Namespace)
+		}
+		return status.Revision
+	}
+	if staged && (plan.Phase == deliveryv1alpha1.PhaseHalted || plan.Phase == deliveryv1alpha1.PhaseAborted) {
+		return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonRolloutHalted,
+			Message: fmt.Sprintf("the rollout of revision %s was %s by FeatureFlagRolloutPolicy %s: every consumer serves revision %s until the flag set is edited (flagplane rollback)",
+				status.Revision, strings.ToLower(string(plan.Phase)), plan.Policy.Name, plan.Stable)}
+	}
 	var behind []string
 	for _, c := range status.Consumers {
-		if c.Revision == status.Revision {
+		if c.Revision == wanted(c) {
 			continue
 		}
 		what := fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name)
@@ -169,6 +186,17 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 	if len(behind) > 0 {
 		return workflows.Verdict{Health: workflows.Reconciling, Reason: v1beta1.ReasonDelivering,
 			Message: fmt.Sprintf("revision %s delivered to %s consumers; %s", status.Revision, status.Delivered, workflows.WaitingFor(behind, 5))}
+	}
+	if staged {
+		serving := 0
+		for _, c := range plan.Consumers {
+			if c.Revision == plan.Target {
+				serving++
+			}
+		}
+		return workflows.Verdict{Health: workflows.Reconciling, Reason: v1beta1.ReasonRollingOut,
+			Message: fmt.Sprintf("revision %s rolling out by FeatureFlagRolloutPolicy %s (%s, step %d of %d): %d of %d consumers serve it, the others revision %s",
+				status.Revision, plan.Policy.Name, strings.ToLower(string(plan.Phase)), plan.Step+1, plan.Steps, serving, len(plan.Consumers), plan.Stable)}
 	}
 	msg := fmt.Sprintf("flag set is valid; revision %s", status.Revision)
 	if status.Delivered != "" {
@@ -439,7 +467,10 @@ func configMapPending(v *topology.View, cm topology.Key, obs Observed, s workflo
 	desired, err := configmaps.Desired(v, cm, s)
 	var invalid *configmaps.InvalidFlagSetError
 	var large *configmaps.TooLargeError
+	var held *configmaps.HeldRevisionError
 	switch {
+	case errors.As(err, &held):
+		return pending{message: held.Error() + fmt.Sprintf(" (ConfigMap %s/%s keeps its content)", cm.Namespace, name)}, true
 	case errors.As(err, &invalid):
 		return pending{message: fmt.Sprintf("flag set %s/%s is invalid (ConfigMap %s/%s keeps the last valid content)",
 			invalid.FlagSet.Namespace, invalid.FlagSet.Name, cm.Namespace, name), permanent: true}, true
@@ -515,23 +546,36 @@ func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, ob
 		return "", "", nil
 	}
 	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
+	// Up to date is holding what the plan gives the namespace: the flag
+	// set's revision, unless a rollout holds the namespace at another.
+	plan := v.RolloutPlan(key)
+	want := func(ns string) (string, string) {
+		if !plan.Staged() {
+			return revision, content
+		}
+		s, _ := v.ServedFor(key, ns)
+		return s.Revision, s.Content
+	}
+	planned := map[string]string{}
 	var consumers []v1beta1.ConsumerRevision
 	upToDate := 0
 	for _, ns := range v.ConsumerNamespaces(key) {
 		if !v.ConfigMapNeeded(topology.ConfigMapKey(key, ns)) {
 			continue
 		}
+		wantRevision, wantContent := want(ns)
+		planned[ns] = wantRevision
 		c := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: name}
 		if data, ok := obs.ConfigMapData(ns, name); ok {
 			if held, ok := data[dataKey]; ok {
 				// Up to date is a comparison; only a copy behind is hashed.
-				c.Revision = revision
-				if held != content {
+				c.Revision = wantRevision
+				if held != wantContent {
 					c.Revision = flagsets.Revision(held)
 				}
 			}
 		}
-		if c.Revision == revision {
+		if c.Revision == wantRevision {
 			upToDate++
 		}
 		c.Since = sinceOf(prev, c, time.Time{})
@@ -542,11 +586,12 @@ func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, ob
 		syncs = so.SyncSubscribers(key)
 	}
 	for _, subs := range syncs {
-		c, at, ok := syncConsumer(key, subs, revision)
+		wantRevision, _ := want(subs.Namespace)
+		c, at, ok := syncConsumer(key, subs, wantRevision)
 		if !ok {
 			continue
 		}
-		if c.Revision == revision {
+		if c.Revision == wantRevision {
 			upToDate++
 		}
 		c.Since = sinceOf(prev, c, at)
@@ -556,10 +601,17 @@ func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, ob
 		return revision, "", nil
 	}
 	delivered := fmt.Sprintf("%d/%d", upToDate, len(consumers))
+	plannedOf := func(c v1beta1.ConsumerRevision) string {
+		if c.Kind == "ConfigMap" {
+			return planned[c.Namespace]
+		}
+		w, _ := want(c.Namespace)
+		return w
+	}
 	slices.SortStableFunc(consumers, func(a, b v1beta1.ConsumerRevision) int {
 		// Those behind first; then ConfigMaps by namespace, as
 		// ConsumerNamespaces lists them, then sync subscribers by namespace.
-		return cmp.Compare(boolInt(a.Revision == revision), boolInt(b.Revision == revision))
+		return cmp.Compare(boolInt(a.Revision == plannedOf(a)), boolInt(b.Revision == plannedOf(b)))
 	})
 	return revision, delivered, consumers[:min(len(consumers), maxConsumers)]
 }

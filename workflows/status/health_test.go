@@ -33,13 +33,13 @@ func TestFlagSetVerdictKeepsOtherNamespacesAnswers(t *testing.T) {
 	}}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted})
 
-	own := flagSetVerdict("platform", st, refused{}, "")
+	own := flagSetVerdict("platform", st, refused{}, "", nil)
 	g.Expect(own.Health).To(Equal(workflows.Stalled))
 	g.Expect(own.Reason).To(Equal(v1beta1.ReasonDeliveryFailed))
 	g.Expect(own.Message).To(ContainSubstring("exceeded quota"))
 
 	st.Consumers = st.Consumers[1:]
-	other := flagSetVerdict("platform", st, refused{}, "")
+	other := flagSetVerdict("platform", st, refused{}, "", nil)
 	g.Expect(other.Health).To(Equal(workflows.Stalled))
 	g.Expect(other.Message).To(ContainSubstring("ConfigMap team/flagd.platform.flags"))
 	g.Expect(other.Message).NotTo(ContainSubstring("quota"))
