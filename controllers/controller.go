@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -120,6 +121,9 @@ type Controller struct {
 	configMaps *workQueue[client.ObjectKey]
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
+	// rollouts moves FeatureFlagRolloutPolicies through their steps (rollouts.go).
+	rollouts *workQueue[topology.Key]
+	events   events.EventRecorder
 	// queues is the queue of each kind of the graph (graphKinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
 
@@ -242,6 +246,8 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
 	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
+	c.rollouts = newWorkQueue("rollouts", opts.Workers, c.reconcileRollout)
+	c.events = events
 	c.deliveries.track(c.configMaps, &c.unseen, c.cachedConfigMapVersion, c.enqueue)
 	if opts.Metrics != nil {
 		c.configMaps.observe = opts.Metrics.Reconciled
@@ -319,7 +325,7 @@ func addHandler[T client.Object](ctx context.Context, c *Controller, obj T, h ty
 // kinds from their table (graphKinds), which also routes their keys to
 // their queues, then the generated objects and pods.
 func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager) error {
-	kinds := c.graphKinds(mgr)
+	kinds := append(c.graphKinds(mgr), c.rolloutKinds()...)
 	c.route(kinds)
 	for _, k := range kinds {
 		if err := k.register(ctx, c); err != nil {
@@ -424,6 +430,8 @@ func (c *Controller) run(ctx context.Context) error {
 
 	go c.configMaps.run(ctx)
 	go c.statuses.run(ctx)
+	processAll(ctx, c.rollouts, slices.Values(v.RolloutPolicies()))
+	go c.rollouts.run(ctx)
 	go c.flagds.run(ctx)
 	c.workloads.run(ctx)
 	return nil
@@ -530,6 +538,8 @@ func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
 	v := c.topo.Snapshot()
 	switch key.Kind {
 	case topology.KindFlagSet:
+		// What its consumers serve may have moved a rollout's step.
+		defer c.enqueueRolloutsOf(v, key)
 		return c.statusWF.UpdateFlagSet(ctx, v, key)
 	case topology.KindSource:
 		return c.statusWF.UpdateSource(ctx, v, key)

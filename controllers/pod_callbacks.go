@@ -36,6 +36,11 @@ func (c *Controller) podHandler() typedHandler[*corev1.Pod] {
 // onPodChanged: a pod of a workload known only through its pods appeared or
 // changed (its annotations and service account stand for the workload's).
 func (c *Controller) onPodChanged(pod *corev1.Pod) {
+	if !c.ready.Load() {
+		// The initial pass reconciles every rollout.
+	} else {
+		c.enqueueRunningRolloutsIn(pod.Namespace)
+	}
 	if pod.DeletionTimestamp != nil {
 		return
 	}

@@ -181,5 +181,19 @@ func SlimPod(obj any) (any, error) {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	slim.ManagedFields = nil
 	slim.Spec.ServiceAccountName = pod.Spec.ServiceAccountName
+	// The health gates of staged rollouts read whether a pod is Ready and
+	// when its containers last restarted (staging.PodOf).
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		kept := corev1.ContainerStatus{Name: cs.Name, RestartCount: cs.RestartCount, Ready: cs.Ready}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			kept.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{FinishedAt: t.FinishedAt, ExitCode: t.ExitCode}
+		}
+		slim.Status.ContainerStatuses = append(slim.Status.ContainerStatuses, kept)
+	}
 	return slim, nil
 }

@@ -49,7 +49,11 @@ type Updater struct {
 
 // observed reads the generated objects from the cache, and knows the write
 // failures and the replicas' sync reports.
-func (u *Updater) observed(ctx context.Context) CacheObserved {
+func (u *Updater) observed(ctx context.Context) CacheObserved { return u.Observed(ctx) }
+
+// Observed is what the cache and the sync reports show of the generated
+// objects: what staged rollouts read of their consumers.
+func (u *Updater) Observed(ctx context.Context) CacheObserved {
 	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports}
 }
 

@@ -1,0 +1,248 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/staging"
+)
+
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// The staged rollouts (issue 30): FeatureFlagRolloutPolicies, the
+// FeatureFlagRevisions whose content a plan serves, and the labels of
+// Namespaces enter the graph, which plans who serves what
+// (topology.View.RolloutPlan); the rollouts queue moves each policy through
+// its steps (staging.Next) and writes its status, which the plan reads.
+
+// rolloutKinds are the graph kinds of staged rollouts.
+func (c *Controller) rolloutKinds() []registrar {
+	kinds := []registrar{
+		graphKind[*deliveryv1alpha1.FeatureFlagRolloutPolicy]{
+			object: &deliveryv1alpha1.FeatureFlagRolloutPolicy{}, name: deliveryv1alpha1.FeatureFlagRolloutPolicyKind, queue: c.rollouts,
+			change: func(old, new *deliveryv1alpha1.FeatureFlagRolloutPolicy) string {
+				if topology.RolloutPolicyChanged(old, new) || !maps.Equal(old.Annotations, new.Annotations) {
+					return "changed"
+				}
+				return ""
+			},
+			upsert: (*topology.Topology).UpsertRolloutPolicy,
+			remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
+			// A promotion or an abort changes no plan: the policy is looked at again.
+			edited: func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+				c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
+			},
+		},
+		graphKind[*deliveryv1alpha1.FeatureFlagRevision]{
+			object: &deliveryv1alpha1.FeatureFlagRevision{}, name: deliveryv1alpha1.FeatureFlagRevisionKind,
+			change: func(_, _ *deliveryv1alpha1.FeatureFlagRevision) string { return "" }, // immutable
+			upsert: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) (topology.Delta, error) {
+				return t.UpsertRevision(r), nil
+			},
+			remove: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) topology.Delta {
+				return t.DeleteRevision(r.Namespace, r.Name, r.Spec.FlagSet, r.Spec.Revision)
+			},
+		},
+	}
+	if len(c.opts.Namespaces) == 0 {
+		// A namespaced install cannot read Namespaces: its namespace
+		// selectors match no namespace (docs/delivery.md).
+		kinds = append(kinds, graphKind[*corev1.Namespace]{
+			object: &corev1.Namespace{}, name: "Namespace",
+			change: func(old, new *corev1.Namespace) string {
+				if maps.Equal(old.Labels, new.Labels) {
+					return ""
+				}
+				return "labels-changed"
+			},
+			upsert: func(t *topology.Topology, ns *corev1.Namespace) (topology.Delta, error) {
+				return t.UpsertNamespace(ns.Name, ns.Labels), nil
+			},
+			remove: func(t *topology.Topology, ns *corev1.Namespace) topology.Delta { return t.DeleteNamespace(ns.Name) },
+		})
+	}
+	return kinds
+}
+
+// reconcileRollout moves a rollout policy one step of its state machine
+// and writes its status.
+func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) error {
+	if key.Kind != topology.KindRolloutPolicy {
+		return errNotThisQueue
+	}
+	p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{}
+	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	v := c.topo.Snapshot()
+	f := topology.FlagSetKey(p.Namespace, p.Spec.TargetRef.Name)
+	plan := v.RolloutPlan(f)
+	if plan != nil && plan.Problem == "" && plan.Policy == key && plan.Stable != p.Status.StableRevision && !plan.NewPlan {
+		// The graph has not taken the policy's latest status yet.
+		return workflows.RequeueAfter(cacheBehindDelay)
+	}
+	obs := staging.Observation{Now: time.Now()}
+	if plan != nil && plan.Problem == "" {
+		obs.Serving = c.serving(ctx, v, f, plan)
+		if !plan.NewPlan {
+			obs.GateFailure = c.gateFailure(ctx, p, plan)
+		}
+	}
+	res := staging.Next(p, plan, obs)
+	if !equality.Semantic.DeepEqual(res.Status, p.Status) {
+		next := p.DeepCopy()
+		next.Status = res.Status
+		if err := c.client.Status().Update(ctx, next); err != nil {
+			if apierrors.IsConflict(err) {
+				return workflows.RequeueAfter(cacheBehindDelay)
+			}
+			return fmt.Errorf("writing the status of FeatureFlagRolloutPolicy %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		if res.Event != "" {
+			kind := corev1.EventTypeNormal
+			if res.Warning {
+				kind = corev1.EventTypeWarning
+			}
+			c.events.Eventf(next, nil, kind, res.EventReason, "Rollout", "%s", res.Event)
+		}
+		log.FromContext(ctx).Info("rollout", "policy", key.Namespace+"/"+key.Name, "phase", res.Status.Phase,
+			"step", res.Status.Step, "target", res.Status.TargetRevision, "message", res.Status.Message)
+	}
+	if res.RequeueAfter > 0 {
+		return workflows.RequeueAfter(res.RequeueAfter)
+	}
+	return nil
+}
+
+// serving is, per consumer namespace of a plan, the revision every copy
+// of the flag set there holds: its generated ConfigMap and the sync
+// server's streams to the namespace; "" when they differ or none is known.
+func (c *Controller) serving(ctx context.Context, v *topology.View, f topology.Key, plan *topology.RolloutPlan) map[string]string {
+	obs := c.statusWF.Observed(ctx)
+	syncs := map[string][]string{}
+	for _, subs := range obs.SyncSubscribers(f) {
+		for _, h := range subs.Held {
+			syncs[subs.Namespace] = append(syncs[subs.Namespace], h.Revision)
+		}
+	}
+	out := make(map[string]string, len(plan.Consumers))
+	for _, cons := range plan.Consumers {
+		ns := cons.Namespace
+		var held []string
+		if v.ConfigMapNeeded(topology.ConfigMapKey(f, ns)) {
+			rev := ""
+			if data, ok := obs.ConfigMapData(ns, topology.ConfigMapName(f)); ok {
+				if content, ok := data[topology.ConfigMapDataKey(f)]; ok {
+					rev = flagsets.Revision(content)
+					if s, _ := v.ServedFor(f, ns); s.Content == content {
+						rev = s.Revision
+					}
+				}
+			}
+			held = append(held, rev)
+		}
+		held = append(held, syncs[ns]...)
+		rev := ""
+		for i, h := range held {
+			if i == 0 {
+				rev = h
+			} else if h != rev {
+				rev = ""
+				break
+			}
+		}
+		out[ns] = rev
+	}
+	return out
+}
+
+// gateFailure evaluates the policy's gates on the pods of the workloads
+// that serve the new revision, and says which one fails ("" when all hold).
+func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan) string {
+	if len(p.Spec.Gates) == 0 || plan.Target == plan.Stable {
+		return ""
+	}
+	if plan.Phase != deliveryv1alpha1.PhaseProgressing && plan.Phase != deliveryv1alpha1.PhasePaused {
+		return ""
+	}
+	var pods []staging.Pod
+	for _, cons := range plan.Consumers {
+		if cons.Revision != plan.Target || len(cons.Workloads) == 0 {
+			continue
+		}
+		list := &corev1.PodList{}
+		if err := c.cache.List(ctx, list, client.InNamespace(cons.Namespace)); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			pod := &list.Items[i]
+			if pod.DeletionTimestamp != nil {
+				continue
+			}
+			res := c.owners.WorkloadOf(ctx, pod.Namespace, pod)
+			if !res.OK || !containsKey(cons.Workloads, res.Workload) {
+				continue
+			}
+			pods = append(pods, staging.PodOf(pod, res.Workload))
+		}
+	}
+	var since time.Time
+	if p.Status.StepStartedAt != nil {
+		since = p.Status.StepStartedAt.Time
+	}
+	return staging.GateFailure(p.Spec.Gates, pods, time.Now(), since)
+}
+
+func containsKey(keys []topology.Key, k topology.Key) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueRolloutsOf puts the rollout policies of a flag set on their queue:
+// what its consumers serve may have changed.
+func (c *Controller) enqueueRolloutsOf(v *topology.View, f topology.Key) {
+	for _, p := range v.RolloutPoliciesOf(f) {
+		c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
+	}
+}
+
+// enqueueRunningRolloutsIn puts the running rollouts with consumers in
+// namespace on their queue: a pod there changed, which a gate may read.
+func (c *Controller) enqueueRunningRolloutsIn(namespace string) {
+	v := c.topo.Snapshot()
+	for _, k := range v.RolloutPolicies() {
+		p, ok := v.RolloutPolicy(k)
+		if !ok || (p.Status.Phase != deliveryv1alpha1.PhaseProgressing && p.Status.Phase != deliveryv1alpha1.PhasePaused) || len(p.Spec.Gates) == 0 {
+			continue
+		}
+		plan := v.RolloutPlan(topology.FlagSetKey(p.Namespace, p.Spec.TargetRef.Name))
+		if plan == nil {
+			continue
+		}
+		for _, cons := range plan.Consumers {
+			if cons.Namespace == namespace {
+				c.rollouts.Add(k)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package staging
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/topology"
+)
+
+// Pod is what the gates read of a pod of a workload that serves the new
+// revision.
+type Pod struct {
+	Namespace, Name string
+	Workload        topology.Key
+	// Ready is the pod's Ready condition, and since when it holds.
+	Ready      bool
+	ReadySince time.Time
+	// Restarts are the times its containers last terminated and were
+	// restarted, with their restart counts.
+	Restarts []Restart
+}
+
+// Restart is a container's last termination and its restart count.
+type Restart struct {
+	Container string
+	Count     int32
+	Finished  time.Time
+}
+
+// PodOf reads a pod for the gates.
+func PodOf(pod *corev1.Pod, w topology.Key) Pod {
+	out := Pod{Namespace: pod.Namespace, Name: pod.Name, Workload: w, Ready: false, ReadySince: pod.CreationTimestamp.Time}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+			out.ReadySince = c.LastTransitionTime.Time
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.LastTerminationState.Terminated; t != nil && cs.RestartCount > 0 {
+			out.Restarts = append(out.Restarts, Restart{Container: cs.Name, Count: cs.RestartCount, Finished: t.FinishedAt.Time})
+		}
+	}
+	return out
+}
+
+// GateFailure says which gate fails on pods, or "". since is when the
+// current step started: restarts before it are not the rollout's.
+//
+//   - PodsReady fails when a pod has not been Ready for longer than the
+//     gate's For (default 0: at once).
+//   - Restarts fails when more containers of the pods restarted since the
+//     step started (their last termination finished after it) than Max.
+//
+// EvaluationErrors and Prometheus are refused before they get here
+// (Unsupported).
+func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time) string {
+	for _, g := range gates {
+		switch g.Type {
+		case deliveryv1alpha1.GatePodsReady:
+			grace := time.Duration(0)
+			if g.For != nil {
+				grace = g.For.Duration
+			}
+			for _, p := range pods {
+				if !p.Ready && now.Sub(p.ReadySince) >= grace {
+					return fmt.Sprintf("gate PodsReady failed: pod %s/%s of %s %s is not Ready (since %s)",
+						p.Namespace, p.Name, p.Workload.Kind, p.Workload.Name, p.ReadySince.UTC().Format(time.RFC3339))
+				}
+			}
+		case deliveryv1alpha1.GateRestarts:
+			limit := int64(0)
+			if g.Max != nil {
+				limit = *g.Max
+			}
+			var n int64
+			var last string
+			for _, p := range pods {
+				for _, r := range p.Restarts {
+					if r.Finished.After(since) {
+						n++
+						last = fmt.Sprintf("container %s of pod %s/%s", r.Container, p.Namespace, p.Name)
+					}
+				}
+			}
+			if n > limit {
+				return fmt.Sprintf("gate Restarts failed: %d container restart(s) since the step started, more than %d (last: %s)", n, limit, last)
+			}
+		}
+	}
+	return ""
+}
+
+// Unsupported says which gate of a policy this version of flagplane does
+// not evaluate, or "".
+func Unsupported(gates []deliveryv1alpha1.Gate) string {
+	for _, g := range gates {
+		switch g.Type {
+		case deliveryv1alpha1.GateEvaluationErrors, deliveryv1alpha1.GatePrometheus:
+			return fmt.Sprintf("gate %s is not evaluated by this version of flagplane: a policy naming it stages nothing (remove the gate)", g.Type)
+		}
+	}
+	return ""
+}
