@@ -15,6 +15,8 @@
 //     configurations, and the annotation warnings of workloads;
 //   - flagds: the Flagd kind's Deployment, Service, Ingress, HTTPRoute and
 //     status;
+//   - history: every accepted FeatureFlag spec kept as a
+//     FeatureFlagRevision, numbered, attributed and pruned;
 //   - blast: what a change would reach, before it is made (the webhooks'
 //     warnings, `flagplane diff`);
 //   - manifests: the graph built offline, from YAML, for the CLI and the

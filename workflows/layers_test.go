@@ -25,6 +25,7 @@ var layers = map[string][]string{
 	"workflows/rollout":                {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
 	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
+	"workflows/history":                {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -32,6 +33,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -221,6 +223,14 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	ctrlOpts.Namespaces = o.Namespaces
 	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
 	if err != nil {
+		m.close()
+		return nil, err
+	}
+	// The revision history (issue 30): every accepted FeatureFlag spec
+	// recorded, on the leader, from the cache and the graph.
+	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
+		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, Workers: o.Workers}
+	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
 		m.close()
 		return nil, err
 	}

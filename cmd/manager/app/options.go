@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -106,6 +108,11 @@ type Options struct {
 	// Injection is filled in from the sidecar's, admission's and the sync
 	// server's settings.
 	Flagd flagds.Options
+	// RevisionHistoryLimit is how many revisions of a flag set to keep
+	// where its RevisionHistoryLimitAnnotation says nothing valid
+	// (workflows/history).
+	RevisionHistoryLimit int
+
 	// GatewayAPIPoll is how often to look for Gateway API's CRDs
 	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
 	// zero. Not a flag: tests shorten it.
@@ -135,6 +142,7 @@ func DefaultOptions() Options {
 		Sync:                   syncDefaults(),
 		Flagd:                  flagds.DefaultOptions(),
 		Generated:              workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
+		RevisionHistoryLimit:   history.DefaultLimit,
 	}
 }
 
@@ -160,6 +168,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
+	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
+		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none (the one served and those a rollout names are kept beyond it)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
@@ -193,6 +203,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, not %d", o.Workers))
+	}
+	if o.RevisionHistoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("--revision-history-limit must not be negative, not %d", o.RevisionHistoryLimit))
 	}
 	if o.CacheSyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))

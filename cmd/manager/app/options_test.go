@@ -67,6 +67,24 @@ func TestFlags(t *testing.T) {
 			wantErr: `--namespaces: "Team_A" is not a namespace name`,
 		},
 		{
+			name: "the revision history keeps 10 revisions of a flag set unless told",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionHistoryLimit).To(Equal(10))
+			},
+		},
+		{
+			name: "--revision-history-limit",
+			args: []string{"--revision-history-limit=3"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionHistoryLimit).To(Equal(3))
+			},
+		},
+		{
+			name:    "--revision-history-limit must not be negative",
+			args:    []string{"--revision-history-limit=-1"},
+			wantErr: "--revision-history-limit must not be negative, not -1",
+		},
+		{
 			name: "leader election",
 			args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
 			check: func(g Gomega, o Options) {

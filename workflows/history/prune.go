@@ -1,0 +1,62 @@
+package history
+
+import (
+	"fmt"
+	"strconv"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+)
+
+// DefaultLimit is how many revisions of a flag set flagplane keeps
+// where neither its annotation nor the manager's --revision-history-limit
+// says otherwise, as a Deployment's revisionHistoryLimit.
+const DefaultLimit = 10
+
+// Limit is how many revisions of a flag set to keep: its
+// RevisionHistoryLimitAnnotation when that is a non-negative integer, else
+// fallback. A value that is not is an error (the caller warns, and keeps
+// fallback's).
+func Limit(annotations map[string]string, fallback int) (int, error) {
+	v, ok := annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation]
+	if !ok {
+		return fallback, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fallback, fmt.Errorf("annotation %s=%q is not a non-negative integer: keeping %d revisions",
+			deliveryv1alpha1.RevisionHistoryLimitAnnotation, v, fallback)
+	}
+	return n, nil
+}
+
+// Prunable are the revisions to delete so that at most limit remain, the
+// oldest first, of revisions sorted by number. A revision whose hash is in
+// keep (the one the flag set serves, those a rollout names) is never
+// deleted: the newest revision of each such hash stays, however many that
+// leaves; an older one of the same hash (a spec applied again) is history
+// like any other.
+func Prunable(revisions []*deliveryv1alpha1.FeatureFlagRevision, limit int, keep map[string]bool) []*deliveryv1alpha1.FeatureFlagRevision {
+	excess := len(revisions) - max(limit, 0)
+	if excess <= 0 {
+		return nil
+	}
+	kept := map[int]bool{}
+	seen := map[string]bool{}
+	for i := len(revisions) - 1; i >= 0; i-- {
+		h := revisions[i].Spec.Revision
+		if keep[h] && !seen[h] {
+			kept[i] = true
+			seen[h] = true
+		}
+	}
+	var out []*deliveryv1alpha1.FeatureFlagRevision
+	for i, r := range revisions {
+		if len(out) == excess {
+			break
+		}
+		if !kept[i] {
+			out = append(out, r)
+		}
+	}
+	return out
+}

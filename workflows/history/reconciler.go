@@ -1,0 +1,263 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
+)
+
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies,verbs=get;list;watch
+
+// Name is the controller's name, in its logs and in controller-runtime's
+// metrics (controller="history").
+const Name = "history"
+
+// Event reasons and actions of the history.
+const (
+	// EventRevisionRecorded: a spec of the FeatureFlag was recorded.
+	EventRevisionRecorded = "RevisionRecorded"
+	// EventInvalidHistoryLimit: the FeatureFlag's
+	// RevisionHistoryLimitAnnotation is not a non-negative integer.
+	EventInvalidHistoryLimit = "InvalidRevisionHistoryLimit"
+	// ActionRecord is the action of EventRevisionRecorded.
+	ActionRecord = "Record"
+)
+
+// cacheBehindDelay is how long a reconcile waits for what the cache or
+// the graph has not seen yet (its own last write; a FeatureFlag the cache
+// holds that the graph's informer handler has not taken yet): usually
+// milliseconds.
+const cacheBehindDelay = 100 * time.Millisecond
+
+// Graph is what the history reads of the topology.
+type Graph interface {
+	Snapshot() *topology.View
+}
+
+// Reconciler records the accepted specs of a FeatureFlag and prunes its
+// history (see the package doc). One key is a FeatureFlag.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Graph renders flag sets: what a FeatureFlag serves, and whether it
+	// is accepted.
+	Graph Graph
+	// Events receives RevisionRecorded and InvalidRevisionHistoryLimit on
+	// the FeatureFlag; nil sends none.
+	Events events.EventRecorder
+	// DefaultLimit is how many revisions to keep of a flag set without a
+	// valid RevisionHistoryLimitAnnotation (--revision-history-limit).
+	DefaultLimit int
+	// Workers reconcile FeatureFlags at once (default 2).
+	Workers int
+
+	// warned is, per FeatureFlag, the invalid limit it was warned about:
+	// one Event per value, not one per reconcile.
+	warned sync.Map
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// SetupWithManager indexes revisions by flag set and registers the
+// controller: a FeatureFlag is reconciled when it changes, when one of its
+// revisions does and when a rollout policy that targets it does. It runs
+// on the leader only.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := IndexRevisions(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	workers := r.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	err := builder.ControllerManagedBy(mgr).Named(Name).
+		For(&v1beta1.FeatureFlag{}).
+		Owns(&deliveryv1alpha1.FeatureFlagRevision{}).
+		Watches(&deliveryv1alpha1.FeatureFlagRolloutPolicy{}, handler.EnqueueRequestsFromMapFunc(policyToFlagSet)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			RecoverPanic:            ptr.To(true),
+			NeedLeaderElection:      ptr.To(true),
+			// Each manager of a process (tests, the demo) has its own.
+			SkipNameValidation: ptr.To(true),
+		}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the revision history: %w", err)
+	}
+	return nil
+}
+
+// policyToFlagSet maps a rollout policy to the FeatureFlag it targets: the
+// revisions its status names are kept.
+func policyToFlagSet(_ context.Context, obj client.Object) []reconcile.Request {
+	p, ok := obj.(*deliveryv1alpha1.FeatureFlagRolloutPolicy)
+	if !ok || p.Spec.TargetRef.Kind != v1beta1.FeatureFlagKind || p.Spec.TargetRef.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.TargetRef.Name}}}
+}
+
+// Reconcile records the FeatureFlag's spec when it is accepted and not the
+// newest revision yet, then prunes its history.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ff := &v1beta1.FeatureFlag{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ff); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Its revisions go with it: the garbage collector deletes them.
+			r.warned.Delete(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading FeatureFlag %s: %w", req.NamespacedName, err)
+	}
+	if ff.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	v := r.Graph.Snapshot()
+	rendered, ok := v.RenderedOf(ff)
+	if !ok {
+		// The graph takes the object in an informer handler of its own,
+		// apart from this controller's: its rendering is on its way.
+		return reconcile.Result{RequeueAfter: cacheBehindDelay}, nil
+	}
+	// Who wrote the spec and why: the object as of the write that made
+	// the spec, which the graph holds (a later metadata-only write does
+	// not replace it there).
+	author := ff
+	if held, ok := v.FlagSet(topology.FlagSetKey(ff.Namespace, ff.Name)); ok && held.UID == ff.UID {
+		author = held
+	}
+	all, err := List(ctx, r.Client, ff.Namespace, ff.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Revisions of an earlier FeatureFlag of the name (left behind,
+	// orphaned) take numbers, but are not this one's history.
+	var owned []*deliveryv1alpha1.FeatureFlagRevision
+	for _, rev := range all {
+		if ownedBy(rev, ff.UID) {
+			owned = append(owned, rev)
+		}
+	}
+	if rendered.Valid() && rendered.Content != "" {
+		var behind bool
+		if owned, behind, err = r.record(ctx, ff, author, rendered.Revision, all, owned); err != nil {
+			return reconcile.Result{}, err
+		}
+		if behind {
+			return reconcile.Result{RequeueAfter: cacheBehindDelay}, nil
+		}
+	}
+	return reconcile.Result{}, r.prune(ctx, ff, rendered, owned)
+}
+
+// record creates the revision of hash unless the newest of owned has it,
+// and returns owned with it. behind says that the name of the next number
+// is taken by a revision the cache has not seen yet, or by another:
+// reconcile again once the cache has caught up.
+func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag, hash string,
+	all, owned []*deliveryv1alpha1.FeatureFlagRevision) (_ []*deliveryv1alpha1.FeatureFlagRevision, behind bool, _ error) {
+	if n := len(owned); n > 0 && owned[n-1].Spec.Revision == hash {
+		return owned, false, nil
+	}
+	number := int64(1)
+	if n := len(all); n > 0 {
+		number = all[n-1].Spec.Number + 1
+	}
+	want := Desired(author, hash, number)
+	logger := log.FromContext(ctx)
+	err := r.Client.Create(ctx, want)
+	switch {
+	case err == nil:
+		logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
+			"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
+		workflows.Normal(r.Events, ff, EventRevisionRecorded, ActionRecord, "revision %d (%s) recorded as %s", number, hash, want.Name)
+		return append(owned, want), false, nil
+	case apierrors.IsAlreadyExists(err):
+		// A retry of a create that took effect, or a reconcile that raced
+		// this one: the same revision is success.
+		have := &deliveryv1alpha1.FeatureFlagRevision{}
+		if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); getErr == nil && sameRevision(have, want) && ownedBy(have, ff.UID) {
+			return append(owned, have), false, nil
+		}
+		logger.V(1).Info("the name of the next revision is taken by one the cache has not seen yet, or by another's: trying again",
+			"revision", want.Name, "number", number)
+		return owned, true, nil
+	default:
+		return owned, false, fmt.Errorf("recording revision %d of %s/%s: %w", number, ff.Namespace, ff.Name, err)
+	}
+}
+
+// prune deletes the revisions of owned beyond the flag set's limit, but
+// those a reader needs: the one it serves (when its spec is invalid, its
+// consumers keep the newest revision) and those a rollout policy's status
+// names.
+func (r *Reconciler) prune(ctx context.Context, ff *v1beta1.FeatureFlag, rendered topology.Rendered,
+	owned []*deliveryv1alpha1.FeatureFlagRevision) error {
+	limit, err := Limit(ff.Annotations, r.DefaultLimit)
+	r.warnLimit(ff, err)
+	if len(owned) <= limit {
+		return nil
+	}
+	keep := map[string]bool{}
+	switch {
+	case rendered.Valid() && rendered.Revision != "":
+		keep[rendered.Revision] = true
+	case len(owned) > 0:
+		keep[owned[len(owned)-1].Spec.Revision] = true
+	}
+	var policies deliveryv1alpha1.FeatureFlagRolloutPolicyList
+	if err := r.Client.List(ctx, &policies, client.InNamespace(ff.Namespace)); err != nil {
+		return fmt.Errorf("listing the rollout policies of namespace %s: %w", ff.Namespace, err)
+	}
+	for _, p := range policies.Items {
+		for _, h := range []string{p.Status.StableRevision, p.Status.TargetRevision} {
+			if h != "" {
+				keep[h] = true
+			}
+		}
+	}
+	logger := log.FromContext(ctx)
+	for _, rev := range Prunable(owned, limit, keep) {
+		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &rev.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting revision %s/%s: %w", rev.Namespace, rev.Name, err)
+		}
+		logger.V(1).Info("revision pruned", "revision", rev.Name, "number", rev.Spec.Number, "hash", rev.Spec.Revision, "limit", limit)
+	}
+	return nil
+}
+
+// warnLimit sends a Warning Event for an invalid limit, once per value.
+func (r *Reconciler) warnLimit(ff *v1beta1.FeatureFlag, err error) {
+	key := types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}
+	if err == nil {
+		r.warned.Delete(key)
+		return
+	}
+	value := ff.Annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation]
+	if prev, ok := r.warned.Load(key); ok && prev == value {
+		return
+	}
+	r.warned.Store(key, value)
+	workflows.Warn(r.Events, ff, EventInvalidHistoryLimit, workflows.ActionValidate, "%s", err.Error())
+}

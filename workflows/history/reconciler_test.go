@@ -1,0 +1,249 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
+)
+
+// world is a FeatureFlag shop/flags as the cache and the graph hold it, and
+// a reconciler on a fake cluster.
+type world struct {
+	t    *testing.T
+	topo *topology.Topology
+	c    client.Client
+	r    *Reconciler
+	ff   *v1beta1.FeatureFlag
+	// writers are the FeatureFlag's managedFields as the graph gets them
+	// (the fake cluster keeps its own).
+	writers []metav1.ManagedFieldsEntry
+}
+
+func newWorld(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *world {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliveryv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "flags", UID: "ff-uid"}}
+	setFlag(ff, "on")
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, ff)...).
+		WithIndex(&deliveryv1alpha1.FeatureFlagRevision{}, FlagSetIndex, func(o client.Object) []string {
+			return []string{o.(*deliveryv1alpha1.FeatureFlagRevision).Spec.FlagSet}
+		})
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	w := &world{t: t, topo: topology.New(flagsets.NewValidator(false).TopologyOptions()...), c: b.Build(),
+		writers: []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}}}}
+	w.r = &Reconciler{Client: w.c, Graph: w.topo, DefaultLimit: DefaultLimit}
+	w.sync()
+	return w
+}
+
+// setFlag gives ff one flag f whose default variant is variant ("on",
+// "off"; anything else is a variant that does not exist: invalid).
+func setFlag(ff *v1beta1.FeatureFlag, variant string) {
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{"f": {State: v1beta1.FlagStateEnabled, DefaultVariant: variant,
+		Variants: json.RawMessage(`{"on":true,"off":false}`)}}
+}
+
+// sync hands the cluster's FeatureFlag to the graph, as the informer does.
+func (w *world) sync() {
+	w.t.Helper()
+	ff := &v1beta1.FeatureFlag{}
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: "flags"}, ff); err != nil {
+		w.t.Fatal(err)
+	}
+	ff.ManagedFields = w.writers
+	if _, err := w.topo.UpsertFlagSet(ff); err != nil {
+		w.t.Fatal(err)
+	}
+	w.ff = ff
+}
+
+// edit changes the FeatureFlag in the cluster (not yet in the graph).
+func (w *world) edit(change func(ff *v1beta1.FeatureFlag)) {
+	w.t.Helper()
+	ff := w.ff.DeepCopy()
+	ff.ManagedFields = nil
+	change(ff)
+	if err := w.c.Update(context.Background(), ff); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) reconcile() (reconcile.Result, error) {
+	return w.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "flags"}})
+}
+
+func (w *world) revisions() []*deliveryv1alpha1.FeatureFlagRevision {
+	w.t.Helper()
+	revs, err := List(context.Background(), w.c, "shop", "flags")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return revs
+}
+
+func (w *world) served() string {
+	r, _ := w.topo.Snapshot().FlagSetRendered(topology.FlagSetKey("shop", "flags"))
+	return r.Revision
+}
+
+// TestReconcileRecords: the first reconcile records revision 1 with the
+// served hash, its author and cause; again, nothing; an edit the graph has
+// not taken waits for it; an accepted edit is revision 2; an invalid one is
+// none; going back is revision 3 with revision 1's hash.
+func TestReconcileRecords(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, nil)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs := w.revisions()
+	g.Expect(revs).To(HaveLen(1))
+	first := revs[0]
+	g.Expect(first.Name).To(Equal("flags-1"))
+	g.Expect(first.Labels).To(Equal(map[string]string{deliveryv1alpha1.FlagSetLabel: "flags"}))
+	g.Expect(metav1.IsControlledBy(first, w.ff)).To(BeTrue())
+	g.Expect(first.Spec).To(Equal(deliveryv1alpha1.FeatureFlagRevisionSpec{FlagSet: "flags", Number: 1, Revision: w.served(),
+		FlagSpec: w.ff.Spec.FlagSpec, CreatedBy: "kubectl-create"}))
+	hash1 := first.Spec.Revision
+	g.Expect(hash1).NotTo(BeEmpty())
+
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(w.revisions()).To(HaveLen(1), "the same spec again records nothing")
+
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		setFlag(ff, "off")
+		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "turn f off"}
+	})
+	w.writers = append(w.writers, metav1.ManagedFieldsEntry{Manager: "alice-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(200, 0)}})
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}), "the graph has not taken the edit yet")
+	g.Expect(w.revisions()).To(HaveLen(1))
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs = w.revisions()
+	g.Expect(revs).To(HaveLen(2))
+	g.Expect(revs[1].Name).To(Equal("flags-2"))
+	g.Expect(revs[1].Spec.Revision).To(Equal(w.served()))
+	g.Expect(revs[1].Spec.Revision).NotTo(Equal(hash1))
+	g.Expect(revs[1].Spec.CreatedBy).To(Equal("alice-edit"))
+	g.Expect(revs[1].Spec.ChangeCause).To(Equal("turn f off"))
+
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "missing") })
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(w.revisions()).To(HaveLen(2), "an invalid spec is not recorded")
+
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "on") })
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs = w.revisions()
+	g.Expect(revs).To(HaveLen(3))
+	g.Expect(revs[2].Spec.Number).To(Equal(int64(3)))
+	g.Expect(revs[2].Spec.Revision).To(Equal(hash1), "a spec applied again gets a new number")
+}
+
+// TestReconcileAlreadyExists: a create that finds its revision made (a
+// retry, a racing reconcile) is success; one that finds another revision
+// under the name waits for the cache.
+func TestReconcileAlreadyExists(t *testing.T) {
+	g := NewWithT(t)
+	var existing *deliveryv1alpha1.FeatureFlagRevision
+	funcs := &interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if rev, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision); ok && existing != nil {
+			// Someone made it first: it is in the cluster (and the cache).
+			if err := c.Create(ctx, existing); err != nil {
+				return err
+			}
+			existing = nil
+			return apierrors.NewAlreadyExists(deliveryv1alpha1.GroupVersion.WithResource("featureflagrevisions").GroupResource(), rev.Name)
+		}
+		return c.Create(ctx, obj, opts...)
+	}}
+	w := newWorld(t, funcs)
+	existing = Desired(w.ff, w.served(), 1)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(w.revisions()).To(HaveLen(1))
+
+	// Another hash under the next name: not this spec's revision.
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
+	w.sync()
+	existing = Desired(w.ff, "another-hash", 2)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}))
+	// Then the cache holds it: the spec is recorded as 3.
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs := w.revisions()
+	g.Expect(numbers(revs)).To(Equal([]int64{1, 2, 3}))
+	g.Expect(revs[2].Spec.Revision).To(Equal(w.served()))
+}
+
+// TestReconcilePrunes: the history is cut to the annotation's limit, the
+// oldest first, but the revision served and those a rollout policy names
+// stay; an invalid limit keeps the default's.
+func TestReconcilePrunes(t *testing.T) {
+	g := NewWithT(t)
+	policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "staged"},
+		Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{TargetRef: deliveryv1alpha1.FlagSetTargetReference{
+			Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "flags"}}}
+	w := newWorld(t, nil, policy)
+	hashes := []string{}
+	for _, v := range []string{"on", "off", "on", "off", "on"} {
+		w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, v) })
+		w.sync()
+		g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+		hashes = append(hashes, w.served())
+	}
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2, 3, 4, 5}), "the first edit left the spec as it was")
+
+	// Revision 2's hash (off) is a rollout's stable revision.
+	policy.Status.StableRevision = hashes[1]
+	g.Expect(w.c.Update(context.Background(), policy)).To(Succeed())
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "2"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	// 5 is served ("on"), 4 is the newest "off", which the policy names.
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{4, 5}))
+
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "0"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{4, 5}), "limit 0 keeps what is served and named")
+	policy.Status.StableRevision = ""
+	g.Expect(w.c.Update(context.Background(), policy)).To(Succeed())
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{5}))
+
+	// An invalid limit: the default's 10, and one warning per value.
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "many"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	value, warned := w.r.warned.Load(types.NamespacedName{Namespace: "shop", Name: "flags"})
+	g.Expect(warned).To(BeTrue())
+	g.Expect(value).To(Equal("many"))
+}
