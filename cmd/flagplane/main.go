@@ -143,7 +143,7 @@ tells what reaches what and why.`,
 		_ = root.RegisterFlagCompletionFunc(f, kube.completeKubeconfig(f))
 	}
 	_ = root.MarkPersistentFlagFilename("kubeconfig")
-	root.AddCommand(newTopologyCmd(kube), newExplainCmd(kube), newDiffCmd(kube), newMigrateCmd(kube))
+	root.AddCommand(newTopologyCmd(kube), newExplainCmd(kube), newDiffCmd(kube), newMigrateCmd(kube), newRolloutCmd(kube))
 	// Examples say the command as it is run.
 	for _, c := range root.Commands() {
 		c.Example = strings.ReplaceAll(c.Example, "  flagplane ", "  "+display+" ")

@@ -80,6 +80,9 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 			var last string
 			for _, p := range pods {
 				for _, r := range p.Restarts {
+					// Times in the API have seconds: a restart in the
+					// second the step started is not told from one
+					// before it, and does not count.
 					if r.Finished.After(since) {
 						n++
 						last = fmt.Sprintf("container %s of pod %s/%s", r.Container, p.Namespace, p.Name)

@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+)
+
+// rolloutOf reads a rollout policy's status.
+func rolloutOf(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) func() (deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, error) {
+	return func() (deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, error) {
+		var got deliveryv1alpha1.FeatureFlagRolloutPolicy
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &got)
+		return got.Status, err
+	}
+}
+
+// annotate sets an annotation of a rollout policy, as the CLI does.
+func annotate(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, key, value string) {
+	GinkgoHelper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Patch(ctx, p.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+}
+
+// setFlagMetadata edits a FeatureFlag's flag-set metadata: a new revision
+// that serves the same variant.
+func setFlagMetadata(ctx context.Context, ff *v1beta1.FeatureFlag, variant, try string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff); err != nil {
+			return err
+		}
+		f := ff.Spec.FlagSpec.Flags[flagKey]
+		f.DefaultVariant = variant
+		ff.Spec.FlagSpec.Flags[flagKey] = f
+		ff.Spec.FlagSpec.Metadata = json.RawMessage(`{"try":"` + try + `"}`)
+		return k8s.Update(ctx, ff)
+	}).Should(Succeed())
+}
+
+func flagSetReady(ctx context.Context, ff *v1beta1.FeatureFlag) func() (*metav1.Condition, error) {
+	return func() (*metav1.Condition, error) {
+		var got v1beta1.FeatureFlag
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), &got); err != nil {
+			return nil, err
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, "Ready"), nil
+	}
+}
+
+var _ = Describe("a FeatureFlagRolloutPolicy", func() {
+	It("stages an edit to the canary namespace while the other keeps the stable revision, halts and returns everyone to it when a gate fails, aborts, and completes on promotion", func(ctx SpecContext) {
+		flags := newNamespace(ctx)
+		canary, rest := newNamespace(ctx), newNamespace(ctx)
+		By("namespace " + canary + " labelled stage=canary")
+		Eventually(func() error {
+			ns := &corev1.Namespace{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
+				return err
+			}
+			ns.Labels["stage"] = "canary"
+			return k8s.Update(ctx, ns)
+		}).Should(Succeed())
+
+		ff := flagSet(flags, "checkout", "off")
+		create(ctx, ff)
+		for _, ns := range []string{canary, rest} {
+			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
+				source(ns, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(ns, "web", appImage, nil))
+		}
+		addrs := map[string]string{}
+		pods := map[string]*corev1.Pod{}
+		for _, ns := range []string{canary, rest} {
+			pods[ns] = readyPod(ctx, ns, "web")
+			addrs[ns] = flagdAddr(pods[ns])
+			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
+		}
+
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+				Steps: []deliveryv1alpha1.RolloutStep{
+					{Name: "canary", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": "canary"}}, Approval: true},
+					{Name: "everyone", Percentage: ptr.To[int32](100)},
+				},
+				Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateRestarts}},
+			},
+		}
+		create(ctx, policy)
+		Eventually(rolloutOf(ctx, policy)).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", Not(BeEmpty()))))
+		stable, _ := rolloutOf(ctx, policy)()
+
+		By("an edit: the canary namespace serves it, the other keeps the stable revision; the rollout waits for approval")
+		setVariant(ctx, ff, "on")
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhasePaused), HaveField("Step", int32(0)),
+			HaveField("StableRevision", stable.StableRevision),
+			HaveField("Message", ContainSubstring("waiting for approval"))))
+		Eventually(flagSetReady(ctx, ff)).Should(HaveField("Reason", v1beta1.ReasonRollingOut))
+		first, _ := rolloutOf(ctx, policy)()
+
+		By("abort: every consumer serves the stable revision again")
+		annotate(ctx, policy, deliveryv1alpha1.AbortAnnotation, first.TargetRevision)
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("off")))
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhaseAborted))
+		Eventually(flagSetReady(ctx, ff)).Should(HaveField("Reason", v1beta1.ReasonRolloutHalted))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+
+		By("another edit starts a new plan; the canary's app restarts: the Restarts gate halts the rollout and everyone serves the stable revision")
+		setFlagMetadata(ctx, ff, "on", "2")
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhasePaused), HaveField("TargetRevision", Not(Equal(first.TargetRevision)))))
+		// Container termination times have seconds: a restart in the second
+		// the step started is not counted (staging.GateFailure).
+		time.Sleep(1100 * time.Millisecond)
+		Expect(syscall.Kill(pidOf(pods[canary], "app"), syscall.SIGKILL)).To(Succeed())
+		Eventually(func() (corev1.PodStatus, error) {
+			var pod corev1.Pod
+			err := k8s.Get(ctx, key(pods[canary]), &pod)
+			return pod.Status, err
+		}).Should(HaveField("ContainerStatuses", ContainElement(And(HaveField("Name", "app"),
+			HaveField("RestartCount", BeNumerically(">=", 1)), HaveField("LastTerminationState.Terminated", Not(BeNil()))))))
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(time.Minute).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseHalted), HaveField("Message", ContainSubstring("gate Restarts failed"))))
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("off")))
+		Eventually(eventsAbout(ctx, flags, deliveryv1alpha1.FeatureFlagRolloutPolicyKind, "checkout")).Should(
+			ContainElement(HaveField("Reason", "RolloutHalted")))
+
+		By("a third edit, promoted: the canary, then everyone, then Completed")
+		setFlagMetadata(ctx, ff, "on", "3")
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhasePaused), HaveField("Step", int32(0))))
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+		third, _ := rolloutOf(ctx, policy)()
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, third.TargetRevision+"/0")
+		Eventually(resolve(addrs[rest])).Should(Equal(evaluated("on")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", third.TargetRevision)))
+		Eventually(flagSetReady(ctx, ff)).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+})
