@@ -9,22 +9,28 @@ import (
 // subresource (a status write is flagplane's own, never a spec's author).
 // managedFields say when each manager last wrote, not which write changed
 // the spec, so a metadata-only write after the spec's (kubectl annotate)
-// names its own manager. Times have a resolution of one second: of entries
-// of the same second, the last in the API server's order (Apply before
-// Update, then by manager name) wins, so that the answer does not depend on
-// the order of the list. "" when no entry qualifies (an object written
-// without field tracking).
+// names its own manager.
+//
+// Times have a resolution of one second, and a script or a controller
+// often writes twice in one (create, then edit). Of entries of the newest
+// second, one of a manager other than previous (the author of the
+// revision before, "" for none) wins: the one that wrote the previous
+// spec is the less likely to have written this one. Among those left, the
+// last in the API server's order (Apply before Update, then by manager
+// name) wins, so that the answer does not depend on the order of the
+// list. "" when no entry qualifies (an object written without field
+// tracking).
 //
 // The manager's cache keeps a FeatureFlag's entries without their field
 // sets (controllers.CacheOptions), which this does not read.
-func CreatedBy(entries []metav1.ManagedFieldsEntry) string {
+func CreatedBy(entries []metav1.ManagedFieldsEntry, previous string) string {
 	var best *metav1.ManagedFieldsEntry
 	for i := range entries {
 		e := &entries[i]
 		if e.Subresource != "" || e.Manager == "" {
 			continue
 		}
-		if best == nil || newer(e, best) {
+		if best == nil || newer(e, best, previous) {
 			best = e
 		}
 	}
@@ -34,13 +40,16 @@ func CreatedBy(entries []metav1.ManagedFieldsEntry) string {
 	return cut(best.Manager, createdByMaxLength)
 }
 
-// newer orders entries as the API server sorts managedFields, by time
-// first: a later entry, or one of the same second that the API server
-// lists after.
-func newer(a, b *metav1.ManagedFieldsEntry) bool {
+// newer tells whether a is a later write than b: of a later second, or of
+// the same second and not previous's when b is, or else listed after b by
+// the API server.
+func newer(a, b *metav1.ManagedFieldsEntry, previous string) bool {
 	at, bt := seconds(a.Time), seconds(b.Time)
 	if at != bt {
 		return at > bt
+	}
+	if aPrev, bPrev := a.Manager == previous, b.Manager == previous; aPrev != bPrev {
+		return bPrev
 	}
 	if a.Operation != b.Operation {
 		return a.Operation > b.Operation

@@ -13,9 +13,10 @@ func TestCreatedBy(t *testing.T) {
 	at := func(sec int) *metav1.Time { return &metav1.Time{Time: time.Unix(1_800_000_000+int64(sec), 0)} }
 	update, apply := metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
 	tests := []struct {
-		name    string
-		entries []metav1.ManagedFieldsEntry
-		want    string
+		name     string
+		entries  []metav1.ManagedFieldsEntry
+		previous string
+		want     string
 	}{
 		{name: "no managedFields: no author", want: ""},
 		{name: "the one writer", entries: []metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: update, Time: at(0)}},
@@ -44,6 +45,18 @@ func TestCreatedBy(t *testing.T) {
 			{Manager: "bob", Operation: update, Time: at(4)},
 			{Manager: "alice", Operation: update, Time: at(4)},
 		}, want: "bob"},
+		{name: "the same second: not the previous revision's author", previous: "bob", entries: []metav1.ManagedFieldsEntry{
+			{Manager: "bob", Operation: update, Time: at(4)},
+			{Manager: "alice", Operation: update, Time: at(4)},
+		}, want: "alice"},
+		{name: "the same second, Apply against Update: not the previous revision's author", previous: "kubectl-edit", entries: []metav1.ManagedFieldsEntry{
+			{Manager: "argocd-controller", Operation: apply, Time: at(4)},
+			{Manager: "kubectl-edit", Operation: update, Time: at(4)},
+		}, want: "argocd-controller"},
+		{name: "a later second wins over the previous revision's author", previous: "bob", entries: []metav1.ManagedFieldsEntry{
+			{Manager: "alice", Operation: update, Time: at(3)},
+			{Manager: "bob", Operation: update, Time: at(4)},
+		}, want: "bob"},
 		{name: "a name longer than spec.createdBy takes is cut", entries: []metav1.ManagedFieldsEntry{
 			{Manager: strings.Repeat("m", 130), Operation: update, Time: at(0)},
 		}, want: strings.Repeat("m", 128)},
@@ -51,13 +64,13 @@ func TestCreatedBy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(CreatedBy(tt.entries)).To(Equal(tt.want))
+			g.Expect(CreatedBy(tt.entries, tt.previous)).To(Equal(tt.want))
 			// The order of the list does not matter.
 			reversed := make([]metav1.ManagedFieldsEntry, len(tt.entries))
 			for i, e := range tt.entries {
 				reversed[len(tt.entries)-1-i] = e
 			}
-			g.Expect(CreatedBy(reversed)).To(Equal(tt.want))
+			g.Expect(CreatedBy(reversed, tt.previous)).To(Equal(tt.want))
 		})
 	}
 }

@@ -183,7 +183,11 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 	if n := len(all); n > 0 {
 		number = all[n-1].Spec.Number + 1
 	}
-	want := Desired(author, hash, number)
+	previous := ""
+	if n := len(owned); n > 0 {
+		previous = owned[n-1].Spec.CreatedBy
+	}
+	want := Desired(author, hash, number, previous)
 	logger := log.FromContext(ctx)
 	err := r.Client.Create(ctx, want)
 	switch {

@@ -54,7 +54,7 @@ func newWorld(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *wo
 		b = b.WithInterceptorFuncs(*funcs)
 	}
 	w := &world{t: t, topo: topology.New(flagsets.NewValidator(false).TopologyOptions()...), c: b.Build(),
-		writers: []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}}}}
+		writers: []metav1.ManagedFieldsEntry{{Manager: "zz-create", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}}}}
 	w.r = &Reconciler{Client: w.c, Graph: w.topo, DefaultLimit: DefaultLimit}
 	w.sync()
 	return w
@@ -125,7 +125,7 @@ func TestReconcileRecords(t *testing.T) {
 	g.Expect(first.Labels).To(Equal(map[string]string{deliveryv1alpha1.FlagSetLabel: "flags"}))
 	g.Expect(metav1.IsControlledBy(first, w.ff)).To(BeTrue())
 	g.Expect(first.Spec).To(Equal(deliveryv1alpha1.FeatureFlagRevisionSpec{FlagSet: "flags", Number: 1, Revision: w.served(),
-		FlagSpec: w.ff.Spec.FlagSpec, CreatedBy: "kubectl-create"}))
+		FlagSpec: w.ff.Spec.FlagSpec, CreatedBy: "zz-create"}))
 	hash1 := first.Spec.Revision
 	g.Expect(hash1).NotTo(BeEmpty())
 
@@ -136,7 +136,9 @@ func TestReconcileRecords(t *testing.T) {
 		setFlag(ff, "off")
 		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "turn f off"}
 	})
-	w.writers = append(w.writers, metav1.ManagedFieldsEntry{Manager: "alice-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(200, 0)}})
+	// In the same second as the create: alice is not the author of
+	// revision 1, so the edit is hers.
+	w.writers = append(w.writers, metav1.ManagedFieldsEntry{Manager: "alice-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}})
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}), "the graph has not taken the edit yet")
 	g.Expect(w.revisions()).To(HaveLen(1))
 	w.sync()
@@ -181,14 +183,14 @@ func TestReconcileAlreadyExists(t *testing.T) {
 		return c.Create(ctx, obj, opts...)
 	}}
 	w := newWorld(t, funcs)
-	existing = Desired(w.ff, w.served(), 1)
+	existing = Desired(w.ff, w.served(), 1, "")
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
 	g.Expect(w.revisions()).To(HaveLen(1))
 
 	// Another hash under the next name: not this spec's revision.
 	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
 	w.sync()
-	existing = Desired(w.ff, "another-hash", 2)
+	existing = Desired(w.ff, "another-hash", 2, "")
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}))
 	// Then the cache holds it: the spec is recorded as 3.
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))

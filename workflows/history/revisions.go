@@ -57,10 +57,11 @@ func Sorted(items []deliveryv1alpha1.FeatureFlagRevision) []*deliveryv1alpha1.Fe
 
 // Desired is revision number of ff's spec, whose rendering has the content
 // hash revision: named, labelled and owned as every revision, its author
-// read from ff's managedFields and its cause from ff's
-// ChangeCauseAnnotation. ff is the object as of the write that made its
-// spec (the graph's), whose metadata say who wrote it and why.
-func Desired(ff *v1beta1.FeatureFlag, revision string, number int64) *deliveryv1alpha1.FeatureFlagRevision {
+// read from ff's managedFields (CreatedBy, previous being the author of the
+// revision before) and its cause from ff's ChangeCauseAnnotation. ff is
+// the object as of the write that made its spec (the graph's), whose
+// metadata say who wrote it and why.
+func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous string) *deliveryv1alpha1.FeatureFlagRevision {
 	return &deliveryv1alpha1.FeatureFlagRevision{
 		TypeMeta: metav1.TypeMeta{APIVersion: deliveryv1alpha1.GroupVersion.String(), Kind: deliveryv1alpha1.FeatureFlagRevisionKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -83,7 +84,7 @@ func Desired(ff *v1beta1.FeatureFlag, revision string, number int64) *deliveryv1
 			Number:      number,
 			Revision:    revision,
 			FlagSpec:    *ff.Spec.FlagSpec.DeepCopy(),
-			CreatedBy:   CreatedBy(ff.ManagedFields),
+			CreatedBy:   CreatedBy(ff.ManagedFields, previous),
 			ChangeCause: cut(ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation], changeCauseMaxLength),
 		},
 	}
