@@ -103,7 +103,8 @@
 //     (Options.RestartBackoff) and restart policies.
 //   - Status: written through the status subresource: phase, conditions
 //     (PodScheduled, PodReadyToStartContainers, Initialized,
-//     ContainersReady, Ready, readiness gates respected), podIP and hostIP
+//     ContainersReady, Ready, readiness gates respected: Ready follows at
+//     once when someone else sets a gate's condition), podIP and hostIP
 //     127.0.0.1, and init and container statuses (state, last state, ready,
 //     started, restartCount, image, imageID, containerID). Events as a
 //     kubelet records them (Started, Killing, Unhealthy, BackOff,

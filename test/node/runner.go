@@ -92,6 +92,24 @@ func (r *podRunner) update(pod *corev1.Pod) {
 	if !equalityDeep(old.Labels, pod.Labels) || !equalityDeep(old.Annotations, pod.Annotations) {
 		r.reproject() // the downward API may show them
 	}
+	if readinessGatesChanged(old, pod) {
+		// Someone else set a readiness gate's condition: Ready follows at
+		// once, as the kubelet reconciles a pod's readiness when its gates
+		// change (status.NeedToReconcilePodReadiness).
+		r.wakeStatusWriter()
+	}
+}
+
+// readinessGatesChanged tells whether a pod's readiness gate conditions
+// changed status between two of its versions.
+func readinessGatesChanged(old, pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		before, now := findCondition(old.Status.Conditions, g.ConditionType), findCondition(pod.Status.Conditions, g.ConditionType)
+		if (before == nil) != (now == nil) || (before != nil && before.Status != now.Status) {
+			return true
+		}
+	}
+	return false
 }
 
 // requestTermination stops the pod with the given grace period. gone says
@@ -144,6 +162,11 @@ func (r *podRunner) changed() {
 	close(r.changedCh)
 	r.changedCh = make(chan struct{})
 	r.mu.Unlock()
+	r.wakeStatusWriter()
+}
+
+// wakeStatusWriter has the status writer compute and write the pod's status.
+func (r *podRunner) wakeStatusWriter() {
 	select {
 	case r.statusCh <- struct{}{}:
 	default:
