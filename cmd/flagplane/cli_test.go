@@ -28,8 +28,10 @@ func TestCommandTree(t *testing.T) {
 	own := map[string]map[string]string{
 		"topology": {"url": "", "token-file": "", "format": "", "output": "o", "from-dir": "", "namespaces": "", "sidecar-sync-provider": "", "timeout": ""},
 		"explain":  {"output": "o", "from-dir": "", "namespaces": "", "sidecar-sync-provider": "", "timeout": ""},
-		"diff":     {"filename": "f", "output": "o", "from-dir": "", "namespaces": "", "sidecar-sync-provider": "", "timeout": ""},
+		"diff":     {"filename": "f", "output": "o", "from-dir": "", "namespaces": "", "sidecar-sync-provider": "", "timeout": "", "revisions": ""},
 		"migrate":  {"apply": "", "timeout": ""},
+		"history":  {"output": "o", "revision": "", "timeout": ""},
+		"rollback": {"to-revision": "", "dry-run": "", "timeout": ""},
 	}
 	for name, flags := range own {
 		cmd, rest, err := root.Find([]string{name})
@@ -212,6 +214,10 @@ func TestCompletion(t *testing.T) {
 		{[]string{"explain", "--kubeconfig", cluster, "--context", ""}, []string{"test", ":4"}},
 		{[]string{"explain", "--kubeconfig", unreachable, "-n", ""}, []string{":4"}},
 		{[]string{"ex"}, []string{"explain\tWhy a workload gets what it gets; what a flag set or source reaches", ":4"}},
+		{[]string{"history", ""}, []string{"ff/", "featureflag/", ":6"}},
+		{[]string{"rollback", "feat"}, []string{"featureflag/", ":6"}},
+		{[]string{"rollback", "--kubeconfig", unreachable, "ff/"}, []string{":4"}},
+		{[]string{"history", "-o", "y"}, []string{"yaml", ":4"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

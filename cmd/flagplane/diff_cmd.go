@@ -56,10 +56,10 @@ type servedEvaluations struct {
 }
 
 func newDiffCmd(kube *kubeFlags) *cobra.Command {
-	var file, output, contextsFile string
+	var file, output, contextsFile, revisions string
 	graph := graphFlags{kube: kube}
 	cmd := &cobra.Command{
-		Use:   "diff -f FILE",
+		Use:   "diff -f FILE | diff ff/NAME --revisions A..B",
 		Short: "What applying FILE's flag sets and sources would reach and change",
 		Long: `Says, before you apply FILE, what each FeatureFlag and FeatureFlagSource in
 it would reach and change, computed from the same graph the manager keeps
@@ -80,7 +80,15 @@ it is new) and as FILE has it, and the flags whose variant, value or reason
 change are listed per context. The evaluator is flagd's own code (flagd
 ` + evaluate.FlagdVersion + `'s, linked into this binary), fed the flag set exactly as
 flagplane serves it, so its answers are flagd's, $evaluators, fractional
-and sem_ver included. CONTEXTS_FILE is YAML or JSON, a list of:
+and sem_ver included.
+
+With ff/NAME --revisions A..B instead of -f, the FeatureFlag goes from
+its recorded revision A to revision B (flagplane history lists them;
+either may be "current", its spec now), read from the cluster, and is
+compared as a FILE holding revision B would be on a cluster holding
+revision A: what a rollback from one to the other changes.
+
+CONTEXTS_FILE is YAML or JSON, a list of:
 
   - name: eu-user
     context: {region: eu, email: ana@example.com, targetingKey: user-1}
@@ -96,9 +104,22 @@ and serves besides, and each context is evaluated once per group.`,
 		Example: `  flagplane diff -f checkout.yaml
   flagplane diff -f web-source.yaml -n shop -o yaml
   flagplane diff -f change.yaml --from-dir ./manifests
-  flagplane diff -f checkout.yaml --contexts users.yaml`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  flagplane diff -f checkout.yaml --contexts users.yaml
+  flagplane diff ff/shop-flags -n shop --revisions 3..current --contexts users.yaml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("revisions") {
+				return oneFlagSet(cmd, args)
+			}
+			return noArgs(cmd, args)
+		},
+		ValidArgsFunction: completeFlagSets(kube),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("revisions") {
+				if file != "" || graph.offline() {
+					return fmt.Errorf("%w: --revisions compares two revisions of a FeatureFlag of the cluster: leave out -f and --from-dir", errUsage)
+				}
+				return diffRevisions(cmd, &graph, args[0], revisions, contextsFile, output)
+			}
 			if file == "" {
 				return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
 			}
@@ -146,6 +167,7 @@ and serves besides, and each context is evaluated once per group.`,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(diffFormats, ", "))
+	cmd.Flags().StringVar(&revisions, "revisions", "", "with ff/NAME instead of -f: compare its recorded revisions A..B (numbers, or current for its spec now)")
 	cmd.Flags().StringVar(&contextsFile, "contexts", "", "evaluate each FeatureFlag's flags before and after for the named evaluation contexts of this file (YAML or JSON: a list of {name, context}) with flagd's evaluator, and list the flags that change")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("contexts", "yaml", "yml", "json")

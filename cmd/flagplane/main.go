@@ -17,17 +17,26 @@
 // in-process configuration reaches (see package explain).
 //
 //	flagplane diff -f FILE [--from-dir DIR] [--contexts FILE] [-o text|json|yaml]
+//	flagplane diff ff/NAME --revisions A..B [--contexts FILE] [-o text|json|yaml]
 //
 // says what applying FILE's FeatureFlags and FeatureFlagSources would reach
 // and change (see package blast), before anything is applied; with
 // --contexts, which flags change what flagd serves each named evaluation
-// context, evaluated with flagd's own evaluator (see package evaluate).
+// context, evaluated with flagd's own evaluator (see package evaluate);
+// with --revisions, the same between two recorded revisions of a
+// FeatureFlag (or one and its current spec).
 //
 //	flagplane migrate [--apply]
 //
 // finds what the OpenFeature Operator left on a cluster, says what each
 // leftover means now that flagplane runs, and with --apply removes what
 // flagplane replaces (see package migrate).
+//
+//	flagplane history ff/NAME [--revision N] [-o text|json|yaml]
+//	flagplane rollback ff/NAME --to-revision N [--dry-run]
+//
+// list the revisions flagplane recorded of a FeatureFlag (every spec it
+// accepted), print one, and write one back (see package history).
 //
 //	flagplane completion bash|zsh|fish|powershell
 //
@@ -144,6 +153,7 @@ tells what reaches what and why.`,
 	}
 	_ = root.MarkPersistentFlagFilename("kubeconfig")
 	root.AddCommand(newTopologyCmd(kube), newExplainCmd(kube), newDiffCmd(kube), newMigrateCmd(kube), newRolloutCmd(kube))
+	root.AddCommand(newHistoryCmd(kube), newRollbackCmd(kube))
 	// Examples say the command as it is run.
 	for _, c := range root.Commands() {
 		c.Example = strings.ReplaceAll(c.Example, "  flagplane ", "  "+display+" ")

@@ -1,0 +1,450 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigyaml "sigs.k8s.io/yaml"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/workflows/history"
+)
+
+// rollbackFieldManager is the field manager of flagplane rollback's
+// writes: the revision it makes is createdBy it.
+const rollbackFieldManager = "flagplane-rollback"
+
+// flagSetKinds are the kinds completion offers for ff/NAME (flagSetArg
+// reads these and others).
+var flagSetKinds = []string{"ff", "featureflag", "featureflags"}
+
+// oneFlagSet is the Args of a command that takes one FeatureFlag as
+// ff/NAME (flagSetArg).
+func oneFlagSet(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%w: give one FeatureFlag as ff/NAME", errUsage)
+	}
+	_, err := flagSetArg(args[0])
+	return err
+}
+
+// flagSetHistory is a FeatureFlag and its recorded revisions, oldest first.
+type flagSetHistory struct {
+	ff        *v1beta1.FeatureFlag
+	revisions []*deliveryv1alpha1.FeatureFlagRevision
+}
+
+// historyClient is a client of the kubeconfig's cluster, and the namespace
+// of -n (else the context's).
+func historyClient(kube *kubeFlags) (client.Client, string, func(error) error, error) {
+	cfg, err := kube.restConfig()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ns, err := kube.namespace(false)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	s := runtime.NewScheme()
+	if err := errors.Join(v1beta1.AddToScheme(s), deliveryv1alpha1.AddToScheme(s)); err != nil {
+		return nil, "", nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return c, ns, func(err error) error { return unreachable(cfg, err) }, nil
+}
+
+// readHistory reads the FeatureFlag namespace/name and its revisions: the
+// revisions labelled with its name whose spec.flagSet is it.
+func readHistory(ctx context.Context, c client.Reader, namespace, name string) (*flagSetHistory, error) {
+	ff := &v1beta1.FeatureFlag{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ff); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("FeatureFlag %s/%s not found", namespace, name)
+		}
+		return nil, err
+	}
+	var list deliveryv1alpha1.FeatureFlagRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(namespace),
+		client.MatchingLabels{deliveryv1alpha1.FlagSetLabel: history.FlagSetLabelValue(name)}); err != nil {
+		return nil, fmt.Errorf("listing the revisions of FeatureFlag %s/%s: %w", namespace, name, err)
+	}
+	h := &flagSetHistory{ff: ff}
+	for _, r := range history.Sorted(list.Items) {
+		if r.Spec.FlagSet == name {
+			h.revisions = append(h.revisions, r)
+		}
+	}
+	return h, nil
+}
+
+// revision finds revision number; an error lists the numbers there are.
+func (h *flagSetHistory) revision(number int64) (*deliveryv1alpha1.FeatureFlagRevision, error) {
+	if len(h.revisions) == 0 {
+		return nil, fmt.Errorf("FeatureFlag %s/%s has no recorded revisions (flagplane records each spec it accepts; "+
+			"is it running, and does the spec render?)", h.ff.Namespace, h.ff.Name)
+	}
+	var numbers []string
+	for _, r := range h.revisions {
+		if r.Spec.Number == number {
+			return r, nil
+		}
+		numbers = append(numbers, strconv.FormatInt(r.Spec.Number, 10))
+	}
+	return nil, fmt.Errorf("FeatureFlag %s/%s has no revision %d: it has %s", h.ff.Namespace, h.ff.Name, number, strings.Join(numbers, ", "))
+}
+
+// serving is the revision the FeatureFlag serves: the newest whose hash
+// is its status.revision; nil when none is.
+func (h *flagSetHistory) serving() *deliveryv1alpha1.FeatureFlagRevision {
+	for i := len(h.revisions) - 1; i >= 0; i-- {
+		if h.ff.Status.Revision != "" && h.revisions[i].Spec.Revision == h.ff.Status.Revision {
+			return h.revisions[i]
+		}
+	}
+	return nil
+}
+
+var historyFormats = []string{"text", "json", "yaml"}
+
+func newHistoryCmd(kube *kubeFlags) *cobra.Command {
+	var (
+		output   string
+		revision int64
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "history ff/NAME",
+		Short: "The recorded revisions of a FeatureFlag, or the spec of one",
+		Long: `Lists the revisions flagplane recorded of a FeatureFlag, oldest first:
+every spec it accepted, as a FeatureFlagRevision numbered in order, with
+its content hash (the status.revision it served), its age, who wrote it
+(the field manager of the write) and why (the annotation
+delivery.flagplane.dev/change-cause). The revision the FeatureFlag serves
+now is marked with *.
+
+With --revision N it prints revision N's flagSpec, as YAML or (-o json)
+JSON, as flagplane rollback would write it back.`,
+		Example: `  flagplane history ff/shop-flags -n shop
+  flagplane history featureflag/shop-flags -n shop --revision 2
+  flagplane history ff/shop-flags -n shop --revision 2 -o json`,
+		Args:              oneFlagSet,
+		ValidArgsFunction: completeFlagSets(kube),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, _ := flagSetArg(args[0])
+			if err := checkOutput(output, historyFormats); err != nil {
+				return err
+			}
+			c, ns, reword, err := historyClient(kube)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			h, err := readHistory(ctx, c, ns, name)
+			if err != nil {
+				return reword(err)
+			}
+			if cmd.Flags().Changed("revision") {
+				r, err := h.revision(revision)
+				if err != nil {
+					return err
+				}
+				if output == "text" {
+					output = "yaml"
+				}
+				return writeAs(cmd.OutOrStdout(), r.Spec.FlagSpec, output)
+			}
+			if output != "text" {
+				items := make([]deliveryv1alpha1.FeatureFlagRevision, 0, len(h.revisions))
+				for _, r := range h.revisions {
+					items = append(items, *r)
+				}
+				return writeAs(cmd.OutOrStdout(), items, output)
+			}
+			return writeHistory(cmd.OutOrStdout(), h, time.Now())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(historyFormats, ", ")+" (with --revision, text is yaml)")
+	cmd.Flags().Int64Var(&revision, "revision", 0, "print this revision's flagSpec")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(historyFormats))
+	return cmd
+}
+
+// writeHistory writes the table of a flag set's revisions.
+func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
+	if len(h.revisions) == 0 {
+		_, err := fmt.Fprintf(w, "FeatureFlag %s/%s has no recorded revisions\n", h.ff.Namespace, h.ff.Name)
+		return err
+	}
+	serving := h.serving()
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NUMBER\tREVISION\tAGE\tBY\tCAUSE")
+	for _, r := range h.revisions {
+		number := strconv.FormatInt(r.Spec.Number, 10)
+		if r == serving {
+			number += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", number, r.Spec.Revision, duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
+			orNone(r.Spec.CreatedBy), oneLine(r.Spec.ChangeCause))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A row without a cause ends in the padding of its last column.
+	for line := range strings.Lines(table.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case serving != nil:
+		_, err = fmt.Fprintf(w, "* serves now (status.revision %s)\n", h.ff.Status.Revision)
+	case h.ff.Status.Revision != "":
+		_, err = fmt.Fprintf(w, "status.revision %s is no recorded revision: flagplane has not accepted the current spec (yet)\n", h.ff.Status.Revision)
+	}
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<unknown>"
+	}
+	return s
+}
+
+// oneLine keeps a change cause on its row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// writeAs writes v as JSON or YAML.
+func writeAs(w io.Writer, v any, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	b, err := sigyaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func newRollbackCmd(kube *kubeFlags) *cobra.Command {
+	var (
+		to      int64
+		dryRun  bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "rollback ff/NAME --to-revision N",
+		Short: "Write a recorded revision's spec back into its FeatureFlag",
+		Long: `Writes revision N's flagSpec into the FeatureFlag's spec.flagSpec, as field
+manager ` + rollbackFieldManager + `, with the annotation
+delivery.flagplane.dev/change-cause "rollback to revision N". flagplane
+then serves it, and records it as a new revision (the history is an audit
+trail: the spec gets the next number, with revision N's hash).
+
+Nothing is written when the spec is already revision N's. With --dry-run
+it says what would change, and asks the API server (a dry-run update,
+admission included) whether it would take it, without writing.`,
+		Example: `  flagplane rollback ff/shop-flags -n shop --to-revision 2
+  flagplane rollback ff/shop-flags -n shop --to-revision 2 --dry-run`,
+		Args:              oneFlagSet,
+		ValidArgsFunction: completeFlagSets(kube),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, _ := flagSetArg(args[0])
+			if !cmd.Flags().Changed("to-revision") {
+				return fmt.Errorf("%w: give the revision to roll back to with --to-revision N (flagplane history lists them)", errUsage)
+			}
+			c, ns, reword, err := historyClient(kube)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return reword(rollback(ctx, c, ns, name, to, dryRun, cmd.OutOrStdout()))
+		},
+	}
+	cmd.Flags().Int64Var(&to, "to-revision", 0, "the number of the revision to roll back to (flagplane history lists them)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, and check that the API server would take it, without writing")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
+	return cmd
+}
+
+// rollback writes revision to's flagSpec into the FeatureFlag.
+func rollback(ctx context.Context, c client.Client, namespace, name string, to int64, dryRun bool, w io.Writer) error {
+	h, err := readHistory(ctx, c, namespace, name)
+	if err != nil {
+		return err
+	}
+	r, err := h.revision(to)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("FeatureFlag %s/%s", namespace, name)
+	changes, err := flagSpecChanges(h.ff.Spec.FlagSpec, r.Spec.FlagSpec)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		_, err := fmt.Fprintf(w, "%s already has the spec of revision %d (%s): nothing to roll back\n", what, to, r.Spec.Revision)
+		return err
+	}
+	ff := h.ff.DeepCopy()
+	ff.Spec.FlagSpec = *r.Spec.FlagSpec.DeepCopy()
+	if ff.Annotations == nil {
+		ff.Annotations = map[string]string{}
+	}
+	cause := fmt.Sprintf("rollback to revision %d", to)
+	ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation] = cause
+	opts := []client.UpdateOption{client.FieldOwner(rollbackFieldManager)}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	// The update carries the resourceVersion read: an edit in between
+	// fails it rather than being overwritten.
+	if err := c.Update(ctx, ff, opts...); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("%s changed while rolling back: run the command again: %w", what, err)
+		}
+		return fmt.Errorf("rolling %s back to revision %d: %w", what, to, err)
+	}
+	verb := "rolled back"
+	if dryRun {
+		verb = "would roll back (dry run: nothing written)"
+	}
+	fmt.Fprintf(w, "%s %s to revision %d (%s):\n", what, verb, to, r.Spec.Revision)
+	for _, ch := range changes {
+		fmt.Fprintf(w, "  %s\n", ch)
+	}
+	_, err = fmt.Fprintf(w, "  annotation %s: %q\n", deliveryv1alpha1.ChangeCauseAnnotation, cause)
+	return err
+}
+
+// flagSpecChanges lists what going from cur to next changes, per flag
+// (added, removed, and the fields of a changed one) and for the flag
+// set's $evaluators and metadata. The specs are compared as JSON values,
+// so that the spelling of their raw JSON does not count.
+func flagSpecChanges(cur, next v1beta1.FlagSpec) ([]string, error) {
+	a, err := jsonValue(cur)
+	if err != nil {
+		return nil, err
+	}
+	b, err := jsonValue(next)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	af, _ := a["flags"].(map[string]any)
+	bf, _ := b["flags"].(map[string]any)
+	for _, key := range sortedKeys(af, bf) {
+		before, inA := af[key]
+		after, inB := bf[key]
+		switch {
+		case !inA:
+			out = append(out, "flag "+key+": added")
+		case !inB:
+			out = append(out, "flag "+key+": removed")
+		case !reflect.DeepEqual(before, after):
+			bm, _ := before.(map[string]any)
+			am, _ := after.(map[string]any)
+			var fields []string
+			for _, field := range sortedKeys(bm, am) {
+				if !reflect.DeepEqual(bm[field], am[field]) {
+					fields = append(fields, field)
+				}
+			}
+			out = append(out, "flag "+key+": "+strings.Join(fields, ", ")+" changed")
+		}
+	}
+	for _, key := range sortedKeys(a, b) {
+		if key != "flags" && !reflect.DeepEqual(a[key], b[key]) {
+			out = append(out, key+" changed")
+		}
+	}
+	return out, nil
+}
+
+func jsonValue(spec v1beta1.FlagSpec) (map[string]any, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// sortedKeys are the keys of a and b, sorted, once each.
+func sortedKeys(a, b map[string]any) []string {
+	var keys []string
+	for _, m := range []map[string]any{a, b} {
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// completeFlagSets completes ff/NAME with the FeatureFlags of the
+// namespace, from the cluster (nothing, quietly, when it cannot be read).
+func completeFlagSets(kube *kubeFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		kind, prefix, slash := strings.Cut(toComplete, "/")
+		if !slash {
+			var out []cobra.Completion
+			for _, k := range flagSetKinds[:2] {
+				if strings.HasPrefix(k, strings.ToLower(toComplete)) {
+					out = append(out, k+"/")
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		}
+		if !slices.Contains(flagSetKinds, strings.ToLower(kind)) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, err := kube.namespace(false)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, name := range kube.listNames(cmd.Context(), v1beta1.GroupVersion.WithResource("featureflags"), ns) {
+			if strings.HasPrefix(name, prefix) {
+				out = append(out, kind+"/"+name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
