@@ -1,0 +1,339 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/internal/flagplanecli"
+	"github.com/flagplane/flagplane/workflows/history"
+)
+
+// flagKey is the one flag of flagSet.
+const flagKey = "banner-color"
+
+// flagSet is a FeatureFlag with one flag, flagKey, serving value: each
+// value is another spec.
+func flagSet(ns, name, value string) *v1beta1.FeatureFlag {
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	setValue(ff, value)
+	return ff
+}
+
+func setValue(ff *v1beta1.FeatureFlag, value string) {
+	ff.Spec.FlagSpec.Flags = map[string]v1beta1.Flag{flagKey: {State: v1beta1.FlagStateEnabled, DefaultVariant: "current",
+		Variants: json.RawMessage(fmt.Sprintf(`{"current":%q}`, value))}}
+}
+
+// edit changes the FeatureFlag with c (whose field manager is the
+// author), retrying on a conflict with flagplane's status writes.
+func edit(ctx context.Context, c client.Client, ns, name string, change func(*v1beta1.FeatureFlag)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ff := &v1beta1.FeatureFlag{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff); err != nil {
+			return err
+		}
+		change(ff)
+		return c.Update(ctx, ff)
+	})).To(Succeed())
+}
+
+// revisions are the revisions of ns/name the API server holds, oldest first.
+func revisions(ctx context.Context, ns, name string) []*deliveryv1alpha1.FeatureFlagRevision {
+	GinkgoHelper()
+	var list deliveryv1alpha1.FeatureFlagRevisionList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{deliveryv1alpha1.FlagSetLabel: history.FlagSetLabelValue(name)})).To(Succeed())
+	return history.Sorted(list.Items)
+}
+
+// numbers are the numbers of revisions, in order.
+func numbers(revs []*deliveryv1alpha1.FeatureFlagRevision) []int64 {
+	out := []int64{}
+	for _, r := range revs {
+		out = append(out, r.Spec.Number)
+	}
+	return out
+}
+
+// served is the FeatureFlag's status.revision.
+func served(ctx context.Context, ns, name string) string {
+	GinkgoHelper()
+	ff := &v1beta1.FeatureFlag{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
+	return ff.Status.Revision
+}
+
+// servedOtherThan waits until the FeatureFlag serves a revision other than
+// before, and returns it.
+func servedOtherThan(ctx context.Context, ns, name, before string) string {
+	GinkgoHelper()
+	var now string
+	Eventually(func(g Gomega) {
+		now = served(ctx, ns, name)
+		g.Expect(now).NotTo(BeEmpty())
+		g.Expect(now).NotTo(Equal(before))
+	}).Should(Succeed())
+	return now
+}
+
+// expectHistory waits until the revisions of ns/name are exactly want (by
+// number, hash, author and cause), and stay so.
+func expectHistory(ctx context.Context, ns, name string, want ...deliveryv1alpha1.FeatureFlagRevisionSpec) {
+	GinkgoHelper()
+	summary := func() []string {
+		var out []string
+		for _, r := range revisions(ctx, ns, name) {
+			out = append(out, fmt.Sprintf("%d %s %s %q", r.Spec.Number, r.Spec.Revision, r.Spec.CreatedBy, r.Spec.ChangeCause))
+		}
+		return out
+	}
+	var wantSummary []string
+	for _, w := range want {
+		wantSummary = append(wantSummary, fmt.Sprintf("%d %s %s %q", w.Number, w.Revision, w.CreatedBy, w.ChangeCause))
+	}
+	Eventually(summary).Should(Equal(wantSummary))
+	Consistently(summary).Should(Equal(wantSummary), "exactly one revision per accepted spec")
+}
+
+func rev(number int64, hash, by, cause string) deliveryv1alpha1.FeatureFlagRevisionSpec {
+	return deliveryv1alpha1.FeatureFlagRevisionSpec{Number: number, Revision: hash, CreatedBy: by, ChangeCause: cause}
+}
+
+var _ = Describe("The revision history", func() {
+	It("records every accepted edit once, with its hash, author and cause", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history")
+		bob := client.WithFieldOwner(k8s, "bob-create")
+		alice := client.WithFieldOwner(k8s, "alice-edit")
+
+		ff := flagSet(ns, "checkout", "red")
+		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "first colour"}
+		// Created as a second begins, so that alice's edit below, made as
+		// soon as revision 1 is there, most often falls in the same second
+		// of managedFields.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+		Expect(bob.Create(ctx, ff)).To(Succeed())
+		h1 := servedOtherThan(ctx, ns, "checkout", "")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).WithPolling(20 * time.Millisecond).Should(Equal([]int64{1}))
+
+		first := revisions(ctx, ns, "checkout")[0]
+		Expect(first.Name).To(Equal("checkout-1"))
+		Expect(first.Labels).To(HaveKeyWithValue(deliveryv1alpha1.FlagSetLabel, "checkout"))
+		Expect(first.Spec.FlagSet).To(Equal("checkout"))
+		Expect(first.Spec.FlagSpec).To(Equal(ff.Spec.FlagSpec))
+		Expect(metav1.IsControlledBy(first, ff)).To(BeTrue(), "owned by the FeatureFlag as its controller")
+
+		// Alice edits right after: in the same second as the create, as
+		// often as not, which managedFields cannot tell apart by time.
+		edit(ctx, alice, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			setValue(ff, "green")
+			ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation] = "greener"
+		})
+		written := &v1beta1.FeatureFlag{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), written)).To(Succeed())
+		for _, e := range written.ManagedFields {
+			GinkgoWriter.Printf("managedFields: %s %s %s %s\n", e.Manager, e.Operation, e.Subresource, e.Time)
+		}
+		h2 := servedOtherThan(ctx, ns, "checkout", h1)
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"))
+
+		// What changes no spec records nothing.
+		edit(ctx, bob, ns, "checkout", func(ff *v1beta1.FeatureFlag) { ff.Labels = map[string]string{"team": "shop"} })
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"))
+
+		// The same spec again is a new revision, with the old hash.
+		edit(ctx, alice, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			setValue(ff, "red")
+			ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation] = "red again"
+		})
+		Eventually(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h1))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"),
+			rev(3, h1, "alice-edit", "red again"))
+	})
+
+	It("records no spec that flagd refuses", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-invalid")
+		Expect(k8s.Create(ctx, flagSet(ns, "checkout", "red"))).To(Succeed())
+		h1 := servedOtherThan(ctx, ns, "checkout", "")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+
+		// A default variant the flag does not have: the API server takes
+		// it (no webhook here), flagd would not load it.
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			f := ff.Spec.FlagSpec.Flags[flagKey]
+			f.DefaultVariant = "missing"
+			ff.Spec.FlagSpec.Flags[flagKey] = f
+		})
+		Eventually(func(g Gomega) {
+			ff := &v1beta1.FeatureFlag{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "checkout"}, ff)).To(Succeed())
+			g.Expect(meta.IsStatusConditionFalse(ff.Status.Conditions, v1beta1.ConditionAccepted)).To(BeTrue())
+			g.Expect(ff.Status.ObservedGeneration).To(Equal(ff.Generation))
+		}).Should(Succeed())
+		// status.revision is the hash of what it would serve, not served.
+		refused := served(ctx, ns, "checkout")
+		Expect(refused).NotTo(Equal(h1))
+		Consistently(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "blue") })
+		h2 := servedOtherThan(ctx, ns, "checkout", refused)
+		Eventually(func(g Gomega) {
+			revs := revisions(ctx, ns, "checkout")
+			g.Expect(numbers(revs)).To(Equal([]int64{1, 2}))
+			g.Expect(revs[1].Spec.Revision).To(Equal(h2))
+		}).Should(Succeed())
+	})
+
+	It("keeps the FeatureFlag's limit of revisions, and always the one it serves", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-prune")
+		ff := flagSet(ns, "checkout", "v1")
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "2"}
+		Expect(k8s.Create(ctx, ff)).To(Succeed())
+		last := servedOtherThan(ctx, ns, "checkout", "")
+		for _, v := range []string{"v2", "v3", "v4", "v5"} {
+			edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, v) })
+			last = servedOtherThan(ctx, ns, "checkout", last)
+			// Each edit recorded before the next (else one edit could pass
+			// another unrecorded).
+			Eventually(func() string {
+				revs := revisions(ctx, ns, "checkout")
+				return revs[len(revs)-1].Spec.Revision
+			}).Should(Equal(last))
+		}
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{4, 5}))
+
+		// Limit 0 keeps the one it serves.
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			ff.Annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation] = "0"
+		})
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{5}))
+		Expect(revisions(ctx, ns, "checkout")[0].Spec.Revision).To(Equal(served(ctx, ns, "checkout")))
+
+		// A limit that is no number: a Warning, and the manager's default.
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			ff.Annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation] = "many"
+		})
+		Eventually(func(g Gomega) {
+			var events eventsv1.EventList
+			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Reason == history.EventInvalidHistoryLimit && e.Regarding.Name == "checkout" && e.Type == "Warning" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(ContainSubstring(`revision-history-limit="many" is not a non-negative integer: keeping 10 revisions`)))
+		}).Should(Succeed())
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "v6") })
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{5, 6}))
+	})
+
+	It("is immutable, and goes with its FeatureFlag", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-gc")
+		ff := flagSet(ns, "checkout", "red")
+		Expect(k8s.Create(ctx, ff)).To(Succeed())
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+
+		r := revisions(ctx, ns, "checkout")[0]
+		r.Spec.ChangeCause = "rewriting history"
+		err := k8s.Update(ctx, r)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(ContainSubstring("a FeatureFlagRevision is immutable: its spec cannot change")))
+
+		// The test control plane runs the garbage collector.
+		Expect(k8s.Delete(ctx, ff)).To(Succeed())
+		Eventually(func() []*deliveryv1alpha1.FeatureFlagRevision { return revisions(ctx, ns, "checkout") }).Should(BeEmpty())
+	})
+
+	It("lists, prints, compares and rolls back revisions from the command line", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-cli")
+		cli := func(args ...string) flagplanecli.Result {
+			GinkgoHelper()
+			r, err := flagplanecli.Run(flagplaneBin, cp.KubeconfigPath, append(args, "-n", ns)...)
+			Expect(err).NotTo(HaveOccurred())
+			GinkgoWriter.Printf("$ flagplane %s -n %s\n%s%s(exit %d)\n", strings.Join(args, " "), ns, r.Stdout, r.Stderr, r.ExitCode)
+			return r
+		}
+		r := cli("history", "ff/checkout")
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("FeatureFlag " + ns + "/checkout not found"))
+
+		ff := flagSet(ns, "checkout", "red")
+		Expect(client.WithFieldOwner(k8s, "bob-create").Create(ctx, ff)).To(Succeed())
+		h1 := servedOtherThan(ctx, ns, "checkout", "")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+		edit(ctx, client.WithFieldOwner(k8s, "alice-edit"), ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			setValue(ff, "green")
+			ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "greener"}
+		})
+		h2 := servedOtherThan(ctx, ns, "checkout", h1)
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1, 2}))
+
+		r = cli("history", "ff/checkout")
+		Expect(r.ExitCode).To(Equal(0))
+		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+		Expect(lines).To(HaveLen(4))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NUMBER", "REVISION", "AGE", "BY", "CAUSE"}))
+		Expect(strings.Fields(lines[1])).To(And(HaveLen(4), HaveExactElements("1", h1, Not(BeEmpty()), "bob-create")))
+		Expect(strings.Fields(lines[2])).To(And(HaveLen(5), HaveExactElements("2*", h2, Not(BeEmpty()), "alice-edit", "greener")))
+		Expect(lines[3]).To(Equal("* serves now (status.revision " + h2 + ")"))
+
+		r = cli("history", "featureflag/checkout", "--revision", "1", "-o", "json")
+		Expect(r.ExitCode).To(Equal(0))
+		want, err := json.Marshal(ff.Spec.FlagSpec)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Stdout).To(MatchJSON(want))
+		r = cli("history", "ff/checkout", "--revision", "1")
+		Expect(r.Stdout).To(ContainSubstring(`current: red`))
+
+		// What going back changes, evaluated as flagd does.
+		contexts := filepath.Join(GinkgoT().TempDir(), "contexts.yaml")
+		Expect(os.WriteFile(contexts, []byte("- name: anyone\n  context: {targetingKey: user-1}\n"), 0o600)).To(Succeed())
+		r = cli("diff", "ff/checkout", "--revisions", "current..1", "--contexts", contexts)
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		Expect(r.Stdout).To(ContainSubstring("FeatureFlag " + ns + "/checkout, revision current to 1"))
+		Expect(r.Stdout).To(MatchRegexp(`anyone: 1 flag changes\n\s+- ` + flagKey + `: .*"green".*"red"`))
+		r = cli("diff", "ff/checkout", "--revisions", "2..current", "--contexts", contexts)
+		Expect(r.Stdout).To(ContainSubstring("anyone: no flag changes"))
+
+		// Errors say what there is.
+		r = cli("rollback", "ff/checkout", "--to-revision", "9")
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("FeatureFlag " + ns + "/checkout has no revision 9: it has 1, 2"))
+
+		r = cli("rollback", "ff/checkout", "--to-revision", "1", "--dry-run")
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		Expect(r.Stdout).To(ContainSubstring("would roll back (dry run: nothing written) to revision 1 (" + h1 + ")"))
+		Expect(r.Stdout).To(ContainSubstring("flag " + flagKey + ": variants changed"))
+		Consistently(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h2), "a dry run writes nothing")
+
+		r = cli("rollback", "ff/checkout", "--to-revision", "1")
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		Expect(r.Stdout).To(ContainSubstring("rolled back to revision 1 (" + h1 + ")"))
+		Eventually(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h1))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", ""), rev(2, h2, "alice-edit", "greener"),
+			rev(3, h1, "flagplane-rollback", "rollback to revision 1"))
+
+		r = cli("rollback", "ff/checkout", "--to-revision", "3")
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		Expect(r.Stdout).To(ContainSubstring("already has the spec of revision 3 (" + h1 + "): nothing to roll back"))
+
+		r = cli("history", "ff/checkout")
+		Expect(r.Stdout).To(MatchRegexp(`(?m)^3\*\s+` + h1 + `\s+\S+\s+flagplane-rollback\s+rollback to revision 1$`))
+	})
+})
