@@ -80,6 +80,10 @@ type Options struct {
 	// every replica's sync server reports its streams: the status of flag
 	// sets counts them (see status.SyncReports).
 	SyncReportNamespace string
+	// PodAddress, when set, is where a container's port of a pod is
+	// reached (tests whose pods have no routable IP); nil: the pod's IP.
+	// The EvaluationErrors gate reads flagd's metrics there.
+	PodAddress func(pod *corev1.Pod, container string, port int32) (string, bool)
 	// StartedUp, when set, is called once the start-up pass is over (every
 	// generated object and every status reconciled once), before the
 	// queues serve events: the manager gives the pass's garbage back to
@@ -122,8 +126,9 @@ type Controller struct {
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
 	// rollouts moves FeatureFlagRolloutPolicies through their steps (rollouts.go).
-	rollouts *workQueue[topology.Key]
-	events   events.EventRecorder
+	rollouts  *workQueue[topology.Key]
+	events    events.EventRecorder
+	baselines errorBaselines
 	// queues is the queue of each kind of the graph (graphKinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
 

@@ -3,7 +3,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +21,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
+	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/staging"
 )
 
@@ -104,6 +110,13 @@ func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) err
 		}
 	}
 	res := staging.Next(p, plan, obs)
+	if running := res.Status.Phase == deliveryv1alpha1.PhaseProgressing || res.Status.Phase == deliveryv1alpha1.PhasePaused; running && res.RequeueAfter == 0 {
+		for _, g := range p.Spec.Gates {
+			if g.Type == deliveryv1alpha1.GateEvaluationErrors {
+				res.RequeueAfter = metricsPoll
+			}
+		}
+	}
 	if !equality.Semantic.DeepEqual(res.Status, p.Status) {
 		next := p.DeepCopy()
 		next.Status = res.Status
@@ -180,6 +193,11 @@ func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.Featur
 	if plan.Phase != deliveryv1alpha1.PhaseProgressing && plan.Phase != deliveryv1alpha1.PhasePaused {
 		return ""
 	}
+	metrics := false
+	for _, g := range p.Spec.Gates {
+		metrics = metrics || g.Type == deliveryv1alpha1.GateEvaluationErrors
+	}
+	key := topology.RolloutPolicyKey(p.Namespace, p.Name)
 	var pods []staging.Pod
 	for _, cons := range plan.Consumers {
 		if cons.Revision != plan.Target || len(cons.Workloads) == 0 {
@@ -198,7 +216,11 @@ func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.Featur
 			if !res.OK || !containsKey(cons.Workloads, res.Workload) {
 				continue
 			}
-			pods = append(pods, staging.PodOf(pod, res.Workload))
+			sp := staging.PodOf(pod, res.Workload)
+			if metrics && sp.ManagementPort != 0 {
+				sp.EvaluationErrors, sp.MetricsError = c.evaluationErrors(ctx, key, plan.Target, pod, sp)
+			}
+			pods = append(pods, sp)
 		}
 	}
 	var since time.Time
@@ -206,6 +228,82 @@ func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.Featur
 		since = p.Status.StepStartedAt.Time
 	}
 	return staging.GateFailure(p.Spec.Gates, pods, time.Now(), since)
+}
+
+// metricsPoll is how often a running rollout with an EvaluationErrors
+// gate reads its consumers' flagd metrics, which no event announces.
+const metricsPoll = 5 * time.Second
+
+// errorBaselines are, per rollout policy, target revision and pod, the
+// evaluation errors its flagd had counted when the rollout first read it:
+// the gate counts what came after. They are the leader's memory only: a
+// new leader takes new baselines, so errors counted before it took over do
+// not count (docs/delivery.md).
+type errorBaselines struct {
+	mu   sync.Mutex
+	base map[baselineKey]int64
+}
+
+type baselineKey struct {
+	policy   topology.Key
+	revision string
+	pod      string
+}
+
+// evaluationErrors reads a pod's flagd metrics and returns the evaluation
+// errors since the rollout of revision first read them (-1 and why when
+// they cannot be read).
+func (c *Controller) evaluationErrors(ctx context.Context, policy topology.Key, revision string, pod *corev1.Pod, sp staging.Pod) (int64, string) {
+	addr := net.JoinHostPort(sp.IP, strconv.Itoa(int(sp.ManagementPort)))
+	if c.opts.PodAddress != nil {
+		a, ok := c.opts.PodAddress(pod, injection.SidecarName, sp.ManagementPort)
+		if !ok {
+			return -1, "no address for the pod's flagd"
+		}
+		addr = a
+	} else if sp.IP == "" {
+		return -1, "the pod has no IP yet"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return -1, err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1, "flagd's /metrics answered " + resp.Status
+	}
+	n, err := staging.EvaluationErrors(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return -1, err.Error()
+	}
+	b := &c.baselines
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.base == nil {
+		b.base = map[baselineKey]int64{}
+	}
+	k := baselineKey{policy: policy, revision: revision, pod: sp.UID}
+	for old := range b.base {
+		if old.policy == policy && old.revision != revision {
+			delete(b.base, old) // an earlier rollout's
+		}
+	}
+	base, ok := b.base[k]
+	if !ok || n < base { // first read, or flagd restarted and counts from 0
+		if !ok {
+			base = n
+		} else {
+			base = 0
+		}
+		b.base[k] = base
+	}
+	return n - base, ""
 }
 
 func containsKey(keys []topology.Key, k topology.Key) bool {

@@ -393,7 +393,17 @@ func (st *state) plan(f Key) *RolloutPlan {
 	if len(policies) == 0 {
 		return nil
 	}
-	p := policies[0]
+	return st.planWith(f, policies[0])
+}
+
+// PlanFor is the plan p would give its flag set's consumers were it the
+// policy in force, as the graph stands: what admission checks a policy's
+// steps against before it is stored.
+func (v *View) PlanFor(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) *RolloutPlan {
+	return v.state.planWith(rolloutTarget(p), p)
+}
+
+func (st *state) planWith(f Key, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) *RolloutPlan {
 	plan := &RolloutPlan{Policy: RolloutPolicyKey(p.Namespace, p.Name), Steps: len(p.Spec.Steps)}
 	n, ok := st.g.node(f)
 	if !ok || n.payload.flagSet == nil {
@@ -488,7 +498,32 @@ func (st *state) selectSteps(f Key, p *deliveryv1alpha1.FeatureFlagRolloutPolicy
 	for i := range consumers {
 		consumers[i].Step = len(p.Spec.Steps)
 	}
-	// The order percentages take: a hash of the flag set and namespace.
+	order := percentageOrder(f, consumers)
+	for si := len(p.Spec.Steps) - 1; si >= 0; si-- {
+		for _, i := range st.stepSelects(&p.Spec.Steps[si], consumers, order) {
+			consumers[i].Step = si
+		}
+	}
+}
+
+// StepSelects lists the namespaces of the consumers of p's flag set that
+// step i of p selects on its own, whatever the steps before it select.
+func (v *View) StepSelects(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, i int) []string {
+	f := rolloutTarget(p)
+	consumers, _ := v.state.planConsumers(f)
+	order := percentageOrder(f, consumers)
+	var out []string
+	for _, c := range v.state.stepSelects(&p.Spec.Steps[i], consumers, order) {
+		out = append(out, consumers[c].Namespace)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// percentageOrder is the order percentages take the consumers in: a hash
+// of the flag set and the namespace, so that a consumer that comes or goes
+// moves few others.
+func percentageOrder(f Key, consumers []PlanConsumer) []int {
 	order := make([]int, len(consumers))
 	for i := range order {
 		order[i] = i
@@ -501,11 +536,7 @@ func (st *state) selectSteps(f Key, p *deliveryv1alpha1.FeatureFlagRolloutPolicy
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(weight(a), weight(b)), strings.Compare(consumers[a].Namespace, consumers[b].Namespace))
 	})
-	for si := len(p.Spec.Steps) - 1; si >= 0; si-- {
-		for _, i := range st.stepSelects(&p.Spec.Steps[si], consumers, order) {
-			consumers[i].Step = si
-		}
-	}
+	return order
 }
 
 // stepSelects lists the consumers a step selects on its own.

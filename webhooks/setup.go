@@ -188,7 +188,9 @@ type Admission struct {
 	PodMutator       *PodMutator
 	FlagSetValidator *FlagSetValidator
 	SourceValidator  *SourceValidator
-	Healer           *Healer
+	// RolloutPolicyValidator judges FeatureFlagRolloutPolicies.
+	RolloutPolicyValidator *RolloutPolicyValidator
+	Healer                 *Healer
 	// Certificates is nil with external certificates.
 	Certificates *certs.Manager
 }
@@ -271,10 +273,12 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	}
 	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
+	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.SourceValidator}, LogConstructor: requestLogger})
+	srv.Register(RolloutPolicyValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.RolloutPolicyValidator}, LogConstructor: requestLogger})
 
 	if o.Heal {
 		a.Healer = &Healer{

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/test/operator"
@@ -69,7 +73,16 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 	if err != nil {
 		return w, fmt.Errorf("starting the control plane: %w", err)
 	}
-	w.op, err = operator.Start(ctx, w.cp, operator.Options{SyncServer: true, Dir: dir})
+	w.op, err = operator.Start(ctx, w.cp, operator.Options{SyncServer: true, Dir: dir, Configure: func(o *app.Options) {
+		// The node's pods are reached through ports of this host: the
+		// EvaluationErrors gate reads flagd's metrics there.
+		o.PodAddress = func(pod *corev1.Pod, container string, port int32) (string, bool) {
+			if w.node == nil {
+				return "", false
+			}
+			return w.node.Addr(k8stypes.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, container, port)
+		}
+	}})
 	if err != nil {
 		return w, fmt.Errorf("starting the operator: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/flagdapi"
 )
 
 // rolloutOf reads a rollout policy's status.
@@ -155,5 +156,96 @@ var _ = Describe("a FeatureFlagRolloutPolicy", func() {
 		Eventually(rolloutOf(ctx, policy)).Should(And(
 			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", third.TargetRevision)))
 		Eventually(flagSetReady(ctx, ff)).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+})
+
+var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
+	It("refuses an unknown gate, a percentage outside 0-100, a step with two selectors, a selector that does not parse or matches none of the consumers, and a gate flagplane does not evaluate, saying why", func(ctx SpecContext) {
+		flags, canary := newNamespace(ctx), newNamespace(ctx)
+		web := deployment(canary, "web", appImage, nil)
+		web.Labels = map[string]string{"tier": "front"}
+		create(ctx, flagSet(flags, "checkout", "off"), fixtures.ReferenceGrant(flags, "from-canary", canary, "checkout"),
+			source(canary, "flags", "web", fixtures.FileRef(flags+"/checkout")), web)
+		readyPod(ctx, canary, "web")
+		valid := func() *deliveryv1alpha1.FeatureFlagRolloutPolicy {
+			return &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+				ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
+				Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+					TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+					Steps: []deliveryv1alpha1.RolloutStep{
+						{WorkloadSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}},
+					},
+					Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GatePodsReady}},
+				},
+			}
+		}
+		refused := func(mutate func(*deliveryv1alpha1.FeatureFlagRolloutPolicy), why string) {
+			GinkgoHelper()
+			p := valid()
+			mutate(p)
+			err := k8s.Create(ctx, p)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(why))
+		}
+		By("the schema, in the API server")
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) { p.Spec.Gates[0].Type = "ErrorBudget" },
+			`Unsupported value: "ErrorBudget"`)
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+			p.Spec.Steps = append(p.Spec.Steps, deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](101)})
+		}, "should be less than or equal to 100")
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) { p.Spec.Steps[0].Percentage = ptr.To[int32](50) },
+			"exactly one of namespaceSelector, workloadSelector and percentage")
+		By("flagplane's webhook, against the graph")
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+			p.Spec.Steps[0].WorkloadSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "fornt"}}
+		}, "selects none of the workloads of FeatureFlag checkout's consumers (namespaces "+canary+")")
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+			p.Spec.Steps[0].WorkloadSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "In"}}}
+		}, "spec.steps[0].workloadSelector")
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+			p.Spec.Gates = append(p.Spec.Gates, deliveryv1alpha1.Gate{Type: deliveryv1alpha1.GatePrometheus,
+				Prometheus: &deliveryv1alpha1.PrometheusGate{Address: "http://prometheus:9090", Query: "up"}})
+		}, "gate Prometheus is not evaluated by this version of flagplane")
+		By("the valid policy is admitted")
+		create(ctx, valid())
+	})
+})
+
+var _ = Describe("the EvaluationErrors gate", func() {
+	It("reads the canary's flagd metrics and halts the rollout when flagd answers an evaluation with an error", func(ctx SpecContext) {
+		flags, canary := newNamespace(ctx), newNamespace(ctx)
+		ff := flagSet(flags, "checkout", "off")
+		create(ctx, ff, fixtures.ReferenceGrant(flags, "from-canary", canary, "checkout"),
+			source(canary, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(canary, "web", appImage, nil))
+		pod := readyPod(ctx, canary, "web")
+		addr := flagdAddr(pod)
+		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+				Steps:     []deliveryv1alpha1.RolloutStep{{Percentage: ptr.To[int32](100), Approval: true}},
+				Gates:     []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateEvaluationErrors, Max: ptr.To[int64](1)}},
+			},
+		}
+		create(ctx, policy)
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhaseCompleted))
+
+		By("an edit reaches the step; errors before it do not count")
+		for range 3 {
+			_, _ = flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "no-such-flag", nil)
+		}
+		setVariant(ctx, ff, "on")
+		Eventually(resolve(addr)).Should(Equal(evaluated("on")))
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		By("one error is within the bound")
+		_, _ = flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "no-such-flag", nil)
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(7 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		By("a second error fails the gate: halted, and flagd serves the stable revision again")
+		_, _ = flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "no-such-flag", nil)
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseHalted),
+			HaveField("Message", ContainSubstring("gate EvaluationErrors failed: flagd answered 2 evaluation(s) with an error"))))
+		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
 	})
 })

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Annotations flagplane's Pod webhook sets on the pods it injects into. They
@@ -181,8 +182,15 @@ func SlimPod(obj any) (any, error) {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	slim.ManagedFields = nil
 	slim.Spec.ServiceAccountName = pod.Spec.ServiceAccountName
-	// The health gates of staged rollouts read whether a pod is Ready and
-	// when its containers last restarted (staging.PodOf).
+	// The health gates of staged rollouts read whether a pod is Ready, when
+	// its containers last restarted, and where its flagd sidecar serves
+	// its metrics (staging.PodOf).
+	slim.Status.PodIP = pod.Status.PodIP
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		if c.Name == injection.SidecarName {
+			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}

@@ -21,6 +21,18 @@ type Pod struct {
 	// Restarts are the times its containers last terminated and were
 	// restarted, with their restart counts.
 	Restarts []Restart
+	// UID identifies the pod for the evaluation error baseline.
+	UID string
+	// IP and ManagementPort are where its flagd sidecar serves its metrics
+	// (ManagementPort 0: it has none).
+	IP             string
+	ManagementPort int32
+	// EvaluationErrors is how many evaluations its flagd answered with an
+	// error since the rollout reached it; -1 when its metrics could not be
+	// read.
+	EvaluationErrors int64
+	// MetricsError says why its metrics could not be read.
+	MetricsError string
 }
 
 // Restart is a container's last termination and its restart count.
@@ -32,7 +44,15 @@ type Restart struct {
 
 // PodOf reads a pod for the gates.
 func PodOf(pod *corev1.Pod, w topology.Key) Pod {
-	out := Pod{Namespace: pod.Namespace, Name: pod.Name, Workload: w, Ready: false, ReadySince: pod.CreationTimestamp.Time}
+	out := Pod{Namespace: pod.Namespace, Name: pod.Name, Workload: w, Ready: false, ReadySince: pod.CreationTimestamp.Time,
+		UID: string(pod.UID), IP: pod.Status.PodIP}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		for _, p := range c.Ports {
+			if p.Name == "management" {
+				out.ManagementPort = p.ContainerPort
+			}
+		}
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			out.Ready = c.Status == corev1.ConditionTrue
@@ -53,10 +73,13 @@ func PodOf(pod *corev1.Pod, w topology.Key) Pod {
 //   - PodsReady fails when a pod has not been Ready for longer than the
 //     gate's For (default 0: at once).
 //   - Restarts fails when more containers of the pods restarted since the
-//     step started (their last termination finished after it) than Max.
+//     step started (their last termination finished after the second it
+//     started in) than Max.
+//   - EvaluationErrors fails when the flagd sidecars of the pods answered
+//     more evaluations with an error since the rollout reached them than
+//     Max (Pod.EvaluationErrors, from flagd's own metrics).
 //
-// EvaluationErrors and Prometheus are refused before they get here
-// (Unsupported).
+// Prometheus is refused before it gets here (Unsupported).
 func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time) string {
 	for _, g := range gates {
 		switch g.Type {
@@ -70,6 +93,30 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 					return fmt.Sprintf("gate PodsReady failed: pod %s/%s of %s %s is not Ready (since %s)",
 						p.Namespace, p.Name, p.Workload.Kind, p.Workload.Name, p.ReadySince.UTC().Format(time.RFC3339))
 				}
+			}
+		case deliveryv1alpha1.GateEvaluationErrors:
+			limit := int64(0)
+			if g.Max != nil {
+				limit = *g.Max
+			}
+			var n int64
+			var worst string
+			for _, p := range pods {
+				if p.ManagementPort == 0 {
+					continue // no flagd sidecar: nothing of flagd's to read
+				}
+				if p.EvaluationErrors < 0 {
+					// Unknown is not failing: a flagd whose metrics cannot be
+					// read (yet) says nothing either way; PodsReady judges its pod.
+					continue
+				}
+				n += p.EvaluationErrors
+				if p.EvaluationErrors > 0 {
+					worst = fmt.Sprintf("pod %s/%s: %d", p.Namespace, p.Name, p.EvaluationErrors)
+				}
+			}
+			if n > limit {
+				return fmt.Sprintf("gate EvaluationErrors failed: flagd answered %d evaluation(s) with an error since the rollout reached it, more than %d (%s)", n, limit, worst)
 			}
 		case deliveryv1alpha1.GateRestarts:
 			limit := int64(0)
@@ -101,8 +148,7 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 // not evaluate, or "".
 func Unsupported(gates []deliveryv1alpha1.Gate) string {
 	for _, g := range gates {
-		switch g.Type {
-		case deliveryv1alpha1.GateEvaluationErrors, deliveryv1alpha1.GatePrometheus:
+		if g.Type == deliveryv1alpha1.GatePrometheus {
 			return fmt.Sprintf("gate %s is not evaluated by this version of flagplane: a policy naming it stages nothing (remove the gate)", g.Type)
 		}
 	}

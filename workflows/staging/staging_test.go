@@ -158,4 +158,12 @@ func TestGates(t *testing.T) {
 	g.Expect(GateFailure(restarts, []Pod{restarted}, t0.Add(time.Minute), t0)).To(ContainSubstring("2 container restart(s)"))
 	g.Expect(GateFailure(restarts, []Pod{restarted}, t0.Add(time.Minute), t0.Add(10*time.Second))).To(BeEmpty(), "restarts before the step are not the rollout's")
 	g.Expect(GateFailure(restarts, []Pod{restarted}, t0.Add(time.Minute), t0.Add(5*time.Second))).To(BeEmpty(), "a restart in the second the step started is not told from one before")
+
+	errorsGate := []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateEvaluationErrors, Max: ptr.To[int64](1)}}
+	flagd := func(name string, errs int64) Pod {
+		return Pod{Namespace: "a", Name: name, Workload: w, Ready: true, ManagementPort: 8014, EvaluationErrors: errs}
+	}
+	g.Expect(GateFailure(errorsGate, []Pod{flagd("web-1", 1), flagd("web-2", -1)}, t0, t0)).To(BeEmpty(), "one error, and one flagd not read")
+	g.Expect(GateFailure(errorsGate, []Pod{flagd("web-1", 1), flagd("web-2", 1)}, t0, t0)).To(ContainSubstring("flagd answered 2 evaluation(s) with an error"))
+	g.Expect(GateFailure(errorsGate, []Pod{{Namespace: "a", Name: "no-sidecar", EvaluationErrors: 7}}, t0, t0)).To(BeEmpty(), "a pod without flagd")
 }

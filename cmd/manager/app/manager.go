@@ -182,8 +182,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		// The start-up lists every object and reconciles each once: a
 		// heap at its peak, most of it garbage once the pass is over,
 		// which the runtime would return to the system only slowly.
-		StartedUp: releaseStartupMemory,
-		Topology:  topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
+		StartedUp:  releaseStartupMemory,
+		PodAddress: o.PodAddress,
+		Topology:   topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {
 			o.Sync.SecretNamespace = o.Admission.Namespace

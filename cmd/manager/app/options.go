@@ -122,6 +122,10 @@ type Options struct {
 	// metrics.Registry, which the metrics endpoint serves, when nil. Tests
 	// that run a second manager in one process give it a registry of its own.
 	Registry prometheus.Registerer
+	// PodAddress, when set, is where the manager reaches a container's port
+	// of a pod, for tests whose pods have no routable IP; not a flag (nil:
+	// the pod's IP).
+	PodAddress func(pod *corev1.Pod, container string, port int32) (string, bool)
 }
 
 // DefaultOptions are the options of a manager started without flags.
