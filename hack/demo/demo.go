@@ -230,6 +230,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.showHealth(ctx); err != nil {
 		return err
 	}
+	if err := d.showStaged(ctx); err != nil {
+		return err
+	}
 	d.summary(time.Since(began))
 	return d.hold(ctx)
 }
@@ -294,6 +297,9 @@ func (d *demo) startControlPlane(ctx context.Context) error {
 		BinDir:    filepath.Join(d.root, "bin"),
 		Log:       prefixWriter{w: d.out, prefix: "    "},
 		Scheduler: true,
+		// ReferenceGrant, which lets the staged-delivery scene's namespaces
+		// read a flag set of the demo's namespace.
+		GatewayAPI: true,
 	}
 	// envtest installs config/webhook's configurations pointing at this
 	// process; the manager keeps their certificate and caBundle itself, as

@@ -9,7 +9,9 @@
 // generated ConfigMap, what was injected into a Pod that the ReplicaSet
 // controller created, the source's status and the topology (written to
 // topology.dot and topology.svg). Then it edits a flag and shows the
-// ConfigMap following. It prints the kubeconfig so that kubectl can be used
+// ConfigMap following, and last stages edits with a
+// FeatureFlagRolloutPolicy: a canary namespace first, a halt when its pod
+// turns unready, a promotion to every namespace. It prints the kubeconfig so that kubectl can be used
 // meanwhile, and stops everything cleanly on Ctrl-C.
 //
 // It exits by itself when standard input is not a terminal (CI), or after
