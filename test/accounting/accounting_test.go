@@ -18,7 +18,7 @@ var _ = Describe("The manager's API requests", Ordered, func() {
 		DeferCleanup(func() { m.stop() })
 	})
 
-	DescribeTable("a FeatureFlag edit used in k namespaces writes exactly k ConfigMaps and one status, and reads nothing",
+	DescribeTable("a FeatureFlag edit used in k namespaces writes exactly k ConfigMaps, one status and one revision, and reads nothing",
 		func(ctx SpecContext, k int) {
 			ff, cms := flagSetUsedIn(ctx, k)
 			m.settled(ctx)
@@ -44,7 +44,10 @@ var _ = Describe("The manager's API requests", Ordered, func() {
 				"FeatureFlag status writes: the edit waits for its ConfigMaps' writes, and one write carries both")
 			Expect(edit.Count(statusWrites("featureflagsources.core.openfeature.dev"))).To(BeZero(),
 				"FeatureFlagSource status writes: nothing a source reports changed")
-			Expect(edit.Writes()).To(Equal(k+1), "writes: nothing else")
+			Expect(edit.Count(func(r metrics.APIRequest) bool {
+				return r.Resource == "featureflagrevisions.delivery.flagplane.dev" && r.Write()
+			})).To(Equal(1), "FeatureFlagRevision writes: the edit's revision (history under its limit prunes nothing)")
+			Expect(edit.Writes()).To(Equal(k+2), "writes: nothing else")
 			Expect(edit.Reads()).To(BeZero(), "reads: everything comes from the caches and the graph")
 			Expect(edit.Count(func(r metrics.APIRequest) bool { return r.Code >= 300 })).To(BeZero(), "failed requests")
 		},

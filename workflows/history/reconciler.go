@@ -33,13 +33,9 @@ const Name = "history"
 
 // Event reasons and actions of the history.
 const (
-	// EventRevisionRecorded: a spec of the FeatureFlag was recorded.
-	EventRevisionRecorded = "RevisionRecorded"
 	// EventInvalidHistoryLimit: the FeatureFlag's
 	// RevisionHistoryLimitAnnotation is not a non-negative integer.
 	EventInvalidHistoryLimit = "InvalidRevisionHistoryLimit"
-	// ActionRecord is the action of EventRevisionRecorded.
-	ActionRecord = "Record"
 )
 
 // cacheBehindDelay is how long a reconcile waits for what the cache or
@@ -61,8 +57,9 @@ type Reconciler struct {
 	// Graph renders flag sets: what a FeatureFlag serves, and whether it
 	// is accepted.
 	Graph Graph
-	// Events receives RevisionRecorded and InvalidRevisionHistoryLimit on
-	// the FeatureFlag; nil sends none.
+	// Events receives InvalidRevisionHistoryLimit on the FeatureFlag; nil
+	// sends none. A revision recorded is no Event: the revision is the
+	// record, and an edit writes nothing more than it must.
 	Events events.EventRecorder
 	// DefaultLimit is how many revisions to keep of a flag set without a
 	// valid RevisionHistoryLimitAnnotation (--revision-history-limit).
@@ -194,7 +191,6 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 	case err == nil:
 		logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
 			"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
-		workflows.Normal(r.Events, ff, EventRevisionRecorded, ActionRecord, "revision %d (%s) recorded as %s", number, hash, want.Name)
 		return append(owned, want), false, nil
 	case apierrors.IsAlreadyExists(err):
 		// A retry of a create that took effect, or a reconcile that raced
