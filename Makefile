@@ -69,6 +69,11 @@ BENCH_TIME ?= 1x
 FANOUT_BENCH_TIME ?= 1x
 # FeatureFlag edits per provider in the edit-to-served benchmark (test/e2e).
 E2E_BENCH_EDITS ?= 20
+# The staged-rollout benchmark (test/e2e): rollouts promoted per size (10
+# and 100 consumers in the promoted step), and edits per measurement of a
+# flag set no policy targets (twice without policies, once with).
+STAGED_BENCH_ROLLOUTS ?= 10
+STAGED_BENCH_EDITS ?= 100
 # Edits per provider timed on the real kubelet (test/realinstall), with
 # syncFrequency 1s and the kubelet's default (a file edit then takes a minute).
 REALNODE_BENCH_EDITS ?= 6
@@ -256,7 +261,7 @@ health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the 
 	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: bench
-bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
+bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./syncserver -run '^$$' -bench FlagSetEdit -benchtime 200x -benchmem -timeout $(TEST_TIMEOUT)
@@ -264,6 +269,7 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go test ./inspect/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
+	FLAGPLANE_E2E_BENCH_ROLLOUTS=$(STAGED_BENCH_ROLLOUTS) FLAGPLANE_E2E_BENCH_PLAIN_EDITS=$(STAGED_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench StagedRollout -benchtime 1x -timeout $(TEST_TIMEOUT)
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 

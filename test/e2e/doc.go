@@ -39,7 +39,10 @@
 // edit is projected within milliseconds, where a kubelet takes up to a
 // minute. No assertion is about time: timings are the benchmark's.
 //
-// The benchmark beside the specs (BenchmarkEditToServed, run by `make
-// bench`) measures FeatureFlag edit to new value served per provider on the
-// same set-up; see docs/benchmarks.md.
+// The benchmarks beside the specs, run by `make bench`, use the same
+// set-up: BenchmarkEditToServed measures FeatureFlag edit to new value
+// served per provider; BenchmarkStagedRollout measures a promotion to the
+// consumers of a rollout step serving it, and the edit path of a flag set
+// with no rollout policy, with and without policies elsewhere. See
+// docs/benchmarks.md.
 package e2e
