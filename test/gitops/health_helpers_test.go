@@ -52,6 +52,20 @@ func allDelivered(delivered string) bool {
 // argoStatus is what Argo CD calls each kstatus status.
 var argoStatus = map[string]string{current: "Healthy", inProgress: "Progressing", failed: "Degraded"}
 
+// verdict is what the readers of health give one state of an object:
+// kstatus's status (which Flux gives too), Argo CD's, and the testdata
+// file of the kind's Argo CD check the state is recorded as ("": none).
+type verdict struct {
+	kstatus, argo, testdata string
+}
+
+// verdictOf is the verdict of every state but a rollout waiting for a
+// person: Argo CD's name for kstatus's status, recorded under the
+// status's file.
+func verdictOf(want string) verdict {
+	return verdict{kstatus: want, argo: argoStatus[want], testdata: testdataNames[want]}
+}
+
 // expectTools checks that every reader of health gives want (kstatus's
 // Current, InProgress or Failed) for obj as the API server holds it:
 // kstatus itself, flagplane's Argo CD health check for the kind run as
@@ -59,25 +73,37 @@ var argoStatus = map[string]string{current: "Healthy", inProgress: "Progressing"
 // Argo CD shows the message of the condition that decided.
 func expectTools(ctx context.Context, obj client.Object, want string) {
 	GinkgoHelper()
-	expectToolsOn(live(ctx, obj), want)
+	expectVerdictOn(live(ctx, obj), verdictOf(want))
 }
 
 // expectToolsOn is expectTools on one version of an object.
 func expectToolsOn(u *unstructured.Unstructured, want string) {
 	GinkgoHelper()
-	Expect(kstatusOf(u)).To(HavePrefix(want), "kstatus on %s %s", u.GetKind(), u.GetName())
+	expectVerdictOn(u, verdictOf(want))
+}
+
+// expectVerdict is expectTools for a verdict whose Argo CD status is not
+// the one verdictOf gives (a rollout's Suspended), or recorded elsewhere.
+func expectVerdict(ctx context.Context, obj client.Object, want verdict) {
+	GinkgoHelper()
+	expectVerdictOn(live(ctx, obj), want)
+}
+
+func expectVerdictOn(u *unstructured.Unstructured, want verdict) {
+	GinkgoHelper()
+	Expect(kstatusOf(u)).To(HavePrefix(want.kstatus), "kstatus on %s %s", u.GetKind(), u.GetName())
 	argo, err := gitopshealth.Argo(u)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(argo.Status).To(Equal(argoStatus[want]), "Argo CD's health of %s %s: %s", u.GetKind(), u.GetName(), argo.Message)
+	Expect(argo.Status).To(Equal(want.argo), "Argo CD's health of %s %s: %s", u.GetKind(), u.GetName(), argo.Message)
 	Expect(argo.Message).NotTo(BeEmpty())
-	if want != current {
+	if want.kstatus != current {
 		_, msg, _ := strings.Cut(kstatusOf(u), ": ")
 		Expect(argo.Message).To(Equal(msg), "Argo CD and kstatus show the same message")
 	}
 	flux, err := gitopshealth.Flux(u)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(flux).To(Equal(want), "Flux's healthCheckExprs on %s %s", u.GetKind(), u.GetName())
-	recordTestdata(u, want, argo)
+	Expect(flux).To(Equal(want.kstatus), "Flux's healthCheckExprs on %s %s", u.GetKind(), u.GetName())
+	recordTestdata(u, want.testdata, argo)
 }
 
 // condition is "<status>/<reason>" of obj's condition t, as the API server

@@ -31,18 +31,35 @@ var testdataNames = map[string]string{current: "healthy", inProgress: "progressi
 // randomSuffix is the suffix the control plane gives a spec's namespace.
 var randomSuffix = regexp.MustCompile(`\b([a-z]+)-[a-z0-9]{5}\b`)
 
-// recordTestdata writes u, as a GitOps tool reads it, to the testdata of
-// its kind's health check for the status want, and the message Argo CD
-// shows for it to the check's health_test.yaml. Namespaces lose their
-// random suffix and times are fixed, so that a rerun changes nothing but
+// podOfReplicaSet is the name of a Deployment's pod: its ReplicaSet's
+// template hash and a random suffix, both in the API machinery's alphabet
+// without vowels (rand.SafeEncodeString).
+var podOfReplicaSet = regexp.MustCompile(`\b([a-z][a-z0-9-]*?)-[bcdfghjklmnpqrstvwxz2456789]{6,10}-[bcdfghjklmnpqrstvwxz2456789]{5}\b`)
+
+// timestamp is a time as the API and flagplane's messages write it.
+var timestamp = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\b`)
+
+// stable takes out of recorded text what differs from run to run: the
+// namespaces' random suffixes, pod names and times.
+func stable(b []byte) []byte {
+	b = podOfReplicaSet.ReplaceAll(b, []byte("$1-pod"))
+	b = randomSuffix.ReplaceAll(b, []byte("$1"))
+	return timestamp.ReplaceAll(b, []byte("2026-01-01T00:00:00Z"))
+}
+
+// recordTestdata writes u, as a GitOps tool reads it, to
+// testdata/<name>.yaml of its kind's health check, and the status and
+// message Argo CD shows for it to the check's health_test.yaml, which
+// must list that file. Namespaces lose their random suffix, pods their
+// generated names, and times are fixed, so that a rerun changes nothing but
 // what flagplane writes.
-func recordTestdata(u *unstructured.Unstructured, want string, argo gitopshealth.Result) {
+func recordTestdata(u *unstructured.Unstructured, name string, argo gitopshealth.Result) {
 	GinkgoHelper()
-	if !updateTestdata {
+	if !updateTestdata || name == "" {
 		return
 	}
 	gvk := u.GroupVersionKind()
-	key := gvk.Kind + "/" + want
+	key := gvk.Kind + "/" + name
 	recordedMu.Lock()
 	defer recordedMu.Unlock()
 	if recorded[key] {
@@ -53,27 +70,19 @@ func recordTestdata(u *unstructured.Unstructured, want string, argo gitopshealth
 	for _, f := range []string{"managedFields", "uid", "resourceVersion", "creationTimestamp", "generateName"} {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		c.(map[string]any)["lastTransitionTime"] = "2026-01-01T00:00:00Z"
-	}
-	Expect(unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")).To(Succeed())
-	if consumers, ok, _ := unstructured.NestedSlice(u.Object, "status", "consumers"); ok {
-		for _, c := range consumers {
-			if _, ok := c.(map[string]any)["since"]; ok {
-				c.(map[string]any)["since"] = "2026-01-01T00:00:00Z"
-			}
-		}
-		Expect(unstructured.SetNestedSlice(u.Object, consumers, "status", "consumers")).To(Succeed())
-	}
 	b, err := yaml.Marshal(u.Object)
 	Expect(err).NotTo(HaveOccurred())
-	b = randomSuffix.ReplaceAll(b, []byte("$1"))
+	// Marshalled again once stable, so that lines wrap as for the text
+	// that stays.
+	var content map[string]any
+	Expect(yaml.Unmarshal(stable(b), &content)).To(Succeed())
+	b, err = yaml.Marshal(content)
+	Expect(err).NotTo(HaveOccurred())
 
 	root, err := gitopshealth.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	dir := filepath.Join(root, gitopshealth.ArgoCustomizationsDir, gvk.Group, gvk.Kind)
-	name := testdataNames[want] + ".yaml"
+	name += ".yaml"
 	Expect(os.WriteFile(filepath.Join(dir, "testdata", name), b, 0o644)).To(Succeed())
 
 	// The check's expected message for that file.
@@ -94,7 +103,7 @@ func recordTestdata(u *unstructured.Unstructured, want string, argo gitopshealth
 	for i := range tests.Tests {
 		if tests.Tests[i].InputPath == "testdata/"+name {
 			tests.Tests[i].HealthStatus.Status = argo.Status
-			tests.Tests[i].HealthStatus.Message = string(randomSuffix.ReplaceAll([]byte(argo.Message), []byte("$1")))
+			tests.Tests[i].HealthStatus.Message = string(stable([]byte(argo.Message)))
 			found = true
 		}
 	}
