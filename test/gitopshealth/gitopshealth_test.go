@@ -27,6 +27,7 @@ var kinds = []schema.GroupKind{
 	{Group: "core.openfeature.dev", Kind: "Flagd"},
 	{Group: "core.openfeature.dev", Kind: "InProcessConfiguration"},
 	{Group: "policy.flagplane.dev", Kind: "FeatureFlagSourcePolicy"},
+	{Group: "delivery.flagplane.dev", Kind: "FeatureFlagRolloutPolicy"},
 }
 
 // healthTests is a health_test.yaml, Argo CD's format.
@@ -150,8 +151,10 @@ func TestArgoHealthChecks(t *testing.T) {
 	}
 }
 
-// fluxFor is the Flux status of each Argo CD status of flagplane's checks.
-var fluxFor = map[string]string{Healthy: Current, Progressing: InProgress, Degraded: Failed}
+// fluxFor is the Flux status of each Argo CD status of flagplane's checks:
+// a rollout policy waiting for a person is Suspended to Argo CD, and Flux,
+// like kstatus, has no such status.
+var fluxFor = map[string]string{Healthy: Current, Progressing: InProgress, Suspended: InProgress, Degraded: Failed}
 
 // TestFluxHealthCheckExprs evaluates the Flux expressions on the Argo CD
 // checks' objects, as a client reads them: the same verdicts. An object
@@ -337,6 +340,51 @@ func TestArgoAndFluxAgree(t *testing.T) {
 				t.Errorf("got %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestArgoSuspended: Reconciling True for a person (reason AwaitingApproval
+// or Paused) is Suspended for a rollout policy only; any other reason, or
+// any other kind, is Progressing. Flux finds them all InProgress.
+func TestArgoSuspended(t *testing.T) {
+	rollout := schema.GroupKind{Group: "delivery.flagplane.dev", Kind: "FeatureFlagRolloutPolicy"}
+	seen := false
+	for _, c := range readHealthCases(t) {
+		if !strings.HasSuffix(c.name, "/testdata/healthy.yaml") {
+			continue
+		}
+		seen = seen || c.gk == rollout
+		for _, reason := range []string{"AwaitingApproval", "Paused", "StepProgressing"} {
+			t.Run(c.gk.Kind+"/"+reason, func(t *testing.T) {
+				o := c.asClient.DeepCopy()
+				conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+				for _, cond := range conds {
+					m := cond.(map[string]any)
+					switch m["type"] {
+					case "Ready":
+						m["status"], m["reason"] = "False", reason
+					case "Reconciling":
+						m["status"], m["reason"], m["message"] = "True", reason, "waiting for "+reason
+					}
+				}
+				if err := unstructured.SetNestedSlice(o.Object, conds, "status", "conditions"); err != nil {
+					t.Fatal(err)
+				}
+				want := Result{Progressing, "waiting for " + reason}
+				if c.gk == rollout && reason != "StepProgressing" {
+					want.Status = Suspended
+				}
+				if got, err := Argo(o); err != nil || got != want {
+					t.Errorf("Argo: got %+v, %v; want %+v", got, err, want)
+				}
+				if got, err := Flux(o); err != nil || got != InProgress {
+					t.Errorf("Flux: got %s, %v; want InProgress", got, err)
+				}
+			})
+		}
+	}
+	if !seen {
+		t.Errorf("%s has no testdata/healthy.yaml", rollout)
 	}
 }
 

@@ -66,10 +66,12 @@ const argoCMSnippetHeader = `# Argo CD health checks for flagplane's kinds, as a
 # "go test ./test/gitopshealth -update" writes here. See docs/gitops.md.
 `
 
-// chartCopyHeader heads the chart's copy. (The test compares the scripts
-// the snippets hold, not their comments.)
+// chartCopyHeader heads the chart's copy, as hack/manifests (`make
+// manifests`) heads the files it copies, so that -update and it write the
+// same file. (The test compares the scripts the snippets hold, not their
+// comments.)
 func chartCopyHeader(src string) string {
-	return fmt.Sprintf("# A copy of %s, shipped with the\n# chart, which applies nothing into Argo CD's namespace.\n", src)
+	return fmt.Sprintf("# Copied from %s by `make manifests`: edit it there.\n", src)
 }
 
 // renderArgoCMSnippet writes the scripts as an argocd-cm data fragment,
