@@ -84,6 +84,9 @@ type Options struct {
 	// reached (tests whose pods have no routable IP); nil: the pod's IP.
 	// The EvaluationErrors gate reads flagd's metrics there.
 	PodAddress func(pod *corev1.Pod, container string, port int32) (string, bool)
+	// PrometheusGates evaluates the Prometheus gates of rollout policies
+	// (--prometheus-gates); without it a policy naming one is not accepted.
+	PrometheusGates bool
 	// StartedUp, when set, is called once the start-up pass is over (every
 	// generated object and every status reconciled once), before the
 	// queues serve events: the manager gives the pass's garbage back to
@@ -129,6 +132,8 @@ type Controller struct {
 	rollouts  *workQueue[topology.Key]
 	events    events.EventRecorder
 	baselines errorBaselines
+	// rolloutWrites paces the progress-only status writes of rollouts.
+	rolloutWrites rolloutWrites
 	// queues is the queue of each kind of the graph (graphKinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
 

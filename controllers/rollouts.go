@@ -7,7 +7,10 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,22 +105,33 @@ func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) err
 		// The graph has not taken the policy's latest status yet.
 		return workflows.RequeueAfter(cacheBehindDelay)
 	}
-	obs := staging.Observation{Now: time.Now()}
+	obs := staging.Observation{Now: time.Now(), PrometheusGates: c.opts.PrometheusGates}
+	var recheck time.Duration
 	if plan != nil && plan.Problem == "" {
 		obs.Serving = c.serving(ctx, v, f, plan)
 		if !plan.NewPlan {
-			obs.GateFailure = c.gateFailure(ctx, p, plan)
+			obs.GateFailure, obs.GateUnknown, recheck = c.gateFailure(ctx, p, plan)
 		}
 	}
 	res := staging.Next(p, plan, obs)
+	if recheck > 0 && (res.RequeueAfter == 0 || recheck < res.RequeueAfter) {
+		// A pod's PodsReady grace ends then: no event will say so.
+		res.RequeueAfter = recheck + 100*time.Millisecond
+	}
 	if running := res.Status.Phase == deliveryv1alpha1.PhaseProgressing || res.Status.Phase == deliveryv1alpha1.PhasePaused; running && res.RequeueAfter == 0 {
 		for _, g := range p.Spec.Gates {
-			if g.Type == deliveryv1alpha1.GateEvaluationErrors {
+			if g.Type == deliveryv1alpha1.GateEvaluationErrors || g.Type == deliveryv1alpha1.GatePrometheus {
 				res.RequeueAfter = metricsPoll
 			}
 		}
 	}
 	if !equality.Semantic.DeepEqual(res.Status, p.Status) {
+		if wait := c.rolloutWrites.progressWait(key, p.Status, res.Status, obs.Now); wait > 0 {
+			// Only the consumers' progress changed, and the last write was
+			// moments ago: a wave of ConfigMap writes would otherwise write
+			// the policy's status once per ConfigMap.
+			return workflows.RequeueAfter(wait)
+		}
 		next := p.DeepCopy()
 		next.Status = res.Status
 		if err := c.client.Status().Update(ctx, next); err != nil {
@@ -126,6 +140,7 @@ func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) err
 			}
 			return fmt.Errorf("writing the status of FeatureFlagRolloutPolicy %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		c.rolloutWrites.wrote(key, obs.Now)
 		if res.Event != "" {
 			kind := corev1.EventTypeNormal
 			if res.Warning {
@@ -184,14 +199,38 @@ func (c *Controller) serving(ctx context.Context, v *topology.View, f topology.K
 	return out
 }
 
-// gateFailure evaluates the policy's gates on the pods of the workloads
-// that serve the new revision, and says which one fails ("" when all hold).
-func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan) string {
+// gateFailure evaluates the policy's gates on the consumers that serve
+// the new revision (their pods; the Prometheus queries over their
+// namespaces), and says which one fails ("" when all hold), and which one
+// could not be evaluated, and when to look again without an event.
+func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan) (failure, unknown string, recheck time.Duration) {
 	if len(p.Spec.Gates) == 0 || plan.Target == plan.Stable {
-		return ""
+		return "", "", 0
 	}
 	if plan.Phase != deliveryv1alpha1.PhaseProgressing && plan.Phase != deliveryv1alpha1.PhasePaused {
-		return ""
+		return "", "", 0
+	}
+	if c.opts.PrometheusGates {
+		var namespaces []string
+		for _, cons := range plan.Consumers {
+			if cons.Revision == plan.Target {
+				namespaces = append(namespaces, cons.Namespace)
+			}
+		}
+		for _, g := range p.Spec.Gates {
+			if g.Type != deliveryv1alpha1.GatePrometheus || g.Prometheus == nil {
+				continue
+			}
+			q := staging.PrometheusQuery(g.Prometheus.Query, namespaces)
+			value, err := queryPrometheus(ctx, g.Prometheus.Address, q)
+			if err != nil {
+				unknown = "gate Prometheus cannot be read: " + err.Error()
+				continue
+			}
+			if f := staging.PrometheusFailure(g, q, value); f != "" {
+				return f, "", 0
+			}
+		}
 	}
 	metrics := false
 	for _, g := range p.Spec.Gates {
@@ -227,7 +266,63 @@ func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.Featur
 	if p.Status.StepStartedAt != nil {
 		since = p.Status.StepStartedAt.Time
 	}
-	return staging.GateFailure(p.Spec.Gates, pods, time.Now(), since)
+	now := time.Now()
+	return staging.GateFailure(p.Spec.Gates, pods, now, since), unknown, staging.NextCheck(p.Spec.Gates, pods, now)
+}
+
+// progressInterval is how often at most a rollout policy's status is
+// written while only what its consumers serve changes (the consumer lists,
+// the message): the plan's own changes (phase, step, when a step was
+// served) are written at once.
+const progressInterval = 500 * time.Millisecond
+
+// rolloutWrites remembers when each policy's status was last written.
+type rolloutWrites struct {
+	mu   sync.Mutex
+	last map[topology.Key]time.Time
+}
+
+func (w *rolloutWrites) wrote(k topology.Key, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[topology.Key]time.Time{}
+	}
+	w.last[k] = at
+}
+
+// progressWait is how long to wait before writing next over old, when
+// next only reports progress and old was written less than
+// progressInterval ago; 0 to write now.
+func (w *rolloutWrites) progressWait(k topology.Key, old, next deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, now time.Time) time.Duration {
+	if !progressOnly(old, next) {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if left := progressInterval - now.Sub(w.last[k]); left > 0 {
+		return left
+	}
+	return 0
+}
+
+// progressOnly tells whether two statuses differ in the consumers'
+// progress only: the consumer lists, the message and the conditions'
+// messages, not the plan nor any condition's status or reason.
+func progressOnly(a, b deliveryv1alpha1.FeatureFlagRolloutPolicyStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.Phase != b.Phase || a.Step != b.Step || a.Approved != b.Approved ||
+		a.StableRevision != b.StableRevision || a.TargetRevision != b.TargetRevision || a.ReplacedRevision != b.ReplacedRevision ||
+		!equality.Semantic.DeepEqual(a.StepServedAt, b.StepServedAt) || !equality.Semantic.DeepEqual(a.StepStartedAt, b.StepStartedAt) ||
+		!slices.Equal(a.Unstaged, b.Unstaged) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason {
+			return false
+		}
+	}
+	return true
 }
 
 // metricsPoll is how often a running rollout with an EvaluationErrors
@@ -304,6 +399,27 @@ func (c *Controller) evaluationErrors(ctx context.Context, policy topology.Key, 
 		b.base[k] = base
 	}
 	return n - base, ""
+}
+
+// queryPrometheus runs an instant query against a Prometheus HTTP API.
+func queryPrometheus(ctx context.Context, address, query string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(address, "/") + "/api/v1/query?" + url.Values{"query": {query}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, err
+	}
+	return staging.PrometheusValue(body)
 }
 
 func containsKey(keys []topology.Key, k topology.Key) bool {

@@ -41,6 +41,9 @@ const RolloutPolicyValidatorPath = "/validate-delivery-flagplane-dev-v1alpha1-fe
 type RolloutPolicyValidator struct {
 	// Graph is the operator's graph; nil checks no selector against it.
 	Graph Graph
+	// PrometheusGates says that the manager evaluates Prometheus gates
+	// (--prometheus-gates); without it a policy naming one is refused.
+	PrometheusGates bool
 }
 
 var _ admission.Handler = (*RolloutPolicyValidator)(nil)
@@ -61,13 +64,13 @@ func (r *RolloutPolicyValidator) Handle(_ context.Context, req admission.Request
 	if r.Graph != nil && r.Graph.GraphBuilt() {
 		v = r.Graph.Topology().Snapshot()
 	}
-	errs, warnings := ValidateRolloutPolicy(v, &p)
+	errs, warnings := ValidateRolloutPolicy(v, &p, r.PrometheusGates)
 	return refusal(p.Name, errs, warnings)
 }
 
 // ValidateRolloutPolicy is RolloutPolicyValidator's judgement, against v
 // (nil: no graph to check the selectors against).
-func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) (field.ErrorList, []string) {
+func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, prometheus bool) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	var warnings []string
 	steps := field.NewPath("spec", "steps")
@@ -84,7 +87,7 @@ func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRoll
 			}
 		}
 	}
-	if why := staging.Unsupported(p.Spec.Gates); why != "" {
+	if why := staging.Unsupported(p.Spec.Gates, prometheus); why != "" {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "gates"), why, supportedGates))
 	}
 	if len(errs) > 0 || v == nil {
@@ -133,7 +136,7 @@ func namespaceList(names []string, max int) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
-var supportedGates = []string{string(deliveryv1alpha1.GatePodsReady), string(deliveryv1alpha1.GateRestarts), string(deliveryv1alpha1.GateEvaluationErrors)}
+var supportedGates = []string{string(deliveryv1alpha1.GatePodsReady), string(deliveryv1alpha1.GateRestarts), string(deliveryv1alpha1.GateEvaluationErrors), string(deliveryv1alpha1.GatePrometheus) + " (with --prometheus-gates)"}
 
 // refusal denies with an Invalid status whose causes are the field errors,
 // or allows, with readable warnings either way.

@@ -60,6 +60,9 @@ type Options struct {
 	// Injection is what the Pod webhook injects with; Sidecar is normally
 	// the manager's sidecar options.
 	Injection injection.Options
+	// PrometheusGates says that the manager evaluates the Prometheus gates
+	// of rollout policies (--prometheus-gates).
+	PrometheusGates bool
 	// FlagdTag is the flagd image tag of Flagd Deployments (--flagd-tag);
 	// empty, the sidecar's. The FeatureFlag webhook warns of what that
 	// release, as the sidecar's, evaluates otherwise than flagd v0.16.0.
@@ -273,7 +276,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	}
 	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
-	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g}
+	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g, PrometheusGates: o.PrometheusGates}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger})

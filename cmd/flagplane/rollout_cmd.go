@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/inspect/rolloutstatus"
 )
 
 func newRolloutCmd(kube *kubeFlags) *cobra.Command {
@@ -114,8 +114,7 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 	running := st.Phase == deliveryv1alpha1.PhaseProgressing || st.Phase == deliveryv1alpha1.PhasePaused
 	switch action {
 	case "status":
-		writeRolloutStatus(out, p)
-		return nil
+		return rolloutstatus.Write(out, p, time.Now())
 	case "pause":
 		if p.Spec.Paused {
 			_, err := fmt.Fprintf(out, "FeatureFlagRolloutPolicy %s/%s is paused already\n", ns, p.Name)
@@ -128,7 +127,7 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 		return err
 	case "abort":
 		if !running {
-			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to abort", flagSet, phaseText(st.Phase))
+			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to abort", flagSet, rolloutstatus.PhaseText(st.Phase))
 		}
 		if err := patchPolicy(ctx, c, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{deliveryv1alpha1.AbortAnnotation: st.TargetRevision}}}); err != nil {
 			return err
@@ -137,7 +136,7 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 		return err
 	default: // promote
 		if !running {
-			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to promote", flagSet, phaseText(st.Phase))
+			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to promote", flagSet, rolloutstatus.PhaseText(st.Phase))
 		}
 		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 			deliveryv1alpha1.PromoteAnnotation: st.TargetRevision + "/" + strconv.Itoa(int(st.Step))}}}
@@ -152,13 +151,6 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 	}
 }
 
-func phaseText(p deliveryv1alpha1.RolloutPhase) string {
-	if p == "" {
-		return "not started"
-	}
-	return strings.ToLower(string(p))
-}
-
 func patchPolicy(ctx context.Context, c client.Client, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, patch map[string]any) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
@@ -168,46 +160,4 @@ func patchPolicy(ctx context.Context, c client.Client, p *deliveryv1alpha1.Featu
 		return fmt.Errorf("patching FeatureFlagRolloutPolicy %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
-}
-
-func writeRolloutStatus(out io.Writer, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
-	st := p.Status
-	fmt.Fprintf(out, "FeatureFlagRolloutPolicy %s/%s stages FeatureFlag %s\n", p.Namespace, p.Name, p.Spec.TargetRef.Name)
-	fmt.Fprintf(out, "Phase:    %s\n", phaseText(st.Phase))
-	step := fmt.Sprintf("%d of %d", min(int(st.Step)+1, len(p.Spec.Steps)), len(p.Spec.Steps))
-	if st.Phase == deliveryv1alpha1.PhaseCompleted {
-		step = "all done"
-	}
-	fmt.Fprintf(out, "Step:     %s\n", step)
-	fmt.Fprintf(out, "Stable:   %s\nTarget:   %s\n", st.StableRevision, st.TargetRevision)
-	if st.StepStartedAt != nil {
-		fmt.Fprintf(out, "Started:  %s ago\n", time.Since(st.StepStartedAt.Time).Round(time.Second))
-	}
-	if st.Message != "" {
-		fmt.Fprintf(out, "Message:  %s\n", st.Message)
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == deliveryv1alpha1.ConditionAccepted && c.Status != "True" {
-			fmt.Fprintf(out, "Not accepted (%s): %s\n", c.Reason, c.Message)
-		}
-	}
-	if len(st.Steps) == 0 {
-		return
-	}
-	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tNAMESPACE\tWORKLOADS\tPLANNED\tSERVING")
-	for _, s := range st.Steps {
-		for _, c := range s.Consumers {
-			serving := c.Serving
-			if serving == "" {
-				serving = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, c.Namespace, c.Workloads, c.Planned, serving)
-		}
-		if s.More > 0 {
-			fmt.Fprintf(tw, "%s\t(%d more)\t\t\t\n", s.Name, s.More)
-		}
-	}
-	_ = tw.Flush()
 }

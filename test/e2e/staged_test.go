@@ -205,7 +205,7 @@ var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
 		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
 			p.Spec.Gates = append(p.Spec.Gates, deliveryv1alpha1.Gate{Type: deliveryv1alpha1.GatePrometheus,
 				Prometheus: &deliveryv1alpha1.PrometheusGate{Address: "http://prometheus:9090", Query: "up"}})
-		}, "gate Prometheus is not evaluated by this version of flagplane")
+		}, "gate Prometheus is off in this manager (its --prometheus-gates)")
 		By("the valid policy is admitted")
 		create(ctx, valid())
 	})
@@ -247,5 +247,72 @@ var _ = Describe("the EvaluationErrors gate", func() {
 			HaveField("Phase", deliveryv1alpha1.PhaseHalted),
 			HaveField("Message", ContainSubstring("gate EvaluationErrors failed: flagd answered 2 evaluation(s) with an error"))))
 		Eventually(resolve(addr)).Should(Equal(evaluated("off")))
+	})
+})
+
+var _ = Describe("a staged rollout over the sync server", func() {
+	It("gives each subscriber namespace's streams the revision its plan says; an edit mid-rollout starts a new plan, stated in status; promotion completes it", func(ctx SpecContext) {
+		flags := newNamespace(ctx)
+		canary, rest := newNamespace(ctx), newNamespace(ctx)
+		Eventually(func() error {
+			ns := &corev1.Namespace{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
+				return err
+			}
+			ns.Labels["stage"] = "canary"
+			return k8s.Update(ctx, ns)
+		}).Should(Succeed())
+		ff := flagSet(flags, "checkout", "off")
+		create(ctx, ff)
+		addrs := map[string]string{}
+		for _, ns := range []string{canary, rest} {
+			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
+				source(ns, "flags", "web", v1beta1.Source{Source: flags + "/checkout", Provider: v1beta1.SyncProviderFlagdProxy}),
+				deployment(ns, "web", appImage, nil))
+		}
+		for _, ns := range []string{canary, rest} {
+			addrs[ns] = flagdAddr(readyPod(ctx, ns, "web"))
+			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
+		}
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+				Steps: []deliveryv1alpha1.RolloutStep{
+					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": "canary"}}, Approval: true},
+					{Percentage: ptr.To[int32](100)},
+				},
+			},
+		}
+		create(ctx, policy)
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhaseCompleted))
+
+		By("an edit: the canary's stream is sent it, the other's is not")
+		setVariant(ctx, ff, "on")
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhasePaused),
+			HaveField("Steps", ContainElement(HaveField("Consumers", ContainElement(And(
+				HaveField("Namespace", canary), HaveField("Serving", Not(BeEmpty())))))))),
+			"the step is served: the canary's streams report the revision")
+		first, _ := rolloutOf(ctx, policy)()
+
+		By("another edit while the first waits for approval: a new plan, from the stable revision")
+		setFlagMetadata(ctx, ff, "on", "2")
+		Eventually(rolloutOf(ctx, policy)).Should(And(
+			HaveField("TargetRevision", Not(Equal(first.TargetRevision))),
+			HaveField("StableRevision", first.StableRevision),
+			HaveField("ReplacedRevision", first.TargetRevision)))
+		Eventually(eventsAbout(ctx, flags, deliveryv1alpha1.FeatureFlagRolloutPolicyKind, "checkout")).Should(ContainElement(And(
+			HaveField("Reason", "RolloutStarted"), HaveField("Note", ContainSubstring("replaced revision "+first.TargetRevision)))))
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+		second, _ := rolloutOf(ctx, policy)()
+
+		By("promoted: the other namespace's streams are sent it, and the rollout completes")
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, second.TargetRevision+"/0")
+		Eventually(resolve(addrs[rest])).Should(Equal(evaluated("on")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhaseCompleted),
+			HaveField("StableRevision", second.TargetRevision)))
 	})
 })

@@ -79,7 +79,8 @@ func PodOf(pod *corev1.Pod, w topology.Key) Pod {
 //     more evaluations with an error since the rollout reached them than
 //     Max (Pod.EvaluationErrors, from flagd's own metrics).
 //
-// Prometheus is refused before it gets here (Unsupported).
+// Prometheus gates are judged apart (PrometheusFailure): their value
+// comes from a query, not from the pods.
 func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time) string {
 	for _, g := range gates {
 		switch g.Type {
@@ -144,13 +145,44 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 	return ""
 }
 
-// Unsupported says which gate of a policy this version of flagplane does
-// not evaluate, or "".
-func Unsupported(gates []deliveryv1alpha1.Gate) string {
+// NextCheck is how long until the gates' verdict on pods can change
+// without an event: the soonest end of a not Ready pod's PodsReady grace
+// (0: none).
+func NextCheck(gates []deliveryv1alpha1.Gate, pods []Pod, now time.Time) time.Duration {
+	var next time.Duration
 	for _, g := range gates {
-		if g.Type == deliveryv1alpha1.GatePrometheus {
-			return fmt.Sprintf("gate %s is not evaluated by this version of flagplane: a policy naming it stages nothing (remove the gate)", g.Type)
+		if g.Type != deliveryv1alpha1.GatePodsReady || g.For == nil {
+			continue
 		}
+		for _, p := range pods {
+			if left := g.For.Duration - now.Sub(p.ReadySince); !p.Ready && left > 0 && (next == 0 || left < next) {
+				next = left
+			}
+		}
+	}
+	return next
+}
+
+// Unsupported says which gate of a policy this manager does not
+// evaluate, or "": Prometheus gates when the manager runs without
+// --prometheus-gates.
+func Unsupported(gates []deliveryv1alpha1.Gate, prometheus bool) string {
+	for _, g := range gates {
+		if g.Type == deliveryv1alpha1.GatePrometheus && !prometheus {
+			return "gate Prometheus is off in this manager (its --prometheus-gates): a policy naming it stages nothing (remove the gate, or turn them on)"
+		}
+	}
+	return ""
+}
+
+// PrometheusFailure judges a Prometheus gate's value: the failure, or "".
+func PrometheusFailure(g deliveryv1alpha1.Gate, query string, value float64) string {
+	limit := int64(0)
+	if g.Max != nil {
+		limit = *g.Max
+	}
+	if value > float64(limit) {
+		return fmt.Sprintf("gate Prometheus failed: %s is %g, more than %d", query, value, limit)
 	}
 	return ""
 }

@@ -34,6 +34,11 @@ type Observation struct {
 	// GateFailure says which gate fails on the consumers serving the new
 	// revision, and why ("" when every gate holds).
 	GateFailure string
+	// GateUnknown says which gate could not be evaluated (a Prometheus
+	// that does not answer): the step does not end while it cannot be.
+	GateUnknown string
+	// PrometheusGates says that the manager evaluates Prometheus gates.
+	PrometheusGates bool
 }
 
 // Result is what Next decides.
@@ -63,8 +68,8 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 	case plan.Policy.Name != p.Name:
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, deliveryv1alpha1.ReasonConflicted
 		accepted.Message = "FeatureFlagRolloutPolicy " + plan.Policy.Name + " (older) stages FeatureFlag " + p.Spec.TargetRef.Name + "; this one does nothing"
-	case Unsupported(p.Spec.Gates) != "":
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, "UnsupportedGate", Unsupported(p.Spec.Gates)
+	case Unsupported(p.Spec.Gates, obs.PrometheusGates) != "":
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, "UnsupportedGate", Unsupported(p.Spec.Gates, obs.PrometheusGates)
 	case plan.Problem != "":
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, plan.ProblemReason, plan.Problem
 		if len(plan.Unstaged) > 0 {
@@ -99,6 +104,7 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 			st.Message = fmt.Sprintf("rolling out revision %s from revision %s", plan.Target, plan.Stable)
 		}
 		st.StableRevision, st.TargetRevision, st.Phase, st.Step = plan.Stable, plan.Target, plan.Phase, int32(plan.Step)
+		st.ReplacedRevision = plan.Replaced
 		st.StepStartedAt, st.StepServedAt, st.Approved = &now, nil, -1
 		if plan.Phase == deliveryv1alpha1.PhaseCompleted {
 			st.Message = "revision " + plan.Target + " is the stable revision"
@@ -184,6 +190,10 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 	promoted := p.Annotations[deliveryv1alpha1.PromoteAnnotation] == target+"/"+strconv.Itoa(step)
 	if promoted && st.Approved < int32(step) {
 		st.Approved = int32(step)
+	}
+	if obs.GateUnknown != "" {
+		st.Message = fmt.Sprintf("step %d: its %d consumers serve revision %s; the step cannot end while %s", step+1, total, target, obs.GateUnknown)
+		return res
 	}
 	if s.Pause != nil && !promoted {
 		if end := st.StepServedAt.Add(s.Pause.Duration); obs.Now.Before(end) {

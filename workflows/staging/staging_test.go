@@ -58,6 +58,7 @@ func TestNextWalksTheSteps(t *testing.T) {
 	g.Expect(r.Status.TargetRevision).To(Equal("v2"))
 	g.Expect(r.Status.Phase).To(Equal(deliveryv1alpha1.PhaseProgressing))
 	g.Expect(r.EventReason).To(Equal("RolloutStarted"))
+	g.Expect(r.Status.ReplacedRevision).To(BeEmpty())
 	apply(p, r)
 
 	// Step 1's consumer does not serve v2 yet: wait.
@@ -96,6 +97,24 @@ func TestNextWalksTheSteps(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(r.Status.Conditions, deliveryv1alpha1.ConditionReady)).To(BeTrue())
 }
 
+func TestNextStatesAReplacedRevision(t *testing.T) {
+	g := NewWithT(t)
+	p := policy(deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50), Approval: true}, deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](100)})
+	p.Status = deliveryv1alpha1.FeatureFlagRolloutPolicyStatus{StableRevision: "v1", TargetRevision: "v2", Phase: deliveryv1alpha1.PhasePaused}
+	// An edit while v2 waits for approval: the topology plans v3 from v1.
+	plan := &topology.RolloutPlan{Policy: topology.RolloutPolicyKey("flags", "p"), Stable: "v1", Target: "v3",
+		Phase: deliveryv1alpha1.PhaseProgressing, Steps: 2, NewPlan: true, Replaced: "v2"}
+	r := Next(p, plan, Observation{Now: t0})
+	g.Expect(r.Status.ReplacedRevision).To(Equal("v2"))
+	g.Expect(r.Status.TargetRevision).To(Equal("v3"))
+	g.Expect(r.Status.Step).To(BeZero())
+	g.Expect(r.Event).To(ContainSubstring("revision v3 replaced revision v2, which was rolling out at step 1: a new plan from revision v1"))
+	// It stays stated while the new plan runs.
+	apply(p, r)
+	r = Next(p, planOf(p), Observation{Now: t0.Add(time.Second), Serving: map[string]string{"a": "v3"}})
+	g.Expect(r.Status.ReplacedRevision).To(Equal("v2"))
+}
+
 func TestNextHaltsAndAborts(t *testing.T) {
 	g := NewWithT(t)
 	p := policy(deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50)}, deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](100)})
@@ -120,6 +139,12 @@ func TestNextHaltsAndAborts(t *testing.T) {
 	g.Expect(r.Status.Phase).To(Equal(deliveryv1alpha1.PhaseAborted))
 
 	p.Annotations = nil
+	p.Status.Phase = deliveryv1alpha1.PhaseProgressing
+	r = Next(p, planOf(p), Observation{Now: t0, Serving: map[string]string{"a": "v2"}, GateUnknown: "gate Prometheus cannot be read: connection refused"})
+	g.Expect(r.Status.Phase).To(Equal(deliveryv1alpha1.PhaseProgressing))
+	g.Expect(r.Status.Step).To(BeZero(), "a gate that cannot be read keeps the step from ending")
+	g.Expect(r.Status.Message).To(ContainSubstring("cannot end while gate Prometheus cannot be read"))
+
 	p.Spec.Paused = true
 	r = Next(p, planOf(p), Observation{Now: t0, Serving: map[string]string{"a": "v2"}})
 	g.Expect(r.Status.Phase).To(Equal(deliveryv1alpha1.PhasePaused))
@@ -128,10 +153,18 @@ func TestNextHaltsAndAborts(t *testing.T) {
 func TestNextRefuses(t *testing.T) {
 	g := NewWithT(t)
 	p := policy(deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50)})
-	r := Next(p, nil, Observation{Now: t0})
+	p.Spec.Gates = []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GatePrometheus, Prometheus: &deliveryv1alpha1.PrometheusGate{Address: "http://prometheus:9090", Query: "up"}}}
+	plan := &topology.RolloutPlan{Policy: topology.RolloutPolicyKey("flags", "p")}
+	r := Next(p, plan, Observation{Now: t0})
+	g.Expect(meta.FindStatusCondition(r.Status.Conditions, deliveryv1alpha1.ConditionAccepted).Message).To(ContainSubstring("--prometheus-gates"))
+	r = Next(p, plan, Observation{Now: t0, PrometheusGates: true})
+	g.Expect(meta.IsStatusConditionTrue(r.Status.Conditions, deliveryv1alpha1.ConditionAccepted)).To(BeTrue())
+	p.Spec.Gates = nil
+
+	r = Next(p, nil, Observation{Now: t0})
 	g.Expect(meta.FindStatusCondition(r.Status.Conditions, deliveryv1alpha1.ConditionAccepted).Reason).To(Equal(deliveryv1alpha1.ReasonTargetNotFound))
 
-	plan := &topology.RolloutPlan{Policy: topology.RolloutPolicyKey("flags", "older")}
+	plan = &topology.RolloutPlan{Policy: topology.RolloutPolicyKey("flags", "older")}
 	r = Next(p, plan, Observation{Now: t0})
 	g.Expect(meta.FindStatusCondition(r.Status.Conditions, deliveryv1alpha1.ConditionAccepted).Reason).To(Equal(deliveryv1alpha1.ReasonConflicted))
 
@@ -150,6 +183,8 @@ func TestGates(t *testing.T) {
 	podsReady := []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GatePodsReady, For: &metav1.Duration{Duration: 30 * time.Second}}}
 	g.Expect(GateFailure(podsReady, []Pod{ready, unready}, t0.Add(10*time.Second), t0)).To(BeEmpty(), "within its grace")
 	g.Expect(GateFailure(podsReady, []Pod{ready, unready}, t0.Add(31*time.Second), t0)).To(ContainSubstring("pod a/web-2 of Deployment web is not Ready"))
+	g.Expect(NextCheck(podsReady, []Pod{ready, unready}, t0.Add(10*time.Second))).To(Equal(20*time.Second), "when its grace ends, no event says so")
+	g.Expect(NextCheck(podsReady, []Pod{ready}, t0.Add(10*time.Second))).To(BeZero())
 
 	restarted := Pod{Namespace: "a", Name: "web-3", Workload: w, Ready: true, Restarts: []Restart{{Container: "app", Count: 2, Finished: t0.Add(5 * time.Second)}}}
 	restarts := []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateRestarts, Max: ptr.To[int64](1)}}

@@ -184,6 +184,12 @@ type FeatureFlagRolloutPolicyStatus struct {
 	// Phase is where the rollout of TargetRevision stands.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
+	// ReplacedRevision is the revision the current plan replaced while it
+	// was still rolling out: an edit made during a rollout starts a new
+	// plan from the stable revision, and this says which target it
+	// dropped ("" when the previous rollout had ended).
+	// +optional
+	ReplacedRevision string `json:"replacedRevision,omitempty"`
 	// Step is the index of the step being delivered; len(spec.steps) once
 	// completed.
 	// +optional

@@ -182,9 +182,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		// The start-up lists every object and reconciles each once: a
 		// heap at its peak, most of it garbage once the pass is over,
 		// which the runtime would return to the system only slowly.
-		StartedUp:  releaseStartupMemory,
-		PodAddress: o.PodAddress,
-		Topology:   topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
+		StartedUp:       releaseStartupMemory,
+		PodAddress:      o.PodAddress,
+		PrometheusGates: o.PrometheusGates,
+		Topology:        topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {
 			o.Sync.SecretNamespace = o.Admission.Namespace
@@ -203,6 +204,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	wo.Injection.Sidecar = o.Sidecar
 	wo.Injection.InProcess = o.InProcess
 	wo.FlagSets, wo.Generated = flagSets, o.Generated
+	wo.PrometheusGates = o.PrometheusGates
 	// The FeatureFlag webhook warns of what a Flagd's flagd release
 	// evaluates otherwise, as the sidecar's.
 	wo.FlagdTag = o.Flagd.Tag

@@ -112,6 +112,9 @@ type Options struct {
 	// where its RevisionHistoryLimitAnnotation says nothing valid
 	// (workflows/history).
 	RevisionHistoryLimit int
+	// PrometheusGates evaluates the Prometheus gates of rollout policies
+	// (--prometheus-gates): the manager queries the Prometheus each names.
+	PrometheusGates bool
 
 	// GatewayAPIPoll is how often to look for Gateway API's CRDs
 	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
@@ -172,6 +175,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
+	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
 		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none (the one served and those a rollout names are kept beyond it)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
