@@ -9,7 +9,8 @@
 // with namespace tokens; it returns once the manager is ready and the API
 // server calls its webhooks. Run only builds and runs a manager with the
 // options given, for a suite that sets every option itself (test/install,
-// with the installed RBAC). Stop stops either.
+// with the installed RBAC). Stop stops either; Restart stops a manager and
+// starts another with the same options.
 //
 // It lives beside test/controlplane, which it configures, rather than in
 // cmd/manager/app, which stays what the binary runs and knows nothing of
@@ -121,6 +122,23 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, o Options) (*Oper
 	if err := ensureNamespace(ctx, cp.Client, Namespace); err != nil {
 		return nil, err
 	}
+	return runReady(ctx, cp, opts)
+}
+
+// Restart stops the manager and starts another with the same options, as
+// a restarted process would: the same webhook and sync server addresses,
+// the same namespace-token keys, so that sidecars injected before still
+// reach it. It returns the new manager once it is ready, as Start does;
+// the old one is stopped either way.
+func (o *Operator) Restart(ctx context.Context, cp *controlplane.ControlPlane) (*Operator, error) {
+	if err := o.Stop(); err != nil {
+		return nil, fmt.Errorf("stopping the operator: %w", err)
+	}
+	return runReady(ctx, cp, o.Options)
+}
+
+// runReady runs a manager with opts and waits until it is ready.
+func runReady(ctx context.Context, cp *controlplane.ControlPlane, opts app.Options) (*Operator, error) {
 	began := time.Now()
 	op, err := Run(cp.Config, opts)
 	if err != nil {
