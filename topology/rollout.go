@@ -265,6 +265,13 @@ func (st *state) revisionRendered(f Key, hash string) (Rendered, bool) {
 		return Rendered{}, false
 	}
 	rec.once.Do(func() { rec.rendered = *st.render(rec.ff) })
+	if rec.rendered.Revision != hash || !rec.rendered.Valid() {
+		// A revision whose spec does not render to the hash it claims is
+		// not served: its content is not the revision a plan names (an
+		// object written by someone else than flagplane, or by a renderer
+		// that changed since).
+		return Rendered{}, false
+	}
 	return rec.rendered, true
 }
 

@@ -176,6 +176,16 @@ func TestRolloutPlanHoldsWhatItCannotServe(t *testing.T) {
 	}
 	g.Expect(count).To(Equal(map[string]int{"v1": 2, "v2": 2}))
 
+	// A revision object whose spec is not the hash it claims is not served.
+	forged := revisionObject("flags", "flags", 9, "v3")
+	forged.Name, forged.Spec.Revision = "flags-forged", "v0"
+	topo.UpsertRevision(forged)
+	must(topo.UpsertRolloutPolicy(withStatus(policy, "v0", "v2", deliveryv1alpha1.PhaseProgressing, 0)))
+	for _, r := range planned(topo.Snapshot()) {
+		g.Expect(r).To(BeElementOf("v2", "held:v0"), "the forged v0 is held, never served as v3's content")
+	}
+	must(topo.UpsertRolloutPolicy(withStatus(policy, "v1", "v2", deliveryv1alpha1.PhaseProgressing, 0)))
+
 	// The same half, whatever the order the graph learnt them in.
 	rebuilt := stagedCluster(t, "v2")
 	rebuilt.UpsertRevision(revisionObject("flags", "flags", 1, "v1"))
