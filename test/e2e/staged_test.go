@@ -160,7 +160,7 @@ var _ = Describe("a FeatureFlagRolloutPolicy", func() {
 })
 
 var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
-	It("refuses an unknown gate, a percentage outside 0-100, a step with two selectors, a selector that does not parse or matches none of the consumers, and a gate flagplane does not evaluate, saying why", func(ctx SpecContext) {
+	It("refuses an unknown gate, a percentage outside 0-100, a step with two selectors, a Prometheus gate without its query, a selector that does not parse or matches none of the consumers, saying why", func(ctx SpecContext) {
 		flags, canary := newNamespace(ctx), newNamespace(ctx)
 		web := deployment(canary, "web", appImage, nil)
 		web.Labels = map[string]string{"tier": "front"}
@@ -195,6 +195,12 @@ var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
 		}, "should be less than or equal to 100")
 		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) { p.Spec.Steps[0].Percentage = ptr.To[int32](50) },
 			"exactly one of namespaceSelector, workloadSelector and percentage")
+		// This world's manager evaluates Prometheus gates (--prometheus-gates,
+		// for the Prometheus gate's spec): the webhook's refusal of them when
+		// off is test/admission's (a manager with its defaults).
+		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+			p.Spec.Gates = append(p.Spec.Gates, deliveryv1alpha1.Gate{Type: deliveryv1alpha1.GatePrometheus})
+		}, "a Prometheus gate needs prometheus")
 		By("flagplane's webhook, against the graph")
 		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
 			p.Spec.Steps[0].WorkloadSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "fornt"}}
@@ -202,12 +208,13 @@ var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
 		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
 			p.Spec.Steps[0].WorkloadSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "In"}}}
 		}, "spec.steps[0].workloadSelector")
-		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
-			p.Spec.Gates = append(p.Spec.Gates, deliveryv1alpha1.Gate{Type: deliveryv1alpha1.GatePrometheus,
-				Prometheus: &deliveryv1alpha1.PrometheusGate{Address: "http://prometheus:9090", Query: "up"}})
-		}, "gate Prometheus is off in this manager (its --prometheus-gates)")
-		By("the valid policy is admitted")
-		create(ctx, valid())
+		By("the valid policy is admitted; its target cannot change")
+		admitted := valid()
+		create(ctx, admitted)
+		admitted.Spec.TargetRef.Name = "other"
+		err := k8s.Update(ctx, admitted)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("targetRef cannot change"))
 	})
 })
 

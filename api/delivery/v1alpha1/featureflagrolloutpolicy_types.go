@@ -5,6 +5,7 @@ import (
 )
 
 // FeatureFlagRolloutPolicySpec is the desired state of a FeatureFlagRolloutPolicy.
+// +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef cannot change: the status describes that flag set's rollout; create another policy for another FeatureFlag"
 type FeatureFlagRolloutPolicySpec struct {
 	// TargetRef is the FeatureFlag whose edits the policy stages, in the
 	// policy's namespace.
