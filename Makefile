@@ -2,8 +2,8 @@
 #
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
 # controller-gen, golangci-lint, etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, helm and crane. Each binary is built once per machine
-# and rebuilt when its pinned version changes.
+# kube-scheduler, kubectl, helm, crane and Prometheus. Each binary is built
+# once per machine and rebuilt when its pinned version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -58,6 +58,12 @@ KUBECTL_STAMP := $(BIN)/.kubectl-$(KUBE_VERSION)
 KUBE_SCHEDULER_STAMP := $(BIN)/.kube-scheduler-$(KUBE_VERSION)
 FLAGD_STAMP := $(BIN)/.flagd-$(FLAGD_VERSION)-static
 SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER_VERSION)-static
+# The Prometheus server that test/e2e runs for the Prometheus gate of rollout
+# policies (a wrapper module, hack/tools/prometheus). Module v0.3XX.Y is
+# Prometheus 3.XX.Y.
+PROMETHEUS_MODULE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus/prometheus" {print $$3}' hack/tools/prometheus/go.mod)
+PROMETHEUS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus/prometheus" {split(substr($$3, 4), v, "."); printf "%d.%d.%s", substr(v[1], 1, 1), substr(v[1], 2), v[2]}' hack/tools/prometheus/go.mod)
+PROMETHEUS_STAMP := $(BIN)/.prometheus-$(PROMETHEUS_MODULE_VERSION)
 
 # Tests find the control plane through envtest's variable.
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -249,7 +255,7 @@ test-unit: ## Unit, golden and property tests of the pure packages, with the rac
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES)
 
 .PHONY: test-integration
-test-integration: controlplane realclients realnode ## Ginkgo suites on the real local control plane (and real flagd and OpenFeature clients); RACE_SUITES with the race detector.
+test-integration: controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
@@ -334,6 +340,23 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 	@echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))"
 	cd $(SDKCLIENT_DIR) && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
 	@rm -f $(BIN)/.sdkclient-* && touch $@
+
+# Prometheus, for test/e2e's Prometheus gate spec: its query API and
+# scraping are all the spec needs. Built without its web UI's assets, which
+# the module does not hold (tag builtinassets is left out: the UI's pages
+# answer 500, /api/v1 works), and without service discovery other than
+# static and file configs (tag remove_all_sd drops the cloud providers' SDKs,
+# a third of the packages it would compile).
+.PHONY: prometheus
+prometheus: $(PROMETHEUS_STAMP) ## Build the Prometheus server (from its Go module, without the web UI) into bin/, for test/e2e's Prometheus gate.
+
+$(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod hack/tools/prometheus/tools.go
+	@mkdir -p $(BIN)
+	@echo ">> building Prometheus $(PROMETHEUS_VERSION) (module $(PROMETHEUS_MODULE_VERSION); about 6 minutes cold on 2 busy cores)"
+	cd hack/tools/prometheus && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd \
+	  -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" \
+	  -o $(BIN)/prometheus github.com/prometheus/prometheus/cmd/prometheus
+	@rm -f $(BIN)/.prometheus-* && touch $@
 
 # The JavaScript client (test/realclients/jsclient): the OpenFeature server
 # SDK with flagd's provider from npm, run by Node.js (the machine's, or
