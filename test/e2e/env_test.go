@@ -37,6 +37,9 @@ type world struct {
 	cp   *controlplane.ControlPlane
 	node *node.Node
 	op   *operator.Operator
+	// binDir holds the binaries the suites run (bin/ of the repository,
+	// or KUBEBUILDER_ASSETS): the control plane's, flagd, Prometheus.
+	binDir string
 }
 
 // startWorld starts the control plane, the node and the operator. The node
@@ -60,6 +63,7 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 	if binDir == "" {
 		binDir = filepath.Join(root, "bin")
 	}
+	w.binDir = binDir
 	sdkClient := filepath.Join(binDir, "flagplane-sdkclient")
 	// The InProcessConfiguration spec runs it with -from-env: an older
 	// build would fail there with a less helpful message.
@@ -82,6 +86,9 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 			}
 			return w.node.Addr(k8stypes.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, container, port)
 		}
+		// The Prometheus gate's spec runs a Prometheus of its own; with the
+		// gates on, admission no longer refuses a policy naming one.
+		o.PrometheusGates = true
 	}})
 	if err != nil {
 		return w, fmt.Errorf("starting the operator: %w", err)

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/flagdapi"
+	"github.com/flagplane/flagplane/workflows/injection"
+)
+
+// errorsQuery is the gate's query: flagd's evaluation errors in the
+// namespaces that serve the new revision, as Prometheus scraped them.
+const errorsQuery = `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace=~"$namespaces"}) or vector(0)`
+
+var _ = Describe("the Prometheus gate", func() {
+	It("queries a real Prometheus over the namespaces serving the new revision: a step does not end while it cannot be read, even promoted, and flagd's errors in the canary halt the rollout", func(ctx SpecContext) {
+		flags := newNamespace(ctx)
+		canary, rest := newNamespace(ctx), newNamespace(ctx)
+		Eventually(func() error {
+			ns := &corev1.Namespace{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
+				return err
+			}
+			ns.Labels["stage"] = "canary"
+			return k8s.Update(ctx, ns)
+		}).Should(Succeed())
+		ff := flagSet(flags, "checkout", "off")
+		create(ctx, ff)
+		addrs, metrics := map[string]string{}, map[string]string{}
+		for _, ns := range []string{canary, rest} {
+			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
+				source(ns, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(ns, "web", appImage, nil))
+		}
+		for _, ns := range []string{canary, rest} {
+			pod := readyPod(ctx, ns, "web")
+			addrs[ns] = flagdAddr(pod)
+			var ok bool
+			metrics[ns], ok = n.Addr(key(pod), injection.SidecarName, injection.DefaultManagementPort)
+			Expect(ok).To(BeTrue(), "no host port for flagd's management port of pod %s", pod.Name)
+			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
+		}
+
+		By("a Prometheus scraping both namespaces' flagd, each labelled with its namespace")
+		prom, err := newPromServer(filepath.Join(w.binDir, "prometheus"), GinkgoT().TempDir(), metrics)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(prom.Start(ctx)).To(Succeed())
+		DeferCleanup(prom.Stop)
+		Eventually(func() (float64, error) {
+			return prom.Query(ctx, `sum(up{namespace=~"`+canary+"|"+rest+`"})`)
+		}).Should(Equal(2.0), "Prometheus scrapes both flagd")
+
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+				Steps: []deliveryv1alpha1.RolloutStep{
+					{Name: "canary", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": "canary"}}, Approval: true},
+					{Name: "everyone", Percentage: ptr.To[int32](100)},
+				},
+				Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GatePrometheus, Max: ptr.To[int64](1),
+					Prometheus: &deliveryv1alpha1.PrometheusGate{Address: prom.URL(), Query: errorsQuery}}},
+			},
+		}
+		create(ctx, policy)
+		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhaseCompleted))
+
+		By("an edit reaches the canary, whose gate reads 0: the step waits for approval")
+		setVariant(ctx, ff, "on")
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhasePaused), HaveField("Step", int32(0)),
+			HaveField("Message", ContainSubstring("waiting for approval"))))
+		first, _ := rolloutOf(ctx, policy)()
+
+		By("Prometheus stopped: the gate cannot be read, and a promotion does not end the step")
+		Expect(prom.Stop()).To(Succeed())
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Step", int32(0)), HaveField("Message", ContainSubstring("the step cannot end while gate Prometheus cannot be read"))))
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, first.TargetRevision+"/0")
+		// The gate is polled every 5 s: two polls see the promotion.
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(11 * time.Second).Should(And(
+			HaveField("Step", int32(0)), HaveField("TargetRevision", first.TargetRevision),
+			HaveField("Message", ContainSubstring("cannot be read"))))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
+
+		By("Prometheus back: the promotion given meanwhile ends the step, and the rollout completes")
+		Expect(prom.Start(ctx)).To(Succeed())
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(30 * time.Second).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", first.TargetRevision)))
+		Eventually(resolve(addrs[rest])).Should(Equal(evaluated("on")))
+
+		By("another edit at the canary; errors of the other namespace's flagd, which keeps the stable revision, do not count")
+		setFlagMetadata(ctx, ff, "off", "2")
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("off")))
+		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhasePaused), HaveField("Step", int32(0)),
+			HaveField("TargetRevision", Not(Equal(first.TargetRevision)))))
+		for range 3 {
+			_, _ = flagdapi.Resolve(ctx, addrs[rest], flagdapi.Boolean, "no-such-flag", nil)
+		}
+		Eventually(func() (float64, error) {
+			return prom.Query(ctx, `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace="`+rest+`"})`)
+		}).Should(Equal(3.0), "Prometheus has scraped the other namespace's errors")
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(11 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("on")))
+
+		By("one error at the canary is within max; a second fails the gate: halted, and the canary serves the stable revision again")
+		_, _ = flagdapi.Resolve(ctx, addrs[canary], flagdapi.Boolean, "no-such-flag", nil)
+		Eventually(func() (float64, error) {
+			return prom.Query(ctx, `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace="`+canary+`"})`)
+		}).Should(Equal(1.0))
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(7 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		_, _ = flagdapi.Resolve(ctx, addrs[canary], flagdapi.Boolean, "no-such-flag", nil)
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
+			HaveField("Phase", deliveryv1alpha1.PhaseHalted),
+			HaveField("Message", ContainSubstring("gate Prometheus failed")),
+			// Only the canary's two errors: $namespaces is the canary alone.
+			HaveField("Message", ContainSubstring(`namespace=~"^(?:`+canary+`)$"`)),
+			HaveField("Message", ContainSubstring("is 2, more than 1"))))
+		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
+		Eventually(eventsAbout(ctx, flags, deliveryv1alpha1.FeatureFlagRolloutPolicyKind, "checkout")).Should(
+			ContainElement(HaveField("Reason", "RolloutHalted")))
+	})
+})
