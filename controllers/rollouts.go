@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -218,7 +219,10 @@ func (c *Controller) gateFailure(ctx context.Context, p *deliveryv1alpha1.Featur
 			}
 		}
 		for _, g := range p.Spec.Gates {
-			if g.Type != deliveryv1alpha1.GatePrometheus || g.Prometheus == nil {
+			if g.Type != deliveryv1alpha1.GatePrometheus || g.Prometheus == nil || len(namespaces) == 0 {
+				// No consumer serves the new revision (a step of 0 %):
+				// nothing to judge, and an empty $namespaces would match
+				// every series without the label.
 				continue
 			}
 			q := staging.PrometheusQuery(g.Prometheus.Query, namespaces)
@@ -401,7 +405,18 @@ func (c *Controller) evaluationErrors(ctx context.Context, policy topology.Key, 
 	return n - base, ""
 }
 
+// prometheusClient queries the Prometheus a gate names: exactly that
+// address, so no redirect is followed (it could lead past an admission
+// policy on the address) and no proxy of the environment is used.
+var prometheusClient = &http.Client{
+	Transport: &http.Transport{Proxy: nil, ResponseHeaderTimeout: 5 * time.Second},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
 // queryPrometheus runs an instant query against a Prometheus HTTP API.
+// Its errors are short: they go into the policy's status.
 func queryPrometheus(ctx context.Context, address, query string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -410,16 +425,27 @@ func queryPrometheus(ctx context.Context, address, query string) (float64, error
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := prometheusClient.Do(req)
 	if err != nil {
-		return 0, err
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the URL, with the query, is not worth repeating
+		}
+		return 0, fmt.Errorf("%s: %w", address, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		return 0, fmt.Errorf("%s answered %s: redirects are not followed", address, resp.Status)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return 0, err
 	}
-	return staging.PrometheusValue(body)
+	v, err := staging.PrometheusValue(body)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s", address, workflows.Cut(err.Error(), 256))
+	}
+	return v, nil
 }
 
 func containsKey(keys []topology.Key, k topology.Key) bool {

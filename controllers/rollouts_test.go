@@ -16,7 +16,7 @@ func TestRolloutProgressWritesArePaced(t *testing.T) {
 	k := topology.RolloutPolicyKey("flags", "p")
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	old := deliveryv1alpha1.FeatureFlagRolloutPolicyStatus{Phase: deliveryv1alpha1.PhaseProgressing, Step: 1, TargetRevision: "v2", StableRevision: "v1",
-		Message: "step 2: 3 of 100 consumers serve revision v2",
+		Message:    "step 2: 3 of 100 consumers serve revision v2",
 		Conditions: []metav1.Condition{{Type: deliveryv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: deliveryv1alpha1.ReasonStepProgressing, Message: "3 of 100"}}}
 	progress := *old.DeepCopy()
 	progress.Message, progress.Conditions[0].Message = "step 2: 9 of 100 consumers serve revision v2", "9 of 100"

@@ -519,7 +519,7 @@ func (s *stagedSize) watchFlagd(ctx context.Context) error {
 				s.mu.Unlock()
 				if e, err := resolveOnce(s.addr); err == nil && want != "" && e.Variant == want {
 					s.mu.Lock()
-					if s.servedAt.IsZero() && s.since == since {
+					if s.servedAt.IsZero() && s.since.Equal(since) {
 						s.servedAt = time.Now()
 					}
 					s.mu.Unlock()

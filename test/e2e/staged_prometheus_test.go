@@ -84,8 +84,13 @@ var _ = Describe("the Prometheus gate", func() {
 		By("Prometheus stopped: the gate cannot be read, and a promotion does not end the step")
 		Expect(prom.Stop()).To(Succeed())
 		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
-			HaveField("Step", int32(0)), HaveField("Message", ContainSubstring("the step cannot end while gate Prometheus cannot be read"))))
+			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhasePaused),
+			HaveField("Message", ContainSubstring("waiting for approval (flagplane rollout promote ff/checkout); and gate Prometheus cannot be read"))),
+			"still awaiting approval, which GitOps tools show as suspended, and saying the gate cannot be read")
 		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, first.TargetRevision+"/0")
+		Eventually(rolloutOf(ctx, policy)).Should(And(
+			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhaseProgressing),
+			HaveField("Message", ContainSubstring("the step cannot end while gate Prometheus cannot be read"))))
 		// The gate is polled every 5 s: two polls see the promotion.
 		Consistently(rolloutOf(ctx, policy)).WithTimeout(11 * time.Second).Should(And(
 			HaveField("Step", int32(0)), HaveField("TargetRevision", first.TargetRevision),

@@ -211,10 +211,14 @@ var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
 		By("the valid policy is admitted; its target cannot change")
 		admitted := valid()
 		create(ctx, admitted)
-		admitted.Spec.TargetRef.Name = "other"
-		err := k8s.Update(ctx, admitted)
-		Expect(err).To(HaveOccurred())
-		Expect(err.Error()).To(ContainSubstring("targetRef cannot change"))
+		Eventually(func() error {
+			// The manager writes the status meanwhile: read it again.
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(admitted), admitted); err != nil {
+				return err
+			}
+			admitted.Spec.TargetRef.Name = "other"
+			return k8s.Update(ctx, admitted)
+		}).Should(MatchError(ContainSubstring("targetRef cannot change")))
 	})
 })
 

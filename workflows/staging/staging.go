@@ -191,21 +191,26 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 	if promoted && st.Approved < int32(step) {
 		st.Approved = int32(step)
 	}
-	if obs.GateUnknown != "" {
-		st.Message = fmt.Sprintf("step %d: its %d consumers serve revision %s; the step cannot end while %s", step+1, total, target, obs.GateUnknown)
-		return res
-	}
+	serving := servingText(total, target)
 	if s.Pause != nil && !promoted {
 		if end := st.StepServedAt.Add(s.Pause.Duration); obs.Now.Before(end) {
-			st.Message = fmt.Sprintf("step %d: its %d consumers serve revision %s; pausing until %s", step+1, total, target, end.UTC().Format(time.RFC3339))
+			st.Message = fmt.Sprintf("step %d: %s; pausing until %s", step+1, serving, end.UTC().Format(time.RFC3339))
 			res.RequeueAfter = end.Sub(obs.Now) + 100*time.Millisecond
 			return res
 		}
 	}
 	if s.Approval && st.Approved < int32(step) {
 		st.Phase = deliveryv1alpha1.PhasePaused
-		st.Message = fmt.Sprintf("step %d: its %d consumers serve revision %s; waiting for approval (flagplane rollout promote ff/%s)",
-			step+1, total, target, p.Spec.TargetRef.Name)
+		st.Message = fmt.Sprintf("step %d: %s; waiting for approval (flagplane rollout promote ff/%s)", step+1, serving, p.Spec.TargetRef.Name)
+		if obs.GateUnknown != "" {
+			st.Message += "; and " + obs.GateUnknown
+		}
+		return res
+	}
+	if obs.GateUnknown != "" {
+		// A gate that cannot be read keeps the step from ending, promoted
+		// or not; the promotion is remembered (Approved).
+		st.Message = fmt.Sprintf("step %d: %s; the step cannot end while %s", step+1, serving, obs.GateUnknown)
 		return res
 	}
 	if step+1 >= steps {
@@ -219,6 +224,14 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 	st.Message = fmt.Sprintf("step %d started: delivering revision %s to its consumers", step+2, target)
 	res.Event, res.EventReason = st.Message, "StepStarted"
 	return res
+}
+
+// servingText says that a step's n consumers serve revision.
+func servingText(n int, revision string) string {
+	if n == 1 {
+		return "its one consumer serves revision " + revision
+	}
+	return fmt.Sprintf("its %d consumers serve revision %s", n, revision)
 }
 
 // stepStatus lists each step's consumers, with what they are planned and
