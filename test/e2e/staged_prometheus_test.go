@@ -83,7 +83,7 @@ var _ = Describe("the Prometheus gate", func() {
 
 		By("Prometheus stopped: the gate cannot be read, and a promotion does not end the step")
 		Expect(prom.Stop()).To(Succeed())
-		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
+		Eventually(rolloutOf(ctx, policy)).WithTimeout(20*time.Second).Should(And(
 			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhasePaused),
 			HaveField("Message", ContainSubstring("waiting for approval (flagplane rollout promote ff/checkout); and gate Prometheus cannot be read"))),
 			"still awaiting approval, which GitOps tools show as suspended, and saying the gate cannot be read")
