@@ -6,14 +6,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
@@ -24,30 +21,13 @@ const errorsQuery = `sum(feature_flag_flagd_result_reason_total{feature_flag_rea
 
 var _ = Describe("the Prometheus gate", func() {
 	It("queries a real Prometheus over the namespaces serving the new revision: a step does not end while it cannot be read, even promoted, and flagd's errors in the canary halt the rollout", func(ctx SpecContext) {
-		flags := newNamespace(ctx)
-		canary, rest := newNamespace(ctx), newNamespace(ctx)
-		Eventually(func() error {
-			ns := &corev1.Namespace{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
-				return err
-			}
-			ns.Labels["stage"] = "canary"
-			return k8s.Update(ctx, ns)
-		}).Should(Succeed())
-		ff := flagSet(flags, "checkout", "off")
-		create(ctx, ff)
-		addrs, metrics := map[string]string{}, map[string]string{}
-		for _, ns := range []string{canary, rest} {
-			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
-				source(ns, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(ns, "web", appImage, nil))
-		}
-		for _, ns := range []string{canary, rest} {
-			pod := readyPod(ctx, ns, "web")
-			addrs[ns] = flagdAddr(pod)
+		sw := newStagedWorld(ctx, v1beta1.SyncProviderFile)
+		flags, canary, rest, ff, addrs := sw.flags, sw.canary, sw.rest, sw.ff, sw.addrs
+		metrics := map[string]string{}
+		for ns, pod := range sw.pods {
 			var ok bool
 			metrics[ns], ok = n.Addr(key(pod), injection.SidecarName, injection.DefaultManagementPort)
 			Expect(ok).To(BeTrue(), "no host port for flagd's management port of pod %s", pod.Name)
-			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
 		}
 
 		By("a Prometheus scraping both namespaces' flagd, each labelled with its namespace")

@@ -9,14 +9,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/test/fixtures"
 )
 
 // stepWatch polls, ten times a second until stopped, the flagd of a
@@ -98,27 +95,8 @@ var _ = Describe("a FeatureFlagRolloutPolicy across a manager restart", func() {
 	const pause = 15 * time.Second
 
 	It("a manager restart mid-step resumes: the step keeps its revision and stepServedAt, the pause ends when it would have, and the rollout completes", func(ctx SpecContext) {
-		flags := newNamespace(ctx)
-		canary, rest := newNamespace(ctx), newNamespace(ctx)
-		Eventually(func() error {
-			ns := &corev1.Namespace{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
-				return err
-			}
-			ns.Labels["stage"] = "canary"
-			return k8s.Update(ctx, ns)
-		}).Should(Succeed())
-		ff := flagSet(flags, "checkout", "off")
-		create(ctx, ff)
-		addrs := map[string]string{}
-		for _, ns := range []string{canary, rest} {
-			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
-				source(ns, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(ns, "web", appImage, nil))
-		}
-		for _, ns := range []string{canary, rest} {
-			addrs[ns] = flagdAddr(readyPod(ctx, ns, "web"))
-			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
-		}
+		staged := newStagedWorld(ctx, v1beta1.SyncProviderFile)
+		flags, canary, rest, ff, addrs := staged.flags, staged.canary, staged.rest, staged.ff, staged.addrs
 		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
 			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{

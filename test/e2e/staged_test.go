@@ -63,33 +63,49 @@ func flagSetReady(ctx context.Context, ff *v1beta1.FeatureFlag) func() (*metav1.
 	}
 }
 
+// stagedWorld is the set-up of the staged specs: a flag set at "off" in a
+// namespace of its own, read through a ReferenceGrant by a Deployment in
+// a canary namespace (labelled stage=canary) and in another, with
+// provider, each pod's real flagd answering "off".
+type stagedWorld struct {
+	flags, canary, rest string
+	ff                  *v1beta1.FeatureFlag
+	pods                map[string]*corev1.Pod
+	addrs               map[string]string // flagd's evaluation address, by namespace
+}
+
+func newStagedWorld(ctx context.Context, provider v1beta1.SyncProviderType) stagedWorld {
+	GinkgoHelper()
+	sw := stagedWorld{flags: newNamespace(ctx), canary: newNamespace(ctx), rest: newNamespace(ctx),
+		pods: map[string]*corev1.Pod{}, addrs: map[string]string{}}
+	By("namespace " + sw.canary + " labelled stage=canary")
+	Eventually(func() error {
+		ns := &corev1.Namespace{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: sw.canary}, ns); err != nil {
+			return err
+		}
+		ns.Labels["stage"] = "canary"
+		return k8s.Update(ctx, ns)
+	}).Should(Succeed())
+	sw.ff = flagSet(sw.flags, "checkout", "off")
+	create(ctx, sw.ff)
+	for _, ns := range []string{sw.canary, sw.rest} {
+		create(ctx, fixtures.ReferenceGrant(sw.flags, "from-"+ns, ns, "checkout"),
+			source(ns, "flags", "web", v1beta1.Source{Source: sw.flags + "/checkout", Provider: provider}),
+			deployment(ns, "web", appImage, nil))
+	}
+	for _, ns := range []string{sw.canary, sw.rest} {
+		sw.pods[ns] = readyPod(ctx, ns, "web")
+		sw.addrs[ns] = flagdAddr(sw.pods[ns])
+		Eventually(resolve(sw.addrs[ns])).Should(Equal(evaluated("off")))
+	}
+	return sw
+}
+
 var _ = Describe("a FeatureFlagRolloutPolicy", func() {
 	It("stages an edit to the canary namespace while the other keeps the stable revision, halts and returns everyone to it when a gate fails, aborts, and completes on promotion", func(ctx SpecContext) {
-		flags := newNamespace(ctx)
-		canary, rest := newNamespace(ctx), newNamespace(ctx)
-		By("namespace " + canary + " labelled stage=canary")
-		Eventually(func() error {
-			ns := &corev1.Namespace{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
-				return err
-			}
-			ns.Labels["stage"] = "canary"
-			return k8s.Update(ctx, ns)
-		}).Should(Succeed())
-
-		ff := flagSet(flags, "checkout", "off")
-		create(ctx, ff)
-		for _, ns := range []string{canary, rest} {
-			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
-				source(ns, "flags", "web", fixtures.FileRef(flags+"/checkout")), deployment(ns, "web", appImage, nil))
-		}
-		addrs := map[string]string{}
-		pods := map[string]*corev1.Pod{}
-		for _, ns := range []string{canary, rest} {
-			pods[ns] = readyPod(ctx, ns, "web")
-			addrs[ns] = flagdAddr(pods[ns])
-			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
-		}
+		sw := newStagedWorld(ctx, v1beta1.SyncProviderFile)
+		flags, canary, rest, ff, pods, addrs := sw.flags, sw.canary, sw.rest, sw.ff, sw.pods, sw.addrs
 
 		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
@@ -263,28 +279,8 @@ var _ = Describe("the EvaluationErrors gate", func() {
 
 var _ = Describe("a staged rollout over the sync server", func() {
 	It("gives each subscriber namespace's streams the revision its plan says; an edit mid-rollout starts a new plan, stated in status; promotion completes it", func(ctx SpecContext) {
-		flags := newNamespace(ctx)
-		canary, rest := newNamespace(ctx), newNamespace(ctx)
-		Eventually(func() error {
-			ns := &corev1.Namespace{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: canary}, ns); err != nil {
-				return err
-			}
-			ns.Labels["stage"] = "canary"
-			return k8s.Update(ctx, ns)
-		}).Should(Succeed())
-		ff := flagSet(flags, "checkout", "off")
-		create(ctx, ff)
-		addrs := map[string]string{}
-		for _, ns := range []string{canary, rest} {
-			create(ctx, fixtures.ReferenceGrant(flags, "from-"+ns, ns, "checkout"),
-				source(ns, "flags", "web", v1beta1.Source{Source: flags + "/checkout", Provider: v1beta1.SyncProviderFlagdProxy}),
-				deployment(ns, "web", appImage, nil))
-		}
-		for _, ns := range []string{canary, rest} {
-			addrs[ns] = flagdAddr(readyPod(ctx, ns, "web"))
-			Eventually(resolve(addrs[ns])).Should(Equal(evaluated("off")))
-		}
+		sw := newStagedWorld(ctx, v1beta1.SyncProviderFlagdProxy)
+		flags, canary, rest, ff, addrs := sw.flags, sw.canary, sw.rest, sw.ff, sw.addrs
 		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: flags, Name: "checkout"},
 			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
