@@ -69,8 +69,11 @@ import (
 //
 //	go test ./test/e2e -run '^$' -bench EditToServed -benchtime 1x
 //	FLAGPLANE_E2E_BENCH_EDITS=100 go test ./test/e2e -run '^$' -bench EditToServed -benchtime 1x
-func BenchmarkEditToServed(b *testing.B) {
-	ctx := context.Background()
+//
+// startBenchWorld starts the suite's set-up for a benchmark, logging
+// only with -v, and stops it when the benchmark ends.
+func startBenchWorld(ctx context.Context, b *testing.B) *world {
+	b.Helper()
 	log := io.Discard
 	if testing.Verbose() {
 		log = os.Stderr
@@ -83,11 +86,17 @@ func BenchmarkEditToServed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		if err := w.stop(); err != nil {
 			b.Error(err)
 		}
-	}()
+	})
+	return w
+}
+
+func BenchmarkEditToServed(b *testing.B) {
+	ctx := context.Background()
+	w := startBenchWorld(ctx, b)
 	edits := benchEdits()
 	results := map[v1beta1.SyncProviderType]*benchRun{}
 	providers := []v1beta1.SyncProviderType{v1beta1.SyncProviderFile, v1beta1.SyncProviderKubernetes, v1beta1.SyncProviderFlagdProxy}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -26,11 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -72,22 +68,7 @@ import (
 //	FLAGPLANE_E2E_BENCH_ROLLOUTS=20 FLAGPLANE_E2E_BENCH_PLAIN_EDITS=200 go test ./test/e2e -run '^$' -bench StagedRollout -benchtime 1x
 func BenchmarkStagedRollout(b *testing.B) {
 	ctx := context.Background()
-	log := io.Discard
-	if testing.Verbose() {
-		log = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(log)))
-	klog.SetOutput(log)
-	klog.LogToStderr(false)
-	w, err := startWorld(ctx, log, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := w.stop(); err != nil {
-			b.Error(err)
-		}
-	}()
+	w := startBenchWorld(ctx, b)
 	cs, err := kubernetes.NewForConfig(w.cp.Config)
 	if err != nil {
 		b.Fatal(err)
