@@ -142,6 +142,9 @@ var _ = Describe("a FeatureFlagRolloutPolicy across a manager restart", func() {
 		Eventually(rolloutOf(ctx, policy)).Should(And(
 			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", before.TargetRevision)))
 		done, _ := rolloutOf(ctx, policy)()
+		// The watch compares its own times: wait until it has seen what
+		// the spec saw (a loaded machine runs its rounds late).
+		Eventually(func() time.Time { return sw.firstAnswer(rest, "on") }).ShouldNot(BeZero())
 		sw.stop()
 		history := strings.Join(sw.step0, "\n")
 		Expect(sw.step0).To(HaveEach(ContainSubstring(fmt.Sprintf("stepServedAt=%v", before.StepServedAt))), "the pause counts from the same moment:\n%s", history)
