@@ -22,6 +22,7 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/history"
 )
 
@@ -115,7 +116,7 @@ func (h *flagSetHistory) revision(number int64) (*deliveryv1alpha1.FeatureFlagRe
 // is its status.revision; nil when none is.
 func (h *flagSetHistory) serving() *deliveryv1alpha1.FeatureFlagRevision {
 	for i := len(h.revisions) - 1; i >= 0; i-- {
-		if h.ff.Status.Revision != "" && h.revisions[i].Spec.Revision == h.ff.Status.Revision {
+		if h.ff.Status.Revision != "" && topology.SameRevision(h.revisions[i].Spec.Revision, h.ff.Status.Revision) {
 			return h.revisions[i]
 		}
 	}
@@ -204,7 +205,7 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 		if r == serving {
 			number += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", number, r.Spec.Revision, duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", number, topology.ShortRevision(r.Spec.Revision), duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
 			orNone(r.Spec.CreatedBy), oneLine(r.Spec.ChangeCause))
 	}
 	if err := tw.Flush(); err != nil {
@@ -219,9 +220,9 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 	var err error
 	switch {
 	case serving != nil:
-		_, err = fmt.Fprintf(w, "* serves now (status.revision %s)\n", h.ff.Status.Revision)
+		_, err = fmt.Fprintf(w, "* serves now (status.revision %s)\n", topology.ShortRevision(h.ff.Status.Revision))
 	case h.ff.Status.Revision != "":
-		_, err = fmt.Fprintf(w, "status.revision %s is no recorded revision: flagplane has not accepted the current spec (yet)\n", h.ff.Status.Revision)
+		_, err = fmt.Fprintf(w, "status.revision %s is no recorded revision: flagplane has not accepted the current spec (yet)\n", topology.ShortRevision(h.ff.Status.Revision))
 	}
 	return err
 }
@@ -311,7 +312,7 @@ func rollback(ctx context.Context, c client.Client, namespace, name string, to i
 		return err
 	}
 	if len(changes) == 0 {
-		_, err := fmt.Fprintf(w, "%s already has the spec of revision %d (%s): nothing to roll back\n", what, to, r.Spec.Revision)
+		_, err := fmt.Fprintf(w, "%s already has the spec of revision %d (%s): nothing to roll back\n", what, to, topology.ShortRevision(r.Spec.Revision))
 		return err
 	}
 	ff := h.ff.DeepCopy()
@@ -337,7 +338,7 @@ func rollback(ctx context.Context, c client.Client, namespace, name string, to i
 	if dryRun {
 		verb = "would roll back (dry run: nothing written)"
 	}
-	fmt.Fprintf(w, "%s %s to revision %d (%s):\n", what, verb, to, r.Spec.Revision)
+	fmt.Fprintf(w, "%s %s to revision %d (%s):\n", what, verb, to, topology.ShortRevision(r.Spec.Revision))
 	for _, ch := range changes {
 		fmt.Fprintf(w, "  %s\n", ch)
 	}

@@ -188,8 +188,8 @@ func TestFlagSetDelivered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
-	g.Expect(out.String()).To(HaveSuffix(`  serves revision ` + rev + `
-  revision bbb, delivered 1/2 (status, not yet of revision ` + rev + `)
+	g.Expect(out.String()).To(HaveSuffix(`  serves revision ` + topology.ShortRevision(rev) + `
+  revision bbb, delivered 1/2 (status, not yet of revision ` + topology.ShortRevision(rev) + `)
   consumers:
     - SyncSubscribers shop/core.openfeature.dev/shop/checkout: behind, holds aaa since 2026-11-23T04:00:00Z (1 of 3 streams current)
     - ConfigMap shop/flagd.shop.checkout: holds bbb since 2026-11-23T04:00:00Z
@@ -203,7 +203,7 @@ func TestFlagSetDelivered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	out.Reset()
 	g.Expect(explain.Write(&out, r, "text")).To(Succeed())
-	g.Expect(out.String()).To(ContainSubstring("  revision " + rev + ", delivered 1/2 (status)\n"))
+	g.Expect(out.String()).To(ContainSubstring("  revision " + topology.ShortRevision(rev) + ", delivered 1/2 (status)\n"))
 }
 
 // TestFlagSetServed: explain says, from the graph's rendering, when flagd

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/flagplane/flagplane/topology"
 )
 
 // Formats are the output formats of Write.
@@ -94,19 +96,19 @@ func text(r *Report) string {
 	list("references that do not resolve", rc.Unresolved)
 	if s := r.Served; s != nil {
 		if s.Invalid == "" {
-			b.WriteString("  serves revision " + s.Revision + "\n")
+			b.WriteString("  serves revision " + topology.ShortRevision(s.Revision) + "\n")
 		} else {
-			b.WriteString("  revision " + s.Revision + " is not served, its consumers keep its last valid content: " + s.Invalid + "\n")
+			b.WriteString("  revision " + topology.ShortRevision(s.Revision) + " is not served, its consumers keep its last valid content: " + s.Invalid + "\n")
 		}
 		list("probable mistakes (not served when the manager validates strictly)", s.Warnings)
 	}
 	if d := r.Delivered; d != nil {
-		b.WriteString("  revision " + d.Revision)
+		b.WriteString("  revision " + topology.ShortRevision(d.Revision))
 		if d.Count != "" {
 			b.WriteString(", delivered " + d.Count)
 		}
 		if s := r.Served; s != nil && s.Revision != d.Revision {
-			b.WriteString(" (status, not yet of revision " + s.Revision + ")\n")
+			b.WriteString(" (status, not yet of revision " + topology.ShortRevision(s.Revision) + ")\n")
 		} else {
 			b.WriteString(" (status)\n")
 		}

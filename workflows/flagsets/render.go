@@ -26,9 +26,17 @@ func Render(ff *v1beta1.FeatureFlag) (string, error) {
 	return string(b), nil
 }
 
+// RevisionBytes is how many bytes of the SHA-256 of a rendering its
+// revision keeps: 128 bits, 32 hex digits (topology.ShortRevision shows
+// the first 12 of them).
+const RevisionBytes = 16
+
 // Revision is the content hash of a flag set's flagd document (Render): the
-// content of its generated ConfigMaps once they are up to date.
+// content of its generated ConfigMaps once they are up to date. It names
+// the content in status, in history and in rollout plans, so it must tell
+// any two contents apart: 128 bits of SHA-256 (see topology.SameRevision
+// for the 48-bit revisions of earlier versions).
 func Revision(content string) string {
 	sum := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(sum[:6])
+	return hex.EncodeToString(sum[:RevisionBytes])
 }
