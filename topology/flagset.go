@@ -47,6 +47,10 @@ func (edit *tx) upsertFlagSet(k Key, ff *v1beta1.FeatureFlag) error {
 			edit.mark(k)
 			edit.markAll(edit.state.g.children(k, relRenders))
 		}
+		if old.flagSet.UID != ff.UID && edit.state.rolloutsByFlagSet.has(k) {
+			// Which recorded revisions are its own (revisions.go) changed.
+			edit.markStaged(k)
+		}
 		if servingChanged(rendered, old.rendered) {
 			edit.markAll(edit.state.g.parents(k, relRefs))
 		}

@@ -22,6 +22,13 @@ import (
 //     target revision while a plan is staged (or it is held, keeping what
 //     it has), the flag set's rendering otherwise;
 //   - a halted or aborted plan gives every consumer the stable revision;
+//   - step membership, against an oracle of the test's own (which
+//     namespaces carry stage=canary, which workloads tier=early), never
+//     the plan's step numbers: while a rollout runs at step s, the target
+//     reaches the canary namespaces from step 0, the early workloads'
+//     from step 1, at most half the consumers more at step 2, and
+//     everyone at step 3; no consumer of a later step gets it early, and
+//     a kubernetes-provider reader changes none of it;
 //
 // and at the end that the graph plans exactly as one built from scratch
 // from the final objects, in another order.
@@ -76,6 +83,33 @@ func rolloutProperties(t *testing.T, seed uint64) (mixed int) {
 	state.policy = newPolicy()
 	must(topo.UpsertRolloutPolicy(state.policy))
 
+	// member is the test's own answer to whether namespace ns gets the
+	// target of a running plan at its step (exact), or may (not exact: a
+	// percentage step's share, which is a hash order's).
+	member := func(plan *RolloutPlan, ns string) (want, exact bool) {
+		if plan.Target == plan.Stable {
+			return true, true
+		}
+		switch {
+		case plan.Halt != "", plan.Phase == deliveryv1alpha1.PhaseHalted, plan.Phase == deliveryv1alpha1.PhaseAborted:
+			return false, true
+		case plan.Phase == deliveryv1alpha1.PhaseCompleted:
+			return true, true
+		}
+		w, consumer := state.workloads[ns]
+		if !consumer {
+			return false, true // not a consumer: it gets the target when the rollout completes
+		}
+		canary := state.nsLabels[ns]["stage"] == "canary"
+		early := w.Labels["tier"] == "early"
+		switch s := plan.Step; {
+		case canary || (early && s >= 1) || s >= 3:
+			return true, true
+		case s == 2:
+			return false, false
+		}
+		return false, true
+	}
 	check := func(v *View, step int) {
 		t.Helper()
 		r, _ := v.FlagSetRendered(f)
@@ -84,6 +118,14 @@ func rolloutProperties(t *testing.T, seed uint64) (mixed int) {
 		defer func() {
 			if len(seen) > 1 {
 				mixed++
+			}
+		}()
+		extra := 0
+		defer func() {
+			if plan.Staged() && plan.Step == 2 && (plan.Phase == deliveryv1alpha1.PhaseProgressing || plan.Phase == deliveryv1alpha1.PhasePaused) && plan.Halt == "" {
+				// Step 2 (50 %) adds at most half the consumers to those of
+				// the steps before.
+				g.Expect(extra).To(BeNumerically("<=", (len(state.workloads)+1)/2), "event %d: step 2 served %d more", step, extra)
 			}
 		}()
 		for _, ns := range namespaces {
@@ -97,8 +139,14 @@ func rolloutProperties(t *testing.T, seed uint64) (mixed int) {
 			if !s.Held && s.Valid() {
 				seen[s.Revision] = true
 			}
-			if plan.Phase == deliveryv1alpha1.PhaseHalted || plan.Phase == deliveryv1alpha1.PhaseAborted {
+			if plan.Phase == deliveryv1alpha1.PhaseHalted || plan.Phase == deliveryv1alpha1.PhaseAborted || plan.Halt != "" {
 				g.Expect(s.Revision).To(Equal(plan.Stable), "event %d: a halted plan serves the stable revision", step)
+			}
+			if want, exact := member(plan, ns); exact {
+				g.Expect(s.Revision == plan.Target).To(Equal(want), "event %d: namespace %s at step %d of %s (stable %s, target %s)",
+					step, ns, plan.Step, plan.Phase, plan.Stable, plan.Target)
+			} else if s.Revision == plan.Target {
+				extra++
 			}
 			if !s.Held && s.Valid() {
 				g.Expect(s.Content).To(Equal(`{"default":"`+s.Revision+`"}`), "event %d: the content is the planned revision's", step)

@@ -1,10 +1,14 @@
 package topology
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
@@ -193,18 +197,177 @@ func TestRolloutPlanHoldsWhatItCannotServe(t *testing.T) {
 	g.Expect(planned(rebuilt.Snapshot())).To(Equal(got))
 }
 
-func TestRolloutPlanRefusesKubernetesReaders(t *testing.T) {
+// TestRolloutPlanFailsClosedOnKubernetesReaders: a reader of the
+// FeatureFlag that no plan can stage (provider kubernetes), added in a
+// consumer namespace, is listed, and every other consumer keeps what the
+// plan gives it: after a halt or an abort the stable revision, mid-step
+// the target only where the step reached. (Before, such a reader made the
+// policy stage nothing, and every consumer got the halted revision.)
+func TestRolloutPlanFailsClosedOnKubernetesReaders(t *testing.T) {
+	must := must(t)
+	f := fsK("flags", "flags")
+	policy := rolloutPolicy("flags", "staged", "flags",
+		deliveryv1alpha1.RolloutStep{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": "canary"}}},
+		deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](100)})
+	for _, tt := range []struct {
+		phase deliveryv1alpha1.RolloutPhase
+		want  map[string]string
+	}{
+		{deliveryv1alpha1.PhaseHalted, map[string]string{"a": "v1", "b": "v1", "c": "v1", "d": "v1"}},
+		{deliveryv1alpha1.PhaseAborted, map[string]string{"a": "v1", "b": "v1", "c": "v1", "d": "v1"}},
+		{deliveryv1alpha1.PhaseProgressing, map[string]string{"a": "v2", "b": "v1", "c": "v1", "d": "v1"}},
+		{deliveryv1alpha1.PhasePaused, map[string]string{"a": "v2", "b": "v1", "c": "v1", "d": "v1"}},
+	} {
+		t.Run(string(tt.phase), func(t *testing.T) {
+			g := NewWithT(t)
+			topo := stagedCluster(t, "v2")
+			topo.UpsertRevision(revisionObject("flags", "flags", 1, "v1"))
+			must(topo.UpsertRolloutPolicy(withStatus(policy, "v1", "v2", tt.phase, 0)))
+			g.Expect(planned(topo.Snapshot())).To(Equal(tt.want))
+
+			// A tenant adds a kubernetes-provider reader in a consumer namespace.
+			must(topo.UpsertSource(newSource("d", "kube", ref("flags/flags", v1beta1.SyncProviderKubernetes), selector(matchLabels("app", "reader")))))
+			must(topo.UpsertWorkload(deployment("d", "reader", map[string]string{"app": "reader"}, nil)))
+			plan := topo.Snapshot().RolloutPlan(f)
+			g.Expect(plan.Problem).To(BeEmpty())
+			g.Expect(plan.Unstaged).To(Equal([]Key{depK("d", "reader")}))
+			g.Expect(planned(topo.Snapshot())).To(Equal(tt.want), "the reader releases nothing")
+
+			// A reader there from the start: the same plan.
+			rebuilt := stagedCluster(t, "v2")
+			must(rebuilt.UpsertSource(newSource("d", "kube", ref("flags/flags", v1beta1.SyncProviderKubernetes), selector(matchLabels("app", "reader")))))
+			must(rebuilt.UpsertWorkload(deployment("d", "reader", map[string]string{"app": "reader"}, nil)))
+			rebuilt.UpsertRevision(revisionObject("flags", "flags", 1, "v1"))
+			must(rebuilt.UpsertRolloutPolicy(withStatus(policy, "v1", "v2", tt.phase, 0)))
+			g.Expect(planned(rebuilt.Snapshot())).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestRolloutPlanHoldsARolloutPastItsSteps: steps removed while the
+// rollout stood at one of them hold every consumer at the stable revision
+// (Halt says why), where before the rollout went on to everyone.
+func TestRolloutPlanHoldsARolloutPastItsSteps(t *testing.T) {
 	g := NewWithT(t)
 	must := must(t)
-	topo := stagedCluster(t, "v1")
+	topo := stagedCluster(t, "v2")
+	topo.UpsertRevision(revisionObject("flags", "flags", 1, "v1"))
+	three := rolloutPolicy("flags", "staged", "flags",
+		deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](25)},
+		deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50)},
+		deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](75)})
+	must(topo.UpsertRolloutPolicy(withStatus(three, "v1", "v2", deliveryv1alpha1.PhasePaused, 2)))
+	served := 0
+	for _, r := range planned(topo.Snapshot()) {
+		if r == "v2" {
+			served++
+		}
+	}
+	g.Expect(served).To(Equal(3))
+	one := withStatus(three, "v1", "v2", deliveryv1alpha1.PhasePaused, 2)
+	one.Spec.Steps = one.Spec.Steps[:1]
+	must(topo.UpsertRolloutPolicy(one))
+	plan := topo.Snapshot().RolloutPlan(fsK("flags", "flags"))
+	g.Expect(plan.Halt).To(Equal("the policy now has 1 step(s), and the rollout stood at step 3"))
+	g.Expect(planned(topo.Snapshot())).To(Equal(map[string]string{"a": "v1", "b": "v1", "c": "v1", "d": "v1"}))
+}
+
+// owned makes a revision object controlled by the FeatureFlag of uid
+// ("" leaves it without an owner, as a delete with --cascade=orphan does).
+func owned(r *deliveryv1alpha1.FeatureFlagRevision, name string, uid types.UID) *deliveryv1alpha1.FeatureFlagRevision {
+	r = r.DeepCopy()
+	r.Name = name
+	if uid != "" {
+		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "core.openfeature.dev/v1beta1", Kind: "FeatureFlag", Name: r.Spec.FlagSet,
+			UID: uid, Controller: ptr.To(true)}}
+	}
+	return r
+}
+
+// TestRolloutPlanServesTheRevisionThatQualifies: of the objects that claim
+// a revision, one that is the flag set's own (its controller is the
+// FeatureFlag the graph holds) and renders to what it claims is served,
+// whatever sorts or arrived first: a forged or foreign one never blocks
+// it. (Before, the first object seen of a hash stood for all of them.)
+func TestRolloutPlanServesTheRevisionThatQualifies(t *testing.T) {
+	must := must(t)
 	f := fsK("flags", "flags")
-	must(topo.UpsertSource(newSource("c", "src", ref("flags/flags", v1beta1.SyncProviderKubernetes), selector(matchLabels("app", "web")))))
-	policy := rolloutPolicy("flags", "staged", "flags", deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50)})
-	must(topo.UpsertRolloutPolicy(withStatus(policy, "v1", "v1", deliveryv1alpha1.PhaseCompleted, 1)))
+	policy := withStatus(rolloutPolicy("flags", "staged", "flags", deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](50)}),
+		"v1", "v2", deliveryv1alpha1.PhaseHalted, 0)
+	forged := revisionObject("flags", "flags", 1, "v3")
+	forged.Spec.Revision = "v1" // claims v1, holds v3
+	foreign := revisionObject("flags", "flags", 1, "v1")
+	real := revisionObject("flags", "flags", 2, "v1")
+	world := func(revisions ...*deliveryv1alpha1.FeatureFlagRevision) *Topology {
+		topo := stagedCluster(t, "v2")
+		ff := newFlagSet("flags", "flags", "v2")
+		ff.UID = "ff-uid"
+		must(topo.UpsertFlagSet(ff))
+		must(topo.UpsertRolloutPolicy(policy))
+		for _, r := range revisions {
+			topo.UpsertRevision(r)
+		}
+		return topo
+	}
+	held := map[string]string{"a": "held:v1", "b": "held:v1", "c": "held:v1", "d": "held:v1"}
+	stable := map[string]string{"a": "v1", "b": "v1", "c": "v1", "d": "v1"}
+
+	g := NewWithT(t)
+	topo := world(owned(forged, "flags-a", "ff-uid"), owned(foreign, "flags-b", ""), owned(foreign, "flags-c", "earlier-uid"))
+	g.Expect(planned(topo.Snapshot())).To(Equal(held), "forged content, no owner, another FeatureFlag's: none is served")
+	d := topo.UpsertRevision(owned(real, "flags-d", "ff-uid"))
+	g.Expect(d.Has(cmK(f, "a"))).To(BeTrue())
+	g.Expect(planned(topo.Snapshot())).To(Equal(stable), "the flag set's own revision is served past the forged one")
+
+	// In any order, the same; and adopting the orphan (its owner set) serves it.
+	g.Expect(planned(world(owned(real, "flags-d", "ff-uid"), owned(forged, "flags-a", "ff-uid")).Snapshot())).To(Equal(stable))
+	orphaned := world(owned(foreign, "flags-b", ""))
+	g.Expect(planned(orphaned.Snapshot())).To(Equal(held))
+	orphaned.UpsertRevision(owned(foreign, "flags-b", "ff-uid"))
+	g.Expect(planned(orphaned.Snapshot())).To(Equal(stable), "adopted")
+	orphaned.DeleteRevision("flags", "flags-b", "flags", "v1")
+	g.Expect(planned(orphaned.Snapshot())).To(Equal(held))
+}
+
+// hexRendering renders a test flag set as variantRendering does, with
+// revisions as flagplane makes them: 32 hex digits of a hash.
+func hexRendering(ff *v1beta1.FeatureFlag) Rendered {
+	r := variantRendering(ff)
+	if r.Valid() {
+		sum := sha256.Sum256([]byte(r.Content))
+		r.Revision = hex.EncodeToString(sum[:16])
+	}
+	return r
+}
+
+// TestRolloutPlanReadsLegacyRevisions: a status and revisions recorded by
+// an earlier version, with 48-bit revisions, name the same contents as the
+// full revisions of now: the plan goes on where it stood, with the full
+// revisions, and starts no new rollout.
+func TestRolloutPlanReadsLegacyRevisions(t *testing.T) {
+	g := NewWithT(t)
+	must := must(t)
+	f := fsK("flags", "flags")
+	topo := New(WithFlagSetRendering(hexRendering))
 	must(topo.UpsertFlagSet(newFlagSet("flags", "flags", "v2")))
+	must(topo.UpsertSource(newSource("flags", "src", ref("flags/flags", v1beta1.SyncProviderFile), selector(matchLabels("app", "web")))))
+	must(topo.UpsertWorkload(deployment("flags", "web", map[string]string{"app": "web"}, nil)))
+	v1, v2 := hexRendering(newFlagSet("flags", "flags", "v1")).Revision, hexRendering(newFlagSet("flags", "flags", "v2")).Revision
+	legacy := revisionObject("flags", "flags", 1, "v1")
+	legacy.Spec.Revision = v1[:12]
+	topo.UpsertRevision(legacy)
+	policy := withStatus(rolloutPolicy("flags", "staged", "flags", deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](100)}),
+		v1[:12], v2[:12], deliveryv1alpha1.PhaseHalted, 0)
+	must(topo.UpsertRolloutPolicy(policy))
 	plan := topo.Snapshot().RolloutPlan(f)
-	g.Expect(plan.ProblemReason).To(Equal(deliveryv1alpha1.ReasonUnstageableConsumers))
-	g.Expect(plan.Unstaged).To(Equal([]Key{depK("c", "web")}))
-	g.Expect(planned(topo.Snapshot())).To(Equal(map[string]string{"a": "v2", "b": "v2", "c": "v2", "d": "v2"}),
-		"a policy not in force stages nothing")
+	g.Expect(plan.NewPlan).To(BeFalse(), "the same target")
+	g.Expect([]string{plan.Stable, plan.Target}).To(Equal([]string{v1, v2}))
+	s, _ := topo.Snapshot().ServedFor(f, "flags")
+	g.Expect(s.Held).To(BeFalse())
+	g.Expect(s.Revision).To(Equal(v1))
+
+	// A content that only shares the first 12 digits is another revision.
+	g.Expect(SameRevision(v1[:12], v1)).To(BeTrue())
+	g.Expect(SameRevision(v1[:12]+"0", v1)).To(BeFalse())
+	g.Expect(SameRevision(v1, v1[:12]+strings.Repeat("0", 20))).To(BeFalse(), "two full revisions are compared whole")
 }

@@ -153,10 +153,10 @@ type state struct {
 	flagdsByNs pmap[nsKey, pset[Key]]
 	// rolloutsByFlagSet: flag set → FeatureFlagRolloutPolicies targeting it.
 	rolloutsByFlagSet pmap[Key, pset[Key]]
-	// revisions: the recorded revisions of flag sets (rollout.go), which
+	// revisions: the recorded revisions of flag sets (revisions.go), which
 	// are not nodes.
 	revisions pmap[revKey, *revisionRec]
-	// nsLabels: namespace → its labels (rollout.go).
+	// nsLabels: namespace → its labels (namespaces.go).
 	nsLabels pmap[nsKey, map[string]string]
 	// policiesByNs: namespace → FeatureFlagSourcePolicies in it.
 	policiesByNs pmap[nsKey, pset[Key]]

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -36,7 +37,8 @@ var decoder = func() runtime.Decoder {
 
 // Load adds the objects of a multi-document YAML stream to a
 // topology: FeatureFlags, FeatureFlagSources, InProcessConfigurations, Flagds,
-// FeatureFlagSourcePolicies,
+// FeatureFlagSourcePolicies, FeatureFlagRolloutPolicies (with their status),
+// FeatureFlagRevisions, Namespaces (their labels),
 // Deployments, StatefulSets, DaemonSets and ReferenceGrants. Other kinds are
 // skipped. It lets the graph be built offline, from files, exactly as the
 // controllers build it from informers.
@@ -92,6 +94,12 @@ func loadObject(t *topology.Topology, raw []byte) error {
 		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindStatefulSet, obj, &obj.Spec.Template))
 	case *appsv1.DaemonSet:
 		_, err = t.UpsertWorkload(topology.WorkloadFrom(topology.KindDaemonSet, obj, &obj.Spec.Template))
+	case *deliveryv1alpha1.FeatureFlagRolloutPolicy:
+		_, err = t.UpsertRolloutPolicy(obj)
+	case *deliveryv1alpha1.FeatureFlagRevision:
+		t.UpsertRevision(obj)
+	case *corev1.Namespace:
+		t.UpsertNamespace(obj.Name, obj.Labels)
 	}
 	return err
 }

@@ -167,8 +167,8 @@ type FeatureFlagRolloutPolicyStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Accepted, Progressing, and the summary conditions Ready,
-	// Reconciling and Stalled.
+	// Conditions: Accepted, Progressing, Staged, and the summary
+	// conditions Ready, Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -185,6 +185,12 @@ type FeatureFlagRolloutPolicyStatus struct {
 	// Phase is where the rollout of TargetRevision stands.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
+	// Rollout numbers the rollouts of this policy: every new plan (an edit
+	// of the flag set) takes the next number. Promotions and aborts name
+	// it (PromoteValue, AbortValue), so that one meant for a rollout acts
+	// on that rollout once, never on a later one of the same revision.
+	// +optional
+	Rollout int64 `json:"rollout,omitempty"`
 	// ReplacedRevision is the revision the current plan replaced while it
 	// was still rolling out: an edit made during a rollout starts a new
 	// plan from the stable revision, and this says which target it
@@ -219,7 +225,8 @@ type FeatureFlagRolloutPolicyStatus struct {
 
 	// Unstaged lists the workloads and Flagds that read the FeatureFlag
 	// themselves (provider kubernetes), which no rollout can stage, at most
-	// 32.
+	// 32: they get every edit at once, while the other consumers follow
+	// the plan (condition Staged is False while there are any).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Unstaged []string `json:"unstaged,omitempty"`
@@ -293,11 +300,18 @@ type FeatureFlagRolloutPolicyList struct {
 const (
 	ConditionAccepted    = "Accepted"
 	ConditionProgressing = "Progressing"
+	// ConditionStaged is True when the plan stages every consumer, False
+	// (reason UnstageableConsumers) while some read the FeatureFlag
+	// themselves.
+	ConditionStaged      = "Staged"
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
 
 	ReasonAccepted             = "Accepted"
+	ReasonAllStaged            = "AllStaged"
+	ReasonUnsupportedGate      = "UnsupportedGate"
+	ReasonPolicyChanged        = "PolicyChanged"
 	ReasonTargetNotFound       = "TargetNotFound"
 	ReasonConflicted           = "Conflicted"
 	ReasonUnstageableConsumers = "UnstageableConsumers"

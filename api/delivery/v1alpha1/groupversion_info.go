@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,13 +52,24 @@ const (
 	RevisionHistoryLimitAnnotation = "delivery.flagplane.dev/revision-history-limit"
 
 	// PromoteAnnotation on a FeatureFlagRolloutPolicy asks to end the
-	// current step's wait: its value is "<targetRevision>/<step>", so that a
-	// promotion meant for one step never passes another (flagplane rollout
-	// promote writes it).
+	// current step's wait: its value names the rollout and the step
+	// (PromoteValue), so that a promotion meant for one step of one
+	// rollout never passes another (flagplane rollout promote writes it).
 	PromoteAnnotation = "delivery.flagplane.dev/promote"
-
 	// AbortAnnotation on a FeatureFlagRolloutPolicy asks to abort the
-	// rollout of the revision it names: every consumer returns to the
-	// stable revision (flagplane rollout abort writes it).
+	// rollout it names (AbortValue): every consumer returns to the stable
+	// revision (flagplane rollout abort writes it).
 	AbortAnnotation = "delivery.flagplane.dev/abort"
 )
+
+// PromoteValue is the PromoteAnnotation that promotes step (from 0) of the
+// rollout a status describes: "<target revision>/<rollout>/<step>".
+func PromoteValue(st FeatureFlagRolloutPolicyStatus, step int32) string {
+	return fmt.Sprintf("%s/%d/%d", st.TargetRevision, st.Rollout, step)
+}
+
+// AbortValue is the AbortAnnotation that aborts the rollout a status
+// describes: "<target revision>/<rollout>".
+func AbortValue(st FeatureFlagRolloutPolicyStatus) string {
+	return fmt.Sprintf("%s/%d", st.TargetRevision, st.Rollout)
+}
