@@ -33,6 +33,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/staging"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -87,6 +88,9 @@ type Options struct {
 	// PrometheusGates evaluates the Prometheus gates of rollout policies
 	// (--prometheus-gates); without it a policy naming one is not accepted.
 	PrometheusGates bool
+	// PrometheusNamespaceLabel is the label of a series' namespace that
+	// Prometheus gates' queries are confined by (default "namespace").
+	PrometheusNamespaceLabel string
 	// StartedUp, when set, is called once the start-up pass is over (every
 	// generated object and every status reconciled once), before the
 	// queues serve events: the manager gives the pass's garbage back to
@@ -130,10 +134,8 @@ type Controller struct {
 	workloads  *workQueue[topology.Key]
 	// rollouts moves FeatureFlagRolloutPolicies through their steps (rollouts.go).
 	rollouts  *workQueue[topology.Key]
+	stagingWF *staging.Reconciler
 	events    events.EventRecorder
-	baselines errorBaselines
-	// rolloutWrites paces the progress-only status writes of rollouts.
-	rolloutWrites rolloutWrites
 	// queues is the queue of each kind of the graph (graphKinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
 
@@ -252,6 +254,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
+	c.stagingWF = &staging.Reconciler{Reader: c.cache, Writer: c.client, Graph: c.topo, Events: events,
+		Observed: func(ctx context.Context) status.Observed { return c.statusWF.Observed(ctx) },
+		Owners:   workloadOfPod{owners: c.owners}, PrometheusGates: opts.PrometheusGates, NamespaceLabel: opts.PrometheusNamespaceLabel,
+		PodAddress: opts.PodAddress, CacheBehind: cacheBehindDelay,
+		Prober: &staging.Prober{Notify: func(k topology.Key) { c.rollouts.Add(k) }}}
 
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
@@ -440,7 +447,13 @@ func (c *Controller) run(ctx context.Context) error {
 
 	go c.configMaps.run(ctx)
 	go c.statuses.run(ctx)
-	processAll(ctx, c.rollouts, slices.Values(v.RolloutPolicies()))
+	// Rollouts start with the other queues, never ahead of them: each is
+	// bounded by the queue's reconcile timeout, and reads no pod's answer
+	// itself (staging.Prober).
+	c.stagingWF.Prober.Start(ctx)
+	for _, k := range v.RolloutPolicies() {
+		c.rollouts.Add(k)
+	}
 	go c.rollouts.run(ctx)
 	go c.flagds.run(ctx)
 	c.workloads.run(ctx)

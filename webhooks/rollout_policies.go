@@ -27,6 +27,9 @@ const RolloutPolicyValidatorPath = "/validate-delivery-flagplane-dev-v1alpha1-fe
 //   - a step's label selector that does not parse (an unknown operator,
 //     In or NotIn without values, Exists with values, a bad label);
 //   - a gate this version of flagplane does not evaluate;
+//   - a Prometheus gate's query that Prometheus' parser refuses (the
+//     manager confines every query to the consumers' namespaces, which
+//     takes a query it can parse: staging.ConfineQuery);
 //   - a namespaceSelector or workloadSelector step that selects none of
 //     the flag set's consumers as the graph knows them now (when the flag
 //     set exists and has consumers): a typo in a label would otherwise
@@ -35,7 +38,7 @@ const RolloutPolicyValidatorPath = "/validate-delivery-flagplane-dev-v1alpha1-fe
 // It warns, and admits, when the flag set does not exist or has no
 // consumer yet (nothing to check the selectors against), and when some
 // consumers read the FeatureFlag themselves (provider kubernetes), which
-// keeps the policy from being accepted. The schema refuses the rest (an
+// no rollout stages. The schema refuses the rest (an
 // unknown gate type, a percentage outside 0–100, a step with no or two
 // selectors).
 type RolloutPolicyValidator struct {
@@ -90,6 +93,14 @@ func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRoll
 	if why := staging.Unsupported(p.Spec.Gates, prometheus); why != "" {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "gates"), why, supportedGates))
 	}
+	for i, g := range p.Spec.Gates {
+		if g.Prometheus == nil {
+			continue
+		}
+		if why := staging.ValidateQuery(g.Prometheus.Query); why != "" {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "gates").Index(i).Child("prometheus", "query"), g.Prometheus.Query, why))
+		}
+	}
 	if len(errs) > 0 || v == nil {
 		return errs, warnings
 	}
@@ -99,8 +110,8 @@ func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRoll
 	}
 	plan := v.PlanFor(p)
 	if len(plan.Unstaged) > 0 {
-		warnings = append(warnings, fmt.Sprintf("%s: the policy will not be accepted while they do (status.unstaged lists them)", plan.Problem))
-		return errs, warnings
+		warnings = append(warnings, fmt.Sprintf("%d workload(s) or Flagd(s) read FeatureFlag %s themselves (provider kubernetes): no rollout stages them, "+
+			"they get every edit at once, and the other consumers follow the plan (status.unstaged lists them)", len(plan.Unstaged), f.Name))
 	}
 	if len(plan.Consumers) == 0 {
 		return errs, append(warnings, fmt.Sprintf("FeatureFlag %s has no consumer yet: the steps' selectors were not checked against any", f.Name))

@@ -12,7 +12,9 @@ import (
 // only what they share and imports none of them but flagsets and
 // injection (and flagdversion, the facts of flagd releases, which injection
 // writes by); the status of a source compares with the ConfigMaps and RBAC
-// it expects, so status imports configmaps and rbac and never the reverse.
+// it expects, so status imports configmaps and rbac and never the reverse;
+// staging reads what consumers hold through status (status.CopiesOf), the
+// one answer the delivery status gives too.
 var layers = map[string][]string{
 	"workflows":                        {"flagsets", "injection", "flagdversion"},
 	"workflows/flagdversion":           {},
@@ -26,7 +28,7 @@ var layers = map[string][]string{
 	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
 	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
 	"workflows/history":                {"workflows", "flagsets", "injection", "flagdversion"},
-	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion"},
+	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac"},
 	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},
 }
 

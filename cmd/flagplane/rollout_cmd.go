@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/inspect/rolloutstatus"
+	"github.com/flagplane/flagplane/topology"
 )
 
 func newRolloutCmd(kube *kubeFlags) *cobra.Command {
@@ -129,24 +129,26 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 		if !running {
 			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to abort", flagSet, rolloutstatus.PhaseText(st.Phase))
 		}
-		if err := patchPolicy(ctx, c, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{deliveryv1alpha1.AbortAnnotation: st.TargetRevision}}}); err != nil {
+		if err := patchPolicy(ctx, c, p, map[string]any{"metadata": map[string]any{"annotations": map[string]string{deliveryv1alpha1.AbortAnnotation: deliveryv1alpha1.AbortValue(st)}}}); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(out, "aborting the rollout of revision %s: every consumer returns to revision %s\n", st.TargetRevision, st.StableRevision)
+		_, err := fmt.Fprintf(out, "aborting rollout %d, of revision %s: every consumer returns to revision %s\n", st.Rollout,
+			topology.ShortRevision(st.TargetRevision), topology.ShortRevision(st.StableRevision))
 		return err
 	default: // promote
 		if !running {
 			return fmt.Errorf("the rollout of FeatureFlag %s is %s: there is nothing to promote", flagSet, rolloutstatus.PhaseText(st.Phase))
 		}
 		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			deliveryv1alpha1.PromoteAnnotation: st.TargetRevision + "/" + strconv.Itoa(int(st.Step))}}}
+			deliveryv1alpha1.PromoteAnnotation: deliveryv1alpha1.PromoteValue(st, st.Step)}}}
 		if p.Spec.Paused {
 			patch["spec"] = map[string]any{"paused": false}
 		}
 		if err := patchPolicy(ctx, c, p, patch); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(out, "promoted step %d of %d of the rollout of revision %s\n", st.Step+1, len(p.Spec.Steps), st.TargetRevision)
+		_, err := fmt.Fprintf(out, "promoted step %d of %d of rollout %d, of revision %s\n", st.Step+1, len(p.Spec.Steps), st.Rollout,
+			topology.ShortRevision(st.TargetRevision))
 		return err
 	}
 }

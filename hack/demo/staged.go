@@ -315,9 +315,9 @@ func (d *demo) stagedPromote(ctx context.Context, halted *deliveryv1alpha1.Featu
 		return err
 	}
 
-	promote := p.Status.TargetRevision + "/0"
+	promote := deliveryv1alpha1.PromoteValue(p.Status, 0)
 	d.say("$ flagplane rollout promote ff/%s -n %s", stagedFlagSet, ns)
-	d.say("  (which annotates the policy with the revision and step it means: %s=%s)", deliveryv1alpha1.PromoteAnnotation, promote)
+	d.say("  (which annotates the policy with the rollout and step it means: %s=%s)", deliveryv1alpha1.PromoteAnnotation, promote)
 	start := time.Now()
 	if out, err := d.kubectl(nil, "annotate", "featureflagrolloutpolicies", stagedFlagSet, "-n", ns, deliveryv1alpha1.PromoteAnnotation+"="+promote); err != nil {
 		return fmt.Errorf("promoting the rollout: %w: %s", err, out)

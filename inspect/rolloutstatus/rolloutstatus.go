@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 // Write writes p's rollout as text; now dates the current step's start.
@@ -23,7 +24,11 @@ func Write(out io.Writer, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, now time
 		step = "all done"
 	}
 	fmt.Fprintf(&b, "Step:     %s\n", step)
-	fmt.Fprintf(&b, "Stable:   %s\nTarget:   %s\n", st.StableRevision, st.TargetRevision)
+	fmt.Fprintf(&b, "Stable:   %s\nTarget:   %s", topology.ShortRevision(st.StableRevision), topology.ShortRevision(st.TargetRevision))
+	if st.Rollout > 0 {
+		fmt.Fprintf(&b, " (rollout %d)", st.Rollout)
+	}
+	b.WriteString("\n")
 	if st.StepStartedAt != nil {
 		fmt.Fprintf(&b, "Started:  %s ago\n", now.Sub(st.StepStartedAt.Time).Round(time.Second))
 	}

@@ -591,7 +591,7 @@ func (s *stagedSize) promote(ctx context.Context, timed bool) error {
 	}
 	defer wi.Stop()
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		deliveryv1alpha1.PromoteAnnotation: p.Status.TargetRevision + "/0"}}})
+		deliveryv1alpha1.PromoteAnnotation: deliveryv1alpha1.PromoteValue(p.Status, 0)}}})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ var _ = Describe("the Prometheus gate", func() {
 			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhasePaused),
 			HaveField("Message", ContainSubstring("waiting for approval (flagplane rollout promote ff/checkout); and gate Prometheus cannot be read"))),
 			"still awaiting approval, which GitOps tools show as suspended, and saying the gate cannot be read")
-		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, first.TargetRevision+"/0")
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, deliveryv1alpha1.PromoteValue(first, 0))
 		Eventually(rolloutOf(ctx, policy)).Should(And(
 			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhaseProgressing),
 			HaveField("Message", ContainSubstring("the step cannot end while gate Prometheus cannot be read"))))

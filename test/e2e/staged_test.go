@@ -135,7 +135,7 @@ var _ = Describe("a FeatureFlagRolloutPolicy", func() {
 		first, _ := rolloutOf(ctx, policy)()
 
 		By("abort: every consumer serves the stable revision again")
-		annotate(ctx, policy, deliveryv1alpha1.AbortAnnotation, first.TargetRevision)
+		annotate(ctx, policy, deliveryv1alpha1.AbortAnnotation, deliveryv1alpha1.AbortValue(first))
 		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("off")))
 		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhaseAborted))
 		Eventually(flagSetReady(ctx, ff)).Should(HaveField("Reason", v1beta1.ReasonRolloutHalted))
@@ -167,7 +167,7 @@ var _ = Describe("a FeatureFlagRolloutPolicy", func() {
 		Eventually(resolve(addrs[canary])).Should(Equal(evaluated("on")))
 		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
 		third, _ := rolloutOf(ctx, policy)()
-		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, third.TargetRevision+"/0")
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, deliveryv1alpha1.PromoteValue(third, 0))
 		Eventually(resolve(addrs[rest])).Should(Equal(evaluated("on")))
 		Eventually(rolloutOf(ctx, policy)).Should(And(
 			HaveField("Phase", deliveryv1alpha1.PhaseCompleted), HaveField("StableRevision", third.TargetRevision)))
@@ -317,7 +317,7 @@ var _ = Describe("a staged rollout over the sync server", func() {
 		second, _ := rolloutOf(ctx, policy)()
 
 		By("promoted: the other namespace's streams are sent it, and the rollout completes")
-		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, second.TargetRevision+"/0")
+		annotate(ctx, policy, deliveryv1alpha1.PromoteAnnotation, deliveryv1alpha1.PromoteValue(second, 0))
 		Eventually(resolve(addrs[rest])).Should(Equal(evaluated("on")))
 		Eventually(rolloutOf(ctx, policy)).Should(And(HaveField("Phase", deliveryv1alpha1.PhaseCompleted),
 			HaveField("StableRevision", second.TargetRevision)))

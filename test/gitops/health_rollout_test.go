@@ -3,7 +3,6 @@ package gitops
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -108,7 +107,9 @@ var _ = Describe("Health of a FeatureFlagRolloutPolicy: kstatus, kubectl wait, A
 		target := live(ctx, pol)
 		revision, _, _ := unstructured.NestedString(target.Object, "status", "targetRevision")
 		Expect(revision).NotTo(BeEmpty())
-		annotateRollout(ctx, pol, deliveryv1alpha1.AbortAnnotation, revision)
+		rollout, _, _ := unstructured.NestedInt64(target.Object, "status", "rollout")
+		annotateRollout(ctx, pol, deliveryv1alpha1.AbortAnnotation,
+			deliveryv1alpha1.AbortValue(deliveryv1alpha1.FeatureFlagRolloutPolicyStatus{TargetRevision: revision, Rollout: rollout}))
 		Eventually(rolloutPhase(ctx, pol)).Should(Equal(deliveryv1alpha1.PhaseAborted))
 		expectVerdict(ctx, pol, verdict{kstatus: failed, argo: gitopshealth.Degraded, testdata: "degraded_aborted"})
 		expectSummary(ctx, pol, v1beta1.ConditionStalled)
@@ -189,7 +190,7 @@ func promote(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, 
 		g.Expect(got.Status.Step).To(Equal(step))
 		g.Expect(got.Status.TargetRevision).NotTo(BeEmpty())
 	}).Should(Succeed())
-	annotateRollout(ctx, p, deliveryv1alpha1.PromoteAnnotation, fmt.Sprintf("%s/%d", got.Status.TargetRevision, step))
+	annotateRollout(ctx, p, deliveryv1alpha1.PromoteAnnotation, deliveryv1alpha1.PromoteValue(got.Status, step))
 }
 
 // annotateRollout sets an annotation of a rollout policy, as the CLI does.

@@ -457,7 +457,7 @@ var _ = Describe("staged rollouts across a leader change", func() {
 		By("promoted: everyone serves the edit and the rollout completes")
 		promoted := time.Now()
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			deliveryv1alpha1.PromoteAnnotation: before.TargetRevision + "/0"}}})
+			deliveryv1alpha1.PromoteAnnotation: deliveryv1alpha1.PromoteValue(before, 0)}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Patch(ctx, p.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
 		done := completes(ctx, s, p, before.TargetRevision)

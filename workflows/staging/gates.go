@@ -8,6 +8,7 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // Pod is what the gates read of a pod of a workload that serves the new
@@ -24,12 +25,12 @@ type Pod struct {
 	// UID identifies the pod for the evaluation error baseline.
 	UID string
 	// IP and ManagementPort are where its flagd sidecar serves its metrics
-	// (ManagementPort 0: it has none).
+	// (ManagementPort 0: it has none, or it cannot be read: see PodOf).
 	IP             string
 	ManagementPort int32
 	// EvaluationErrors is how many evaluations its flagd answered with an
 	// error since the rollout reached it; -1 when its metrics could not be
-	// read.
+	// read (yet).
 	EvaluationErrors int64
 	// MetricsError says why its metrics could not be read.
 	MetricsError string
@@ -42,16 +43,22 @@ type Restart struct {
 	Finished  time.Time
 }
 
-// PodOf reads a pod for the gates.
+// ManagementPortName is the name of the flagd sidecar's management port,
+// where its /metrics are.
+const ManagementPortName = "management"
+
+// PodOf reads a pod for the gates. Its metrics are read only from the
+// flagd sidecar flagplane injects (an init container named
+// injection.SidecarName that runs as a native sidecar), on that
+// container's port named ManagementPortName: an application's own
+// "management" port (Spring Boot's name) is never read. A pod on the
+// host's network has the node's IP, whose ports are the node's, not the
+// pod's: its metrics are not read.
 func PodOf(pod *corev1.Pod, w topology.Key) Pod {
 	out := Pod{Namespace: pod.Namespace, Name: pod.Name, Workload: w, Ready: false, ReadySince: pod.CreationTimestamp.Time,
-		UID: string(pod.UID), IP: pod.Status.PodIP}
-	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
-		for _, p := range c.Ports {
-			if p.Name == "management" {
-				out.ManagementPort = p.ContainerPort
-			}
-		}
+		UID: string(pod.UID), IP: pod.Status.PodIP, EvaluationErrors: -1}
+	if !pod.Spec.HostNetwork {
+		out.ManagementPort = sidecarManagementPort(pod)
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -65,6 +72,22 @@ func PodOf(pod *corev1.Pod, w topology.Key) Pod {
 		}
 	}
 	return out
+}
+
+// sidecarManagementPort is the management port of the flagd sidecar that
+// flagplane injected into pod, 0 when it has none.
+func sidecarManagementPort(pod *corev1.Pod) int32 {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != injection.SidecarName || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.Name == ManagementPortName && p.ContainerPort > 0 && p.ContainerPort <= 65535 {
+				return p.ContainerPort
+			}
+		}
+	}
+	return 0
 }
 
 // GateFailure says which gate fails on pods, or "". since is when the
@@ -100,7 +123,7 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 			if g.Max != nil {
 				limit = *g.Max
 			}
-			var n int64
+			var n, most int64
 			var worst string
 			for _, p := range pods {
 				if p.ManagementPort == 0 {
@@ -111,9 +134,10 @@ func GateFailure(gates []deliveryv1alpha1.Gate, pods []Pod, now, since time.Time
 					// read (yet) says nothing either way; PodsReady judges its pod.
 					continue
 				}
-				n += p.EvaluationErrors
-				if p.EvaluationErrors > 0 {
-					worst = fmt.Sprintf("pod %s/%s: %d", p.Namespace, p.Name, p.EvaluationErrors)
+				n = AddCounts(n, p.EvaluationErrors)
+				if p.EvaluationErrors > most {
+					most = p.EvaluationErrors
+					worst = fmt.Sprintf("most at pod %s/%s: %d", p.Namespace, p.Name, p.EvaluationErrors)
 				}
 			}
 			if n > limit {
@@ -169,20 +193,23 @@ func NextCheck(gates []deliveryv1alpha1.Gate, pods []Pod, now time.Time) time.Du
 func Unsupported(gates []deliveryv1alpha1.Gate, prometheus bool) string {
 	for _, g := range gates {
 		if g.Type == deliveryv1alpha1.GatePrometheus && !prometheus {
-			return "gate Prometheus is off in this manager (its --prometheus-gates): a policy naming it stages nothing (remove the gate, or turn them on)"
+			return "gate Prometheus is off in this manager (its --prometheus-gates): no rollout of this policy can be judged by it"
 		}
 	}
 	return ""
 }
 
 // PrometheusFailure judges a Prometheus gate's value: the failure, or "".
-func PrometheusFailure(g deliveryv1alpha1.Gate, query string, value float64) string {
+// It names the gate by its index, never the value nor the query: the
+// value is of the consumers' namespaces, which are not all the policy's
+// author's (see ConfineQuery).
+func PrometheusFailure(index int, g deliveryv1alpha1.Gate, value float64) string {
 	limit := int64(0)
 	if g.Max != nil {
 		limit = *g.Max
 	}
 	if value > float64(limit) {
-		return fmt.Sprintf("gate Prometheus failed: %s is %g, more than %d", query, value, limit)
+		return fmt.Sprintf("gate Prometheus (spec.gates[%d]) failed: its query's value is more than %d", index, limit)
 	}
 	return ""
 }

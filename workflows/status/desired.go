@@ -18,7 +18,6 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/configmaps"
-	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rbac"
 )
@@ -541,39 +540,35 @@ const maxConsumers = 32
 // streams of each subscriber namespace (syncConsumer). A consumer keeps its
 // Since while it holds the same revision.
 func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
-	content, revision := rendered.Content, rendered.Revision
+	revision := rendered.Revision
 	if revision == "" {
 		return "", "", nil
 	}
-	name, dataKey := topology.ConfigMapName(key), topology.ConfigMapDataKey(key)
+	name := topology.ConfigMapName(key)
 	// Up to date is holding what the plan gives the namespace: the flag
 	// set's revision, unless a rollout holds the namespace at another.
 	plan := v.RolloutPlan(key)
-	want := func(ns string) (string, string) {
+	want := func(ns string) string {
 		if !plan.Staged() {
-			return revision, content
+			return revision
 		}
 		s, _ := v.ServedFor(key, ns)
-		return s.Revision, s.Content
+		return s.Revision
 	}
+	copies := CopiesOf(v, key, obs)
 	planned := map[string]string{}
 	var consumers []v1beta1.ConsumerRevision
 	upToDate := 0
 	for _, ns := range v.ConsumerNamespaces(key) {
-		if !v.ConfigMapNeeded(topology.ConfigMapKey(key, ns)) {
+		held := copies.In(ns)
+		if !held.ConfigMap {
 			continue
 		}
-		wantRevision, wantContent := want(ns)
+		wantRevision := want(ns)
 		planned[ns] = wantRevision
 		c := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: name}
-		if data, ok := obs.ConfigMapData(ns, name); ok {
-			if held, ok := data[dataKey]; ok {
-				// Up to date is a comparison; only a copy behind is hashed.
-				c.Revision = wantRevision
-				if held != wantContent {
-					c.Revision = flagsets.Revision(held)
-				}
-			}
+		if held.ConfigMapHeld {
+			c.Revision = held.ConfigMapRevision
 		}
 		if c.Revision == wantRevision {
 			upToDate++
@@ -586,12 +581,11 @@ func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, ob
 		syncs = so.SyncSubscribers(key)
 	}
 	for _, subs := range syncs {
-		wantRevision, _ := want(subs.Namespace)
-		c, at, ok := syncConsumer(key, subs, wantRevision)
+		c, at, ok := syncConsumer(key, subs, want(subs.Namespace))
 		if !ok {
 			continue
 		}
-		if c.Revision == wantRevision {
+		if c.Revision == want(subs.Namespace) {
 			upToDate++
 		}
 		c.Since = sinceOf(prev, c, at)
@@ -605,8 +599,7 @@ func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, ob
 		if c.Kind == "ConfigMap" {
 			return planned[c.Namespace]
 		}
-		w, _ := want(c.Namespace)
-		return w
+		return want(c.Namespace)
 	}
 	slices.SortStableFunc(consumers, func(a, b v1beta1.ConsumerRevision) int {
 		// Those behind first; then ConfigMaps by namespace, as

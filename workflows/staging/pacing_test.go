@@ -1,4 +1,4 @@
-package controllers
+package staging
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func TestRolloutProgressWritesArePaced(t *testing.T) {
 	served := *progress.DeepCopy()
 	served.StepServedAt = &metav1.Time{Time: now}
 
-	var w rolloutWrites
+	var w Pacing
 	g.Expect(w.progressWait(k, old, progress, now)).To(BeZero(), "never written: now")
 	w.wrote(k, now)
 	g.Expect(w.progressWait(k, old, progress, now.Add(200*time.Millisecond))).To(Equal(300*time.Millisecond), "progress alone waits")

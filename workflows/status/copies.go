@@ -1,0 +1,100 @@
+package status
+
+import (
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
+)
+
+// Copies is what the copies of a flag set in one namespace hold, as
+// flagplane observes them: its generated ConfigMap (when the namespace
+// needs one) and the sync server's streams to the namespace. It is the one
+// answer to "what does this consumer serve": the flag set's delivery
+// status (delivery) and the staged rollouts (staging.Reconciler) both
+// read it.
+type Copies struct {
+	Namespace string
+	// ConfigMap says that the namespace needs a generated ConfigMap of
+	// the flag set; ConfigMapHeld, that the ConfigMap exists and holds a
+	// copy, of ConfigMapRevision.
+	ConfigMap         bool
+	ConfigMapHeld     bool
+	ConfigMapRevision string
+	// Sync are the sync server's streams of the flag set to the
+	// namespace, by revision (nil: none).
+	Sync *SyncSubscribers
+}
+
+// Held is the revision every copy holds: "" when they differ, when one
+// holds nothing yet, or when there is no copy.
+func (c Copies) Held() string {
+	var held []string
+	if c.ConfigMap {
+		if !c.ConfigMapHeld {
+			return ""
+		}
+		held = append(held, c.ConfigMapRevision)
+	}
+	if c.Sync != nil {
+		for _, h := range c.Sync.Held {
+			held = append(held, h.Revision)
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	for _, h := range held[1:] {
+		if h != held[0] {
+			return ""
+		}
+	}
+	return held[0]
+}
+
+// CopiesReader reads the Copies of one flag set, namespace by namespace.
+type CopiesReader struct {
+	v    *topology.View
+	f    topology.Key
+	obs  Observed
+	sync map[string]*SyncSubscribers
+}
+
+// CopiesOf reads what the copies of flag set f hold, from obs (the
+// generated ConfigMaps as the cache holds them; the sync server's streams
+// when obs is a SyncObserved).
+func CopiesOf(v *topology.View, f topology.Key, obs Observed) *CopiesReader {
+	r := &CopiesReader{v: v, f: f, obs: obs, sync: map[string]*SyncSubscribers{}}
+	if so, ok := obs.(SyncObserved); ok {
+		for _, subs := range so.SyncSubscribers(f) {
+			if subs.Streams() > 0 {
+				r.sync[subs.Namespace] = &subs
+			}
+		}
+	}
+	return r
+}
+
+// In is what the copies in namespace hold. A ConfigMap's content is hashed
+// only when it is not the content the plan gives the namespace
+// (topology.View.ServedFor), which is the common case compared instead.
+func (r *CopiesReader) In(namespace string) Copies {
+	c := Copies{Namespace: namespace, Sync: r.sync[namespace]}
+	if !r.v.ConfigMapNeeded(topology.ConfigMapKey(r.f, namespace)) {
+		return c
+	}
+	c.ConfigMap = true
+	data, ok := r.obs.ConfigMapData(namespace, topology.ConfigMapName(r.f))
+	if !ok {
+		return c
+	}
+	held, ok := data[topology.ConfigMapDataKey(r.f)]
+	if !ok {
+		return c
+	}
+	c.ConfigMapHeld = true
+	if s, ok := r.v.ServedFor(r.f, namespace); ok && !s.Held && s.Content == held {
+		c.ConfigMapRevision = s.Revision
+	} else {
+		c.ConfigMapRevision = flagsets.Revision(held)
+	}
+	return c
+}
