@@ -184,8 +184,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		// which the runtime would return to the system only slowly.
 		StartedUp:       releaseStartupMemory,
 		PodAddress:      o.PodAddress,
-		PrometheusGates: o.PrometheusGates,
-		Topology:        topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
+		PrometheusGates: o.PrometheusGates, PrometheusNamespaceLabel: o.PrometheusNamespaceLabel,
+		Topology: topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {
 			o.Sync.SecretNamespace = o.Admission.Namespace

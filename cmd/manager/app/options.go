@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
+	"github.com/flagplane/flagplane/workflows/staging"
 )
 
 // Options configure the manager. DefaultOptions gives the values of the
@@ -115,6 +117,10 @@ type Options struct {
 	// PrometheusGates evaluates the Prometheus gates of rollout policies
 	// (--prometheus-gates): the manager queries the Prometheus each names.
 	PrometheusGates bool
+	// PrometheusNamespaceLabel is the label of a series' namespace that
+	// every Prometheus gate's query is confined by
+	// (--prometheus-namespace-label, default "namespace").
+	PrometheusNamespaceLabel string
 
 	// GatewayAPIPoll is how often to look for Gateway API's CRDs
 	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
@@ -134,22 +140,23 @@ type Options struct {
 // DefaultOptions are the options of a manager started without flags.
 func DefaultOptions() Options {
 	return Options{
-		MetricsBindAddress:     ":8443",
-		MetricsSecure:          true,
-		HealthProbeBindAddress: ":8081",
-		TopologyEndpoint:       true,
-		LeaderElectionID:       "flagplane.core.openfeature.dev",
-		Workers:                2,
-		WebhookPort:            9443,
-		Sidecar:                injection.DefaultSidecarOptions(),
-		InProcess:              injection.DefaultInProcessOptions(),
-		DefaultSyncProvider:    v1beta1.SyncProviderFile,
-		Webhooks:               true,
-		Admission:              webhooks.DefaultOptions(),
-		Sync:                   syncDefaults(),
-		Flagd:                  flagds.DefaultOptions(),
-		Generated:              workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
-		RevisionHistoryLimit:   history.DefaultLimit,
+		MetricsBindAddress:       ":8443",
+		MetricsSecure:            true,
+		HealthProbeBindAddress:   ":8081",
+		TopologyEndpoint:         true,
+		LeaderElectionID:         "flagplane.core.openfeature.dev",
+		Workers:                  2,
+		WebhookPort:              9443,
+		Sidecar:                  injection.DefaultSidecarOptions(),
+		InProcess:                injection.DefaultInProcessOptions(),
+		DefaultSyncProvider:      v1beta1.SyncProviderFile,
+		Webhooks:                 true,
+		Admission:                webhooks.DefaultOptions(),
+		Sync:                     syncDefaults(),
+		Flagd:                    flagds.DefaultOptions(),
+		Generated:                workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
+		RevisionHistoryLimit:     history.DefaultLimit,
+		PrometheusNamespaceLabel: staging.DefaultNamespaceLabel,
 	}
 }
 
@@ -176,6 +183,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
 	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
+	fs.StringVar(&o.PrometheusNamespaceLabel, "prometheus-namespace-label", o.PrometheusNamespaceLabel, "the label that names a series' namespace in the Prometheus that gates query: every series selector of a gate's query is confined to the namespaces that serve the new revision by this label")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
 		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none (the one served and those a rollout names are kept beyond it)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
@@ -226,6 +234,9 @@ func (o Options) Validate() error {
 	}
 	if o.LeaderElection && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id is empty"))
+	}
+	if !model.LabelName(o.PrometheusNamespaceLabel).IsValidLegacy() {
+		errs = append(errs, fmt.Errorf("--prometheus-namespace-label %q is not a Prometheus label name", o.PrometheusNamespaceLabel))
 	}
 	for _, ns := range o.Namespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {

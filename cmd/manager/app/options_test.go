@@ -85,6 +85,24 @@ func TestFlags(t *testing.T) {
 			wantErr: "--revision-history-limit must not be negative, not -1",
 		},
 		{
+			name: "Prometheus gates' queries are confined by the label namespace unless told",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.PrometheusNamespaceLabel).To(Equal("namespace"))
+			},
+		},
+		{
+			name: "--prometheus-namespace-label",
+			args: []string{"--prometheus-namespace-label=kubernetes_namespace"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.PrometheusNamespaceLabel).To(Equal("kubernetes_namespace"))
+			},
+		},
+		{
+			name:    "--prometheus-namespace-label must be a label name",
+			args:    []string{"--prometheus-namespace-label=name-space"},
+			wantErr: `--prometheus-namespace-label "name-space" is not a Prometheus label name`,
+		},
+		{
 			name: "leader election",
 			args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
 			check: func(g Gomega, o Options) {
