@@ -14,7 +14,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // workloadCase is a random workload of one kind, and how to read it as the
@@ -46,7 +46,7 @@ func randomWorkloads(f *randfill.Filler, r *rand.Rand) []workloadCase {
 			tmpl.Annotations[v1beta1.AnnotationEnabled] = "true"
 			tmpl.Annotations[v1beta1.AnnotationFeatureFlagSource] = "a, other/b,c"
 			tmpl.Annotations[v1beta1.AnnotationInProcessConfiguration] = "ipc"
-			tmpl.Annotations[rollout.RestartedAtAnnotation] = "2026-11-28T02:00:00Z"
+			tmpl.Annotations[restarts.RestartedAtAnnotation] = "2026-11-28T02:00:00Z"
 		}
 		if r.Intn(3) == 0 {
 			tmpl.Spec.ServiceAccountName = ""

@@ -32,7 +32,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/rbac"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 	"github.com/flagplane/flagplane/workflows/staging"
 	"github.com/flagplane/flagplane/workflows/status"
 )
@@ -142,7 +142,7 @@ type Controller struct {
 	configMapWF *configmaps.Reconciler
 	statusWF    *status.Updater
 	rbacWF      *rbac.Reconciler
-	rolloutWF   *rollout.Reconciler
+	rolloutWF   *restarts.Reconciler
 	annotWF     *status.AnnotationReporter
 
 	// The Flagd kind (flagd_callbacks.go).
@@ -151,7 +151,7 @@ type Controller struct {
 
 	// owners resolves pods to their workloads; podOwners are the workloads
 	// known through their pods.
-	owners    rollout.Owners
+	owners    restarts.Owners
 	podOwners podOwners
 
 	handlers []toolscache.ResourceEventHandlerRegistration
@@ -170,7 +170,7 @@ type Controller struct {
 
 // CacheOptions restricts the cache to what flagplane needs: generated
 // ConfigMaps, Roles and RoleBindings by their managed-by label (the values
-// gen owns: GeneratedMetadata.Selector), pods slim (rollout.SlimPod),
+// gen owns: GeneratedMetadata.Selector), pods slim (restarts.SlimPod),
 // workloads slim and other objects without managedFields unless generated
 // (FeatureFlags keep theirs without field sets: cache_transforms.go),
 // ReplicaSets and Jobs as metadata only (see New). Use it when building the
@@ -183,7 +183,7 @@ func CacheOptions(base cache.Options, gen workflows.GeneratedMetadata) cache.Opt
 	base.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.Role{}] = cache.ByObject{Label: managed}
 	base.ByObject[&rbacv1.RoleBinding{}] = cache.ByObject{Label: managed}
-	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: rollout.SlimPod}
+	base.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: restarts.SlimPod}
 	// Workloads keep what the graph reads of them (cache_transforms.go);
 	// every other object loses its managedFields and last-applied record,
 	// unless flagplane generated it.
@@ -236,7 +236,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		client: client.WithFieldOwner(mgr.GetClient(), v1beta1.FieldManager),
 		cache:  mgr.GetCache(),
 		opts:   opts,
-		owners: rollout.Owners{Reader: mgr.GetCache()},
+		owners: restarts.Owners{Reader: mgr.GetCache()},
 	}
 	writes := func(kind string) func(string) {
 		return func(verb string) {
@@ -252,7 +252,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		SyncReports: &c.syncReports, Deliveries: &c.deliveries}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
-	c.rolloutWF = &rollout.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: rollout.WorkloadPods{Reader: c.cache}}
+	c.rolloutWF = &restarts.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: restarts.WorkloadPods{Reader: c.cache}}
 	c.annotWF = &status.AnnotationReporter{Client: c.client, Events: events}
 	c.stagingWF = &staging.Reconciler{Reader: c.cache, Writer: c.client, Graph: c.topo, Events: events,
 		Observed: func(ctx context.Context) status.Observed { return c.statusWF.Observed(ctx) },
@@ -273,7 +273,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 
 	// Rollouts (and the healer) compare a workload's pods with what they would get now.
-	if err := rollout.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := restarts.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {

@@ -8,7 +8,7 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies,verbs=get;list;watch
@@ -80,7 +80,7 @@ func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) err
 }
 
 // workloadOfPod adapts the owners of pods to what staging reads.
-type workloadOfPod struct{ owners rollout.Owners }
+type workloadOfPod struct{ owners restarts.Owners }
 
 func (o workloadOfPod) WorkloadOf(ctx context.Context, namespace string, pod *corev1.Pod) (topology.Key, bool) {
 	res := o.owners.WorkloadOf(ctx, namespace, pod)

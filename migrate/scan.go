@@ -29,7 +29,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Scheme is what a client given to Scan and Apply must know: client-go's
@@ -117,7 +117,7 @@ func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
 	var out []ofoPod
 	err := each(ctx, s.c, &corev1.PodList{}, func(obj client.Object) error {
 		pod := obj.(*corev1.Pod)
-		if _, ours := pod.Annotations[rollout.AnnotationInjection]; ours {
+		if _, ours := pod.Annotations[restarts.AnnotationInjection]; ours {
 			return nil
 		}
 		var flagd *corev1.Container

@@ -25,7 +25,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // clusterManifests is a graph of n Deployments in n/100 namespaces: in
@@ -149,7 +149,7 @@ func newAdmissionFixture(tb testing.TB, n int) *admissionFixture {
 	}).Build()
 	f.mutator = &PodMutator{
 		Graph:        g,
-		Resolver:     rollout.Owners{Reader: cache},
+		Resolver:     restarts.Owners{Reader: cache},
 		ConfigMaps:   NewConfigMapEnsurer(cache, api, api, workflows.DefaultSettings()),
 		Options:      injection.DefaultOptions(),
 		WorkloadWait: time.Second,

@@ -20,7 +20,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Reasons of the Event on a workload that the Healer restarts.
@@ -67,7 +67,7 @@ const (
 // "healer" (SetupWithManager, healer_controller.go), keyed by workload.
 type Healer struct {
 	Graph    Graph
-	Resolver rollout.Owners
+	Resolver restarts.Owners
 	// Cache is the manager's cache: the pod informer, and what Heal reads
 	// unless Reader is set.
 	Cache  cache.Cache
@@ -150,10 +150,10 @@ func needsLook(pod metav1.Object) bool {
 		return false
 	}
 	a := pod.GetAnnotations()
-	_, injected := a[rollout.AnnotationInjection]
-	_, incomplete := a[rollout.AnnotationIncomplete]
-	_, unresolved := a[rollout.AnnotationUnresolved]
-	_, refused := a[rollout.AnnotationRefused]
+	_, injected := a[restarts.AnnotationInjection]
+	_, incomplete := a[restarts.AnnotationIncomplete]
+	_, unresolved := a[restarts.AnnotationUnresolved]
+	_, refused := a[restarts.AnnotationRefused]
 	return !injected || incomplete || unresolved || refused
 }
 
@@ -171,7 +171,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if inj.Empty() {
 		return 0, nil
 	}
-	obj, pods, err := rollout.WorkloadPods{Reader: h.reader()}.CurrentPods(ctx, w)
+	obj, pods, err := restarts.WorkloadPods{Reader: h.reader()}.CurrentPods(ctx, w)
 	if err != nil || obj == nil {
 		return 0, err
 	}
@@ -183,8 +183,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		if !needsLook(p) {
 			continue
 		}
-		got := p.Annotations[rollout.AnnotationInjection]
-		_, incomplete := p.Annotations[rollout.AnnotationIncomplete]
+		got := p.Annotations[restarts.AnnotationInjection]
+		_, incomplete := p.Annotations[restarts.AnnotationIncomplete]
 		if incomplete && got != "" {
 			if lack = h.lackedNow(ctx, p, inj); len(lack.exist) == 0 {
 				// Still nothing better to give it: what it lacks is still
@@ -222,7 +222,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if healed && now.Sub(last) < h.Backoff && !resolved {
 		return h.Backoff - now.Sub(last), nil
 	}
-	if err := rollout.Restart(ctx, h.Client, obj, now); err != nil {
+	if err := restarts.Restart(ctx, h.Client, obj, now); err != nil {
 		return 0, err
 	}
 	h.mu.Lock()
@@ -230,13 +230,13 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.lastCulprit[w] = culprit.UID
 	h.mu.Unlock()
 	reason, why := h.why(v, w, culprit, lack)
-	if _, refused := culprit.Annotations[rollout.AnnotationRefused]; refused {
+	if _, refused := culprit.Annotations[restarts.AnnotationRefused]; refused {
 		// Its workload's injection has changed since the sidecar was
 		// refused (PodMutator): its successor gets what it is now.
-		reason, why = EventInjectionMissing, "was admitted without its flagd sidecar ("+culprit.Annotations[rollout.AnnotationRefused]+
+		reason, why = EventInjectionMissing, "was admitted without its flagd sidecar ("+culprit.Annotations[restarts.AnnotationRefused]+
 			"), and its workload's injection has changed since"
 	} else if resolved {
-		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[rollout.AnnotationUnresolved]+
+		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[restarts.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
 	}
 	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "pod", culprit.Name, "reason", reason)
@@ -254,7 +254,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 // never seen by it. Creation times have whole seconds; within the second
 // of the targeting, the pod's record decides.
 func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod, lack lacked) (reason, why string) {
-	if _, incomplete := pod.Annotations[rollout.AnnotationIncomplete]; incomplete {
+	if _, incomplete := pod.Annotations[restarts.AnnotationIncomplete]; incomplete {
 		// What the decision to heal found, not a second look at the cache.
 		return EventInjectionMissing, lack.String()
 	}
@@ -264,7 +264,7 @@ func (h *Healer) why(v *topology.View, w topology.Key, pod *corev1.Pod, lack lac
 	created := pod.CreationTimestamp.Time // whole seconds
 	before := known && created.Before(since.Truncate(time.Second))
 	by := targetedBy(v, w)
-	_, admitted := pod.Annotations[rollout.AnnotationAdmitted]
+	_, admitted := pod.Annotations[restarts.AnnotationAdmitted]
 	switch {
 	case before:
 		return EventTargeted, fmt.Sprintf("was created before the %s was targeted by %s", w.Kind, by)
@@ -310,7 +310,7 @@ type lacked struct {
 // mounts exists: the restarted pods get them all.
 func (h *Healer) lackedNow(ctx context.Context, pod *corev1.Pod, inj *injection.Injection) lacked {
 	var out lacked
-	for _, name := range strings.Split(pod.Annotations[rollout.AnnotationIncomplete], ",") {
+	for _, name := range strings.Split(pod.Annotations[restarts.AnnotationIncomplete], ",") {
 		ns, n, ok := strings.Cut(name, "/")
 		if !ok {
 			continue

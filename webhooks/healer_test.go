@@ -20,7 +20,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client, *events.FakeRecorder, *time.Time) {
@@ -32,11 +32,11 @@ func healerFixture(t *testing.T, objs ...client.Object) (*Healer, client.Client,
 		return nil
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, rollout.ControllerIndex, byController).
-		WithIndex(&appsv1.ReplicaSet{}, rollout.ControllerIndex, byController).Build()
+		WithIndex(&corev1.Pod{}, restarts.ControllerIndex, byController).
+		WithIndex(&appsv1.ReplicaSet{}, restarts.ControllerIndex, byController).Build()
 	rec := events.NewFakeRecorder(10)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: rollout.Owners{Reader: c}, Reader: c, Client: c,
+	h := &Healer{Graph: newGraph(t, graphManifests), Resolver: restarts.Owners{Reader: c}, Reader: c, Client: c,
 		Events: rec, Options: injection.DefaultOptions(), Backoff: 5 * time.Minute, Now: func() time.Time { return now }}
 	return h, c, rec, &now
 }
@@ -47,7 +47,7 @@ func webDeployment(restartedAt string) *appsv1.Deployment {
 	d.Spec.Template.Labels = map[string]string{"app": "web"}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app"}}
 	if restartedAt != "" {
-		d.Spec.Template.Annotations = map[string]string{rollout.RestartedAtAnnotation: restartedAt}
+		d.Spec.Template.Annotations = map[string]string{restarts.RestartedAtAnnotation: restartedAt}
 	}
 	return d
 }
@@ -69,14 +69,14 @@ func restartedAtOf(t *testing.T, c client.Client) string {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	return d.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
+	return d.Spec.Template.Annotations[restarts.RestartedAtAnnotation]
 }
 
 func TestHealer(t *testing.T) {
 	ctx := context.Background()
 	web := topology.WorkloadKey(topology.KindDeployment, "shop", "web")
 	created := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
-	injected := map[string]string{rollout.AnnotationInjection: "abc"}
+	injected := map[string]string{restarts.AnnotationInjection: "abc"}
 
 	t.Run("pods that all have their injection: nothing", func(t *testing.T) {
 		g := NewWithT(t)
@@ -106,7 +106,7 @@ func TestHealer(t *testing.T) {
 	// What the Event says, from the pod's admission record and when this
 	// process saw the workload become targeted (an hour after the first
 	// pod, at 12:00:00.700). Creation times have whole seconds.
-	admitted := map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+	admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
 	targeted := created.Add(time.Hour + 700*time.Millisecond)
 	for _, tc := range []struct {
 		name        string
@@ -173,7 +173,7 @@ func TestHealer(t *testing.T) {
 
 	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
 		g := NewWithT(t)
-		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/checkout"}
+		incomplete := map[string]string{restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/checkout"}
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
@@ -195,7 +195,7 @@ func TestHealer(t *testing.T) {
 	t.Run("what an incomplete pod lacked and its workload no longer mounts is not claimed to exist", func(t *testing.T) {
 		g := NewWithT(t)
 		// shop/gone is no flag set of web's: its ConfigMap exists nowhere.
-		incomplete := map[string]string{rollout.AnnotationInjection: "abc", rollout.AnnotationIncomplete: "shop/gone"}
+		incomplete := map[string]string{restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/gone"}
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
 			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
@@ -207,7 +207,7 @@ func TestHealer(t *testing.T) {
 		By := "lacking one that exists and one that is gone: healed, and the Event tells them apart"
 		p := &corev1.Pod{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web-1-a"}, p)).To(Succeed())
-		p.Annotations[rollout.AnnotationIncomplete] = "shop/checkout,shop/gone"
+		p.Annotations[restarts.AnnotationIncomplete] = "shop/checkout,shop/gone"
 		g.Expect(c.Update(ctx, p)).To(Succeed())
 		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
 		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty(), By)
@@ -219,7 +219,7 @@ func TestHealer(t *testing.T) {
 		probe, _, _, _ := healerFixture(t)
 		desired := injection.Desired(probe.Graph.Topology().Snapshot(), web, probe.Options).Fingerprint()
 		unresolved := func(fingerprint string) map[string]string {
-			return map[string]string{rollout.AnnotationInjection: fingerprint, rollout.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
+			return map[string]string{restarts.AnnotationInjection: fingerprint, restarts.AnnotationUnresolved: "FeatureFlagSource shop/missing"}
 		}
 
 		h, c, _, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, unresolved(desired)))
@@ -259,7 +259,7 @@ func TestHealer(t *testing.T) {
 		for i := range many {
 			many[i] = "FeatureFlagSource shop/" + strings.Repeat("s", 60) + strconv.Itoa(i)
 		}
-		unresolved := map[string]string{rollout.AnnotationInjection: "older", rollout.AnnotationUnresolved: strings.Join(many, ",")}
+		unresolved := map[string]string{restarts.AnnotationInjection: "older", restarts.AnnotationUnresolved: strings.Join(many, ",")}
 		p := pod("web-1-a", "web-1", created, unresolved)
 		p.UID = "web-1-a"
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), p)

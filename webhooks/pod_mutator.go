@@ -22,7 +22,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -34,7 +34,7 @@ type ConfigMaps interface {
 // PodMutator is the mutating Pod webhook's handler. See the package documentation.
 type PodMutator struct {
 	Graph      Graph
-	Resolver   rollout.Owners
+	Resolver   restarts.Owners
 	ConfigMaps ConfigMaps
 	Options    injection.Options
 	// WorkloadWait bounds the wait for the graph to know the pod's workload.
@@ -87,7 +87,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
-	if _, done := pod.Annotations[rollout.AnnotationInjection]; done {
+	if _, done := pod.Annotations[restarts.AnnotationInjection]; done {
 		return admission.Allowed("injected already")
 	}
 	ns := req.Namespace
@@ -129,16 +129,16 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		// The pod's record that the webhook saw it: should its workload be
 		// targeted later, the Healer tells "admitted before flagplane knew"
 		// from "the webhook was not reached" by it, whichever replica admitted it.
-		marks := map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+		marks := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
 		why := "nothing to inject: no source or in-process configuration applies to " + res.Workload.String()
 		if refusal != nil {
-			marks[rollout.AnnotationRefused] = refusal.String()
+			marks[restarts.AnnotationRefused] = refusal.String()
 			why = "nothing injected into a pod of " + res.Workload.String() + ": " + refusal.String()
 		}
 		if refused != "" {
 			// The workload's injection is not empty: the webhook refused it.
-			delete(marks, rollout.AnnotationAdmitted)
-			marks[rollout.AnnotationInjection] = refused
+			delete(marks, restarts.AnnotationAdmitted)
+			marks[restarts.AnnotationInjection] = refused
 		}
 		return admission.Patched(why, annotate(pod, marks)...).WithWarnings(capWarnings(warnings)...)
 	}
@@ -169,24 +169,24 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if inj.Sidecar != nil && len(mutated.Spec.InitContainers) > 0 && mutated.Spec.InitContainers[len(mutated.Spec.InitContainers)-1].Name == inj.Sidecar.Name {
 		maps.Copy(mutated.Annotations, inj.PodAnnotations)
 	}
-	mutated.Annotations[rollout.AnnotationInjection] = inj.Fingerprint()
+	mutated.Annotations[restarts.AnnotationInjection] = inj.Fingerprint()
 	if refused != "" {
-		mutated.Annotations[rollout.AnnotationInjection] = refused
+		mutated.Annotations[restarts.AnnotationInjection] = refused
 	}
-	delete(mutated.Annotations, rollout.AnnotationAdmitted) // a copy's, of an earlier admission
+	delete(mutated.Annotations, restarts.AnnotationAdmitted) // a copy's, of an earlier admission
 	if inj.RolloutOnChange(v) {
-		mutated.Annotations[rollout.AnnotationRolloutOnChange] = "true"
+		mutated.Annotations[restarts.AnnotationRolloutOnChange] = "true"
 	}
 	if refusal != nil {
-		mutated.Annotations[rollout.AnnotationRefused] = refusal.String()
+		mutated.Annotations[restarts.AnnotationRefused] = refusal.String()
 	}
 	if len(incomplete) > 0 {
-		mutated.Annotations[rollout.AnnotationIncomplete] = strings.Join(incomplete, ",")
+		mutated.Annotations[restarts.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
 	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
 		// What it names but did not get: the healer rolls the workload
 		// once that resolves, as the warning promises.
-		mutated.Annotations[rollout.AnnotationUnresolved] = strings.Join(unresolved, ",")
+		mutated.Annotations[restarts.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
 	fitAnnotations(mutated.Annotations)
 	raw, err := json.Marshal(mutated)
@@ -251,14 +251,14 @@ const maxListBytes = 4 * 1024
 // once those exist, and its successor is admitted with what is still
 // missing. What the pod's own annotations take is not flagplane's to cut.
 func fitAnnotations(a map[string]string) {
-	if v, ok := a[rollout.AnnotationUnresolved]; ok {
-		a[rollout.AnnotationUnresolved] = cutList(v, maxListBytes)
+	if v, ok := a[restarts.AnnotationUnresolved]; ok {
+		a[restarts.AnnotationUnresolved] = cutList(v, maxListBytes)
 	}
 	total := 0
 	for k, v := range a {
 		total += len(k) + len(v)
 	}
-	for _, k := range []string{rollout.AnnotationUnresolved, rollout.AnnotationIncomplete} {
+	for _, k := range []string{restarts.AnnotationUnresolved, restarts.AnnotationIncomplete} {
 		v, ok := a[k]
 		if !ok || total <= maxAnnotationsBytes {
 			continue

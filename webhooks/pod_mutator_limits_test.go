@@ -15,7 +15,7 @@ import (
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // overLimitManifests: Deployment "big" is targeted by two sources of 250
@@ -86,12 +86,12 @@ func TestPodMutatorRefusesASidecarOverALimit(t *testing.T) {
 		got := patched(t, pod, resp)
 		g.Expect(sidecarOf(got)).To(BeNil())
 		g.Expect(got.Spec.Containers[0].Env).To(BeEmpty())
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationAdmitted, rollout.AdmittedNothingToInject))
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationRefused, And(
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationAdmitted, restarts.AdmittedNothingToInject))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationRefused, And(
 			ContainSubstring("flagd sidecar not injected: flagd's --sources argument would be"),
 			ContainSubstring("over the 131071 bytes of MAX_ARG_STRLEN"),
 			ContainSubstring("500 flag sources from 2 FeatureFlagSource(s)"))))
-		g.Expect(resp.Warnings).To(ContainElement(got.Annotations[rollout.AnnotationRefused]))
+		g.Expect(resp.Warnings).To(ContainElement(got.Annotations[restarts.AnnotationRefused]))
 		g.Expect(recorder.Events).To(Receive(And(ContainSubstring("Warning "+EventInjectionRefused),
 			ContainSubstring("a pod of Deployment big was admitted without its flagd sidecar: flagd sidecar not injected"))))
 	})
@@ -105,9 +105,9 @@ func TestPodMutatorRefusesASidecarOverALimit(t *testing.T) {
 		got := patched(t, pod, resp)
 		g.Expect(sidecarOf(got)).To(BeNil())
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "in-process"}))
-		g.Expect(got.Annotations).To(HaveKey(rollout.AnnotationRefused))
+		g.Expect(got.Annotations).To(HaveKey(restarts.AnnotationRefused))
 		want, _ := injection.DesiredWithRefusal(graph.topo.Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "big-ip"), injection.DefaultOptions())
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationInjection, want.Fingerprint()))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationInjection, want.Fingerprint()))
 		g.Expect(recorder.Events).To(Receive())
 	})
 
@@ -116,7 +116,7 @@ func TestPodMutatorRefusesASidecarOverALimit(t *testing.T) {
 		recorder := events.NewFakeRecorder(10)
 		pod := podOwnedBy("ReplicaSet", "big-1", map[string]string{"app": "big"})
 		got := patched(t, pod, mutator(recorder).Handle(ctx, request(t, admissionv1.Create, pod, true)))
-		g.Expect(got.Annotations).To(HaveKey(rollout.AnnotationRefused))
+		g.Expect(got.Annotations).To(HaveKey(restarts.AnnotationRefused))
 		g.Expect(recorder.Events).NotTo(Receive())
 	})
 }
@@ -139,11 +139,11 @@ func TestPodMutatorRefusesASidecarThatMakesThePodTooLarge(t *testing.T) {
 	got := patched(t, pod, resp)
 	g.Expect(sidecarOf(got)).To(BeNil())
 	g.Expect(got.Spec.Volumes).To(BeEmpty())
-	g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationRefused, ContainSubstring("the pod would be")))
+	g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationRefused, ContainSubstring("the pod would be")))
 	want := injection.Desired(m.Graph.Topology().Snapshot(), topology.WorkloadKey(topology.KindDeployment, "shop", "web"), injection.DefaultOptions())
 	g.Expect(want.Sidecar).NotTo(BeNil())
-	g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationInjection, want.Fingerprint()))
-	g.Expect(got.Annotations).NotTo(HaveKey(rollout.AnnotationAdmitted))
+	g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationInjection, want.Fingerprint()))
+	g.Expect(got.Annotations).NotTo(HaveKey(restarts.AnnotationAdmitted))
 	g.Expect(recorder.Events).To(Receive(ContainSubstring("etcd's request limit")))
 
 	By := "a pod far from the limit gets its sidecar"
@@ -163,9 +163,9 @@ func TestFitAnnotations(t *testing.T) {
 	}
 	t.Run("the unresolved references are cut at an item, with how many more", func(t *testing.T) {
 		g := NewWithT(t)
-		a := map[string]string{rollout.AnnotationUnresolved: list(5000, "FeatureFlagSource shop/missing")}
+		a := map[string]string{restarts.AnnotationUnresolved: list(5000, "FeatureFlagSource shop/missing")}
 		fitAnnotations(a)
-		got := a[rollout.AnnotationUnresolved]
+		got := a[restarts.AnnotationUnresolved]
 		g.Expect(len(got)).To(BeNumerically("<=", maxListBytes))
 		g.Expect(got).To(HavePrefix("FeatureFlagSource shop/missing-00000,FeatureFlagSource shop/missing-00001,"))
 		g.Expect(got).To(MatchRegexp(`,FeatureFlagSource shop/missing-\d{5},and \d+ more$`))
@@ -173,25 +173,25 @@ func TestFitAnnotations(t *testing.T) {
 	t.Run("the incomplete flag sets are cut only to fit the total", func(t *testing.T) {
 		g := NewWithT(t)
 		incomplete := list(1000, "shop/flags")
-		a := map[string]string{rollout.AnnotationIncomplete: incomplete, "team": "shop"}
+		a := map[string]string{restarts.AnnotationIncomplete: incomplete, "team": "shop"}
 		fitAnnotations(a)
-		g.Expect(a[rollout.AnnotationIncomplete]).To(Equal(incomplete))
+		g.Expect(a[restarts.AnnotationIncomplete]).To(Equal(incomplete))
 
-		a = map[string]string{rollout.AnnotationIncomplete: incomplete, "big": strings.Repeat("b", maxAnnotationsBytes-10_000)}
+		a = map[string]string{restarts.AnnotationIncomplete: incomplete, "big": strings.Repeat("b", maxAnnotationsBytes-10_000)}
 		fitAnnotations(a)
 		total := 0
 		for k, v := range a {
 			total += len(k) + len(v)
 		}
 		g.Expect(total).To(BeNumerically("<=", maxAnnotationsBytes))
-		g.Expect(a[rollout.AnnotationIncomplete]).To(MatchRegexp(`^shop/flags-00000,.*,shop/flags-\d{5},and \d+ more$`))
+		g.Expect(a[restarts.AnnotationIncomplete]).To(MatchRegexp(`^shop/flags-00000,.*,shop/flags-\d{5},and \d+ more$`))
 		g.Expect(a["big"]).To(HaveLen(maxAnnotationsBytes-10_000), "the pod's own are not flagplane's to cut")
 	})
 	t.Run("short lists are left alone", func(t *testing.T) {
 		g := NewWithT(t)
-		a := map[string]string{rollout.AnnotationUnresolved: "FeatureFlagSource shop/a", rollout.AnnotationIncomplete: "shop/b"}
+		a := map[string]string{restarts.AnnotationUnresolved: "FeatureFlagSource shop/a", restarts.AnnotationIncomplete: "shop/b"}
 		fitAnnotations(a)
-		g.Expect(a).To(Equal(map[string]string{rollout.AnnotationUnresolved: "FeatureFlagSource shop/a", rollout.AnnotationIncomplete: "shop/b"}))
+		g.Expect(a).To(Equal(map[string]string{restarts.AnnotationUnresolved: "FeatureFlagSource shop/a", restarts.AnnotationIncomplete: "shop/b"}))
 	})
 }
 
@@ -224,11 +224,11 @@ func TestHealerAndARefusedSidecar(t *testing.T) {
 		rolled      bool
 	}{
 		{"recorded the workload's injection as it is: left be",
-			map[string]string{rollout.AnnotationInjection: now, rollout.AnnotationRefused: why}, false},
+			map[string]string{restarts.AnnotationInjection: now, restarts.AnnotationRefused: why}, false},
 		{"the workload's injection changed since: rolled",
-			map[string]string{rollout.AnnotationInjection: "older", rollout.AnnotationRefused: why}, true},
+			map[string]string{restarts.AnnotationInjection: "older", restarts.AnnotationRefused: why}, true},
 		{"all of it refused, and the workload's injection is not empty now: rolled",
-			map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject, rollout.AnnotationRefused: why}, true},
+			map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject, restarts.AnnotationRefused: why}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -26,7 +26,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 const graphManifests = `
@@ -198,7 +198,7 @@ func patched(t testing.TB, pod *corev1.Pod, resp admission.Response) *corev1.Pod
 func newMutator(t testing.TB, reader client.Reader, ensurer ConfigMaps) *PodMutator {
 	return &PodMutator{
 		Graph:        newGraph(t, graphManifests),
-		Resolver:     rollout.Owners{Reader: reader},
+		Resolver:     restarts.Owners{Reader: reader},
 		ConfigMaps:   ensurer,
 		Options:      injection.DefaultOptions(),
 		WorkloadWait: 50 * time.Millisecond,
@@ -230,7 +230,7 @@ func TestPodMutator(t *testing.T) {
 		g.Expect(sidecarOf(got).RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		g.Expect(got.Spec.Volumes).To(HaveLen(1))
 		g.Expect(got.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}))
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationInjection, Not(BeEmpty())))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationInjection, Not(BeEmpty())))
 		g.Expect(got.Annotations).NotTo(HaveKey(injection.AnnotationAllowKubernetesSync), "the file provider")
 		g.Expect(ens.calls).To(ConsistOf(cmKey))
 
@@ -288,7 +288,7 @@ spec:
 		resp := m.Handle(ctx, request(t, admissionv1.Create, pod, false))
 		got := patched(t, pod, resp)
 		g.Expect(sidecarOf(got)).NotTo(BeNil(), "what resolves is injected")
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationUnresolved, "FeatureFlagSource shop/missing"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationUnresolved, "FeatureFlagSource shop/missing"))
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("FeatureFlagSource shop/missing, which does not exist")))
 	})
 
@@ -337,7 +337,7 @@ spec:
 		got := patched(t, pod, resp)
 		g.Expect(got.Spec.Volumes).To(BeEmpty())
 		g.Expect(sidecarOf(got)).To(BeNil(), "its only source is left out")
-		g.Expect(got.Annotations).To(HaveKeyWithValue(rollout.AnnotationIncomplete, "shop/checkout"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationIncomplete, "shop/checkout"))
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("flag set shop/checkout left out of this pod")))
 	})
 
@@ -361,7 +361,7 @@ spec:
 				g.Expect(resp.Allowed).To(BeTrue())
 				got := patched(t, pod, resp)
 				want := pod.DeepCopy()
-				want.Annotations = map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+				want.Annotations = map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
 				for k, v := range tc.annotations {
 					want.Annotations[k] = v
 				}
@@ -377,11 +377,11 @@ spec:
 	t.Run("a pod admitted with nothing to inject before its workload was targeted is injected like any other once it is", func(t *testing.T) {
 		g := NewWithT(t)
 		pod := podOwnedBy("ReplicaSet", "web-5d4f8", map[string]string{"app": "web", "pod-template-hash": "5d4f8"})
-		pod.Annotations = map[string]string{rollout.AnnotationAdmitted: rollout.AdmittedNothingToInject}
+		pod.Annotations = map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
 		got := patched(t, pod, newMutator(t, reader, &recordingEnsurer{}).Handle(ctx, request(t, admissionv1.Create, pod, false)))
 		g.Expect(sidecarOf(got)).NotTo(BeNil(), "the record never keeps the webhook from looking at a pod")
-		g.Expect(got.Annotations).To(HaveKey(rollout.AnnotationInjection))
-		g.Expect(got.Annotations).NotTo(HaveKey(rollout.AnnotationAdmitted), "what it got now is its record")
+		g.Expect(got.Annotations).To(HaveKey(restarts.AnnotationInjection))
+		g.Expect(got.Annotations).NotTo(HaveKey(restarts.AnnotationAdmitted), "what it got now is its record")
 	})
 
 	t.Run("an opted-in pod that is no workload's is told why it gets nothing", func(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Paths the webhooks are served at; config/webhook points the
@@ -264,7 +264,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		}
 	}
 
-	resolver := rollout.Owners{Reader: mgr.GetCache()}
+	resolver := restarts.Owners{Reader: mgr.GetCache()}
 	a.PodMutator = &PodMutator{
 		Graph:    g,
 		Resolver: resolver,

@@ -24,7 +24,7 @@ var layers = map[string][]string{
 	"workflows/blast":                  {"injection", "flagdversion"},
 	"workflows/configmaps":             {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/rbac":                   {"workflows", "flagsets", "injection", "flagdversion"},
-	"workflows/rollout":                {"workflows", "flagsets", "injection", "flagdversion"},
+	"workflows/restarts":               {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
 	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
 	"workflows/history":                {"workflows", "flagsets", "injection", "flagdversion"},

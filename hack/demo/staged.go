@@ -19,7 +19,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // The staged-delivery scene: FeatureFlag pricing of the demo's namespace,
@@ -402,7 +402,7 @@ func (d *demo) stagedPod(ctx context.Context, ns string, ok func(*corev1.Pod) bo
 				live = append(live, &pods.Items[i])
 			}
 		}
-		if len(live) != 1 || live[0].Annotations[rollout.AnnotationInjection] == "" || !ok(live[0]) {
+		if len(live) != 1 || live[0].Annotations[restarts.AnnotationInjection] == "" || !ok(live[0]) {
 			return false, nil
 		}
 		pod = live[0]

@@ -14,7 +14,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/webhooks"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Serial: it stops the operator that the other specs rely on.
@@ -30,14 +30,14 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		orphan := pods(ctx, ns, "web")()[0]
 		Expect(orphan).NotTo(HaveSidecar())
-		Expect(orphan.Annotations).NotTo(HaveKey(rollout.AnnotationInjection))
-		Expect(orphan.Annotations).NotTo(HaveKey(rollout.AnnotationAdmitted), "no webhook saw it")
+		Expect(orphan.Annotations).NotTo(HaveKey(restarts.AnnotationInjection))
+		Expect(orphan.Annotations).NotTo(HaveKey(restarts.AnnotationAdmitted), "no webhook saw it")
 
 		By("the operator is back: the Deployment is restarted and its new Pod has the sidecar")
 		operator = startOperator()
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-			return web.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
+			return web.Spec.Template.Annotations[restarts.RestartedAtAnnotation]
 		}).ShouldNot(BeEmpty())
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Eventually(func() []eventsv1.Event {
@@ -52,11 +52,11 @@ var _ = Describe("Healing", Serial, func() {
 		)))
 
 		By("the old Pod, which the rollout replaces, does not roll the Deployment again")
-		restartedAt := web.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
+		restartedAt := web.Spec.Template.Annotations[restarts.RestartedAtAnnotation]
 		Consistently(func() string {
 			d := &appsv1.Deployment{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), d)).To(Succeed())
-			return d.Spec.Template.Annotations[rollout.RestartedAtAnnotation]
+			return d.Spec.Template.Annotations[restarts.RestartedAtAnnotation]
 		}, "5s").Should(Equal(restartedAt))
 	})
 
@@ -66,13 +66,13 @@ var _ = Describe("Healing", Serial, func() {
 		create(ctx, flagSet(ns, "checkout"), web)
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		Expect(pods(ctx, ns, "web")()[0]).NotTo(HaveSidecar())
-		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(rollout.AnnotationAdmitted, rollout.AdmittedNothingToInject),
+		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(restarts.AnnotationAdmitted, restarts.AdmittedNothingToInject),
 			"the webhook saw it, with nothing to inject")
 
 		create(ctx, source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web")))
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(), mountsFlagSet(ns, "checkout"))))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		Expect(web.Spec.Template.Annotations).To(HaveKey(rollout.RestartedAtAnnotation))
+		Expect(web.Spec.Template.Annotations).To(HaveKey(restarts.RestartedAtAnnotation))
 		Eventually(healEvents(ctx, ns)).Should(ContainElement(And(
 			HaveField("Reason", webhooks.EventTargeted),
 			// Created before it, or (within the same second) admitted before flagplane knew.
@@ -106,7 +106,7 @@ var _ = Describe("Healing", Serial, func() {
 			Spec: v1beta1.InProcessConfigurationSpec{EnvVarPrefix: "my-prefix", CacheMaxSize: 11}}
 		create(ctx, first, web)
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(appEnv("my-prefix_MAX_CACHE_SIZE", "11")))
-		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(rollout.AnnotationUnresolved, "InProcessConfiguration "+ns+"/second"))
+		Expect(pods(ctx, ns, "web")()[0].Annotations).To(HaveKeyWithValue(restarts.AnnotationUnresolved, "InProcessConfiguration "+ns+"/second"))
 
 		second := &v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
 			Spec: v1beta1.InProcessConfigurationSpec{EnvVarPrefix: "my-second-prefix", Host: "my-host"}}
@@ -132,7 +132,7 @@ var _ = Describe("Healing", Serial, func() {
 		Eventually(pods(ctx, ns, "web")).Should(HaveLen(1))
 		admitted := pods(ctx, ns, "web")()[0]
 		Expect(admitted).NotTo(HaveSidecar())
-		Expect(admitted.Annotations).To(HaveKeyWithValue(rollout.AnnotationAdmitted, rollout.AdmittedNothingToInject))
+		Expect(admitted.Annotations).To(HaveKeyWithValue(restarts.AnnotationAdmitted, restarts.AdmittedNothingToInject))
 
 		By("the source's selector comes to match the Deployment while the operator is down: the process that heals never sees it become targeted")
 		operator.stop()

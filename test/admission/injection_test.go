@@ -16,7 +16,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/webhooks/certs"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 var _ = Describe("Pod injection", func() {
@@ -32,7 +32,7 @@ var _ = Describe("Pod injection", func() {
 		Expect(pod).To(mountsFlagSet(ns, "checkout"))
 		Expect(pod).To(appEnv("FLAGD_RESOLVER", "rpc"))
 		Expect(pod).To(appEnv("FLAGD_PORT", "8013"))
-		Expect(pod.Annotations).To(HaveKeyWithValue(rollout.AnnotationInjection, Not(BeEmpty())))
+		Expect(pod.Annotations).To(HaveKeyWithValue(restarts.AnnotationInjection, Not(BeEmpty())))
 		fd := sidecar(pod)
 		Expect(fd.Args[:2]).To(Equal([]string{"start", "--management-port"}))
 		Expect(arg(fd, "--sources")).To(MatchJSON(`[{"uri":"/etc/flagd/` + ns + `_checkout/` + ns + `_checkout.flagd.json","provider":"file"}]`))
@@ -61,7 +61,7 @@ var _ = Describe("Pod injection", func() {
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(HaveSidecar()))
 		Eventually(pods(ctx, ns, "other")).ShouldNot(BeEmpty())
 		Expect(pods(ctx, ns, "other")()).To(HaveEach(Not(HaveSidecar())), "a Deployment the selector does not match")
-		Expect(pods(ctx, ns, "other")()[0].Annotations).NotTo(HaveKey(rollout.AnnotationInjection))
+		Expect(pods(ctx, ns, "other")()[0].Annotations).NotTo(HaveKey(restarts.AnnotationInjection))
 	})
 
 	It("injects the Pods of a StatefulSet", func(ctx SpecContext) {
@@ -161,7 +161,7 @@ var _ = Describe("Pod injection", func() {
 			return k8s.Update(ctx, pod)
 		}).Should(Succeed())
 		Expect(*pod).NotTo(HaveSidecar())
-		Expect(pod.Annotations).NotTo(HaveKey(rollout.AnnotationInjection))
+		Expect(pod.Annotations).NotTo(HaveKey(restarts.AnnotationInjection))
 		Expect(pod.Spec.Containers[0].Env).To(BeEmpty())
 	})
 

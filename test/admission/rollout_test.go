@@ -12,7 +12,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // rolloutOnChange compares a workload's running pods (the injection the
@@ -80,7 +80,7 @@ var _ = Describe("rolloutOnChange", func() {
 		src := source(ns, "flags", []v1beta1.Source{file("checkout")}, targeting("Deployment", "web"), withRollout)
 		create(ctx, flagSet(ns, "checkout"), src, web)
 		Eventually(pods(ctx, ns, "web")).Should(ContainElement(And(HaveSidecar(),
-			HaveField("Annotations", HaveKeyWithValue(rollout.AnnotationRolloutOnChange, "true")))))
+			HaveField("Annotations", HaveKeyWithValue(restarts.AnnotationRolloutOnChange, "true")))))
 		Expect(k8s.Delete(ctx, src)).To(Succeed())
 		Eventually(restartedAt(ctx, web)).ShouldNot(BeEmpty(), "the pods asked for it when they were admitted")
 	})
@@ -107,7 +107,7 @@ var _ = Describe("rolloutOnChange across a restart of the operator", Serial, fun
 		// older configuration looks like this.
 		operator.stop()
 		pod := pods(ctx, ns, "web")()[0]
-		pod.Annotations[rollout.AnnotationInjection] = "admitted-with-an-older-configuration"
+		pod.Annotations[restarts.AnnotationInjection] = "admitted-with-an-older-configuration"
 		Expect(k8s.Update(ctx, &pod)).To(Succeed())
 		operator = startOperator()
 		Eventually(restartedAt(ctx, web)).ShouldNot(BeEmpty(), "the first pass of the new operator rolls it")
@@ -124,6 +124,6 @@ func restartedAt(ctx context.Context, obj client.Object) func() string {
 		case *appsv1.StatefulSet:
 			tmpl = &o.Spec.Template
 		}
-		return tmpl.Annotations[rollout.RestartedAtAnnotation]
+		return tmpl.Annotations[restarts.RestartedAtAnnotation]
 	}
 }

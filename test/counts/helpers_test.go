@@ -26,7 +26,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // newNamespace creates a namespace for a spec, named after prefix or, when
@@ -162,7 +162,7 @@ func readyPod(ctx context.Context, ns, app string, m types.GomegaMatcher, timeou
 
 // injected matches a pod admitted with flagplane's injection.
 func injected() types.GomegaMatcher {
-	return HaveField("ObjectMeta.Annotations", HaveKey(rollout.AnnotationInjection))
+	return HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection))
 }
 
 // sidecarOf returns the injected flagd of a pod.

@@ -16,7 +16,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // worstCase is the pod of a workload in the longest namespace whose
@@ -116,10 +116,10 @@ var _ = Describe("lengths at the edges", func() {
 
 		// Before: flagd was injected, and the node could not start it
 		// ("argument list too long"): the pod never came up.
-		pod := readyPod(ctx, ns, "web", HaveField("ObjectMeta.Annotations", HaveKeyWithValue(rollout.AnnotationRefused,
+		pod := readyPod(ctx, ns, "web", HaveField("ObjectMeta.Annotations", HaveKeyWithValue(restarts.AnnotationRefused,
 			ContainSubstring("flagd sidecar not injected: flagd's --sources argument would be"))), 2*time.Minute)
 		Expect(pod.Spec.InitContainers).To(BeEmpty())
-		Expect(pod.Annotations[rollout.AnnotationRefused]).To(ContainSubstring(fmt.Sprintf("%d flag sources from %d FeatureFlagSource(s)", sources*perSource, sources)))
+		Expect(pod.Annotations[restarts.AnnotationRefused]).To(ContainSubstring(fmt.Sprintf("%d flag sources from %d FeatureFlagSource(s)", sources*perSource, sources)))
 		Eventually(eventsAbout(ctx, ns, "Deployment", "web")).Should(ContainElement(And(HaveField("Reason", webhooks.EventInjectionRefused),
 			HaveField("Note", ContainSubstring("over the 131071 bytes of MAX_ARG_STRLEN")))))
 		Eventually(programmed(ctx, ns, names[0])).Should(And(HaveField("Reason", v1beta1.ReasonSidecarRefused),
@@ -129,7 +129,7 @@ var _ = Describe("lengths at the edges", func() {
 		for _, name := range names[sources-2:] {
 			Expect(k8s.Delete(ctx, &v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		}
-		pod = readyPod(ctx, ns, "web", And(injected(), HaveField("ObjectMeta.Annotations", Not(HaveKey(rollout.AnnotationRefused)))), 3*time.Minute)
+		pod = readyPod(ctx, ns, "web", And(injected(), HaveField("ObjectMeta.Annotations", Not(HaveKey(restarts.AnnotationRefused)))), 3*time.Minute)
 		Expect(sourcesOf(sidecarOf(pod))).To(HaveLen((sources - 2) * perSource))
 		Eventually(eventsAbout(ctx, ns, "Deployment", "web")).Should(ContainElement(And(HaveField("Reason", webhooks.EventInjectionMissing),
 			HaveField("Note", ContainSubstring("was admitted without its flagd sidecar")))))
@@ -150,8 +150,8 @@ var _ = Describe("lengths at the edges", func() {
 		// annotations).
 		create(ctx, deployment(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: strings.Join(refs, ",")}))
 		pod := readyPod(ctx, ns, "web", injected(), 2*time.Minute)
-		Expect(len(pod.Annotations[rollout.AnnotationUnresolved])).To(BeNumerically("<=", 4096))
-		Expect(pod.Annotations[rollout.AnnotationUnresolved]).To(MatchRegexp(`^FeatureFlagSource ` + ns + `/m0000,.*,and \d+ more$`))
+		Expect(len(pod.Annotations[restarts.AnnotationUnresolved])).To(BeNumerically("<=", 4096))
+		Expect(pod.Annotations[restarts.AnnotationUnresolved]).To(MatchRegexp(`^FeatureFlagSource ` + ns + `/m0000,.*,and \d+ more$`))
 		Eventually(resolve(flagdAddr(pod), flagKey(0))).Should(Equal(on))
 	})
 
@@ -170,9 +170,9 @@ var _ = Describe("lengths at the edges", func() {
 				Key: fmt.Sprintf("%s.k%05d.example.com/%s", prefix, i, strings.Repeat("v", 62)), Operator: corev1.TolerationOpExists})
 		}
 		create(ctx, d)
-		pod := readyPod(ctx, ns, "web", HaveField("ObjectMeta.Annotations", HaveKeyWithValue(rollout.AnnotationRefused,
+		pod := readyPod(ctx, ns, "web", HaveField("ObjectMeta.Annotations", HaveKeyWithValue(restarts.AnnotationRefused,
 			ContainSubstring("flagd sidecar not injected: the pod would be"))), 2*time.Minute)
 		Expect(pod.Spec.InitContainers).To(BeEmpty())
-		AddReportEntry("pod near etcd's limit", fmt.Sprintf("%d bytes (protobuf) stored without the sidecar: %s", pod.Size(), pod.Annotations[rollout.AnnotationRefused]))
+		AddReportEntry("pod near etcd's limit", fmt.Sprintf("%d bytes (protobuf) stored without the sidecar: %s", pod.Size(), pod.Annotations[restarts.AnnotationRefused]))
 	})
 })

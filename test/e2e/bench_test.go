@@ -36,7 +36,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // The edit-to-served benchmark: how long after a FeatureFlag edit the
@@ -195,7 +195,7 @@ func newBenchRun(ctx context.Context, w *world, p v1beta1.SyncProviderType) (*be
 		}
 		// The pod admitted with the injection (not one the healer replaces).
 		pods.Items = slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
-		if len(pods.Items) != 1 || !podReady(&pods.Items[0]) || pods.Items[0].Annotations[rollout.AnnotationInjection] == "" {
+		if len(pods.Items) != 1 || !podReady(&pods.Items[0]) || pods.Items[0].Annotations[restarts.AnnotationInjection] == "" {
 			return false, nil
 		}
 		r.pod = types.NamespacedName{Namespace: ns, Name: pods.Items[0].Name}

@@ -23,7 +23,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // flagKey is the one flag of the flag sets (fixtures.FlagSet).
@@ -127,13 +127,13 @@ func beReady() types.GomegaMatcher {
 // was seen is rolled by the healer, and this waits for its successor.
 func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
 	GinkgoHelper()
-	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", HaveKey(rollout.AnnotationInjection)))
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection)))
 }
 
 // readyUninjectedPod is readyPod for a workload nothing targets.
 func readyUninjectedPod(ctx context.Context, ns, app string) *corev1.Pod {
 	GinkgoHelper()
-	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", Not(HaveKey(rollout.AnnotationInjection))))
+	return onePod(ctx, ns, app, HaveField("ObjectMeta.Annotations", Not(HaveKey(restarts.AnnotationInjection))))
 }
 
 func onePod(ctx context.Context, ns, app string, m types.GomegaMatcher) *corev1.Pod {

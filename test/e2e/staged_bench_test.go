@@ -33,7 +33,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // The staged-rollout benchmark: what a FeatureFlagRolloutPolicy costs, on
@@ -461,7 +461,7 @@ func (s *stagedSize) watchFlagd(ctx context.Context) error {
 				live = append(live, p)
 			}
 		}
-		if len(live) != 1 || !podReady(&live[0]) || live[0].Annotations[rollout.AnnotationInjection] == "" {
+		if len(live) != 1 || !podReady(&live[0]) || live[0].Annotations[restarts.AnnotationInjection] == "" {
 			return false, nil
 		}
 		addr, ok := s.w.node.Addr(types.NamespacedName{Namespace: s.podNS, Name: live[0].Name}, injection.SidecarName, 8013)

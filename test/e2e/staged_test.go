@@ -18,6 +18,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
+	"github.com/flagplane/flagplane/topology"
 )
 
 // rolloutOf reads a rollout policy's status.
@@ -311,7 +312,7 @@ var _ = Describe("a staged rollout over the sync server", func() {
 			HaveField("StableRevision", first.StableRevision),
 			HaveField("ReplacedRevision", first.TargetRevision)))
 		Eventually(eventsAbout(ctx, flags, deliveryv1alpha1.FeatureFlagRolloutPolicyKind, "checkout")).Should(ContainElement(And(
-			HaveField("Reason", "RolloutStarted"), HaveField("Note", ContainSubstring("replaced revision "+first.TargetRevision)))))
+			HaveField("Reason", "RolloutStarted"), HaveField("Note", ContainSubstring("replaced revision "+topology.ShortRevision(first.TargetRevision))))))
 		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
 		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
 		second, _ := rolloutOf(ctx, policy)()

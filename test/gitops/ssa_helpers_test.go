@@ -21,7 +21,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // ssaTool is a GitOps tool as it applies: by server-side apply under its
@@ -226,7 +226,7 @@ func fieldsJSON(e metav1.ManagedFieldsEntry) any {
 // its pod template's restart annotation.
 func restartField() any {
 	return map[string]any{"f:spec": map[string]any{"f:template": map[string]any{"f:metadata": map[string]any{
-		"f:annotations": map[string]any{"f:" + rollout.RestartedAtAnnotation: map[string]any{}}}}}}
+		"f:annotations": map[string]any{"f:" + restarts.RestartedAtAnnotation: map[string]any{}}}}}}
 }
 
 // othersFields lists the managedFields entries of an object the tool
@@ -288,7 +288,7 @@ func ssaReadyPod(ctx context.Context, ns, stage string) corev1.Pod {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pods).To(HaveLen(1))
 		pod = pods[0]
-		g.Expect(pod.Annotations).To(HaveKey(rollout.AnnotationInjection))
+		g.Expect(pod.Annotations).To(HaveKey(restarts.AnnotationInjection))
 		g.Expect(pod.Spec.InitContainers).To(ContainElement(And(
 			HaveField("Name", injection.SidecarName),
 			HaveField("Env", ContainElement(corev1.EnvVar{Name: "FLAGD_STAGE", Value: stage})))))

@@ -22,7 +22,7 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/rbac"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // What a GitOps tool that applies with server-side apply sees of flagplane:
@@ -58,7 +58,7 @@ func ssaSpec(ctx SpecContext, tool ssaTool) {
 	restartedAt := func() (string, error) {
 		var d appsv1.Deployment
 		err := k8s.Get(ctx, deploymentKey, &d)
-		return d.Spec.Template.Annotations[rollout.RestartedAtAnnotation], err
+		return d.Spec.Template.Annotations[restarts.RestartedAtAnnotation], err
 	}
 	sourceReconciled := func(g Gomega) {
 		var src v1beta1.FeatureFlagSource
@@ -184,9 +184,9 @@ func ssaSpec(ctx SpecContext, tool ssaTool) {
 
 	By("control: applying a field flagplane owns without force is a conflict (dry run)")
 	d := byKind(objs, "Deployment", "web").DeepCopy()
-	Expect(unstructured.SetNestedField(d.Object, "2020-01-01T00:00:00Z", "spec", "template", "metadata", "annotations", rollout.RestartedAtAnnotation)).To(Succeed())
+	Expect(unstructured.SetNestedField(d.Object, "2020-01-01T00:00:00Z", "spec", "template", "metadata", "annotations", restarts.RestartedAtAnnotation)).To(Succeed())
 	err = tool.apply(ctx, d, client.DryRunAll)
-	Expect(apierrors.IsConflict(err)).To(BeTrue(), "applying spec.template.metadata.annotations[%s]: %v", rollout.RestartedAtAnnotation, err)
+	Expect(apierrors.IsConflict(err)).To(BeTrue(), "applying spec.template.metadata.annotations[%s]: %v", restarts.RestartedAtAnnotation, err)
 	Expect(err.Error()).To(ContainSubstring(`conflict with "%s"`, v1beta1.FieldManager))
 
 	By("generated objects carry none of " + tool.name + "'s tracking metadata; the objects they are generated for do")

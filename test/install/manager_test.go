@@ -41,7 +41,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rbac"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // describeManager runs the manager in the test process but with exactly
@@ -335,7 +335,7 @@ func describeManager() {
 					return w.Spec.Template.Annotations
 				}
 				return nil
-			}).Should(HaveKey(rollout.RestartedAtAnnotation), "%T %s", w, w.GetName())
+			}).Should(HaveKey(restarts.RestartedAtAnnotation), "%T %s", w, w.GetName())
 		}
 
 		By("deleting the Roles and RoleBindings no workload needs any more")

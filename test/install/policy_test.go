@@ -28,7 +28,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/manifests"
 	"github.com/flagplane/flagplane/workflows/rbac"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
@@ -508,7 +508,7 @@ func readerBinding(t *target, roleKind, roleName, subjectKind string) *rbacv1.Ro
 
 // restart patches a workload as the manager's rollout workflow and healer do.
 func restart(ctx context.Context, c client.Client, obj client.Object) error {
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, rollout.RestartedAtAnnotation)
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z"}}}}}`, restarts.RestartedAtAnnotation)
 	return c.Patch(ctx, obj, client.RawPatch(apitypes.StrategicMergePatchType, []byte(patch)), client.DryRunAll)
 }
 

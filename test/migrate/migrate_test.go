@@ -22,7 +22,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/operator"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 const (
@@ -134,7 +134,7 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "web"}, d); err != nil {
 				return err
 			}
-			d.Spec.Template.Annotations[rollout.RestartedAtAnnotation] = "2025-01-01T00:00:00Z"
+			d.Spec.Template.Annotations[restarts.RestartedAtAnnotation] = "2025-01-01T00:00:00Z"
 			return k8s.Update(ctx, d, client.FieldOwner("manager"))
 		}).Should(Succeed())
 		// Its validator last: from now on it refuses every FeatureFlag write.
@@ -339,7 +339,7 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: shop, Name: "web"}, web)).To(Succeed())
-			g.Expect(web.Spec.Template.Annotations).To(HaveKeyWithValue(rollout.RestartedAtAnnotation, Not(Equal("2025-01-01T00:00:00Z"))))
+			g.Expect(web.Spec.Template.Annotations).To(HaveKeyWithValue(restarts.RestartedAtAnnotation, Not(Equal("2025-01-01T00:00:00Z"))))
 		}).Should(Succeed())
 
 		By("the new pods get flagplane's sidecar, syncing from its sync server")
@@ -347,7 +347,7 @@ var _ = Describe("flagplane migrate", Ordered, func() {
 			var pods corev1.PodList
 			g.Expect(k8s.List(ctx, &pods, client.InNamespace(shop), client.MatchingLabels{"app": "web"})).To(Succeed())
 			g.Expect(pods.Items).To(ContainElement(And(
-				HaveField("ObjectMeta.Annotations", HaveKey(rollout.AnnotationInjection)),
+				HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection)),
 				HaveField("Spec.InitContainers", ContainElement(HaveField("Args", ContainElement(ContainSubstring(`"selector":"core.openfeature.dev/shop/shop-flags"`))))),
 			)))
 		}, time.Minute).Should(Succeed())

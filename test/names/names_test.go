@@ -24,7 +24,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rbac"
-	"github.com/flagplane/flagplane/workflows/rollout"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // longName is a DNS subdomain of exactly 253 characters, the longest name
@@ -163,7 +163,7 @@ func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
 			}
 		}
 		g.Expect(live).To(ConsistOf(And(
-			HaveField("ObjectMeta.Annotations", HaveKey(rollout.AnnotationInjection)),
+			HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection)),
 			HaveField("Status.Conditions", ContainElement(And(HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue)))))))
 		pod = live[0]
 	}).WithTimeout(podTimeout).Should(Succeed(), "the pod of %s never came up Ready with its flagd", app)

@@ -30,7 +30,7 @@
 // talks to the API server: the admission webhook (package webhooks) applies
 // the patch to the pods it admits, sets the pod annotations, makes the
 // ConfigMaps exist and records the fingerprint; package status reports
-// conflicts in source status and package rollout restarts workloads on a
+// conflicts in source status and package restarts restarts workloads on a
 // changed fingerprint.
 //
 // What a pod gets:
