@@ -362,8 +362,9 @@ func completes(ctx context.Context, s *stagedFlag, p *deliveryv1alpha1.FeatureFl
 const stepPause = 45 * time.Second
 
 // lateness is how much later than stepServedAt+pause the next step may
-// start: the new leader requeues the policy for the end of the pause.
-const lateness = 10 * time.Second
+// start: the new leader requeues the policy for the end of the pause (and
+// 100 ms), and times in the API have seconds.
+const lateness = 2 * time.Second
 
 var _ = Describe("staged rollouts across a leader change", func() {
 	It("a leader change in the middle of a rollout step resumes where it was", func(ctx SpecContext) {

@@ -76,6 +76,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	layout := filepath.Join(root, "dist", "image")
 	jsClient, err := realnode.JSClientAt(realnode.JSClientImage, filepath.Join(root, "bin"))
 	Expect(err).NotTo(HaveOccurred())
+	hostile := buildHostile(root)
 	cluster, err = realnode.Start(ctx, realnode.Options{
 		Log:           GinkgoWriter,
 		SyncFrequency: suiteSyncFrequency(),
@@ -84,6 +85,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			{Ref: managerImage, Layout: layout},
 			{Ref: upgradeImage, Layout: layout, Labels: map[string]string{"dev.flagplane.test/upgrade": "1"}},
 			jsClient,
+			{Ref: hostileImage, Files: []realnode.ImageFile{{Src: hostile, Dst: "/hostile"}}, Entrypoint: []string{"/hostile"}, User: "65532:65532"},
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -576,6 +576,10 @@ func (c *Cluster) signal(name string, sig syscall.Signal) error {
 	return comp.signal(sig)
 }
 
+// HostIP is the host's address on its link to the node: pods reach the
+// host, and servers a test runs there, at it.
+func (c *Cluster) HostIP() net.IP { return c.slot.HostIP() }
+
 // LogPath is the log file of a component.
 func (c *Cluster) LogPath(name string) string { return filepath.Join(c.Dir, "logs", name+".log") }
 

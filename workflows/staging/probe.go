@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -106,6 +110,7 @@ type Prober struct {
 
 	once       sync.Once
 	base       context.Context
+	log        logr.Logger
 	mu         sync.Mutex
 	policies   map[topology.Key]*probeState
 	namespaces map[string]chan struct{}
@@ -155,6 +160,7 @@ func (p *Prober) init() {
 // it does. Call it before the first Read.
 func (p *Prober) Start(ctx context.Context) {
 	p.base = ctx
+	p.log = log.FromContext(ctx).WithName("gates")
 	p.init()
 }
 
@@ -223,6 +229,7 @@ func (p *Prober) namespace(ns string) chan struct{} {
 // in st unless st was replaced or forgotten meanwhile. ctx is the
 // manager's: a sweep under way when it stops reads nothing more.
 func (p *Prober) sweep(ctx context.Context, policy topology.Key, st *probeState, req ProbeRequest) {
+	began := p.Now()
 	nsSem := p.namespace(policy.Namespace)
 	policySem := make(chan struct{}, p.PerPolicy)
 	acquire := func() bool {
@@ -341,6 +348,22 @@ func (p *Prober) sweep(ctx context.Context, policy topology.Key, st *probeState,
 	}
 	st.running = false
 	p.mu.Unlock()
+	if p.log.V(1).Enabled() {
+		read, failed, skips := 0, 0, 0
+		for i, r := range reads {
+			switch {
+			case skipped[i]:
+				skips++
+			case r == nil:
+			case r.err != "":
+				failed++
+			default:
+				read++
+			}
+		}
+		p.log.V(1).Info("gates read", "FeatureFlagRolloutPolicy", klog.KRef(policy.Namespace, policy.Name), "rollout", st.rollout,
+			"podsRead", read, "podsFailed", failed, "podsSkipped", skips, "queries", len(req.Queries), "duration", p.Now().Sub(began).String())
+	}
 	if p.Notify != nil {
 		p.Notify(policy)
 	}
