@@ -85,6 +85,9 @@ STAGED_BENCH_EDITS ?= 100
 REALNODE_BENCH_EDITS ?= 6
 # hack/e2ebench: e.g. -edits 100, -sizes 10,1000, -strict.
 E2E_BENCH_FLAGS ?=
+# hack/stagedbench: the gates at scale and a hostile tenant's cost to
+# another (e.g. -namespaces 100 -pods 10 -trials 5).
+STAGED_SCALE_FLAGS ?=
 
 ##@ General
 
@@ -267,7 +270,7 @@ health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the 
 	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: bench
-bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
+bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); the gates over 1,000 namespaces and 10,000 pods that never answer, and another tenant's halt meanwhile; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./syncserver -run '^$$' -bench FlagSetEdit -benchtime 200x -benchmem -timeout $(TEST_TIMEOUT)
@@ -276,6 +279,7 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 	FLAGPLANE_E2E_BENCH_ROLLOUTS=$(STAGED_BENCH_ROLLOUTS) FLAGPLANE_E2E_BENCH_PLAIN_EDITS=$(STAGED_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench StagedRollout -benchtime 1x -timeout $(TEST_TIMEOUT)
+	go run ./hack/stagedbench $(STAGED_SCALE_FLAGS)
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 

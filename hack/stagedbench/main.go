@@ -51,6 +51,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -204,6 +205,8 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	progress("tenant A over %s: %.0f reconciles, %.3fs in all; %d reads reached the black hole", window.length, window.reconciles,
+		window.reconcileSeconds, window.blackHoleReads)
 
 	progress("tenant B's halts while tenant A black-holes")
 	loaded, err := b.halts(ctx, 1+o.trials)
@@ -378,12 +381,14 @@ func policy(t string, steps []deliveryv1alpha1.RolloutStep) *deliveryv1alpha1.Fe
 
 // edit writes revision n of tenant t's flag set.
 func (b *bench) edit(ctx context.Context, t string, n int) error {
-	ff := &v1beta1.FeatureFlag{}
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, ff); err != nil {
-		return err
-	}
-	ff.Spec = flagSet("", n).Spec
-	return b.c.Update(ctx, ff)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ff := &v1beta1.FeatureFlag{}
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, ff); err != nil {
+			return err
+		}
+		ff.Spec = flagSet("", n).Spec
+		return b.c.Update(ctx, ff)
+	})
 }
 
 func (b *bench) status(ctx context.Context, t string) (deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, error) {
