@@ -144,6 +144,15 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 	}
 	st.Message = workflows.Cut(st.Message, MessageMaxLength-len("..."))
 	st.Steps = stepStatus(p, plan, obs)
+	summarize(&st, p, halt)
+	res.Status = st
+	return res
+}
+
+// summarize sets the summary conditions (Ready, Reconciling, Stalled) and
+// Progressing of a status from its phase; halt is the reason of a halt
+// this reconcile made.
+func summarize(st *deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, halt string) {
 	verdict := workflows.Verdict{Health: workflows.Reconciling, Reason: deliveryv1alpha1.ReasonStepProgressing, Message: st.Message}
 	switch st.Phase {
 	case deliveryv1alpha1.PhaseCompleted:
@@ -162,9 +171,7 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 	}
 	workflows.SetHealth(&st.Conditions, p.Generation, verdict)
 	running := st.Phase == deliveryv1alpha1.PhaseProgressing || st.Phase == deliveryv1alpha1.PhasePaused
-	setProgressing(&st, p.Generation, running, verdict.Reason, verdict.Message)
-	res.Status = st
-	return res
+	setProgressing(st, p.Generation, running, verdict.Reason, verdict.Message)
 }
 
 // haltRollout halts the rollout a status describes with message: every

@@ -230,143 +230,171 @@ func (p *Prober) namespace(ns string) chan struct{} {
 // manager's: a sweep under way when it stops reads nothing more.
 func (p *Prober) sweep(ctx context.Context, policy topology.Key, st *probeState, req ProbeRequest) {
 	began := p.Now()
-	nsSem := p.namespace(policy.Namespace)
-	policySem := make(chan struct{}, p.PerPolicy)
-	acquire := func() bool {
-		select {
-		case policySem <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		}
-		select {
-		case nsSem <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			<-policySem
-			return false
-		}
-	}
-	release := func() { <-nsSem; <-policySem }
-
+	slots := newSlots(ctx, p.PerPolicy, p.namespace(policy.Namespace))
 	queries := make([]QueryReading, len(req.Queries))
-	var wg sync.WaitGroup
-	for i, q := range req.Queries {
-		if !acquire() {
-			break
-		}
-		wg.Go(func() {
-			defer release()
-			queries[i] = p.query(ctx, q)
-		})
-	}
-	wg.Wait()
+	slots.each(len(req.Queries), func(i int) { queries[i] = p.query(ctx, req.Queries[i]) })
 	p.mu.Lock()
 	if p.policies[policy] == st {
 		for i, q := range req.Queries {
 			st.queries[q] = queries[i]
 		}
 	}
+	skipped := st.skipped(req.Pods)
 	p.mu.Unlock()
 
-	type read struct {
-		n   int64
-		err string
-	}
-	reads := make([]*read, len(req.Pods))
-	p.mu.Lock()
-	skipped := make([]bool, len(req.Pods))
-	for i, pod := range req.Pods {
-		if st.skip[pod.UID] > 0 {
-			st.skip[pod.UID]--
-			skipped[i] = true
-		}
-	}
-	p.mu.Unlock()
-	for i, pod := range req.Pods {
+	reads := make([]*podRead, len(req.Pods))
+	slots.each(len(req.Pods), func(i int) {
 		if skipped[i] {
-			continue
+			return
 		}
-		if !acquire() {
-			break
+		n, err := p.metrics(ctx, req.Pods[i].Address)
+		reads[i] = &podRead{n: n}
+		if err != nil {
+			reads[i].err = err.Error()
 		}
-		wg.Go(func() {
-			defer release()
-			n, err := p.metrics(ctx, pod.Address)
-			r := &read{n: n}
-			if err != nil {
-				r.err = err.Error()
-			}
-			reads[i] = r
-		})
-	}
-	wg.Wait()
+	})
 
 	p.mu.Lock()
 	if p.policies[policy] == st {
-		for i, pod := range req.Pods {
-			r := reads[i]
-			if r == nil {
-				continue // skipped, or the manager stopped
-			}
-			if r.err != "" {
-				st.failures[pod.UID]++
-				st.skip[pod.UID] = min(1<<min(st.failures[pod.UID]-1, 4)-1, MaxBackoff)
-				st.pods[pod.UID] = PodReading{Errors: -1, Err: r.err}
-				continue
-			}
-			delete(st.failures, pod.UID)
-			delete(st.skip, pod.UID)
-			base, ok := st.baselines[pod.UID]
-			if !ok || r.n < base {
-				// The first read, or flagd restarted and counts from 0.
-				base = r.n
-				if ok {
-					base = 0
-				}
-				st.baselines[pod.UID] = base
-			}
-			st.pods[pod.UID] = PodReading{Errors: r.n - base}
-		}
-		// Pods no longer asked for are forgotten.
-		asked := make(map[string]bool, len(req.Pods))
-		for _, pod := range req.Pods {
-			asked[pod.UID] = true
-		}
-		for uid := range st.pods {
-			if !asked[uid] {
-				delete(st.pods, uid)
-				delete(st.baselines, uid)
-				delete(st.failures, uid)
-				delete(st.skip, uid)
-			}
-		}
-		for q := range st.queries {
-			if !containsQuery(req.Queries, q) {
-				delete(st.queries, q)
-			}
-		}
+		st.store(req, reads)
 	}
 	st.running = false
 	p.mu.Unlock()
-	if p.log.V(1).Enabled() {
-		read, failed, skips := 0, 0, 0
-		for i, r := range reads {
-			switch {
-			case skipped[i]:
-				skips++
-			case r == nil:
-			case r.err != "":
-				failed++
-			default:
-				read++
-			}
-		}
-		p.log.V(1).Info("gates read", "FeatureFlagRolloutPolicy", klog.KRef(policy.Namespace, policy.Name), "rollout", st.rollout,
-			"podsRead", read, "podsFailed", failed, "podsSkipped", skips, "queries", len(req.Queries), "duration", p.Now().Sub(began).String())
-	}
+	p.logSweep(policy, st.rollout, req, reads, skipped, p.Now().Sub(began))
 	if p.Notify != nil {
 		p.Notify(policy)
 	}
+}
+
+// podRead is what one read of a pod's flagd found.
+type podRead struct {
+	n   int64
+	err string
+}
+
+// slots bound the reads of a sweep: PerPolicy for its own, and the
+// namespace's semaphore for all the sweeps of the namespace.
+type slots struct {
+	ctx               context.Context
+	policy, namespace chan struct{}
+}
+
+func newSlots(ctx context.Context, perPolicy int, namespace chan struct{}) *slots {
+	return &slots{ctx: ctx, policy: make(chan struct{}, perPolicy), namespace: namespace}
+}
+
+// each runs read(i) for i in [0, n), as many at once as the slots allow,
+// and returns when they are done; none is started once ctx is done.
+func (s *slots) each(n int, read func(int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		if !s.acquire() {
+			break
+		}
+		wg.Go(func() {
+			defer s.release()
+			read(i)
+		})
+	}
+	wg.Wait()
+}
+
+func (s *slots) acquire() bool {
+	select {
+	case s.policy <- struct{}{}:
+	case <-s.ctx.Done():
+		return false
+	}
+	select {
+	case s.namespace <- struct{}{}:
+		return true
+	case <-s.ctx.Done():
+		<-s.policy
+		return false
+	}
+}
+
+func (s *slots) release() { <-s.namespace; <-s.policy }
+
+// skipped says which pods this sweep skips, backing off after failures,
+// and counts the skip. Call it with the Prober's lock held.
+func (st *probeState) skipped(pods []ProbePod) []bool {
+	out := make([]bool, len(pods))
+	for i, pod := range pods {
+		if st.skip[pod.UID] > 0 {
+			st.skip[pod.UID]--
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// store keeps a sweep's reads: errors counted from each pod's baseline, a
+// failure's backoff, and nothing of pods or queries no longer asked for.
+// Call it with the Prober's lock held.
+func (st *probeState) store(req ProbeRequest, reads []*podRead) {
+	for i, pod := range req.Pods {
+		r := reads[i]
+		switch {
+		case r == nil:
+			continue // skipped, or the manager stopped
+		case r.err != "":
+			st.failures[pod.UID]++
+			st.skip[pod.UID] = min(1<<min(st.failures[pod.UID]-1, 4)-1, MaxBackoff)
+			st.pods[pod.UID] = PodReading{Errors: -1, Err: r.err}
+			continue
+		}
+		delete(st.failures, pod.UID)
+		delete(st.skip, pod.UID)
+		base, ok := st.baselines[pod.UID]
+		if !ok || r.n < base {
+			// The first read, or flagd restarted and counts from 0.
+			base = r.n
+			if ok {
+				base = 0
+			}
+			st.baselines[pod.UID] = base
+		}
+		st.pods[pod.UID] = PodReading{Errors: r.n - base}
+	}
+	asked := make(map[string]bool, len(req.Pods))
+	for _, pod := range req.Pods {
+		asked[pod.UID] = true
+	}
+	for uid := range st.pods {
+		if !asked[uid] {
+			delete(st.pods, uid)
+			delete(st.baselines, uid)
+			delete(st.failures, uid)
+			delete(st.skip, uid)
+		}
+	}
+	for q := range st.queries {
+		if !containsQuery(req.Queries, q) {
+			delete(st.queries, q)
+		}
+	}
+}
+
+// logSweep logs a sweep at V(1).
+func (p *Prober) logSweep(policy topology.Key, rollout string, req ProbeRequest, reads []*podRead, skipped []bool, took time.Duration) {
+	if !p.log.V(1).Enabled() {
+		return
+	}
+	read, failed, skips := 0, 0, 0
+	for i, r := range reads {
+		switch {
+		case skipped[i]:
+			skips++
+		case r == nil:
+		case r.err != "":
+			failed++
+		default:
+			read++
+		}
+	}
+	p.log.V(1).Info("gates read", "FeatureFlagRolloutPolicy", klog.KRef(policy.Namespace, policy.Name), "rollout", rollout,
+		"podsRead", read, "podsFailed", failed, "podsSkipped", skips, "queries", len(req.Queries), "duration", took.String())
 }
 
 func containsQuery(qs []ProbeQuery, q ProbeQuery) bool {
