@@ -92,6 +92,10 @@ type QueryReading struct {
 type Readings struct {
 	Pods    map[string]PodReading
 	Queries map[ProbeQuery]QueryReading
+	// Due is how long until the next sweep may start, when none runs and
+	// there is something to read: the caller looks again then. 0 while a
+	// sweep runs (its end notifies) or when nothing is to be read.
+	Due time.Duration
 }
 
 // Prober reads the outside answers of the gates of running rollouts.
@@ -189,9 +193,13 @@ func (p *Prober) Read(policy topology.Key, rollout string, req ProbeRequest) Rea
 			out.Queries[q] = r
 		}
 	}
-	if !st.running && (st.lastStart.IsZero() || p.Now().Sub(st.lastStart) >= p.Interval) && (len(req.Pods) > 0 || len(req.Queries) > 0) {
+	asked := len(req.Pods) > 0 || len(req.Queries) > 0
+	if !st.running && (st.lastStart.IsZero() || p.Now().Sub(st.lastStart) >= p.Interval) && asked {
 		st.running, st.lastStart = true, p.Now()
 		go p.sweep(p.base, policy, st, req)
+	}
+	if !st.running && asked {
+		out.Due = max(st.lastStart.Add(p.Interval).Sub(p.Now()), 10*time.Millisecond)
 	}
 	return out
 }

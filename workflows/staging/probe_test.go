@@ -101,16 +101,22 @@ func TestProberCountsFromABaseline(t *testing.T) {
 	g := NewWithT(t)
 	flagd := newFakeFlagd(t)
 	flagd.errors.Store(40)
-	p := &Prober{Interval: time.Nanosecond}
+	var clock atomic.Int64 // seconds after t0: a sweep starts only when the test moves it
+	p := &Prober{Now: func() time.Time { return t0.Add(time.Duration(clock.Load()) * time.Second) }}
 	ended := sweeps(t, p)
 	policy := topology.RolloutPolicyKey("team", "p")
 	req := ProbeRequest{Pods: []ProbePod{{UID: "pod-1", Address: flagd.address()}}}
 	read := func(rollout string) Readings {
+		clock.Add(int64(DefaultInterval / time.Second))
 		p.Read(policy, rollout, req)
 		g.Eventually(ended).Should(Receive(Equal(policy)))
-		return p.Read(policy, rollout, ProbeRequest{Pods: req.Pods})
+		got := p.Read(policy, rollout, req)
+		g.Expect(got.Due).To(Equal(DefaultInterval), "the next sweep is due an interval after this one started")
+		return got
 	}
-	g.Expect(p.Read(policy, "v2/1", req).Pods).To(BeEmpty(), "nothing read yet: a Read never waits")
+	got := p.Read(policy, "v2/1", req)
+	g.Expect(got.Pods).To(BeEmpty(), "nothing read yet: a Read never waits")
+	g.Expect(got.Due).To(BeZero(), "a sweep runs: its end notifies")
 	g.Eventually(ended).Should(Receive(Equal(policy)))
 	g.Expect(p.Read(policy, "v2/1", ProbeRequest{}).Pods).To(BeEmpty(), "only what is asked for")
 	flagd.errors.Store(43)
@@ -118,6 +124,7 @@ func TestProberCountsFromABaseline(t *testing.T) {
 	flagd.errors.Store(2) // restarted
 	g.Expect(read("v2/1").Pods).To(Equal(map[string]PodReading{"pod-1": {Errors: 2}}))
 	g.Expect(read("v3/2").Pods).To(Equal(map[string]PodReading{"pod-1": {Errors: 0}}), "another rollout takes its own baseline")
+	g.Consistently(ended, 100*time.Millisecond).ShouldNot(Receive(), "no sweep but those the clock allowed")
 }
 
 // TestProberChargesItsPolicy: a tenant whose pods never answer costs its

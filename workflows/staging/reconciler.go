@@ -165,7 +165,8 @@ func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.K
 // the Prober last read of their flagd's metrics and of the Prometheus
 // queries over their namespaces. It says which gate fails ("" when all
 // hold), which could not be evaluated, when a PodsReady grace ends
-// (recheck), and when the Prober's next sweep is due (poll).
+// (recheck), and when to look again for the Prober's next sweep (poll: 0
+// while one runs, whose end enqueues the policy).
 func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan) (failure, unknown string, recheck, poll time.Duration) {
 	if len(p.Spec.Gates) == 0 || plan.Target == plan.Stable {
 		return "", "", 0, 0
@@ -207,6 +208,7 @@ func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagR
 	}
 	rollout := p.Status.TargetRevision + "/" + strconv.FormatInt(p.Status.Rollout, 10)
 	readings := r.Prober.Read(key, rollout, req)
+	poll = readings.Due
 	for _, q := range req.Queries {
 		got, ok := readings.Queries[q]
 		switch {
@@ -232,9 +234,6 @@ func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagR
 		since = p.Status.StepStartedAt.Time
 	}
 	now := time.Now()
-	if len(req.Pods) > 0 || len(req.Queries) > 0 {
-		poll = r.Prober.Interval
-	}
 	return GateFailure(p.Spec.Gates, gatePods, now, since), unknown, NextCheck(p.Spec.Gates, gatePods, now), poll
 }
 
@@ -254,7 +253,9 @@ func (r *Reconciler) targetPods(ctx context.Context, plan *topology.RolloutPlan)
 			continue
 		}
 		list := &corev1.PodList{}
-		if err := r.Reader.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		// The pods are read, never changed: the cache's own objects, not
+		// copies (a policy over 10,000 pods copied them all each time).
+		if err := r.Reader.List(ctx, list, client.InNamespace(c.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			continue
 		}
 		for i := range list.Items {
