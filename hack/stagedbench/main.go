@@ -100,6 +100,9 @@ type bench struct {
 	o       options
 	c       client.Client
 	manager *managerproc.Process
+	// unstaged is how long tenant A's edit took to reach every consumer
+	// without a policy.
+	unstaged time.Duration
 	// blackHole counts the connections tenant A's pods got; fake is
 	// tenant B's flagd, whose error count the bench sets.
 	blackHole *blackHole
@@ -180,6 +183,17 @@ func (b *bench) setUp(ctx context.Context, binary, kubeconfig, dir string) error
 		return fmt.Errorf("%w; last lines:\n%s", err, b.manager.Tail(20))
 	}
 	progress("manager ready")
+	// The baseline of the fan-out: tenant A's edit to its consumers
+	// without a policy.
+	began := time.Now()
+	if err := b.edit(ctx, "a", 1); err != nil {
+		return err
+	}
+	if err := b.servedAll(ctx, "a", b.o.namespaces); err != nil {
+		return err
+	}
+	b.unstaged = time.Since(began)
+	progress("tenant A's edit served by every consumer, without a policy, in %s", b.unstaged.Round(time.Millisecond))
 	stepAll := deliveryv1alpha1.RolloutStep{Name: "all", Percentage: ptr.To[int32](100), Approval: true}
 	if err := b.c.Create(ctx, policy("a", []deliveryv1alpha1.RolloutStep{stepAll, {Name: "done", Percentage: ptr.To[int32](100)}})); err != nil {
 		return err
@@ -207,19 +221,22 @@ func (b *bench) measure(ctx context.Context, out io.Writer) (bool, error) {
 	}
 	progress("tenant A's rollout: an edit reaches its %d namespaces, whose %d pods never answer", b.o.namespaces, b.o.namespaces*b.o.pods)
 	began := time.Now()
-	if err := b.edit(ctx, "a", 1); err != nil {
+	if err := b.edit(ctx, "a", 2); err != nil {
 		return false, err
 	}
-	if err := b.waitPhase(ctx, "a", deliveryv1alpha1.PhasePaused, 1, 10*time.Minute); err != nil {
+	if err := b.servedAll(ctx, "a", b.o.namespaces); err != nil {
 		return false, err
 	}
 	served := time.Since(began)
+	if err := b.waitPhase(ctx, "a", deliveryv1alpha1.PhasePaused, 1, 10*time.Minute); err != nil {
+		return false, err
+	}
 	progress("tenant A's step served by every consumer in %s", served.Round(time.Millisecond))
 	window, err := b.window(ctx)
 	if err != nil {
 		return false, err
 	}
-	window.served = served
+	window.served, window.unstaged = served, b.unstaged
 	progress("tenant A over %s: %.0f reconciles, %.3fs in all; %d reads reached the black hole", window.length, window.reconciles,
 		window.reconcileSeconds, window.blackHoleReads)
 	progress("tenant B's halts while tenant A black-holes")
@@ -439,6 +456,28 @@ func (b *bench) phaseAt(ctx context.Context, t string, phase deliveryv1alpha1.Ro
 	return time.Time{}, fmt.Errorf("tenant %s's rollout did not reach %s within %s: %s %q; last lines:\n%s", t, phase, timeout, last.Phase, last.Message, b.manager.Tail(20))
 }
 
+// servedAll waits until tenant t's FeatureFlag says that its n consumers
+// hold the revision planned for them, after its last edit.
+func (b *bench) servedAll(ctx context.Context, t string, n int) error {
+	want := fmt.Sprintf("%d/%d", n, n)
+	deadline := time.Now().Add(10 * time.Minute)
+	ff := &v1beta1.FeatureFlag{}
+	for time.Now().Before(deadline) {
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, ff); err != nil {
+			return err
+		}
+		if ff.Status.ObservedGeneration == ff.Generation && ff.Status.Delivered == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("tenant %s's FeatureFlag says %q delivered, not %s", t, ff.Status.Delivered, want)
+}
+
 // halts measures tenant B's halts: each an edit that reaches its canary,
 // then errors at the canary's flagd, until the policy says Halted.
 func (b *bench) halts(ctx context.Context, trials int) ([]time.Duration, error) {
@@ -474,8 +513,9 @@ func (b *bench) halts(ctx context.Context, trials int) ([]time.Duration, error) 
 
 // windowResult is what tenant A's rollout cost over the window.
 type windowResult struct {
-	// served is how long tenant A's edit took to reach every consumer.
-	served           time.Duration
+	// served is how long tenant A's edit took to reach every consumer of
+	// its step; unstaged, the same edit without a policy.
+	served, unstaged time.Duration
 	length           time.Duration
 	reconciles       float64
 	reconcileSeconds float64
@@ -600,7 +640,8 @@ func report(out io.Writer, o options, w windowResult, idle, loaded []time.Durati
 	if w.reconciles > 0 {
 		mean = w.reconcileSeconds / w.reconciles
 	}
-	fmt.Fprintf(out, "| tenant A's edit to its step served by every consumer | %s |\n", w.served.Round(time.Millisecond))
+	fmt.Fprintf(out, "| tenant A's edit to its step's every consumer holding it (without a policy: %s) | %s |\n",
+		w.unstaged.Round(time.Millisecond), w.served.Round(time.Millisecond))
 	fmt.Fprintf(out, "| rollout reconciles per minute | %s |\n", perMin(w.reconciles))
 	fmt.Fprintf(out, "| reconcile time, mean | %s |\n", (time.Duration(mean * float64(time.Second))).Round(time.Microsecond))
 	fmt.Fprintf(out, "| reconcile time, p99 (histogram bucket) | %s |\n", (time.Duration(w.reconcileP99 * float64(time.Second))).Round(time.Microsecond))
