@@ -21,6 +21,7 @@ import (
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/internal/flagplanecli"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/history"
 )
 
@@ -109,6 +110,13 @@ func expectHistory(ctx context.Context, ns, name string, want ...deliveryv1alpha
 	}
 	Eventually(summary).Should(Equal(wantSummary))
 	Consistently(summary).Should(Equal(wantSummary), "exactly one revision per accepted spec")
+}
+
+// short is a revision as the command line shows it.
+func short(hash string) string {
+	GinkgoHelper()
+	Expect(hash).To(HaveLen(32), "a full revision")
+	return topology.ShortRevision(hash)
 }
 
 func rev(number int64, hash, by, cause string) deliveryv1alpha1.FeatureFlagRevisionSpec {
@@ -289,9 +297,9 @@ var _ = Describe("The revision history", func() {
 		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 		Expect(lines).To(HaveLen(4))
 		Expect(strings.Fields(lines[0])).To(Equal([]string{"NUMBER", "REVISION", "AGE", "BY", "CAUSE"}))
-		Expect(strings.Fields(lines[1])).To(And(HaveLen(4), HaveExactElements("1", h1, Not(BeEmpty()), "bob-create")))
-		Expect(strings.Fields(lines[2])).To(And(HaveLen(5), HaveExactElements("2*", h2, Not(BeEmpty()), "alice-edit", "greener")))
-		Expect(lines[3]).To(Equal("* serves now (status.revision " + h2 + ")"))
+		Expect(strings.Fields(lines[1])).To(And(HaveLen(4), HaveExactElements("1", short(h1), Not(BeEmpty()), "bob-create")))
+		Expect(strings.Fields(lines[2])).To(And(HaveLen(5), HaveExactElements("2*", short(h2), Not(BeEmpty()), "alice-edit", "greener")))
+		Expect(lines[3]).To(Equal("* serves now (status.revision " + short(h2) + ")"))
 
 		r = cli("history", "featureflag/checkout", "--revision", "1", "-o", "json")
 		Expect(r.ExitCode).To(Equal(0))
@@ -318,22 +326,22 @@ var _ = Describe("The revision history", func() {
 
 		r = cli("rollback", "ff/checkout", "--to-revision", "1", "--dry-run")
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
-		Expect(r.Stdout).To(ContainSubstring("would roll back (dry run: nothing written) to revision 1 (" + h1 + ")"))
+		Expect(r.Stdout).To(ContainSubstring("would roll back (dry run: nothing written) to revision 1 (" + short(h1) + ")"))
 		Expect(r.Stdout).To(ContainSubstring("flag " + flagKey + ": variants changed"))
 		Consistently(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h2), "a dry run writes nothing")
 
 		r = cli("rollback", "ff/checkout", "--to-revision", "1")
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
-		Expect(r.Stdout).To(ContainSubstring("rolled back to revision 1 (" + h1 + ")"))
+		Expect(r.Stdout).To(ContainSubstring("rolled back to revision 1 (" + short(h1) + ")"))
 		Eventually(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h1))
 		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", ""), rev(2, h2, "alice-edit", "greener"),
 			rev(3, h1, "flagplane-rollback", "rollback to revision 1"))
 
 		r = cli("rollback", "ff/checkout", "--to-revision", "3")
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
-		Expect(r.Stdout).To(ContainSubstring("already has the spec of revision 3 (" + h1 + "): nothing to roll back"))
+		Expect(r.Stdout).To(ContainSubstring("already has the spec of revision 3 (" + short(h1) + "): nothing to roll back"))
 
 		r = cli("history", "ff/checkout")
-		Expect(r.Stdout).To(MatchRegexp(`(?m)^3\*\s+` + h1 + `\s+\S+\s+flagplane-rollback\s+rollback to revision 1$`))
+		Expect(r.Stdout).To(MatchRegexp(`(?m)^3\*\s+` + short(h1) + `\s+\S+\s+flagplane-rollback\s+rollback to revision 1$`))
 	})
 })
