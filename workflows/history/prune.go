@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/topology"
 )
 
 // DefaultLimit is how many revisions of a flag set flagplane keeps
@@ -30,23 +31,28 @@ func Limit(annotations map[string]string, fallback int) (int, error) {
 }
 
 // Prunable are the revisions to delete so that at most limit remain, the
-// oldest first, of revisions sorted by number. A revision whose hash is in
-// keep (the one the flag set serves, those a rollout names) is never
+// oldest first, of revisions sorted by number. A revision whose hash is one
+// of keep (the one the flag set serves, those a rollout names) is never
 // deleted: the newest revision of each such hash stays, however many that
 // leaves; an older one of the same hash (a spec applied again) is history
-// like any other.
-func Prunable(revisions []*deliveryv1alpha1.FeatureFlagRevision, limit int, keep map[string]bool) []*deliveryv1alpha1.FeatureFlagRevision {
+// like any other. Hashes are compared with topology.SameRevision: a
+// revision recorded with the 12 hex digits of an earlier version is the
+// full hash it begins, and the other way round.
+func Prunable(revisions []*deliveryv1alpha1.FeatureFlagRevision, limit int, keep []string) []*deliveryv1alpha1.FeatureFlagRevision {
 	excess := len(revisions) - max(limit, 0)
 	if excess <= 0 {
 		return nil
 	}
 	kept := map[int]bool{}
-	seen := map[string]bool{}
+	// seen is, per hash of keep, whether its newest revision is kept yet.
+	seen := make([]bool, len(keep))
 	for i := len(revisions) - 1; i >= 0; i-- {
 		h := revisions[i].Spec.Revision
-		if keep[h] && !seen[h] {
-			kept[i] = true
-			seen[h] = true
+		for j, k := range keep {
+			if !seen[j] && topology.SameRevision(h, k) {
+				kept[i] = true
+				seen[j] = true
+			}
 		}
 	}
 	var out []*deliveryv1alpha1.FeatureFlagRevision

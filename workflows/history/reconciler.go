@@ -173,7 +173,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcile again once the cache has caught up.
 func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag, hash string,
 	all, owned []*deliveryv1alpha1.FeatureFlagRevision) (_ []*deliveryv1alpha1.FeatureFlagRevision, behind bool, _ error) {
-	if n := len(owned); n > 0 && owned[n-1].Spec.Revision == hash {
+	// A revision recorded before revisions had 128 bits holds the first
+	// 12 hex digits of the same content's hash (topology.SameRevision):
+	// the same spec, not a new one.
+	if n := len(owned); n > 0 && topology.SameRevision(owned[n-1].Spec.Revision, hash) {
 		return owned, false, nil
 	}
 	number := int64(1)
@@ -218,12 +221,12 @@ func (r *Reconciler) prune(ctx context.Context, ff *v1beta1.FeatureFlag, rendere
 	if len(owned) <= limit {
 		return nil
 	}
-	keep := map[string]bool{}
+	var keep []string
 	switch {
 	case rendered.Valid() && rendered.Revision != "":
-		keep[rendered.Revision] = true
+		keep = append(keep, rendered.Revision)
 	case len(owned) > 0:
-		keep[owned[len(owned)-1].Spec.Revision] = true
+		keep = append(keep, owned[len(owned)-1].Spec.Revision)
 	}
 	var policies deliveryv1alpha1.FeatureFlagRolloutPolicyList
 	if err := r.Client.List(ctx, &policies, client.InNamespace(ff.Namespace)); err != nil {
@@ -232,7 +235,7 @@ func (r *Reconciler) prune(ctx context.Context, ff *v1beta1.FeatureFlag, rendere
 	for _, p := range policies.Items {
 		for _, h := range []string{p.Status.StableRevision, p.Status.TargetRevision} {
 			if h != "" {
-				keep[h] = true
+				keep = append(keep, h)
 			}
 		}
 	}

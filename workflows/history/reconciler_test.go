@@ -249,3 +249,65 @@ func TestReconcilePrunes(t *testing.T) {
 	g.Expect(warned).To(BeTrue())
 	g.Expect(value).To(Equal("many"))
 }
+
+// TestReconcileLegacyRevision: a revision recorded before revisions had
+// 128 bits holds the first 12 hex digits of its content's hash. The same
+// content is no new revision (before, every flag set got a duplicate of
+// its newest revision after the upgrade); an edit is the next one.
+func TestReconcileLegacyRevision(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, nil)
+	full := w.served()
+	g.Expect(full).To(HaveLen(32))
+	legacy := Desired(w.ff, topology.ShortRevision(full), 1, "")
+	g.Expect(topology.IsLegacyRevision(legacy.Spec.Revision)).To(BeTrue())
+	g.Expect(w.c.Create(context.Background(), legacy)).To(Succeed())
+
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs := w.revisions()
+	g.Expect(numbers(revs)).To(Equal([]int64{1}), "the legacy revision of the same content is the newest")
+	g.Expect(revs[0].Spec.Revision).To(Equal(topology.ShortRevision(full)))
+
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2}))
+
+	// Back to the first content with a limit of 1: the legacy revision 1
+	// is not the newest of its content any more, 3 is.
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		setFlag(ff, "on")
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "1"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs = w.revisions()
+	g.Expect(numbers(revs)).To(Equal([]int64{3}))
+	g.Expect(revs[0].Spec.Revision).To(Equal(full))
+}
+
+// TestReconcileKeepsTheLegacyRevisionARolloutNames: a rollout policy whose
+// status names a legacy (12-digit) revision keeps the full revision of that
+// content, and the other way round.
+func TestReconcileKeepsTheLegacyRevisionARolloutNames(t *testing.T) {
+	g := NewWithT(t)
+	policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "staged"},
+		Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{TargetRef: deliveryv1alpha1.FlagSetTargetReference{
+			Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "flags"}}}
+	w := newWorld(t, nil, policy)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	first := w.served()
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2}))
+
+	policy.Status.StableRevision = topology.ShortRevision(first)
+	g.Expect(w.c.Update(context.Background(), policy)).To(Succeed())
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "0"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2}), "revision 1 is the full form of the stable revision the policy names")
+}
