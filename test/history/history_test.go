@@ -119,6 +119,21 @@ func short(hash string) string {
 	return topology.ShortRevision(hash)
 }
 
+// warnings are the notes of the Warning Events of reason on the
+// FeatureFlag ns/name.
+func warnings(ctx context.Context, ns, name, reason string) []string {
+	GinkgoHelper()
+	var events eventsv1.EventList
+	Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		if e.Reason == reason && e.Regarding.Kind == v1beta1.FeatureFlagKind && e.Regarding.Name == name && e.Type == "Warning" {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
 func rev(number int64, hash, by, cause string) deliveryv1alpha1.FeatureFlagRevisionSpec {
 	return deliveryv1alpha1.FeatureFlagRevisionSpec{Number: number, Revision: hash, CreatedBy: by, ChangeCause: cause}
 }
@@ -236,19 +251,17 @@ var _ = Describe("The revision history", func() {
 		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
 			ff.Annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation] = "many"
 		})
-		Eventually(func(g Gomega) {
-			var events eventsv1.EventList
-			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-			var notes []string
-			for _, e := range events.Items {
-				if e.Reason == history.EventInvalidHistoryLimit && e.Regarding.Name == "checkout" && e.Type == "Warning" {
-					notes = append(notes, e.Note)
-				}
-			}
-			g.Expect(notes).To(ContainElement(ContainSubstring(`revision-history-limit="many" is not a non-negative integer: keeping 10 revisions`)))
-		}).Should(Succeed())
+		Eventually(func() []string { return warnings(ctx, ns, "checkout", history.EventInvalidHistoryLimit) }).Should(ContainElement(
+			ContainSubstring(`revision-history-limit="many" is not a non-negative integer: keeping 10 revisions`)))
 		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "v6") })
 		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{5, 6}))
+
+		// A limit above the most flagplane keeps: a Warning, and 100.
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+			ff.Annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation] = "5000"
+		})
+		Eventually(func() []string { return warnings(ctx, ns, "checkout", history.EventInvalidHistoryLimit) }).Should(ContainElement(
+			`annotation delivery.flagplane.dev/revision-history-limit="5000" is more than the 100 revisions flagplane keeps of a flag set: keeping 100`))
 	})
 
 	It("is immutable, and goes with its FeatureFlag", func(ctx SpecContext) {

@@ -1,8 +1,10 @@
 package history
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
@@ -13,19 +15,35 @@ import (
 // says otherwise, as a Deployment's revisionHistoryLimit.
 const DefaultLimit = 10
 
+// MaxLimit is the most revisions of one flag set flagplane keeps, whatever
+// its RevisionHistoryLimitAnnotation says; --revision-history-limit may not
+// be more either. Each revision holds a whole spec, up to the size of the
+// FeatureFlag itself: without a bound, one annotation could have a
+// namespace hold thousands of copies of a large flag set.
+const MaxLimit = 100
+
 // Limit is how many revisions of a flag set to keep: its
-// RevisionHistoryLimitAnnotation when that is a non-negative integer, else
-// fallback. A value that is not is an error (the caller warns, and keeps
-// fallback's).
+// RevisionHistoryLimitAnnotation when that is a non-negative integer, at
+// most MaxLimit, else fallback. A value that is no such integer, or more
+// than MaxLimit, is an error (the caller warns) with the limit that
+// applies: fallback, or MaxLimit.
 func Limit(annotations map[string]string, fallback int) (int, error) {
 	v, ok := annotations[deliveryv1alpha1.RevisionHistoryLimitAnnotation]
 	if !ok {
 		return fallback, nil
 	}
 	n, err := strconv.Atoi(v)
+	if err != nil && errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		// A number too large for an int is more than MaxLimit too.
+		n, err = MaxLimit+1, nil
+	}
 	if err != nil || n < 0 {
 		return fallback, fmt.Errorf("annotation %s=%q is not a non-negative integer: keeping %d revisions",
 			deliveryv1alpha1.RevisionHistoryLimitAnnotation, v, fallback)
+	}
+	if n > MaxLimit {
+		return MaxLimit, fmt.Errorf("annotation %s=%q is more than the %d revisions flagplane keeps of a flag set: keeping %d",
+			deliveryv1alpha1.RevisionHistoryLimitAnnotation, v, MaxLimit, MaxLimit)
 	}
 	return n, nil
 }

@@ -86,7 +86,10 @@ func TestLimit(t *testing.T) {
 		{value: strPtr("-1"), want: 10, wantErr: `annotation delivery.flagplane.dev/revision-history-limit="-1" is not a non-negative integer: keeping 10 revisions`},
 		{value: strPtr("ten"), want: 10, wantErr: `"ten" is not a non-negative integer`},
 		{value: strPtr(""), want: 10, wantErr: `"" is not`},
-		{value: strPtr("99999999999999999999"), want: 10, wantErr: "is not a non-negative integer"},
+		{value: strPtr("100"), want: 100},
+		{value: strPtr("101"), want: 100, wantErr: `annotation delivery.flagplane.dev/revision-history-limit="101" is more than the 100 revisions flagplane keeps of a flag set: keeping 100`},
+		{value: strPtr("99999999999999999999"), want: 100, wantErr: `="99999999999999999999" is more than the 100 revisions`},
+		{value: strPtr("-99999999999999999999"), want: 10, wantErr: "is not a non-negative integer"},
 	}
 	for _, tt := range tests {
 		g := NewWithT(t)

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -310,4 +311,27 @@ func TestReconcileKeepsTheLegacyRevisionARolloutNames(t *testing.T) {
 	w.sync()
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
 	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2}), "revision 1 is the full form of the stable revision the policy names")
+}
+
+// TestReconcileCapsTheLimit: an annotation above MaxLimit keeps MaxLimit
+// revisions, with one warning for the value.
+func TestReconcileCapsTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, nil)
+	// 102 revisions of other contents, then the one served.
+	for n := int64(1); n <= 102; n++ {
+		g.Expect(w.c.Create(context.Background(), Desired(w.ff, fmt.Sprintf("%032x", n), n, ""))).To(Succeed())
+	}
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "500"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs := w.revisions()
+	g.Expect(revs).To(HaveLen(MaxLimit))
+	g.Expect(revs[0].Spec.Number).To(Equal(int64(104 - MaxLimit)))
+	g.Expect(revs[len(revs)-1].Spec.Revision).To(Equal(w.served()))
+	value, warned := w.r.warned.Load(types.NamespacedName{Namespace: "shop", Name: "flags"})
+	g.Expect(warned).To(BeTrue())
+	g.Expect(value).To(Equal("500"))
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +178,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
 	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
-		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none (the one served and those a rollout names are kept beyond it)")
+		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none, at most "+strconv.Itoa(history.MaxLimit)+
+		" (the one served and those a rollout names are kept beyond it)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
@@ -214,6 +216,10 @@ func (o Options) Validate() error {
 	}
 	if o.RevisionHistoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--revision-history-limit must not be negative, not %d", o.RevisionHistoryLimit))
+	}
+	if o.RevisionHistoryLimit > history.MaxLimit {
+		errs = append(errs, fmt.Errorf("--revision-history-limit must be at most %d (the most revisions flagplane keeps of a flag set), not %d",
+			history.MaxLimit, o.RevisionHistoryLimit))
 	}
 	if o.CacheSyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))

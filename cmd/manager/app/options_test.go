@@ -85,6 +85,18 @@ func TestFlags(t *testing.T) {
 			wantErr: "--revision-history-limit must not be negative, not -1",
 		},
 		{
+			name: "--revision-history-limit may be 100",
+			args: []string{"--revision-history-limit=100"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionHistoryLimit).To(Equal(100))
+			},
+		},
+		{
+			name:    "--revision-history-limit is at most 100",
+			args:    []string{"--revision-history-limit=101"},
+			wantErr: "--revision-history-limit must be at most 100 (the most revisions flagplane keeps of a flag set), not 101",
+		},
+		{
 			name: "leader election",
 			args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
 			check: func(g Gomega, o Options) {
