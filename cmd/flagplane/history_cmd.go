@@ -24,7 +24,6 @@ import (
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/history"
 )
 
@@ -116,9 +115,9 @@ func readHistory(ctx context.Context, c client.Reader, namespace, name string) (
 
 // notOwnRevision says why r is not a revision of ff's own, "" when it is:
 // its controller owner is ff (the same UID, as the history records it), and
-// its flagSpec renders to the revision it claims (flagsets.Render and
-// Revision, the graph's rendering; topology.SameRevision, for a revision of
-// 12 hex digits recorded before revisions had 128 bits). A label and a
+// its flagSpec renders to the revision it claims (history.ContentRevision,
+// the graph's rendering; topology.SameRevision, for a revision of 12 hex
+// digits recorded before revisions had 128 bits). A label and a
 // spec.flagSet are what anyone who may create a FeatureFlagRevision can
 // write; the graph serves a revision on the same terms
 // (topology.UpsertRevision).
@@ -131,12 +130,11 @@ func notOwnRevision(ff *v1beta1.FeatureFlag, r *deliveryv1alpha1.FeatureFlagRevi
 	case ref.Kind != v1beta1.FeatureFlagKind || ref.UID != ff.UID:
 		return fmt.Sprintf("its controller is %s %s (uid %s), not this FeatureFlag (uid %s)", ref.Kind, ref.Name, ref.UID, ff.UID)
 	}
-	content, err := flagsets.Render(&v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.FlagSet},
-		Spec: v1beta1.FeatureFlagSpec{FlagSpec: r.Spec.FlagSpec}})
+	got, err := history.ContentRevision(r)
 	if err != nil {
 		return fmt.Sprintf("its flagSpec cannot be rendered: %v", err)
 	}
-	if got := flagsets.Revision(content); !topology.SameRevision(got, r.Spec.Revision) {
+	if !topology.SameRevision(got, r.Spec.Revision) {
 		return fmt.Sprintf("its flagSpec is revision %s, not the %s it claims", topology.ShortRevision(got), topology.ShortRevision(r.Spec.Revision))
 	}
 	return ""

@@ -264,6 +264,62 @@ var _ = Describe("The revision history", func() {
 			`annotation delivery.flagplane.dev/revision-history-limit="5000" is more than the 100 revisions flagplane keeps of a flag set: keeping 100`))
 	})
 
+	It("adopts the revisions a FeatureFlag deleted with --cascade=orphan left, and prunes them", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-orphan")
+		editTo := func(v string) {
+			GinkgoHelper()
+			before := served(ctx, ns, "checkout")
+			edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, v) })
+			now := servedOtherThan(ctx, ns, "checkout", before)
+			// Recorded before the next edit.
+			Eventually(func() string {
+				revs := revisions(ctx, ns, "checkout")
+				return revs[len(revs)-1].Spec.Revision
+			}).Should(Equal(now))
+		}
+		create := func(v string) *v1beta1.FeatureFlag {
+			GinkgoHelper()
+			ff := flagSet(ns, "checkout", v)
+			ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "3"}
+			Expect(k8s.Create(ctx, ff)).To(Succeed())
+			servedOtherThan(ctx, ns, "checkout", "")
+			return ff
+		}
+		first := create("v1")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+		editTo("v2")
+		editTo("v3")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1, 2, 3}))
+
+		_, err := cp.Kubectl("delete", "featureflag", "checkout", "-n", ns, "--cascade=orphan", "--wait=true")
+		Expect(err).NotTo(HaveOccurred())
+		// The garbage collector takes the FeatureFlag out of their
+		// ownerReferences before the FeatureFlag goes.
+		Eventually(func(g Gomega) {
+			revs := revisions(ctx, ns, "checkout")
+			g.Expect(numbers(revs)).To(Equal([]int64{1, 2, 3}))
+			for _, r := range revs {
+				g.Expect(r.OwnerReferences).To(BeEmpty(), r.Name)
+			}
+		}).Should(Succeed())
+
+		second := create("v4")
+		Expect(second.UID).NotTo(Equal(first.UID))
+		editTo("v5")
+		editTo("v6")
+		expectOwned := func(g Gomega) []int64 {
+			revs := revisions(ctx, ns, "checkout")
+			for _, r := range revs {
+				g.Expect(metav1.IsControlledBy(r, second)).To(BeTrue(), "%s is the new FeatureFlag's: none is left orphaned", r.Name)
+			}
+			return numbers(revs)
+		}
+		// Numbered after the orphans, which were adopted and pruned as
+		// the oldest: at most 3 remain.
+		Eventually(expectOwned).Should(Equal([]int64{4, 5, 6}))
+		Consistently(expectOwned).Should(Equal([]int64{4, 5, 6}))
+	})
+
 	It("is immutable, and goes with its FeatureFlag", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "history-gc")
 		ff := flagSet(ns, "checkout", "red")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -24,7 +25,11 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
-// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch;create;delete
+// The history adopts revisions left without a controller by a FeatureFlag
+// deleted with --cascade=orphan: it patches their ownerReferences, which
+// config/policy admits and nothing else of a revision (its spec is
+// immutable by the CRD's own rule).
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies,verbs=get;list;watch
 
 // Name is the controller's name, in its logs and in controller-runtime's
@@ -88,7 +93,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	}
 	err := builder.ControllerManagedBy(mgr).Named(Name).
 		For(&v1beta1.FeatureFlag{}).
-		Owns(&deliveryv1alpha1.FeatureFlagRevision{}).
+		// By spec.flagSet rather than by owner: a revision without a
+		// controller (one to adopt) is its flag set's business too.
+		Watches(&deliveryv1alpha1.FeatureFlagRevision{}, handler.EnqueueRequestsFromMapFunc(revisionToFlagSet)).
 		Watches(&deliveryv1alpha1.FeatureFlagRolloutPolicy{}, handler.EnqueueRequestsFromMapFunc(policyToFlagSet)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
@@ -102,6 +109,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		return fmt.Errorf("setting up the revision history: %w", err)
 	}
 	return nil
+}
+
+// revisionToFlagSet maps a revision to the FeatureFlag of its spec.flagSet,
+// whoever controls it.
+func revisionToFlagSet(_ context.Context, obj client.Object) []reconcile.Request {
+	rev, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision)
+	if !ok || rev.Spec.FlagSet == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}}}
 }
 
 // policyToFlagSet maps a rollout policy to the FeatureFlag it targets: the
@@ -147,13 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// Revisions of an earlier FeatureFlag of the name (left behind,
-	// orphaned) take numbers, but are not this one's history.
-	var owned []*deliveryv1alpha1.FeatureFlagRevision
-	for _, rev := range all {
-		if ownedBy(rev, ff.UID) {
-			owned = append(owned, rev)
-		}
+	owned, err := r.adopt(ctx, ff, all)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	if rendered.Valid() && rendered.Content != "" {
 		var behind bool
@@ -167,10 +180,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.prune(ctx, ff, rendered, owned)
 }
 
+// adopt returns the revisions of all that ff controls, adopting on the way
+// those that have no controller (left by a FeatureFlag of the name deleted
+// with --cascade=orphan, whose ownerReferences the garbage collector
+// removed), as a Deployment adopts orphaned ReplicaSets: ff becomes their
+// controller, and they are its history, counted and pruned like the rest.
+// Only a revision whose spec renders to the hash it claims is adopted
+// (HoldsWhatItClaims): one that does not was never flagplane's record. A
+// revision controlled by another object (an earlier FeatureFlag of the
+// name that the garbage collector has yet to delete it with) is left to
+// the garbage collector; it only takes a number.
+func (r *Reconciler) adopt(ctx context.Context, ff *v1beta1.FeatureFlag, all []*deliveryv1alpha1.FeatureFlagRevision) ([]*deliveryv1alpha1.FeatureFlagRevision, error) {
+	var owned []*deliveryv1alpha1.FeatureFlagRevision
+	for _, rev := range all {
+		if ownedBy(rev, ff.UID) {
+			owned = append(owned, rev)
+			continue
+		}
+		if metav1.GetControllerOf(rev) != nil || !HoldsWhatItClaims(rev) {
+			continue
+		}
+		adopted := rev.DeepCopy()
+		adopted.OwnerReferences = append(adopted.OwnerReferences, controllerRef(ff))
+		// With the resourceVersion read: a revision changed meanwhile (by
+		// another adoption) is not taken over.
+		err := r.Client.Patch(ctx, adopted, client.MergeFromWithOptions(rev, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("adopting revision %s/%s: %w", rev.Namespace, rev.Name, err)
+		}
+		log.FromContext(ctx).V(1).Info("revision adopted", "revision", rev.Name, "number", rev.Spec.Number, "hash", rev.Spec.Revision)
+		owned = append(owned, adopted)
+	}
+	return owned, nil
+}
+
 // record creates the revision of hash unless the newest of owned has it,
-// and returns owned with it. behind says that the name of the next number
-// is taken by a revision the cache has not seen yet, or by another:
-// reconcile again once the cache has caught up.
+// and returns owned with it. Its number is one more than the highest of
+// all, which holds the revisions of the flag set that are not its own too
+// (an earlier FeatureFlag's, which the garbage collector has yet to
+// delete): they take numbers, and are never in the way of one. behind says
+// that the name of the number is taken by a revision of the flag set the
+// cache has not listed yet: reconcile again once it has. A name taken by a
+// revision of another flag set (a name cut to fit, or a revision written by
+// hand) is passed over: the next number is tried.
 func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag, hash string,
 	all, owned []*deliveryv1alpha1.FeatureFlagRevision) (_ []*deliveryv1alpha1.FeatureFlagRevision, behind bool, _ error) {
 	// A revision recorded before revisions had 128 bits holds the first
@@ -187,28 +242,42 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 	if n := len(owned); n > 0 {
 		previous = owned[n-1].Spec.CreatedBy
 	}
-	want := Desired(author, hash, number, previous)
 	logger := log.FromContext(ctx)
-	err := r.Client.Create(ctx, want)
-	switch {
-	case err == nil:
-		logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
-			"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
-		return append(owned, want), false, nil
-	case apierrors.IsAlreadyExists(err):
-		// A retry of a create that took effect, or a reconcile that raced
-		// this one: the same revision is success.
-		have := &deliveryv1alpha1.FeatureFlagRevision{}
-		if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); getErr == nil && sameRevision(have, want) && ownedBy(have, ff.UID) {
-			return append(owned, have), false, nil
+	for range maxNamesTaken {
+		want := Desired(author, hash, number, previous)
+		err := r.Client.Create(ctx, want)
+		switch {
+		case err == nil:
+			logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
+				"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
+			return append(owned, want), false, nil
+		case apierrors.IsAlreadyExists(err):
+			have := &deliveryv1alpha1.FeatureFlagRevision{}
+			getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+			switch {
+			case getErr == nil && sameRevision(have, want) && ownedBy(have, ff.UID):
+				// A retry of a create that took effect, or a reconcile
+				// that raced this one: the same revision is success.
+				return append(owned, have), false, nil
+			case getErr == nil && have.Spec.FlagSet != ff.Name:
+				logger.V(1).Info("the name of the next revision is another flag set's: passing its number over",
+					"revision", want.Name, "number", number, "flagSet", have.Spec.FlagSet)
+				number++
+				continue
+			}
+			logger.V(1).Info("the name of the next revision is taken by one the cache has not listed yet: trying again",
+				"revision", want.Name, "number", number)
+			return owned, true, nil
+		default:
+			return owned, false, fmt.Errorf("recording revision %d of %s/%s: %w", number, ff.Namespace, ff.Name, err)
 		}
-		logger.V(1).Info("the name of the next revision is taken by one the cache has not seen yet, or by another's: trying again",
-			"revision", want.Name, "number", number)
-		return owned, true, nil
-	default:
-		return owned, false, fmt.Errorf("recording revision %d of %s/%s: %w", number, ff.Namespace, ff.Name, err)
 	}
+	return owned, false, fmt.Errorf("recording a revision of %s/%s: the names of %d numbers up to %d are taken by revisions of other flag sets",
+		ff.Namespace, ff.Name, maxNamesTaken, number)
 }
+
+// maxNamesTaken bounds the numbers record passes over in one reconcile.
+const maxNamesTaken = 16
 
 // prune deletes the revisions of owned beyond the flag set's limit, but
 // those a reader needs: the one it serves (when its spec is invalid, its

@@ -335,3 +335,70 @@ func TestReconcileCapsTheLimit(t *testing.T) {
 	g.Expect(warned).To(BeTrue())
 	g.Expect(value).To(Equal("500"))
 }
+
+// recorded is revision number of the flag set with one flag f whose
+// default variant is variant, holding what it claims, controlled by owner
+// ("" for none: left by a FeatureFlag deleted with --cascade=orphan).
+func recorded(t *testing.T, variant string, number int64, owner types.UID) *deliveryv1alpha1.FeatureFlagRevision {
+	t.Helper()
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "flags", UID: owner}}
+	setFlag(ff, variant)
+	content, err := flagsets.Render(ff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Desired(ff, flagsets.Revision(content), number, "")
+	if owner == "" {
+		r.OwnerReferences = nil
+	}
+	return r
+}
+
+// TestReconcileAdoptsOrphans: revisions of the flag set without a
+// controller (a FeatureFlag deleted with --cascade=orphan, then created
+// again) become the new FeatureFlag's, count toward its limit and are
+// pruned like the rest; one whose content is not what it claims is not
+// adopted, and one an earlier FeatureFlag still controls is left to the
+// garbage collector. Both take numbers.
+func TestReconcileAdoptsOrphans(t *testing.T) {
+	g := NewWithT(t)
+	forged := recorded(t, "off", 5, "")
+	forged.Spec.FlagSpec = recorded(t, "on", 5, "").Spec.FlagSpec
+	w := newWorld(t, nil,
+		recorded(t, "off", 1, ""), recorded(t, "on", 2, ""), recorded(t, "off", 3, ""), recorded(t, "on", 4, ""),
+		forged, recorded(t, "off", 6, "old-uid"))
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		setFlag(ff, "off")
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "3"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+
+	ours, others := []int64{}, []int64{}
+	for _, r := range w.revisions() {
+		if metav1.IsControlledBy(r, w.ff) {
+			ours = append(ours, r.Spec.Number)
+		} else {
+			others = append(others, r.Spec.Number)
+		}
+	}
+	g.Expect(ours).To(Equal([]int64{3, 4, 7}), "1 to 4 adopted, 7 recorded, the oldest pruned to the limit")
+	g.Expect(others).To(Equal([]int64{5, 6}), "the forgery and the earlier FeatureFlag's are not this one's")
+	newest := w.revisions()[len(w.revisions())-1]
+	g.Expect(newest.Spec.Revision).To(Equal(w.served()))
+}
+
+// TestReconcilePassesOverANameOfAnotherFlagSet: a revision of another flag
+// set under the name of the next number (written by hand) is passed over,
+// not waited for.
+func TestReconcilePassesOverANameOfAnotherFlagSet(t *testing.T) {
+	g := NewWithT(t)
+	squatter := recorded(t, "off", 1, "other-uid")
+	squatter.Spec.FlagSet = "other"
+	w := newWorld(t, nil, squatter)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	revs := w.revisions()
+	g.Expect(numbers(revs)).To(Equal([]int64{2}))
+	g.Expect(revs[0].Name).To(Equal("flags-2"))
+	g.Expect(metav1.IsControlledBy(revs[0], w.ff)).To(BeTrue())
+}
