@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -259,6 +260,9 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 		if _, err := fmt.Fprintf(w, "FeatureFlag %s/%s has no recorded revisions\n", h.ff.Namespace, h.ff.Name); err != nil {
 			return err
 		}
+		if err := writeUnrecorded(w, h); err != nil {
+			return err
+		}
 		return writeOthers(w, h)
 	}
 	serving := h.serving()
@@ -286,6 +290,8 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 	switch {
 	case serving != nil:
 		_, err = fmt.Fprintf(w, "* serves now (status.revision %s)\n", topology.ShortRevision(h.ff.Status.Revision))
+	case unrecorded(h.ff) != nil:
+		err = writeUnrecorded(w, h)
 	case h.ff.Status.Revision != "":
 		_, err = fmt.Fprintf(w, "status.revision %s is no recorded revision: flagplane has not accepted the current spec (yet)\n", topology.ShortRevision(h.ff.Status.Revision))
 	}
@@ -293,6 +299,27 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 		return err
 	}
 	return writeOthers(w, h)
+}
+
+// unrecorded is the FeatureFlag's RevisionRecorded condition when it says
+// that the spec it serves is not recorded.
+func unrecorded(ff *v1beta1.FeatureFlag) *metav1.Condition {
+	c := meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return c
+}
+
+// writeUnrecorded says why the spec the FeatureFlag serves is not
+// recorded, when its status says so.
+func writeUnrecorded(w io.Writer, h *flagSetHistory) error {
+	c := unrecorded(h.ff)
+	if c == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "status.revision %s is served, and not recorded (%s): %s\n", topology.ShortRevision(h.ff.Status.Revision), c.Reason, oneLine(c.Message))
+	return err
 }
 
 // writeOthers lists the revisions that name the flag set but are not its

@@ -97,6 +97,15 @@ func TestWriteHistory(t *testing.T) {
 	g.Expect(b.String()).To(HaveSuffix("status.revision cccccccccccc is no recorded revision: flagplane has not accepted the current spec (yet)\n"))
 	g.Expect(b.String()).NotTo(ContainSubstring("*"))
 
+	// The spec it serves not recorded: the status says why, and so does
+	// the table.
+	h.ff.Status.Conditions = []metav1.Condition{{Type: deliveryv1alpha1.ConditionRevisionRecorded, Status: metav1.ConditionFalse,
+		Reason: deliveryv1alpha1.ReasonRevisionRefused, Message: "FeatureFlagRevision shop/flags-4 not written: the API server refused it (Forbidden):\nexceeded quota"}}
+	b.Reset()
+	g.Expect(writeHistory(&b, h, now)).To(Succeed())
+	g.Expect(b.String()).To(HaveSuffix("3       aaaaaaaaaaaa  5s    flagplane-rollback  rollback to revision 1\n" +
+		"status.revision cccccccccccc is served, and not recorded (RevisionRefused): FeatureFlagRevision shop/flags-4 not written: the API server refused it (Forbidden): exceeded quota\n"))
+
 	_, err := h.revision(7)
 	g.Expect(err).To(MatchError("FeatureFlag shop/flags has no revision 7: it has 1, 2, 3"))
 	h.revisions = nil

@@ -11,9 +11,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +72,13 @@ func numbers(revs []*deliveryv1alpha1.FeatureFlagRevision) []int64 {
 		out = append(out, r.Spec.Number)
 	}
 	return out
+}
+
+// getFlagSet reads the FeatureFlag ns/name.
+func getFlagSet(ctx context.Context, g Gomega, ns, name string) *v1beta1.FeatureFlag {
+	ff := &v1beta1.FeatureFlag{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
+	return ff
 }
 
 // served is the FeatureFlag's status.revision.
@@ -318,6 +327,119 @@ var _ = Describe("The revision history", func() {
 		// the oldest: at most 3 remain.
 		Eventually(expectOwned).Should(Equal([]int64{4, 5, 6}))
 		Consistently(expectOwned).Should(Equal([]int64{4, 5, 6}))
+	})
+
+	It("records nothing in a namespace at --revision-namespace-limit, says so, and serves the FeatureFlag all the same", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-bound")
+		// The namespace's bound, filled by revisions of another flag set
+		// (no FeatureFlag of that name: nobody prunes them).
+		others := make([]*deliveryv1alpha1.FeatureFlagRevision, namespaceLimit)
+		for i := range others {
+			r := history.Desired(flagSet(ns, "other", fmt.Sprint(i)), fmt.Sprintf("%032x", i+1), int64(i+1), "")
+			r.OwnerReferences = nil
+			Expect(k8s.Create(ctx, r)).To(Succeed())
+			others[i] = r
+		}
+
+		Expect(k8s.Create(ctx, flagSet(ns, "checkout", "red"))).To(Succeed())
+		h1 := servedOtherThan(ctx, ns, "checkout", "")
+		Eventually(func() []string { return warnings(ctx, ns, "checkout", history.EventRevisionNotRecorded) }).Should(ConsistOf(
+			fmt.Sprintf("namespace %s holds %d FeatureFlagRevisions, the manager's --revision-namespace-limit: the spec flagplane accepted "+
+				"and serves is not recorded in the history of FeatureFlag checkout (lower the revision-history-limit of FeatureFlags of the "+
+				"namespace, or delete FeatureFlags or revisions)", ns, namespaceLimit)))
+		Eventually(func(g Gomega) {
+			ff := getFlagSet(ctx, g, ns, "checkout")
+			c := meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(deliveryv1alpha1.ReasonNamespaceRevisionLimit))
+			g.Expect(meta.IsStatusConditionTrue(ff.Status.Conditions, v1beta1.ConditionReady)).To(BeTrue(), "served all the same")
+		}).Should(Succeed())
+		Expect(revisions(ctx, ns, "checkout")).To(BeEmpty())
+		Expect(served(ctx, ns, "checkout")).To(Equal(h1))
+		r, err := flagplanecli.Run(flagplaneBin, cp.KubeconfigPath, "history", "ff/checkout", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Stdout).To(Equal(fmt.Sprintf("FeatureFlag %s/checkout has no recorded revisions\n"+
+			"status.revision %s is served, and not recorded (NamespaceRevisionLimit): namespace %s holds %d FeatureFlagRevisions, "+
+			"the manager's --revision-namespace-limit: the spec flagplane accepted and serves is not recorded in the history of "+
+			"FeatureFlag checkout (lower the revision-history-limit of FeatureFlags of the namespace, or delete FeatureFlags or revisions)\n",
+			ns, short(h1), ns, namespaceLimit)))
+
+		// A revision of the namespace deleted makes room: the spec is
+		// recorded (the deletion wakes the FeatureFlag up), and the
+		// condition goes.
+		Expect(k8s.Delete(ctx, others[0])).To(Succeed())
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+		Expect(revisions(ctx, ns, "checkout")[0].Spec.Revision).To(Equal(h1))
+		Eventually(func(g Gomega) {
+			ff := getFlagSet(ctx, g, ns, "checkout")
+			g.Expect(meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)).To(BeNil())
+		}).Should(Succeed())
+	})
+
+	It("backs off from a ResourceQuota's refusal, says it once, and records once the quota allows", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-quota")
+		const counted = "count/featureflagrevisions.delivery.flagplane.dev"
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "revisions"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{counted: resource.MustParse("2")}}}
+		Expect(k8s.Create(ctx, quota)).To(Succeed())
+		// The quota controller has computed its usage: the API server's
+		// quota admission counts from there.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+			g.Expect(quota.Status.Hard).To(HaveKey(corev1.ResourceName(counted)))
+			g.Expect(quota.Status.Used).To(HaveKey(corev1.ResourceName(counted)))
+		}).Should(Succeed())
+
+		Expect(k8s.Create(ctx, flagSet(ns, "checkout", "v1"))).To(Succeed())
+		last := servedOtherThan(ctx, ns, "checkout", "")
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "v2") })
+		last = servedOtherThan(ctx, ns, "checkout", last)
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1, 2}))
+
+		// The third is refused by the API server: 403, exceeded quota.
+		edit(ctx, k8s, ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "v3") })
+		h3 := servedOtherThan(ctx, ns, "checkout", last)
+		Eventually(func() []string { return warnings(ctx, ns, "checkout", history.EventRevisionNotRecorded) }).Should(ConsistOf(And(
+			HavePrefix("FeatureFlagRevision "+ns+"/checkout-3 not written: the API server refused it (Forbidden): "),
+			ContainSubstring("exceeded quota: revisions"))))
+		Eventually(func(g Gomega) {
+			ff := getFlagSet(ctx, g, ns, "checkout")
+			c := meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(deliveryv1alpha1.ReasonRevisionRefused))
+			g.Expect(c.Message).To(ContainSubstring("exceeded quota: revisions"))
+			g.Expect(meta.IsStatusConditionTrue(ff.Status.Conditions, v1beta1.ConditionReady)).To(BeTrue(), "served all the same")
+			g.Expect(ff.Status.Revision).To(Equal(h3))
+		}).Should(Succeed())
+		// Retried 2 s and 4 s later, refused each time: still one Event,
+		// never repeated (an Event sent again would grow a series).
+		Consistently(func(g Gomega) {
+			var events eventsv1.EventList
+			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			var notRecorded []eventsv1.Event
+			for _, e := range events.Items {
+				if e.Reason == history.EventRevisionNotRecorded {
+					notRecorded = append(notRecorded, e)
+				}
+			}
+			g.Expect(notRecorded).To(HaveLen(1))
+			g.Expect(notRecorded[0].Series).To(BeNil())
+		}).WithTimeout(7 * time.Second).Should(Succeed())
+		Expect(numbers(revisions(ctx, ns, "checkout"))).To(Equal([]int64{1, 2}))
+
+		// The quota raised: recorded at the next try (8 s after the last).
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+		quota.Spec.Hard[counted] = resource.MustParse("5")
+		Expect(k8s.Update(ctx, quota)).To(Succeed())
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1, 2, 3}))
+		Expect(revisions(ctx, ns, "checkout")[2].Spec.Revision).To(Equal(h3))
+		Eventually(func(g Gomega) {
+			ff := getFlagSet(ctx, g, ns, "checkout")
+			g.Expect(meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)).To(BeNil())
+		}).Should(Succeed())
 	})
 
 	It("is immutable, and goes with its FeatureFlag", func(ctx SpecContext) {

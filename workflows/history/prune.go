@@ -1,12 +1,17 @@
 package history
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -83,4 +88,52 @@ func Prunable(revisions []*deliveryv1alpha1.FeatureFlagRevision, limit int, keep
 		}
 	}
 	return out
+}
+
+// keep are the hashes whose newest revision pruning leaves: the one the
+// flag set serves (when its spec is invalid, its consumers keep the newest
+// revision's) and those a rollout policy's status names.
+func (r *Reconciler) keep(ctx context.Context, ff *v1beta1.FeatureFlag, rendered topology.Rendered,
+	owned []*deliveryv1alpha1.FeatureFlagRevision) ([]string, error) {
+	var keep []string
+	switch {
+	case rendered.Valid() && rendered.Revision != "":
+		keep = append(keep, rendered.Revision)
+	case len(owned) > 0:
+		keep = append(keep, owned[len(owned)-1].Spec.Revision)
+	}
+	var policies deliveryv1alpha1.FeatureFlagRolloutPolicyList
+	if err := r.Client.List(ctx, &policies, client.InNamespace(ff.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the rollout policies of namespace %s: %w", ff.Namespace, err)
+	}
+	for _, p := range policies.Items {
+		for _, h := range []string{p.Status.StableRevision, p.Status.TargetRevision} {
+			if h != "" {
+				keep = append(keep, h)
+			}
+		}
+	}
+	return keep, nil
+}
+
+// prune deletes the revisions of owned beyond the flag set's limit, but
+// the newest of each hash of keep.
+func (r *Reconciler) prune(ctx context.Context, owned []*deliveryv1alpha1.FeatureFlagRevision, limit int, keep []string) error {
+	if len(owned) <= limit {
+		return nil
+	}
+	return r.delete(ctx, Prunable(owned, limit, keep), limit)
+}
+
+// delete deletes revs, each only if it is still the object read (its UID).
+func (r *Reconciler) delete(ctx context.Context, revs []*deliveryv1alpha1.FeatureFlagRevision, limit int) error {
+	logger := log.FromContext(ctx)
+	for _, rev := range revs {
+		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &rev.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting revision %s/%s: %w", rev.Namespace, rev.Name, err)
+		}
+		logger.V(1).Info("revision pruned", "revision", rev.Name, "number", rev.Spec.Number, "hash", rev.Spec.Revision, "limit", limit)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -20,6 +22,7 @@ import (
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
@@ -401,4 +404,141 @@ func TestReconcilePassesOverANameOfAnotherFlagSet(t *testing.T) {
 	g.Expect(numbers(revs)).To(Equal([]int64{2}))
 	g.Expect(revs[0].Name).To(Equal("flags-2"))
 	g.Expect(metav1.IsControlledBy(revs[0], w.ff)).To(BeTrue())
+}
+
+// otherRevisions are n revisions of another flag set of the namespace.
+func otherRevisions(t *testing.T, n int) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for i := 1; i <= n; i++ {
+		r := recorded(t, "on", int64(i), "other-uid")
+		r.Spec.FlagSet, r.Name = "other", RevisionName("other", int64(i))
+		out = append(out, r)
+	}
+	return out
+}
+
+// drain returns the Events a FakeRecorder holds.
+func drain(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// TestReconcileNamespaceLimit: in a namespace that holds NamespaceLimit
+// revisions, a revision that would add one is not recorded: the
+// FeatureFlag's problem is remembered (for its status), told by one
+// Warning Event, and tried again later, twice as late each time. A flag
+// set whose history is full still records: it deletes its oldest first,
+// and the namespace does not grow. Room made, it records, and the problem
+// is gone.
+func TestReconcileNamespaceLimit(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, nil, otherRevisions(t, 3)...)
+	rec := events.NewFakeRecorder(10)
+	unrecorded := &workflows.UnrecordedRevisions{}
+	var changed []topology.Key
+	unrecorded.OnChange(func(k topology.Key) { changed = append(changed, k) })
+	w.r.Events, w.r.NamespaceLimit, w.r.Unrecorded = rec, 3, unrecorded
+	key := topology.FlagSetKey("shop", "flags")
+
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: DefaultRetryAfter}))
+	g.Expect(w.revisions()).To(BeEmpty())
+	why, ok := unrecorded.Of(key)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(why).To(Equal(workflows.Unrecorded{Reason: deliveryv1alpha1.ReasonNamespaceRevisionLimit,
+		Message: "namespace shop holds 3 FeatureFlagRevisions, the manager's --revision-namespace-limit: the spec flagplane accepted " +
+			"and serves is not recorded in the history of FeatureFlag flags (lower the revision-history-limit of FeatureFlags of the namespace, " +
+			"or delete FeatureFlags or revisions)"}))
+	g.Expect(changed).To(Equal([]topology.Key{key}))
+	g.Expect(drain(rec)).To(ConsistOf(HavePrefix("Warning RevisionNotRecorded namespace shop holds 3 FeatureFlagRevisions")))
+
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: 2 * DefaultRetryAfter}))
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: 4 * DefaultRetryAfter}))
+	g.Expect(drain(rec)).To(BeEmpty(), "one Event per cause")
+	g.Expect(changed).To(HaveLen(1))
+
+	// A revision of the namespace goes: room for this one.
+	g.Expect(w.c.Delete(context.Background(), otherRevisions(t, 1)[0])).To(Succeed())
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1}))
+	_, ok = unrecorded.Of(key)
+	g.Expect(ok).To(BeFalse())
+	g.Expect(changed).To(Equal([]topology.Key{key, key}))
+
+	// The namespace is at its bound again (2 others and 1); with a limit
+	// of 1, the next edit deletes revision 1 first and is recorded.
+	w.edit(func(ff *v1beta1.FeatureFlag) {
+		setFlag(ff, "off")
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "1"}
+	})
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{2}))
+	g.Expect(drain(rec)).To(BeEmpty())
+}
+
+// TestReconcileRefusedRevision: a create the API server refuses for good
+// (a ResourceQuota's 403) is not retried at once: one Warning Event per
+// cause, the problem remembered for status, and a retry twice as late each
+// time, up to MaxRetryAfter. Once the API server takes it, it is recorded.
+func TestReconcileRefusedRevision(t *testing.T) {
+	g := NewWithT(t)
+	quota := apierrors.NewForbidden(deliveryv1alpha1.GroupVersion.WithResource("featureflagrevisions").GroupResource(), "flags-1",
+		errors.New("exceeded quota: revisions, requested: count/featureflagrevisions.delivery.flagplane.dev=1, "+
+			"used: count/featureflagrevisions.delivery.flagplane.dev=2, limited: count/featureflagrevisions.delivery.flagplane.dev=2"))
+	refuse := true
+	creates := 0
+	funcs := &interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision); ok {
+			creates++
+			if refuse {
+				return quota
+			}
+		}
+		return c.Create(ctx, obj, opts...)
+	}}
+	w := newWorld(t, funcs)
+	rec := events.NewFakeRecorder(10)
+	w.r.Events, w.r.Unrecorded = rec, &workflows.UnrecordedRevisions{}
+	w.r.RetryAfter, w.r.MaxRetryAfter = time.Second, 5*time.Second
+
+	var waits []time.Duration
+	for range 5 {
+		res, err := w.reconcile()
+		g.Expect(err).NotTo(HaveOccurred(), "not an error: controller-runtime would retry it within milliseconds")
+		waits = append(waits, res.RequeueAfter)
+	}
+	g.Expect(waits).To(Equal([]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}))
+	g.Expect(creates).To(Equal(5), "one attempt per reconcile")
+	g.Expect(w.revisions()).To(BeEmpty())
+	why, ok := w.r.Unrecorded.Of(topology.FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(why.Reason).To(Equal(deliveryv1alpha1.ReasonRevisionRefused))
+	g.Expect(why.Message).To(HavePrefix("FeatureFlagRevision shop/flags-1 not written: the API server refused it (Forbidden): "))
+	g.Expect(why.Message).To(ContainSubstring("exceeded quota: revisions"))
+	g.Expect(drain(rec)).To(HaveLen(1))
+
+	refuse = false
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1}))
+	_, ok = w.r.Unrecorded.Of(topology.FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeFalse())
+
+	// A failure that may pass (the API server unavailable) is an error,
+	// retried by the controller's rate limiter, and no problem of status.
+	refuse = true
+	quota = apierrors.NewServiceUnavailable("etcd is away")
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
+	w.sync()
+	_, err := w.reconcile()
+	g.Expect(err).To(MatchError(ContainSubstring("etcd is away")))
+	_, ok = w.r.Unrecorded.Of(topology.FlagSetKey("shop", "flags"))
+	g.Expect(ok).To(BeFalse())
 }

@@ -62,6 +62,23 @@ const (
 	AbortAnnotation = "delivery.flagplane.dev/abort"
 )
 
+// The condition of a FeatureFlag's status about its history.
+const (
+	// ConditionRevisionRecorded is on a FeatureFlag only while the spec
+	// flagplane accepted and serves is not recorded as a revision, with
+	// status False; it is removed once it is. Serving does not depend on
+	// it: the FeatureFlag's consumers get the spec all the same, and its
+	// Ready condition does not count it.
+	ConditionRevisionRecorded = "RevisionRecorded"
+	// ReasonNamespaceRevisionLimit: the namespace holds the manager's
+	// --revision-namespace-limit of FeatureFlagRevisions.
+	ReasonNamespaceRevisionLimit = "NamespaceRevisionLimit"
+	// ReasonRevisionRefused: the API server refused to create the
+	// revision (a ResourceQuota of the namespace, a policy, its size); the
+	// message is the API server's.
+	ReasonRevisionRefused = "RevisionRefused"
+)
+
 // PromoteValue is the PromoteAnnotation that promotes step (from 0) of the
 // rollout a status describes: "<target revision>/<rollout>/<step>".
 func PromoteValue(st FeatureFlagRolloutPolicyStatus, step int32) string {
