@@ -180,7 +180,7 @@ func (h *flagSetHistory) serving() *deliveryv1alpha1.FeatureFlagRevision {
 	return nil
 }
 
-var historyFormats = []string{"text", "json", "yaml"}
+var historyFormats = []string{"text", "wide", "json", "yaml"}
 
 func newHistoryCmd(kube *kubeFlags) *cobra.Command {
 	var (
@@ -194,7 +194,9 @@ func newHistoryCmd(kube *kubeFlags) *cobra.Command {
 		Long: `Lists the revisions flagplane recorded of a FeatureFlag, oldest first:
 every spec it accepted, as a FeatureFlagRevision numbered in order, with
 its content hash (the status.revision it served), its age, who wrote it
-(the field manager of the write) and why (the annotation
+(BY: the user the API server authenticated, which flagplane's webhook
+keeps in the annotation delivery.flagplane.dev/spec-author; -o wide adds
+the field manager the client named itself) and why (the annotation
 delivery.flagplane.dev/change-cause). The revision the FeatureFlag serves
 now is marked with *.
 
@@ -232,22 +234,22 @@ refuse them.`,
 				if err != nil {
 					return err
 				}
-				if output == "text" {
+				if output == "text" || output == "wide" {
 					output = "yaml"
 				}
 				return writeAs(cmd.OutOrStdout(), r.Spec.FlagSpec, output)
 			}
-			if output != "text" {
+			if output == "json" || output == "yaml" {
 				items := make([]deliveryv1alpha1.FeatureFlagRevision, 0, len(h.revisions))
 				for _, r := range h.revisions {
 					items = append(items, *r)
 				}
 				return writeAs(cmd.OutOrStdout(), items, output)
 			}
-			return writeHistory(cmd.OutOrStdout(), h, time.Now())
+			return writeHistory(cmd.OutOrStdout(), h, time.Now(), output == "wide")
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(historyFormats, ", ")+" (with --revision, text is yaml)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(historyFormats, ", ")+" (wide adds the FIELD MANAGER column; with --revision, text and wide are yaml)")
 	cmd.Flags().Int64Var(&revision, "revision", 0, "print this revision's flagSpec")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(historyFormats))
@@ -255,7 +257,9 @@ refuse them.`,
 }
 
 // writeHistory writes the table of a flag set's revisions.
-func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
+// With wide, it adds each revision's field manager, the name its client
+// gave itself.
+func writeHistory(w io.Writer, h *flagSetHistory, now time.Time, wide bool) error {
 	if len(h.revisions) == 0 {
 		if _, err := fmt.Fprintf(w, "FeatureFlag %s/%s has no recorded revisions\n", h.ff.Namespace, h.ff.Name); err != nil {
 			return err
@@ -268,14 +272,22 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 	serving := h.serving()
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NUMBER\tREVISION\tAGE\tBY\tCAUSE")
+	header := "NUMBER\tREVISION\tAGE\tBY\t"
+	if wide {
+		header += "FIELD MANAGER\t"
+	}
+	fmt.Fprintln(tw, header+"CAUSE")
 	for _, r := range h.revisions {
 		number := strconv.FormatInt(r.Spec.Number, 10)
 		if r == serving {
 			number += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", number, topology.ShortRevision(r.Spec.Revision), duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
-			orNone(r.Spec.CreatedBy), oneLine(r.Spec.ChangeCause))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t", number, topology.ShortRevision(r.Spec.Revision), duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
+			orNone(r.Spec.CreatedBy))
+		if wide {
+			row += orNone(r.Spec.FieldManager) + "\t"
+		}
+		fmt.Fprintln(tw, row+oneLine(r.Spec.ChangeCause))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestHistoryCommandLines(t *testing.T) {
 		{[]string{"history", "ff/a", "ff/b"}, "give one FeatureFlag as ff/NAME"},
 		{[]string{"history", "deploy/web"}, `name the FeatureFlag as ff/NAME, not "deploy/web"`},
 		{[]string{"history", "ff/"}, `name the FeatureFlag as ff/NAME, not "ff/"`},
-		{[]string{"history", "ff/flags", "-o", "wide"}, `unknown -o "wide": use one of text, json, yaml`},
+		{[]string{"history", "ff/flags", "-o", "xml"}, `unknown -o "xml": use one of text, wide, json, yaml`},
 		{[]string{"rollback", "ff/flags"}, "give the revision to roll back to with --to-revision N"},
 		{[]string{"rollback", "ff/flags", "--to-revision", "two"}, `invalid argument "two" for "--to-revision"`},
 		{[]string{"diff", "ff/flags"}, `unexpected arguments ["ff/flags"]`},
@@ -59,41 +59,55 @@ func TestHistoryCommandLines(t *testing.T) {
 	g.Expect(exitCode(err)).To(Equal(1))
 }
 
-func revisionOf(number int64, hash, by, cause string, created time.Time) *deliveryv1alpha1.FeatureFlagRevision {
+func revisionOf(number int64, hash, by, fieldManager, cause string, created time.Time) *deliveryv1alpha1.FeatureFlagRevision {
 	return &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Name: "flags-" + string(rune('0'+number)), CreationTimestamp: metav1.NewTime(created)},
-		Spec: deliveryv1alpha1.FeatureFlagRevisionSpec{FlagSet: "flags", Number: number, Revision: hash, CreatedBy: by, ChangeCause: cause}}
+		Spec: deliveryv1alpha1.FeatureFlagRevisionSpec{FlagSet: "flags", Number: number, Revision: hash, CreatedBy: by, FieldManager: fieldManager,
+			ChangeCause: cause}}
 }
 
 // TestWriteHistory: the table, oldest first, the revision served marked
-// (the newest of its hash), and what it says when none is.
+// (the newest of its hash), who wrote each (and with -o wide the field
+// manager its client named), and what it says when none is served.
 func TestWriteHistory(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	h := &flagSetHistory{
 		ff: &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "flags"}, Status: v1beta1.FeatureFlagStatus{Revision: "aaaaaaaaaaaa"}},
 		revisions: []*deliveryv1alpha1.FeatureFlagRevision{
-			revisionOf(1, "aaaaaaaaaaaa", "bob-create", "first", now.Add(-2*time.Hour)),
-			revisionOf(2, "bbbbbbbbbbbb", "alice-edit", "turn\nit off", now.Add(-90*time.Second)),
-			revisionOf(3, "aaaaaaaaaaaa", "flagplane-rollback", "rollback to revision 1", now.Add(-5*time.Second)),
+			revisionOf(1, "aaaaaaaaaaaa", "bob", "bob-create", "first", now.Add(-2*time.Hour)),
+			revisionOf(2, "bbbbbbbbbbbb", "alice", "alice-edit", "turn\nit off", now.Add(-90*time.Second)),
+			revisionOf(3, "aaaaaaaaaaaa", "system:serviceaccount:ci:deployer", "flagplane-rollback", "rollback to revision 1", now.Add(-5*time.Second)),
+			revisionOf(4, "aaaaaaaaaaaa", "", "kubectl-edit", "", now.Add(-time.Second)),
 		},
 	}
 	var b bytes.Buffer
-	g.Expect(writeHistory(&b, h, now)).To(Succeed())
-	g.Expect(b.String()).To(Equal(`NUMBER  REVISION      AGE   BY                  CAUSE
-1       aaaaaaaaaaaa  120m  bob-create          first
-2       bbbbbbbbbbbb  90s   alice-edit          turn it off
-3*      aaaaaaaaaaaa  5s    flagplane-rollback  rollback to revision 1
+	g.Expect(writeHistory(&b, h, now, false)).To(Succeed())
+	g.Expect(b.String()).To(Equal(`NUMBER  REVISION      AGE   BY                                 CAUSE
+1       aaaaaaaaaaaa  120m  bob                                first
+2       bbbbbbbbbbbb  90s   alice                              turn it off
+3       aaaaaaaaaaaa  5s    system:serviceaccount:ci:deployer  rollback to revision 1
+4*      aaaaaaaaaaaa  1s    <unknown>
 * serves now (status.revision aaaaaaaaaaaa)
 `))
+	b.Reset()
+	g.Expect(writeHistory(&b, h, now, true)).To(Succeed())
+	g.Expect(b.String()).To(Equal(`NUMBER  REVISION      AGE   BY                                 FIELD MANAGER       CAUSE
+1       aaaaaaaaaaaa  120m  bob                                bob-create          first
+2       bbbbbbbbbbbb  90s   alice                              alice-edit          turn it off
+3       aaaaaaaaaaaa  5s    system:serviceaccount:ci:deployer  flagplane-rollback  rollback to revision 1
+4*      aaaaaaaaaaaa  1s    <unknown>                          kubectl-edit
+* serves now (status.revision aaaaaaaaaaaa)
+`))
+	h.revisions = h.revisions[:3]
 
 	h.revisions[0].Spec.ChangeCause = ""
 	b.Reset()
-	g.Expect(writeHistory(&b, h, now)).To(Succeed())
-	g.Expect(b.String()).To(ContainSubstring("\n1       aaaaaaaaaaaa  120m  bob-create\n"), "no trailing spaces")
+	g.Expect(writeHistory(&b, h, now, false)).To(Succeed())
+	g.Expect(b.String()).To(ContainSubstring("\n1       aaaaaaaaaaaa  120m  bob\n"), "no trailing spaces")
 
 	h.ff.Status.Revision = "cccccccccccc"
 	b.Reset()
-	g.Expect(writeHistory(&b, h, now)).To(Succeed())
+	g.Expect(writeHistory(&b, h, now, false)).To(Succeed())
 	g.Expect(b.String()).To(HaveSuffix("status.revision cccccccccccc is no recorded revision: flagplane has not accepted the current spec (yet)\n"))
 	g.Expect(b.String()).NotTo(ContainSubstring("*"))
 
@@ -102,8 +116,8 @@ func TestWriteHistory(t *testing.T) {
 	h.ff.Status.Conditions = []metav1.Condition{{Type: deliveryv1alpha1.ConditionRevisionRecorded, Status: metav1.ConditionFalse,
 		Reason: deliveryv1alpha1.ReasonRevisionRefused, Message: "FeatureFlagRevision shop/flags-4 not written: the API server refused it (Forbidden):\nexceeded quota"}}
 	b.Reset()
-	g.Expect(writeHistory(&b, h, now)).To(Succeed())
-	g.Expect(b.String()).To(HaveSuffix("3       aaaaaaaaaaaa  5s    flagplane-rollback  rollback to revision 1\n" +
+	g.Expect(writeHistory(&b, h, now, false)).To(Succeed())
+	g.Expect(b.String()).To(HaveSuffix("3       aaaaaaaaaaaa  5s    system:serviceaccount:ci:deployer  rollback to revision 1\n" +
 		"status.revision cccccccccccc is served, and not recorded (RevisionRefused): FeatureFlagRevision shop/flags-4 not written: the API server refused it (Forbidden): exceeded quota\n"))
 
 	_, err := h.revision(7)
@@ -201,7 +215,7 @@ func TestRollbackReadsOnlyTheFlagSetsOwnRevisions(t *testing.T) {
 	g.Expect(numbers(h.revisions)).To(Equal([]int64{1, 2}))
 	g.Expect(h.revisions[0].Name).To(Equal("flags-1"))
 	var b bytes.Buffer
-	g.Expect(writeHistory(&b, h, time.Now())).To(Succeed())
+	g.Expect(writeHistory(&b, h, time.Now(), false)).To(Succeed())
 	g.Expect(b.String()).To(ContainSubstring("not revisions of this FeatureFlag (history --revision, diff and rollback refuse them):\n" +
 		"  a-forged-1 (number 1): its flagSpec is revision " + topology.ShortRevision(hashOf(spec("evil"))) +
 		", not the " + topology.ShortRevision(hashOf(red)) + " it claims\n" +

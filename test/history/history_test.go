@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,19 +107,22 @@ func servedOtherThan(ctx context.Context, ns, name, before string) string {
 }
 
 // expectHistory waits until the revisions of ns/name are exactly want (by
-// number, hash, author and cause), and stay so.
+// number, hash, author, field manager and cause), and stay so.
 func expectHistory(ctx context.Context, ns, name string, want ...deliveryv1alpha1.FeatureFlagRevisionSpec) {
 	GinkgoHelper()
+	line := func(s deliveryv1alpha1.FeatureFlagRevisionSpec) string {
+		return fmt.Sprintf("%d %s by %q as %q: %q", s.Number, s.Revision, s.CreatedBy, s.FieldManager, s.ChangeCause)
+	}
 	summary := func() []string {
 		var out []string
 		for _, r := range revisions(ctx, ns, name) {
-			out = append(out, fmt.Sprintf("%d %s %s %q", r.Spec.Number, r.Spec.Revision, r.Spec.CreatedBy, r.Spec.ChangeCause))
+			out = append(out, line(r.Spec))
 		}
 		return out
 	}
 	var wantSummary []string
 	for _, w := range want {
-		wantSummary = append(wantSummary, fmt.Sprintf("%d %s %s %q", w.Number, w.Revision, w.CreatedBy, w.ChangeCause))
+		wantSummary = append(wantSummary, line(w))
 	}
 	Eventually(summary).Should(Equal(wantSummary))
 	Consistently(summary).Should(Equal(wantSummary), "exactly one revision per accepted spec")
@@ -143,25 +150,51 @@ func warnings(ctx context.Context, ns, name, reason string) []string {
 	return notes
 }
 
-func rev(number int64, hash, by, cause string) deliveryv1alpha1.FeatureFlagRevisionSpec {
-	return deliveryv1alpha1.FeatureFlagRevisionSpec{Number: number, Revision: hash, CreatedBy: by, ChangeCause: cause}
+// rev is a revision's spec as expectHistory compares it: by is the user
+// the API server authenticated, as the field manager its client named.
+func rev(number int64, hash, by, as, cause string) deliveryv1alpha1.FeatureFlagRevisionSpec {
+	return deliveryv1alpha1.FeatureFlagRevisionSpec{Number: number, Revision: hash, CreatedBy: by, FieldManager: as, ChangeCause: cause}
+}
+
+// as is a client of the user (impersonated by the suite's admin, in
+// system:masters) whose writes name fieldManager.
+func as(user, fieldManager string) client.Client {
+	GinkgoHelper()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters"}}
+	c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return client.WithFieldOwner(c, fieldManager)
+}
+
+// whoami is the user the API server takes the suite's admin kubeconfig for.
+func whoami(ctx context.Context) string {
+	GinkgoHelper()
+	review := &authenticationv1.SelfSubjectReview{}
+	Expect(k8s.Create(ctx, review)).To(Succeed())
+	Expect(review.Status.UserInfo.Username).NotTo(BeEmpty())
+	return review.Status.UserInfo.Username
+}
+
+// author is the FeatureFlag's SpecAuthorAnnotation.
+func author(ctx context.Context, ns, name string) string {
+	GinkgoHelper()
+	ff := &v1beta1.FeatureFlag{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ff)).To(Succeed())
+	return ff.Annotations[deliveryv1alpha1.SpecAuthorAnnotation]
 }
 
 var _ = Describe("The revision history", func() {
 	It("records every accepted edit once, with its hash, author and cause", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "history")
-		bob := client.WithFieldOwner(k8s, "bob-create")
-		alice := client.WithFieldOwner(k8s, "alice-edit")
+		bob := as("bob", "bob-create")
+		alice := as("alice", "alice-edit")
 
 		ff := flagSet(ns, "checkout", "red")
 		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "first colour"}
-		// Created as a second begins, so that alice's edit below, made as
-		// soon as revision 1 is there, most often falls in the same second
-		// of managedFields.
-		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 		Expect(bob.Create(ctx, ff)).To(Succeed())
 		h1 := servedOtherThan(ctx, ns, "checkout", "")
-		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).WithPolling(20 * time.Millisecond).Should(Equal([]int64{1}))
+		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
 
 		first := revisions(ctx, ns, "checkout")[0]
 		Expect(first.Name).To(Equal("checkout-1"))
@@ -170,23 +203,16 @@ var _ = Describe("The revision history", func() {
 		Expect(first.Spec.FlagSpec).To(Equal(ff.Spec.FlagSpec))
 		Expect(metav1.IsControlledBy(first, ff)).To(BeTrue(), "owned by the FeatureFlag as its controller")
 
-		// Alice edits right after: in the same second as the create, as
-		// often as not, which managedFields cannot tell apart by time.
 		edit(ctx, alice, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
 			setValue(ff, "green")
 			ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation] = "greener"
 		})
-		written := &v1beta1.FeatureFlag{}
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), written)).To(Succeed())
-		for _, e := range written.ManagedFields {
-			GinkgoWriter.Printf("managedFields: %s %s %s %s\n", e.Manager, e.Operation, e.Subresource, e.Time)
-		}
 		h2 := servedOtherThan(ctx, ns, "checkout", h1)
-		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob", "bob-create", "first colour"), rev(2, h2, "alice", "alice-edit", "greener"))
 
 		// What changes no spec records nothing.
 		edit(ctx, bob, ns, "checkout", func(ff *v1beta1.FeatureFlag) { ff.Labels = map[string]string{"team": "shop"} })
-		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob", "bob-create", "first colour"), rev(2, h2, "alice", "alice-edit", "greener"))
 
 		// The same spec again is a new revision, with the old hash.
 		edit(ctx, alice, ns, "checkout", func(ff *v1beta1.FeatureFlag) {
@@ -194,8 +220,87 @@ var _ = Describe("The revision history", func() {
 			ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation] = "red again"
 		})
 		Eventually(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h1))
-		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", "first colour"), rev(2, h2, "alice-edit", "greener"),
-			rev(3, h1, "alice-edit", "red again"))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob", "bob-create", "first colour"), rev(2, h2, "alice", "alice-edit", "greener"),
+			rev(3, h1, "alice", "alice-edit", "red again"))
+	})
+
+	It("takes who wrote a spec from the API server, whatever field manager the client names and whatever it annotates", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-author")
+		// A create that names someone else as the author: the creator's.
+		mallory := as("mallory", "argocd-controller")
+		ff := flagSet(ns, "checkout", "red")
+		ff.Annotations = map[string]string{deliveryv1alpha1.SpecAuthorAnnotation: "ceo"}
+		Expect(mallory.Create(ctx, ff)).To(Succeed())
+		Expect(ff.Annotations).To(HaveKeyWithValue(deliveryv1alpha1.SpecAuthorAnnotation, "mallory"), "as the API server stored it")
+		h1 := servedOtherThan(ctx, ns, "checkout", "")
+
+		// Alice writes as flagplane rollback's field manager: the
+		// revision is hers, and says which tool she named.
+		edit(ctx, as("alice", "flagplane-rollback"), ns, "checkout", func(ff *v1beta1.FeatureFlag) { setValue(ff, "green") })
+		h2 := servedOtherThan(ctx, ns, "checkout", h1)
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "mallory", "argocd-controller", ""), rev(2, h2, "alice", "flagplane-rollback", ""))
+
+		// Mallory writes the annotation alone: undone, nothing recorded.
+		var forged v1beta1.FeatureFlag
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := mallory.Get(ctx, client.ObjectKey{Namespace: ns, Name: "checkout"}, &forged); err != nil {
+				return err
+			}
+			forged.Annotations[deliveryv1alpha1.SpecAuthorAnnotation] = "ceo"
+			return mallory.Update(ctx, &forged)
+		})).To(Succeed())
+		Expect(forged.Annotations).To(HaveKeyWithValue(deliveryv1alpha1.SpecAuthorAnnotation, "alice"), "the update's answer")
+		Expect(author(ctx, ns, "checkout")).To(Equal("alice"))
+		// ... so is its removal, by a merge patch.
+		Expect(mallory.Patch(ctx, &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkout"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"delivery.flagplane.dev/spec-author":null}}}`)))).To(Succeed())
+		Expect(author(ctx, ns, "checkout")).To(Equal("alice"))
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "mallory", "argocd-controller", ""), rev(2, h2, "alice", "flagplane-rollback", ""))
+
+		// A dry run of a change is answered with the user's name, and
+		// writes nothing.
+		dry := &v1beta1.FeatureFlag{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "checkout"}, dry)).To(Succeed())
+		setValue(dry, "blue")
+		Expect(as("bob", "kubectl-edit").Update(ctx, dry, client.DryRunAll)).To(Succeed())
+		Expect(dry.Annotations).To(HaveKeyWithValue(deliveryv1alpha1.SpecAuthorAnnotation, "bob"))
+		Expect(author(ctx, ns, "checkout")).To(Equal("alice"))
+		Expect(served(ctx, ns, "checkout")).To(Equal(h2))
+	})
+
+	It("names the field manager of an edit made in the same second as the revision before", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "history-second")
+		// managedFields have a resolution of a second: of two writes in
+		// one, the one whose manager did not write the revision before is
+		// the newer. By name order the other (bob-create) would be chosen:
+		// only that rule names alice-edit. The spec is tried again, with
+		// another FeatureFlag, until the two writes share a second, so
+		// that it never passes on writes of two seconds.
+		for attempt := 1; ; attempt++ {
+			Expect(attempt).To(BeNumerically("<=", 5), "no two writes in one second in 5 attempts")
+			name := fmt.Sprintf("checkout-%d", attempt)
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+			Expect(as("bob", "bob-create").Create(ctx, flagSet(ns, name, "red"))).To(Succeed())
+			Eventually(func() []int64 { return numbers(revisions(ctx, ns, name)) }).WithPolling(10 * time.Millisecond).Should(Equal([]int64{1}))
+			edit(ctx, as("alice", "alice-edit"), ns, name, func(ff *v1beta1.FeatureFlag) { setValue(ff, "green") })
+			written := &v1beta1.FeatureFlag{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, written)).To(Succeed())
+			seconds := map[string]int64{}
+			for _, e := range written.ManagedFields {
+				if e.Subresource == "" {
+					seconds[e.Manager] = e.Time.Unix()
+				}
+			}
+			GinkgoWriter.Printf("attempt %d: managedFields seconds %v\n", attempt, seconds)
+			Eventually(func() []int64 { return numbers(revisions(ctx, ns, name)) }).Should(Equal([]int64{1, 2}))
+			if seconds["bob-create"] != seconds["alice-edit"] {
+				continue
+			}
+			second := revisions(ctx, ns, name)[1]
+			Expect(second.Spec.FieldManager).To(Equal("alice-edit"))
+			Expect(second.Spec.CreatedBy).To(Equal("alice"))
+			break
+		}
 	})
 
 	It("records no spec that flagd refuses", func(ctx SpecContext) {
@@ -335,7 +440,7 @@ var _ = Describe("The revision history", func() {
 		// (no FeatureFlag of that name: nobody prunes them).
 		others := make([]*deliveryv1alpha1.FeatureFlagRevision, namespaceLimit)
 		for i := range others {
-			r := history.Desired(flagSet(ns, "other", fmt.Sprint(i)), fmt.Sprintf("%032x", i+1), int64(i+1), "")
+			r := history.Desired(flagSet(ns, "other", fmt.Sprint(i)), fmt.Sprintf("%032x", i+1), int64(i+1), "", true)
 			r.OwnerReferences = nil
 			Expect(k8s.Create(ctx, r)).To(Succeed())
 			others[i] = r
@@ -473,10 +578,10 @@ var _ = Describe("The revision history", func() {
 		Expect(r.Stderr).To(ContainSubstring("FeatureFlag " + ns + "/checkout not found"))
 
 		ff := flagSet(ns, "checkout", "red")
-		Expect(client.WithFieldOwner(k8s, "bob-create").Create(ctx, ff)).To(Succeed())
+		Expect(as("bob", "bob-create").Create(ctx, ff)).To(Succeed())
 		h1 := servedOtherThan(ctx, ns, "checkout", "")
 		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "checkout")) }).Should(Equal([]int64{1}))
-		edit(ctx, client.WithFieldOwner(k8s, "alice-edit"), ns, "checkout", func(ff *v1beta1.FeatureFlag) {
+		edit(ctx, as("alice", "alice-edit"), ns, "checkout", func(ff *v1beta1.FeatureFlag) {
 			setValue(ff, "green")
 			ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "greener"}
 		})
@@ -488,9 +593,15 @@ var _ = Describe("The revision history", func() {
 		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 		Expect(lines).To(HaveLen(4))
 		Expect(strings.Fields(lines[0])).To(Equal([]string{"NUMBER", "REVISION", "AGE", "BY", "CAUSE"}))
-		Expect(strings.Fields(lines[1])).To(And(HaveLen(4), HaveExactElements("1", short(h1), Not(BeEmpty()), "bob-create")))
-		Expect(strings.Fields(lines[2])).To(And(HaveLen(5), HaveExactElements("2*", short(h2), Not(BeEmpty()), "alice-edit", "greener")))
+		Expect(strings.Fields(lines[1])).To(And(HaveLen(4), HaveExactElements("1", short(h1), Not(BeEmpty()), "bob")))
+		Expect(strings.Fields(lines[2])).To(And(HaveLen(5), HaveExactElements("2*", short(h2), Not(BeEmpty()), "alice", "greener")))
 		Expect(lines[3]).To(Equal("* serves now (status.revision " + short(h2) + ")"))
+		r = cli("history", "ff/checkout", "-o", "wide")
+		Expect(r.ExitCode).To(Equal(0))
+		lines = strings.Split(strings.TrimSpace(r.Stdout), "\n")
+		Expect(lines[0]).To(MatchRegexp(`^NUMBER\s+REVISION\s+AGE\s+BY\s+FIELD MANAGER\s+CAUSE$`))
+		Expect(strings.Fields(lines[1])).To(HaveExactElements("1", short(h1), Not(BeEmpty()), "bob", "bob-create"))
+		Expect(strings.Fields(lines[2])).To(HaveExactElements("2*", short(h2), Not(BeEmpty()), "alice", "alice-edit", "greener"))
 
 		r = cli("history", "featureflag/checkout", "--revision", "1", "-o", "json")
 		Expect(r.ExitCode).To(Equal(0))
@@ -525,14 +636,16 @@ var _ = Describe("The revision history", func() {
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 		Expect(r.Stdout).To(ContainSubstring("rolled back to revision 1 (" + short(h1) + ")"))
 		Eventually(func() string { return served(ctx, ns, "checkout") }).Should(Equal(h1))
-		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob-create", ""), rev(2, h2, "alice-edit", "greener"),
-			rev(3, h1, "flagplane-rollback", "rollback to revision 1"))
+		// The command runs as the kubeconfig's user, and names its tool.
+		admin := whoami(ctx)
+		expectHistory(ctx, ns, "checkout", rev(1, h1, "bob", "bob-create", ""), rev(2, h2, "alice", "alice-edit", "greener"),
+			rev(3, h1, admin, "flagplane-rollback", "rollback to revision 1"))
 
 		r = cli("rollback", "ff/checkout", "--to-revision", "3")
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 		Expect(r.Stdout).To(ContainSubstring("already has the spec of revision 3 (" + short(h1) + "): nothing to roll back"))
 
 		r = cli("history", "ff/checkout")
-		Expect(r.Stdout).To(MatchRegexp(`(?m)^3\*\s+` + short(h1) + `\s+\S+\s+flagplane-rollback\s+rollback to revision 1$`))
+		Expect(r.Stdout).To(MatchRegexp(`(?m)^3\*\s+` + short(h1) + `\s+\S+\s+` + regexp.QuoteMeta(admin) + `\s+rollback to revision 1$`))
 	})
 })

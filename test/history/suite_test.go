@@ -46,13 +46,19 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// The resourcequota controller computes a quota's usage, without which
 	// the API server's quota admission refuses every create it governs.
 	cp, err = controlplane.Start(ctx, controlplane.Options{RootDir: root, Log: GinkgoWriter,
-		Controllers: append(slices.Clone(controlplane.DefaultControllers), "resourcequota")})
+		Controllers: append(slices.Clone(controlplane.DefaultControllers), "resourcequota"),
+		// The webhooks of config/webhook, the spec author's among them.
+		WebhookInstallOptions: operator.WebhookInstallOptions(root)})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
 	op, err = operator.Start(ctx, cp, operator.Options{Dir: GinkgoT().TempDir(), Configure: func(o *app.Options) {
-		o.Webhooks = false
+		// Admission on, for the spec author's webhook; FeatureFlags
+		// admitted unjudged, so that a spec flagd refuses reaches the
+		// manager, as with the webhooks failing open.
+		o.Admission.FlagsValidation = false
+		o.Admission.Heal = false
 		o.Registry = prometheus.NewRegistry()
 		// Low enough for a spec to fill a namespace; the others make at
 		// most 4 revisions in theirs.

@@ -206,7 +206,7 @@ func describeManager() {
 		// the name), numbered after the manager's: adopted (a patch of its
 		// ownerReferences), and then the newest revision of the content
 		// served, so that revision 1 is pruned to the limit of 1.
-		orphan := history.Desired(ff, ff.Status.Revision, 7, "")
+		orphan := history.Desired(ff, ff.Status.Revision, 7, "", true)
 		orphan.OwnerReferences = nil
 		Expect(k8s.Create(ctx, orphan)).To(Succeed())
 		Eventually(func(g Gomega) {

@@ -115,7 +115,7 @@ type target struct {
 // revisionOf is revision number of t.flagSet as the history records it,
 // with the FeatureFlag's content.
 func revisionOf(t *target, number int64) *deliveryv1alpha1.FeatureFlagRevision {
-	return history.Desired(t.flagSet, strings.Repeat("a", 32), number, "")
+	return history.Desired(t.flagSet, strings.Repeat("a", 32), number, "", true)
 }
 
 // ownerRefsPatch patches a revision's ownerReferences to refs (JSON).

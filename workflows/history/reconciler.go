@@ -100,6 +100,12 @@ type Reconciler struct {
 	// DefaultRetryAfter, DefaultMaxRetryAfter). A revision deleted in its
 	// namespace, or an edit, tries again at once.
 	RetryAfter, MaxRetryAfter time.Duration
+	// TrustSpecAuthor says that flagplane's mutating webhook is served
+	// (the manager's --webhooks): the FeatureFlag's SpecAuthorAnnotation is
+	// the API server's word, and revisions record it as createdBy. Without
+	// it, anyone who may edit a FeatureFlag could write the annotation, and
+	// createdBy stays empty.
+	TrustSpecAuthor bool
 	// Workers reconcile FeatureFlags at once (default 2).
 	Workers int
 

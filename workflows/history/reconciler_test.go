@@ -48,7 +48,8 @@ func newWorld(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *wo
 	if err := deliveryv1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "flags", UID: "ff-uid"}}
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "flags", UID: "ff-uid",
+		Annotations: map[string]string{deliveryv1alpha1.SpecAuthorAnnotation: "bob"}}}
 	setFlag(ff, "on")
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, ff)...).
 		WithIndex(&deliveryv1alpha1.FeatureFlagRevision{}, FlagSetIndex, func(o client.Object) []string {
@@ -59,7 +60,7 @@ func newWorld(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *wo
 	}
 	w := &world{t: t, topo: topology.New(flagsets.NewValidator(false).TopologyOptions()...), c: b.Build(),
 		writers: []metav1.ManagedFieldsEntry{{Manager: "zz-create", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}}}}
-	w.r = &Reconciler{Client: w.c, Graph: w.topo, DefaultLimit: DefaultLimit}
+	w.r = &Reconciler{Client: w.c, Graph: w.topo, DefaultLimit: DefaultLimit, TrustSpecAuthor: true}
 	w.sync()
 	return w
 }
@@ -129,7 +130,7 @@ func TestReconcileRecords(t *testing.T) {
 	g.Expect(first.Labels).To(Equal(map[string]string{deliveryv1alpha1.FlagSetLabel: "flags"}))
 	g.Expect(metav1.IsControlledBy(first, w.ff)).To(BeTrue())
 	g.Expect(first.Spec).To(Equal(deliveryv1alpha1.FeatureFlagRevisionSpec{FlagSet: "flags", Number: 1, Revision: w.served(),
-		FlagSpec: w.ff.Spec.FlagSpec, CreatedBy: "zz-create"}))
+		FlagSpec: w.ff.Spec.FlagSpec, CreatedBy: "bob", FieldManager: "zz-create"}))
 	hash1 := first.Spec.Revision
 	g.Expect(hash1).NotTo(BeEmpty())
 
@@ -138,10 +139,10 @@ func TestReconcileRecords(t *testing.T) {
 
 	w.edit(func(ff *v1beta1.FeatureFlag) {
 		setFlag(ff, "off")
-		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "turn f off"}
+		ff.Annotations = map[string]string{deliveryv1alpha1.ChangeCauseAnnotation: "turn f off", deliveryv1alpha1.SpecAuthorAnnotation: "alice"}
 	})
-	// In the same second as the create: alice is not the author of
-	// revision 1, so the edit is hers.
+	// In the same second as the create: alice-edit is not the field
+	// manager of revision 1, so the newest write is hers.
 	w.writers = append(w.writers, metav1.ManagedFieldsEntry{Manager: "alice-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: time.Unix(100, 0)}})
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}), "the graph has not taken the edit yet")
 	g.Expect(w.revisions()).To(HaveLen(1))
@@ -152,7 +153,8 @@ func TestReconcileRecords(t *testing.T) {
 	g.Expect(revs[1].Name).To(Equal("flags-2"))
 	g.Expect(revs[1].Spec.Revision).To(Equal(w.served()))
 	g.Expect(revs[1].Spec.Revision).NotTo(Equal(hash1))
-	g.Expect(revs[1].Spec.CreatedBy).To(Equal("alice-edit"))
+	g.Expect(revs[1].Spec.CreatedBy).To(Equal("alice"))
+	g.Expect(revs[1].Spec.FieldManager).To(Equal("alice-edit"))
 	g.Expect(revs[1].Spec.ChangeCause).To(Equal("turn f off"))
 
 	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "missing") })
@@ -187,14 +189,14 @@ func TestReconcileAlreadyExists(t *testing.T) {
 		return c.Create(ctx, obj, opts...)
 	}}
 	w := newWorld(t, funcs)
-	existing = Desired(w.ff, w.served(), 1, "")
+	existing = Desired(w.ff, w.served(), 1, "", true)
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
 	g.Expect(w.revisions()).To(HaveLen(1))
 
 	// Another hash under the next name: not this spec's revision.
 	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
 	w.sync()
-	existing = Desired(w.ff, "another-hash", 2, "")
+	existing = Desired(w.ff, "another-hash", 2, "", true)
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}))
 	// Then the cache holds it: the spec is recorded as 3.
 	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
@@ -263,7 +265,7 @@ func TestReconcileLegacyRevision(t *testing.T) {
 	w := newWorld(t, nil)
 	full := w.served()
 	g.Expect(full).To(HaveLen(32))
-	legacy := Desired(w.ff, topology.ShortRevision(full), 1, "")
+	legacy := Desired(w.ff, topology.ShortRevision(full), 1, "", true)
 	g.Expect(topology.IsLegacyRevision(legacy.Spec.Revision)).To(BeTrue())
 	g.Expect(w.c.Create(context.Background(), legacy)).To(Succeed())
 
@@ -323,7 +325,7 @@ func TestReconcileCapsTheLimit(t *testing.T) {
 	w := newWorld(t, nil)
 	// 102 revisions of other contents, then the one served.
 	for n := int64(1); n <= 102; n++ {
-		g.Expect(w.c.Create(context.Background(), Desired(w.ff, fmt.Sprintf("%032x", n), n, ""))).To(Succeed())
+		g.Expect(w.c.Create(context.Background(), Desired(w.ff, fmt.Sprintf("%032x", n), n, "", true))).To(Succeed())
 	}
 	w.edit(func(ff *v1beta1.FeatureFlag) {
 		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "500"}
@@ -350,7 +352,7 @@ func recorded(t *testing.T, variant string, number int64, owner types.UID) *deli
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Desired(ff, flagsets.Revision(content), number, "")
+	r := Desired(ff, flagsets.Revision(content), number, "", true)
 	if owner == "" {
 		r.OwnerReferences = nil
 	}

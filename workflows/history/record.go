@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,9 +57,12 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 	if n := len(all); n > 0 {
 		number = all[n-1].Spec.Number + 1
 	}
+	// The field manager of the revision before: of two writes in one
+	// second, the other manager's is the newer (FieldManager). A revision
+	// recorded before spec.fieldManager existed held it in createdBy.
 	previous := ""
 	if n := len(owned); n > 0 {
-		previous = owned[n-1].Spec.CreatedBy
+		previous = cmp.Or(owned[n-1].Spec.FieldManager, owned[n-1].Spec.CreatedBy)
 	}
 	next := &deliveryv1alpha1.FeatureFlagRevision{Spec: deliveryv1alpha1.FeatureFlagRevisionSpec{Number: number, Revision: hash}}
 	room := Prunable(append(append([]*deliveryv1alpha1.FeatureFlagRevision{}, owned...), next), limit, keep)
@@ -76,12 +80,12 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 	owned = without(owned, room)
 	logger := log.FromContext(ctx)
 	for range maxNamesTaken {
-		want := Desired(author, hash, number, previous)
+		want := Desired(author, hash, number, previous, r.TrustSpecAuthor)
 		err := r.Client.Create(ctx, want)
 		switch {
 		case err == nil:
 			logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
-				"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
+				"createdBy", want.Spec.CreatedBy, "fieldManager", want.Spec.FieldManager, "changeCause", want.Spec.ChangeCause)
 			r.recorded(ff)
 			return append(owned, want), 0, false, nil
 		case apierrors.IsAlreadyExists(err):

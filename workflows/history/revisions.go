@@ -59,11 +59,12 @@ func Sorted(items []deliveryv1alpha1.FeatureFlagRevision) []*deliveryv1alpha1.Fe
 
 // Desired is revision number of ff's spec, whose rendering has the content
 // hash revision: named, labelled and owned as every revision, its author
-// read from ff's managedFields (CreatedBy, previous being the author of the
-// revision before) and its cause from ff's ChangeCauseAnnotation. ff is
-// the object as of the write that made its spec (the graph's), whose
-// metadata say who wrote it and why.
-func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous string) *deliveryv1alpha1.FeatureFlagRevision {
+// the API server's word (CreatedBy; trusted says that flagplane's webhook
+// vouches for it), its field manager read from ff's managedFields
+// (FieldManager, previous being that of the revision before) and its cause
+// from ff's ChangeCauseAnnotation. ff is the object as of the write that
+// made its spec (the graph's), whose metadata say who wrote it and why.
+func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous string, trusted bool) *deliveryv1alpha1.FeatureFlagRevision {
 	return &deliveryv1alpha1.FeatureFlagRevision{
 		TypeMeta: metav1.TypeMeta{APIVersion: deliveryv1alpha1.GroupVersion.String(), Kind: deliveryv1alpha1.FeatureFlagRevisionKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -76,12 +77,13 @@ func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous st
 			OwnerReferences: []metav1.OwnerReference{controllerRef(ff)},
 		},
 		Spec: deliveryv1alpha1.FeatureFlagRevisionSpec{
-			FlagSet:     ff.Name,
-			Number:      number,
-			Revision:    revision,
-			FlagSpec:    *ff.Spec.FlagSpec.DeepCopy(),
-			CreatedBy:   CreatedBy(ff.ManagedFields, previous),
-			ChangeCause: cut(ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation], changeCauseMaxLength),
+			FlagSet:      ff.Name,
+			Number:       number,
+			Revision:     revision,
+			FlagSpec:     *ff.Spec.FlagSpec.DeepCopy(),
+			CreatedBy:    CreatedBy(ff, trusted),
+			FieldManager: FieldManager(ff.ManagedFields, previous),
+			ChangeCause:  cut(ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation], changeCauseMaxLength),
 		},
 	}
 }

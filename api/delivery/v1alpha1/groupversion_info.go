@@ -45,6 +45,14 @@ const (
 	// records the spec keeps it.
 	ChangeCauseAnnotation = "delivery.flagplane.dev/change-cause"
 
+	// SpecAuthorAnnotation on a FeatureFlag is the user who last changed
+	// its spec, as the API server authenticated them: flagplane's mutating
+	// webhook sets it to the request's userInfo.username when a write
+	// creates the FeatureFlag or changes its spec, and puts the old value
+	// back on any other write, so that it cannot be written by hand. The
+	// revision that records the spec keeps it as spec.createdBy.
+	SpecAuthorAnnotation = "delivery.flagplane.dev/spec-author"
+
 	// RevisionHistoryLimitAnnotation on a FeatureFlag is how many revisions
 	// of it flagplane keeps (default: the manager's
 	// --revision-history-limit). The revision the flag set serves and the

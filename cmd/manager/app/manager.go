@@ -236,7 +236,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	// recorded, on the leader, from the cache and the graph.
 	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
 		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, NamespaceLimit: o.RevisionNamespaceLimit,
-		Unrecorded: unrecorded, Workers: o.Workers}
+		Unrecorded: unrecorded, Workers: o.Workers,
+		// Its spec-author webhook vouches for the annotation a revision's
+		// createdBy is read from; without webhooks, nothing does.
+		TrustSpecAuthor: o.Webhooks}
 	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
 		m.close()
 		return nil, err
