@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -35,21 +36,64 @@ type SpecAuthor struct{}
 
 var _ admission.Handler = SpecAuthor{}
 
-// authored is what SpecAuthor reads of a FeatureFlag: its annotations and
-// its spec, whatever the spec holds.
+// authored is what SpecAuthor reads of a FeatureFlag: whether it has
+// metadata, its annotations and its spec as raw JSON.
 type authored struct {
-	Metadata *struct {
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec any `json:"spec"`
+	hasMetadata bool
+	annotations map[string]string
+	spec        json.RawMessage
 }
 
-// annotations are the object's annotations; nil when it has none.
-func (a authored) annotations() map[string]string {
-	if a.Metadata == nil {
-		return nil
+// decodeAuthored reads raw's metadata.annotations and spec, by their exact
+// names (encoding/json would take "Metadata" for "metadata").
+func decodeAuthored(raw []byte) (authored, error) {
+	var a authored
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return a, err
 	}
-	return a.Metadata.Annotations
+	if top == nil {
+		return a, errors.New("not an object")
+	}
+	a.spec = top["spec"]
+	meta, ok := top["metadata"]
+	if !ok || string(meta) == "null" {
+		return a, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(meta, &fields); err != nil {
+		return a, fmt.Errorf("metadata: %w", err)
+	}
+	a.hasMetadata = true
+	if raw, ok := fields["annotations"]; ok {
+		if err := json.Unmarshal(raw, &a.annotations); err != nil {
+			return a, fmt.Errorf("metadata.annotations: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// sameSpec tells whether two specs are the same JSON value. The API server
+// encodes the old and the new object alike, so an unchanged spec is most
+// often the same bytes, compared at once; else they are compared as
+// values, numbers as written: two specs that differ only in a digit past
+// float64's precision are two specs.
+func sameSpec(a, b json.RawMessage) (bool, error) {
+	if bytes.Equal(a, b) {
+		return true, nil
+	}
+	var x, y any
+	if len(a) > 0 {
+		if err := decodeExact(a, &x); err != nil {
+			return false, err
+		}
+	}
+	if len(b) > 0 {
+		if err := decodeExact(b, &y); err != nil {
+			return false, err
+		}
+	}
+	return reflect.DeepEqual(x, y), nil
 }
 
 // Handle answers a create or update of a FeatureFlag with the patch that
@@ -58,22 +102,27 @@ func (SpecAuthor) Handle(_ context.Context, req admission.Request) admission.Res
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(string(req.Operation) + " is not authored")
 	}
-	var ff, old authored
-	if err := decodeExact(req.Object.Raw, &ff); err != nil {
+	ff, err := decodeAuthored(req.Object.Raw)
+	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
 	}
 	// What the annotation should be: the user's, or, when the spec does
 	// not change, the old object's (absent when it had none).
 	author, wanted := req.UserInfo.Username, req.UserInfo.Username != ""
 	if req.Operation == admissionv1.Update {
-		if err := decodeExact(req.OldObject.Raw, &old); err != nil {
+		old, err := decodeAuthored(req.OldObject.Raw)
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old object: %w", err))
 		}
-		if reflect.DeepEqual(ff.Spec, old.Spec) {
-			author, wanted = old.annotations()[deliveryv1alpha1.SpecAuthorAnnotation]
+		same, err := sameSpec(ff.spec, old.spec)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the spec: %w", err))
+		}
+		if same {
+			author, wanted = old.annotations[deliveryv1alpha1.SpecAuthorAnnotation]
 		}
 	}
-	have, has := ff.annotations()[deliveryv1alpha1.SpecAuthorAnnotation]
+	have, has := ff.annotations[deliveryv1alpha1.SpecAuthorAnnotation]
 	// Constant messages: the user's name is the annotation's, not the log's.
 	switch {
 	case !wanted && !has:
@@ -83,10 +132,10 @@ func (SpecAuthor) Handle(_ context.Context, req admission.Request) admission.Res
 			jsonpatch.NewOperation("remove", annotationPath(deliveryv1alpha1.SpecAuthorAnnotation), nil))
 	case has && have == author:
 		return admission.Allowed("spec author unchanged")
-	case ff.Metadata == nil:
+	case !ff.hasMetadata:
 		return admission.Patched("spec author set",
 			jsonpatch.NewOperation("add", "/metadata", map[string]any{"annotations": map[string]string{deliveryv1alpha1.SpecAuthorAnnotation: author}}))
-	case ff.Metadata.Annotations == nil:
+	case ff.annotations == nil:
 		return admission.Patched("spec author set",
 			jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{deliveryv1alpha1.SpecAuthorAnnotation: author}))
 	default:
