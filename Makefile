@@ -294,7 +294,7 @@ FUZZTIME ?= 60s
 FUZZ_SHORT_TIME ?= 5s
 FUZZ_TARGETS = $(shell go list -f '{{range .TestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}' ./... | \
 	while read -r pkg file; do sed -n "s|^func \(Fuzz[A-Za-z0-9_]*\).*|$$pkg:\1|p" "$$file"; done)
-ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator ./webhooks:FuzzPodMutator \
+ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator ./webhooks:FuzzPodMutator ./webhooks:FuzzSpecAuthor \
 	./test/admissionfuzz:FuzzFlagdCRD ./test/admissionfuzz:FuzzSourcePolicyCRD ./test/admissionfuzz:FuzzSourceCRD
 FUZZ_TIMINGS := $(BIN)/fuzz-admission-timings.tsv
 

@@ -91,6 +91,11 @@ type Options struct {
 	// PrometheusNamespaceLabel is the label of a series' namespace that
 	// Prometheus gates' queries are confined by (default "namespace").
 	PrometheusNamespaceLabel string
+	// Unrecorded, when set, is where the revision history
+	// (workflows/history) says which FeatureFlags' accepted specs it did
+	// not record, and why: their status says it (RevisionRecorded), and a
+	// change puts them on the status queue.
+	Unrecorded *workflows.UnrecordedRevisions
 	// StartedUp, when set, is called once the start-up pass is over (every
 	// generated object and every status reconciled once), before the
 	// queues serve events: the manager gives the pass's garbage back to
@@ -249,7 +254,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures, Unseen: &c.unseen}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures,
-		SyncReports: &c.syncReports, Deliveries: &c.deliveries}
+		SyncReports: &c.syncReports, Deliveries: &c.deliveries, Unrecorded: opts.Unrecorded}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &restarts.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: restarts.WorkloadPods{Reader: c.cache}}
@@ -287,6 +292,8 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err := c.registerCallbacks(ctx, mgr); err != nil {
 		return nil, err
 	}
+	// Queued even before the startup pass, as sync reports are.
+	opts.Unrecorded.OnChange(c.enqueue)
 	if opts.SyncReportNamespace != "" {
 		if err := c.setupSyncReports(ctx, mgr, opts.SyncReportNamespace); err != nil {
 			return nil, err

@@ -193,7 +193,9 @@ type Admission struct {
 	SourceValidator  *SourceValidator
 	// RolloutPolicyValidator judges FeatureFlagRolloutPolicies.
 	RolloutPolicyValidator *RolloutPolicyValidator
-	Healer                 *Healer
+	// SpecAuthor keeps who wrote a FeatureFlag's spec.
+	SpecAuthor SpecAuthor
+	Healer     *Healer
 	// Certificates is nil with external certificates.
 	Certificates *certs.Manager
 }
@@ -206,8 +208,9 @@ type TLSConfigurable interface {
 	AddTLSOpts(opts ...func(*tls.Config))
 }
 
-// Setup registers flagplane's admission with mgr: the three webhooks on
-// mgr's webhook server, the certificate manager (self-managed mode), the
+// Setup registers flagplane's admission with mgr: its webhooks on mgr's
+// webhook server (the Pod injector, the FeatureFlag spec author, the
+// validators), the certificate manager (self-managed mode), the
 // healer, and a readiness check that the certificate is served. The graph g
 // is the controllers', which must have been given the same injection
 // options (workflows.Settings.Injection) so that rollouts follow what the
@@ -282,6 +285,7 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.SourceValidator}, LogConstructor: requestLogger})
 	srv.Register(RolloutPolicyValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.RolloutPolicyValidator}, LogConstructor: requestLogger})
+	srv.Register(SpecAuthorPath, &admission.Webhook{Handler: loggedDecisions{a.SpecAuthor}, LogConstructor: requestLogger})
 
 	if o.Heal {
 		a.Healer = &Healer{

@@ -34,7 +34,8 @@
 // Settings; the metadata of generated objects (GeneratedMetadata: the
 // managed-by value and which objects it Owns, --labels, --annotations); the
 // rules of writing them (CreateOwned never takes over an object flagplane
-// did not make, WriteFailures remembers failed writes for status,
+// did not make, WriteFailures remembers failed writes for status, and
+// UnrecordedRevisions the specs the history did not record,
 // FieldsMismatch and OwnsUndesiredFields tell whether a server-side apply
 // would change anything, RequeueAfter asks to run again later); Event reasons and
 // actions (Warn, Normal, WorkloadEventTarget); and condition helpers

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,10 +46,21 @@ func oneFlagSet(_ *cobra.Command, args []string) error {
 	return err
 }
 
-// flagSetHistory is a FeatureFlag and its recorded revisions, oldest first.
+// flagSetHistory is a FeatureFlag and its recorded revisions, oldest first:
+// its own (ownRevision), which the commands read, and the others that name
+// it, which they only list.
 type flagSetHistory struct {
 	ff        *v1beta1.FeatureFlag
 	revisions []*deliveryv1alpha1.FeatureFlagRevision
+	// others are the revisions labelled with the flag set's name and whose
+	// spec.flagSet is it, but which are not its own, each with why.
+	others []otherRevision
+}
+
+// otherRevision is a revision that names a flag set but is not its own.
+type otherRevision struct {
+	revision *deliveryv1alpha1.FeatureFlagRevision
+	why      string
 }
 
 // historyClient is a client of the kubeconfig's cluster, and the namespace
@@ -89,15 +102,59 @@ func readHistory(ctx context.Context, c client.Reader, namespace, name string) (
 	}
 	h := &flagSetHistory{ff: ff}
 	for _, r := range history.Sorted(list.Items) {
-		if r.Spec.FlagSet == name {
-			h.revisions = append(h.revisions, r)
+		if r.Spec.FlagSet != name {
+			continue
 		}
+		if why := notOwnRevision(ff, r); why != "" {
+			h.others = append(h.others, otherRevision{revision: r, why: why})
+			continue
+		}
+		h.revisions = append(h.revisions, r)
 	}
 	return h, nil
 }
 
-// revision finds revision number; an error lists the numbers there are.
+// notOwnRevision says why r is not a revision of ff's own, "" when it is:
+// its controller owner is ff (the same UID, as the history records it), and
+// its flagSpec renders to the revision it claims (history.ContentRevision,
+// the graph's rendering; topology.SameRevision, for a revision of 12 hex
+// digits recorded before revisions had 128 bits). A label and a
+// spec.flagSet are what anyone who may create a FeatureFlagRevision can
+// write; the graph serves a revision on the same terms
+// (topology.UpsertRevision).
+func notOwnRevision(ff *v1beta1.FeatureFlag, r *deliveryv1alpha1.FeatureFlagRevision) string {
+	ref := metav1.GetControllerOf(r)
+	switch {
+	case ref == nil:
+		return "it has no controller (left by a FeatureFlag deleted with --cascade=orphan? flagplane adopts such a revision " +
+			"when its content is what it claims)"
+	case ref.Kind != v1beta1.FeatureFlagKind || ref.UID != ff.UID:
+		return fmt.Sprintf("its controller is %s %s (uid %s), not this FeatureFlag (uid %s)", ref.Kind, ref.Name, ref.UID, ff.UID)
+	}
+	got, err := history.ContentRevision(r)
+	if err != nil {
+		return fmt.Sprintf("its flagSpec cannot be rendered: %v", err)
+	}
+	if !topology.SameRevision(got, r.Spec.Revision) {
+		return fmt.Sprintf("its flagSpec is revision %s, not the %s it claims", topology.ShortRevision(got), topology.ShortRevision(r.Spec.Revision))
+	}
+	return ""
+}
+
+// revision finds revision number of the flag set's own; an error says why
+// one that is not its own is refused, or lists the numbers there are.
 func (h *flagSetHistory) revision(number int64) (*deliveryv1alpha1.FeatureFlagRevision, error) {
+	for _, o := range h.others {
+		if o.revision.Spec.Number != number {
+			continue
+		}
+		if slices.ContainsFunc(h.revisions, func(r *deliveryv1alpha1.FeatureFlagRevision) bool { return r.Spec.Number == number }) {
+			// The flag set's own revision of the number is the one.
+			break
+		}
+		return nil, fmt.Errorf("FeatureFlagRevision %s/%s (number %d) is not a revision of FeatureFlag %s/%s: %s; "+
+			"flagplane reads only the flag set's own revisions", o.revision.Namespace, o.revision.Name, number, h.ff.Namespace, h.ff.Name, o.why)
+	}
 	if len(h.revisions) == 0 {
 		return nil, fmt.Errorf("FeatureFlag %s/%s has no recorded revisions (flagplane records each spec it accepts; "+
 			"is it running, and does the spec render?)", h.ff.Namespace, h.ff.Name)
@@ -123,7 +180,7 @@ func (h *flagSetHistory) serving() *deliveryv1alpha1.FeatureFlagRevision {
 	return nil
 }
 
-var historyFormats = []string{"text", "json", "yaml"}
+var historyFormats = []string{"text", "wide", "json", "yaml"}
 
 func newHistoryCmd(kube *kubeFlags) *cobra.Command {
 	var (
@@ -137,12 +194,21 @@ func newHistoryCmd(kube *kubeFlags) *cobra.Command {
 		Long: `Lists the revisions flagplane recorded of a FeatureFlag, oldest first:
 every spec it accepted, as a FeatureFlagRevision numbered in order, with
 its content hash (the status.revision it served), its age, who wrote it
-(the field manager of the write) and why (the annotation
+(BY: the user the API server authenticated, which flagplane's webhook
+keeps in the annotation delivery.flagplane.dev/spec-author; -o wide adds
+the field manager the client named itself) and why (the annotation
 delivery.flagplane.dev/change-cause). The revision the FeatureFlag serves
 now is marked with *.
 
 With --revision N it prints revision N's flagSpec, as YAML or (-o json)
-JSON, as flagplane rollback would write it back.`,
+JSON, as flagplane rollback would write it back.
+
+Only the FeatureFlag's own revisions are read: those whose controller is
+the FeatureFlag (its UID) and whose flagSpec is the content hash they
+claim. Others that carry its label and name (left by an earlier
+FeatureFlag of the name, or written by someone else) are listed after the
+table with the reason, and --revision, diff --revisions and rollback
+refuse them.`,
 		Example: `  flagplane history ff/shop-flags -n shop
   flagplane history featureflag/shop-flags -n shop --revision 2
   flagplane history ff/shop-flags -n shop --revision 2 -o json`,
@@ -168,22 +234,22 @@ JSON, as flagplane rollback would write it back.`,
 				if err != nil {
 					return err
 				}
-				if output == "text" {
+				if output == "text" || output == "wide" {
 					output = "yaml"
 				}
 				return writeAs(cmd.OutOrStdout(), r.Spec.FlagSpec, output)
 			}
-			if output != "text" {
+			if output == "json" || output == "yaml" {
 				items := make([]deliveryv1alpha1.FeatureFlagRevision, 0, len(h.revisions))
 				for _, r := range h.revisions {
 					items = append(items, *r)
 				}
 				return writeAs(cmd.OutOrStdout(), items, output)
 			}
-			return writeHistory(cmd.OutOrStdout(), h, time.Now())
+			return writeHistory(cmd.OutOrStdout(), h, time.Now(), output == "wide")
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(historyFormats, ", ")+" (with --revision, text is yaml)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(historyFormats, ", ")+" (wide adds the FIELD MANAGER column; with --revision, text and wide are yaml)")
 	cmd.Flags().Int64Var(&revision, "revision", 0, "print this revision's flagSpec")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(historyFormats))
@@ -191,22 +257,37 @@ JSON, as flagplane rollback would write it back.`,
 }
 
 // writeHistory writes the table of a flag set's revisions.
-func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
+// With wide, it adds each revision's field manager, the name its client
+// gave itself.
+func writeHistory(w io.Writer, h *flagSetHistory, now time.Time, wide bool) error {
 	if len(h.revisions) == 0 {
-		_, err := fmt.Fprintf(w, "FeatureFlag %s/%s has no recorded revisions\n", h.ff.Namespace, h.ff.Name)
-		return err
+		if _, err := fmt.Fprintf(w, "FeatureFlag %s/%s has no recorded revisions\n", h.ff.Namespace, h.ff.Name); err != nil {
+			return err
+		}
+		if err := writeUnrecorded(w, h); err != nil {
+			return err
+		}
+		return writeOthers(w, h)
 	}
 	serving := h.serving()
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NUMBER\tREVISION\tAGE\tBY\tCAUSE")
+	header := "NUMBER\tREVISION\tAGE\tBY\t"
+	if wide {
+		header += "FIELD MANAGER\t"
+	}
+	fmt.Fprintln(tw, header+"CAUSE")
 	for _, r := range h.revisions {
 		number := strconv.FormatInt(r.Spec.Number, 10)
 		if r == serving {
 			number += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", number, topology.ShortRevision(r.Spec.Revision), duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
-			orNone(r.Spec.CreatedBy), oneLine(r.Spec.ChangeCause))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t", number, topology.ShortRevision(r.Spec.Revision), duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)),
+			orNone(r.Spec.CreatedBy))
+		if wide {
+			row += orNone(r.Spec.FieldManager) + "\t"
+		}
+		fmt.Fprintln(tw, row+oneLine(r.Spec.ChangeCause))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -221,10 +302,53 @@ func writeHistory(w io.Writer, h *flagSetHistory, now time.Time) error {
 	switch {
 	case serving != nil:
 		_, err = fmt.Fprintf(w, "* serves now (status.revision %s)\n", topology.ShortRevision(h.ff.Status.Revision))
+	case unrecorded(h.ff) != nil:
+		err = writeUnrecorded(w, h)
 	case h.ff.Status.Revision != "":
 		_, err = fmt.Fprintf(w, "status.revision %s is no recorded revision: flagplane has not accepted the current spec (yet)\n", topology.ShortRevision(h.ff.Status.Revision))
 	}
+	if err != nil {
+		return err
+	}
+	return writeOthers(w, h)
+}
+
+// unrecorded is the FeatureFlag's RevisionRecorded condition when it says
+// that the spec it serves is not recorded.
+func unrecorded(ff *v1beta1.FeatureFlag) *metav1.Condition {
+	c := meta.FindStatusCondition(ff.Status.Conditions, deliveryv1alpha1.ConditionRevisionRecorded)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return c
+}
+
+// writeUnrecorded says why the spec the FeatureFlag serves is not
+// recorded, when its status says so.
+func writeUnrecorded(w io.Writer, h *flagSetHistory) error {
+	c := unrecorded(h.ff)
+	if c == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "status.revision %s is served, and not recorded (%s): %s\n", topology.ShortRevision(h.ff.Status.Revision), c.Reason, oneLine(c.Message))
 	return err
+}
+
+// writeOthers lists the revisions that name the flag set but are not its
+// own, which no command reads.
+func writeOthers(w io.Writer, h *flagSetHistory) error {
+	if len(h.others) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "not revisions of this FeatureFlag (history --revision, diff and rollback refuse them):\n"); err != nil {
+		return err
+	}
+	for _, o := range h.others {
+		if _, err := fmt.Fprintf(w, "  %s (number %d): %s\n", o.revision.Name, o.revision.Spec.Number, o.why); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func orNone(s string) string {

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,18 +43,33 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	flagplaneBin, err = flagplanecli.Build(root, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 
-	cp, err = controlplane.Start(ctx, controlplane.Options{RootDir: root, Log: GinkgoWriter})
+	// The resourcequota controller computes a quota's usage, without which
+	// the API server's quota admission refuses every create it governs.
+	cp, err = controlplane.Start(ctx, controlplane.Options{RootDir: root, Log: GinkgoWriter,
+		Controllers: append(slices.Clone(controlplane.DefaultControllers), "resourcequota"),
+		// The webhooks of config/webhook, the spec author's among them.
+		WebhookInstallOptions: operator.WebhookInstallOptions(root)})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
 	op, err = operator.Start(ctx, cp, operator.Options{Dir: GinkgoT().TempDir(), Configure: func(o *app.Options) {
-		o.Webhooks = false
+		// Admission on, for the spec author's webhook; FeatureFlags
+		// admitted unjudged, so that a spec flagd refuses reaches the
+		// manager, as with the webhooks failing open.
+		o.Admission.FlagsValidation = false
+		o.Admission.Heal = false
 		o.Registry = prometheus.NewRegistry()
+		// Low enough for a spec to fill a namespace; the others make at
+		// most 4 revisions in theirs.
+		o.RevisionNamespaceLimit = namespaceLimit
 	}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
+
+// namespaceLimit is the manager's --revision-namespace-limit.
+const namespaceLimit = 8
 
 func init() {
 	SetDefaultEventuallyTimeout(30 * time.Second)

@@ -230,6 +230,12 @@ func managerMatrix() []TableEntry {
 		Entry("may create Ingresses", true, "create", "ingresses.networking.k8s.io", "-n", "default"),
 		Entry("may delete HTTPRoutes", true, "delete", "httproutes.gateway.networking.k8s.io", "-n", "default"),
 		Entry("may not create Gateways", false, "create", "gateways.gateway.networking.k8s.io", "-n", "default"),
+		// the revision history: created, adopted (a patch of ownerReferences;
+		// config/policy admits no other change) and pruned
+		Entry("may create FeatureFlagRevisions", true, "create", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
+		Entry("may patch FeatureFlagRevisions (adoption)", true, "patch", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
+		Entry("may delete FeatureFlagRevisions", true, "delete", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
+		Entry("may not update FeatureFlagRevisions", false, "update", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
 		// generated ConfigMaps
 		Entry("may create ConfigMaps", true, "create", "configmaps", "-n", "default"),
 		Entry("may delete ConfigMaps", true, "delete", "configmaps", "-n", "default"),

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/inspect/explain"
@@ -39,6 +40,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/restarts"
@@ -177,6 +179,41 @@ func describeManager() {
 				HaveField("Image", app.DefaultOptions().Sidecar.ImageReference()),
 				HaveField("RestartPolicy", HaveValue(Equal(corev1.ContainerRestartPolicyAlways))),
 			)))
+		}).Should(Succeed())
+	})
+
+	It("records the revision history under the admission policy: creates a FeatureFlag's revisions, adopts an orphaned one and prunes it", func(ctx SpecContext) {
+		ff := fixtures.FlagSet(shop, "recorded", "on")
+		ff.Annotations = map[string]string{deliveryv1alpha1.RevisionHistoryLimitAnnotation: "1"}
+		Expect(k8s.Create(ctx, ff)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), ff)).To(Succeed())
+			g.Expect(ff.Status.Revision).NotTo(BeEmpty())
+		}).Should(Succeed())
+		revisionsOf := func(g Gomega) []*deliveryv1alpha1.FeatureFlagRevision {
+			var list deliveryv1alpha1.FeatureFlagRevisionList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(shop), client.MatchingLabels{deliveryv1alpha1.FlagSetLabel: "recorded"})).To(Succeed())
+			return history.Sorted(list.Items)
+		}
+		Eventually(func(g Gomega) {
+			revs := revisionsOf(g)
+			g.Expect(revs).To(HaveLen(1), "created by the manager, as its ServiceAccount")
+			g.Expect(metav1.IsControlledBy(revs[0], ff)).To(BeTrue())
+		}).Should(Succeed())
+
+		// A revision of its content left without a controller (as by
+		// `kubectl delete --cascade=orphan` of an earlier FeatureFlag of
+		// the name), numbered after the manager's: adopted (a patch of its
+		// ownerReferences), and then the newest revision of the content
+		// served, so that revision 1 is pruned to the limit of 1.
+		orphan := history.Desired(ff, ff.Status.Revision, 7, "", true)
+		orphan.OwnerReferences = nil
+		Expect(k8s.Create(ctx, orphan)).To(Succeed())
+		Eventually(func(g Gomega) {
+			revs := revisionsOf(g)
+			g.Expect(revs).To(HaveLen(1))
+			g.Expect(revs[0].Spec.Number).To(Equal(int64(7)))
+			g.Expect(metav1.IsControlledBy(revs[0], ff)).To(BeTrue(), "adopted")
 		}).Should(Succeed())
 	})
 

@@ -81,8 +81,13 @@ func describeNamespaced() {
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: teamInjector(team)}, m)).To(Succeed())
 			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: teamValidator(team)}, v)).To(Succeed())
-			selectors := []*metav1.LabelSelector{m.Webhooks[0].NamespaceSelector}
-			services := []*admissionregistrationv1.ServiceReference{m.Webhooks[0].ClientConfig.Service}
+			// The Pod injector and the FeatureFlag spec author; the validators.
+			Expect(m.Webhooks).To(HaveLen(2))
+			var selectors []*metav1.LabelSelector
+			var services []*admissionregistrationv1.ServiceReference
+			for _, w := range m.Webhooks {
+				selectors, services = append(selectors, w.NamespaceSelector), append(services, w.ClientConfig.Service)
+			}
 			for _, w := range v.Webhooks {
 				selectors, services = append(selectors, w.NamespaceSelector), append(services, w.ClientConfig.Service)
 			}

@@ -20,12 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/syncserver"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/manifests"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/restarts"
@@ -42,6 +44,7 @@ const (
 	policyRoleBinding   = "flagplane-manager may write only RoleBindings named flagplane:featureflag-reader:"
 	policyRestartOnly   = "flagplane-manager may change a Deployment, StatefulSet or DaemonSet only the way `kubectl rollout restart` does"
 	policyFlagdChildren = "flagplane-manager may create, change and delete only the Services, Ingresses and HTTPRoutes it generates for Flagds"
+	policyRevisions     = "flagplane-manager may create only FeatureFlagRevisions labelled delivery.flagplane.dev/flag-set and controlled by the FeatureFlag of their spec.flagSet"
 )
 
 // refusedByPolicy matches the API server's refusal of a request by
@@ -103,6 +106,27 @@ type target struct {
 	// flagd is what the manager generates for a Flagd "flags" of ns (not
 	// created: the rows create it as a dry run).
 	flagd *flagds.Objects
+	// flagSet is a FeatureFlag "checkout"; ownedRev a revision it
+	// controls, orphanRev one of its name without a controller.
+	flagSet             *v1beta1.FeatureFlag
+	ownedRev, orphanRev string
+}
+
+// revisionOf is revision number of t.flagSet as the history records it,
+// with the FeatureFlag's content.
+func revisionOf(t *target, number int64) *deliveryv1alpha1.FeatureFlagRevision {
+	return history.Desired(t.flagSet, strings.Repeat("a", 32), number, "", true)
+}
+
+// ownerRefsPatch patches a revision's ownerReferences to refs (JSON).
+func ownerRefsPatch(ctx context.Context, c client.Client, t *target, name, refs string) error {
+	return mergePatch(ctx, c, &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: name}},
+		`{"metadata":{"ownerReferences":`+refs+`}}`)
+}
+
+// controllerRefJSON is a controller reference to a FeatureFlag.
+func controllerRefJSON(name string, uid apitypes.UID) string {
+	return fmt.Sprintf(`{"apiVersion":"core.openfeature.dev/v1beta1","kind":"FeatureFlag","name":%q,"uid":%q,"controller":true}`, name, uid)
 }
 
 // flagdObjects computes, as the manager does, the objects of a Flagd of ns
@@ -203,6 +227,17 @@ func describePolicy() {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, held))).To(Succeed()) })
+
+		// A FeatureFlag (no webhook is installed any more) with a revision
+		// it controls, and one of its name without a controller.
+		t.flagSet = fixtures.FlagSet(t.ns, "checkout", "on")
+		Expect(k8s.Create(ctx, t.flagSet)).To(Succeed())
+		owned, orphan := revisionOf(t, 1), revisionOf(t, 2)
+		orphan.OwnerReferences = nil
+		for _, r := range []*deliveryv1alpha1.FeatureFlagRevision{owned, orphan} {
+			Expect(k8s.Create(ctx, r)).To(Succeed())
+		}
+		t.ownedRev, t.orphanRev = owned.Name, orphan.Name
 	})
 
 	// Controls: what the manager does is admitted, to both identities, so
@@ -245,6 +280,15 @@ func describePolicy() {
 		})),
 		Entry("create a Flagd's Ingress", misuse(func(ctx context.Context, c client.Client, t *target) error {
 			return c.Create(ctx, t.flagd.Ingress.DeepCopy(), client.DryRunAll)
+		})),
+		Entry("record a FeatureFlag's revision", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Create(ctx, revisionOf(t, 3), client.DryRunAll)
+		})),
+		Entry("adopt a revision left without a controller", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return ownerRefsPatch(ctx, c, t, t.orphanRev, "["+controllerRefJSON(t.flagSet.Name, t.flagSet.UID)+"]")
+		})),
+		Entry("prune a revision its FeatureFlag controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.ownedRev}}, client.DryRunAll)
 		})),
 	)
 
@@ -411,6 +455,42 @@ func describePolicy() {
 			i.Labels = nil
 			return c.Create(ctx, i, client.DryRunAll)
 		}), refusedByPolicy(policyFlagdChildren), refusedByPolicy(policyFlagdChildren)),
+		// FeatureFlagRevisions
+		Entry("create a revision no FeatureFlag controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			r := revisionOf(t, 3)
+			r.OwnerReferences = nil
+			return c.Create(ctx, r, client.DryRunAll)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("create a revision controlled by a FeatureFlag other than its spec.flagSet's", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			r := revisionOf(t, 3)
+			r.OwnerReferences[0].Name = "other"
+			return c.Create(ctx, r, client.DryRunAll)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("create a revision without its flag-set label", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			r := revisionOf(t, 3)
+			r.Labels = nil
+			return c.Create(ctx, r, client.DryRunAll)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("relabel a revision", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.ownedRev}},
+				`{"metadata":{"labels":{"delivery.flagplane.dev/flag-set":"other"}}}`)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("adopt a revision left without a controller into a FeatureFlag of another name", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return ownerRefsPatch(ctx, c, t, t.orphanRev, "["+controllerRefJSON("other", t.flagSet.UID)+"]")
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("adopt a revision left without a controller and annotate it on the way", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return mergePatch(ctx, c, &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.orphanRev}},
+				`{"metadata":{"annotations":{"x":"y"},"ownerReferences":[`+controllerRefJSON(t.flagSet.Name, t.flagSet.UID)+`]}}`)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("take over a revision another FeatureFlag controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return ownerRefsPatch(ctx, c, t, t.ownedRev, "["+controllerRefJSON(t.flagSet.Name, "00000000-0000-0000-0000-00000000beef")+"]")
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("strip a revision of its controller", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return ownerRefsPatch(ctx, c, t, t.ownedRev, "null")
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
+		Entry("delete a revision no FeatureFlag controls", misuse(func(ctx context.Context, c client.Client, t *target) error {
+			return c.Delete(ctx, &deliveryv1alpha1.FeatureFlagRevision{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.orphanRev}}, client.DryRunAll)
+		}), refusedByPolicy(policyRevisions), refusedByPolicy(policyRevisions)),
 	)
 
 	It("admits the manager's sync report in its own namespace only, and only labelled", func(ctx SpecContext) {
@@ -481,6 +561,12 @@ func describePolicy() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: t.workload}, d)).To(Succeed())
 		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(1))))
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("app:1"))
+		for name, controlled := range map[string]bool{t.ownedRev: true, t.orphanRev: false} {
+			r := &deliveryv1alpha1.FeatureFlagRevision{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: name}, r)).To(Succeed())
+			Expect(metav1.IsControlledBy(r, t.flagSet)).To(Equal(controlled), name)
+			Expect(r.Labels).To(HaveKeyWithValue(deliveryv1alpha1.FlagSetLabel, "checkout"))
+		}
 	})
 }
 

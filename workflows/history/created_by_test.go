@@ -7,9 +7,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
-func TestCreatedBy(t *testing.T) {
+func TestFieldManager(t *testing.T) {
 	at := func(sec int) *metav1.Time { return &metav1.Time{Time: time.Unix(1_800_000_000+int64(sec), 0)} }
 	update, apply := metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
 	tests := []struct {
@@ -57,22 +60,47 @@ func TestCreatedBy(t *testing.T) {
 			{Manager: "alice", Operation: update, Time: at(3)},
 			{Manager: "bob", Operation: update, Time: at(4)},
 		}, want: "bob"},
-		{name: "a name longer than spec.createdBy takes is cut", entries: []metav1.ManagedFieldsEntry{
+		{name: "a name longer than spec.fieldManager takes is cut", entries: []metav1.ManagedFieldsEntry{
 			{Manager: strings.Repeat("m", 130), Operation: update, Time: at(0)},
 		}, want: strings.Repeat("m", 128)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(CreatedBy(tt.entries, tt.previous)).To(Equal(tt.want))
+			g.Expect(FieldManager(tt.entries, tt.previous)).To(Equal(tt.want))
 			// The order of the list does not matter.
 			reversed := make([]metav1.ManagedFieldsEntry, len(tt.entries))
 			for i, e := range tt.entries {
 				reversed[len(tt.entries)-1-i] = e
 			}
-			g.Expect(CreatedBy(reversed, tt.previous)).To(Equal(tt.want))
+			g.Expect(FieldManager(reversed, tt.previous)).To(Equal(tt.want))
 		})
 	}
+}
+
+// TestCreatedBy: the author is the annotation flagplane's webhook keeps,
+// when the webhook is served; a FeatureFlag without it (written while the
+// webhook was not installed) and a manager without webhooks record none,
+// whatever the field manager.
+func TestCreatedBy(t *testing.T) {
+	g := NewWithT(t)
+	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{
+		Annotations:   map[string]string{deliveryv1alpha1.SpecAuthorAnnotation: "alice"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "flagplane-rollback", Operation: metav1.ManagedFieldsOperationUpdate}},
+	}}
+	g.Expect(CreatedBy(ff, true)).To(Equal("alice"))
+	g.Expect(CreatedBy(ff, false)).To(BeEmpty(), "nothing vouches for the annotation")
+	long := "system:serviceaccount:" + strings.Repeat("n", 63) + ":" + strings.Repeat("s", 253)
+	ff.Annotations[deliveryv1alpha1.SpecAuthorAnnotation] = long
+	g.Expect(CreatedBy(ff, true)).To(Equal(long), "the longest ServiceAccount fits")
+	ff.Annotations[deliveryv1alpha1.SpecAuthorAnnotation] = strings.Repeat("u", 600)
+	g.Expect(CreatedBy(ff, true)).To(Equal(strings.Repeat("u", 512)))
+
+	delete(ff.Annotations, deliveryv1alpha1.SpecAuthorAnnotation)
+	g.Expect(CreatedBy(ff, true)).To(BeEmpty())
+	r := Desired(ff, strings.Repeat("a", 32), 1, "", true)
+	g.Expect(r.Spec.CreatedBy).To(BeEmpty())
+	g.Expect(r.Spec.FieldManager).To(Equal("flagplane-rollback"), "the field manager is recorded all the same")
 }
 
 func TestCut(t *testing.T) {

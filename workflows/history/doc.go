@@ -18,9 +18,23 @@
 //     number: the history is an audit trail;
 //   - deletes the oldest revisions beyond the flag set's limit
 //     (Limit: its RevisionHistoryLimitAnnotation, else the
-//     manager's --revision-history-limit), never one that a reader still
-//     needs (Prunable: the one the flag set serves, those a rollout
-//     policy's status names).
+//     manager's --revision-history-limit, at most MaxLimit), never one
+//     that a reader still needs (Prunable: the one the flag set serves,
+//     those a rollout policy's status names), and before it records, so
+//     that a full history never grows;
+//   - adopts the revisions of the flag set that have no controller (left
+//     by a FeatureFlag deleted with --cascade=orphan) and hold what they
+//     claim (HoldsWhatItClaims), as a Deployment adopts orphaned
+//     ReplicaSets; those another UID controls are the garbage collector's,
+//     and only take numbers;
+//   - records nothing that would pass the namespace's bound
+//     (NamespaceLimit, --revision-namespace-limit) and takes the API
+//     server's refusal of a revision (a ResourceQuota) for an answer: the
+//     FeatureFlag is served all the same, a Warning Event
+//     (EventRevisionNotRecorded) says it once per cause, its status says
+//     it (workflows.UnrecordedRevisions, which the status workflow reads:
+//     RevisionRecorded False), and it is tried again later, twice as late
+//     each time.
 //
 // Creating is idempotent: a revision that exists with the same flag set,
 // number and hash (a retry, or a second reconcile racing the first) is

@@ -25,6 +25,14 @@ func numbers(revs []*deliveryv1alpha1.FeatureFlagRevision) []int64 {
 	return out
 }
 
+// Full revisions (32 hex digits) and the legacy form of one (its first 12).
+const (
+	fullA   = "aaaaaaaaaaaa0123456789abcdef0123"
+	legacyA = "aaaaaaaaaaaa"
+	fullB   = "bbbbbbbbbbbb0123456789abcdef0123"
+	fullC   = "cccccccccccc0123456789abcdef0123"
+)
+
 func TestPrunable(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -47,15 +55,21 @@ func TestPrunable(t *testing.T) {
 		{name: "a spec applied again, limit 1: only its newest stays", hashes: []string{"a", "b", "a"}, limit: 1, keep: []string{"a"},
 			want: []int64{1, 2}},
 		{name: "a negative limit is 0", hashes: []string{"a", "b"}, limit: -3, keep: []string{"b"}, want: []int64{1}},
+		// Revisions of 48 bits (12 hex digits), recorded before revisions
+		// had 128, are the full revision they begin.
+		{name: "a legacy revision is kept for the full hash it begins", hashes: []string{legacyA, fullB, fullC}, limit: 1, keep: []string{fullA, fullC},
+			want: []int64{2}},
+		{name: "a full revision is kept for the legacy hash a rollout names", hashes: []string{fullA, fullB, fullC}, limit: 1, keep: []string{legacyA, fullC},
+			want: []int64{2}},
+		{name: "a legacy and a full revision of one content: the newer stays", hashes: []string{legacyA, fullB, fullA}, limit: 1, keep: []string{fullA},
+			want: []int64{1, 2}},
+		{name: "a legacy revision of other content is not kept", hashes: []string{legacyA, fullB}, limit: 1, keep: []string{"aaaaaaaaaaab" + fullA[12:], fullB},
+			want: []int64{1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			keep := map[string]bool{}
-			for _, h := range tt.keep {
-				keep[h] = true
-			}
-			g.Expect(numbers(Prunable(history(tt.hashes...), tt.limit, keep))).To(Equal(tt.want))
+			g.Expect(numbers(Prunable(history(tt.hashes...), tt.limit, tt.keep))).To(Equal(tt.want))
 		})
 	}
 }
@@ -72,7 +86,10 @@ func TestLimit(t *testing.T) {
 		{value: strPtr("-1"), want: 10, wantErr: `annotation delivery.flagplane.dev/revision-history-limit="-1" is not a non-negative integer: keeping 10 revisions`},
 		{value: strPtr("ten"), want: 10, wantErr: `"ten" is not a non-negative integer`},
 		{value: strPtr(""), want: 10, wantErr: `"" is not`},
-		{value: strPtr("99999999999999999999"), want: 10, wantErr: "is not a non-negative integer"},
+		{value: strPtr("100"), want: 100},
+		{value: strPtr("101"), want: 100, wantErr: `annotation delivery.flagplane.dev/revision-history-limit="101" is more than the 100 revisions flagplane keeps of a flag set: keeping 100`},
+		{value: strPtr("99999999999999999999"), want: 100, wantErr: `="99999999999999999999" is more than the 100 revisions`},
+		{value: strPtr("-99999999999999999999"), want: 10, wantErr: "is not a non-negative integer"},
 	}
 	for _, tt := range tests {
 		g := NewWithT(t)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,7 +23,11 @@ import (
 	"github.com/flagplane/flagplane/workflows"
 )
 
-// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch;create;delete
+// The history adopts revisions left without a controller by a FeatureFlag
+// deleted with --cascade=orphan: it patches their ownerReferences, which
+// config/policy admits and nothing else of a revision (its spec is
+// immutable by the CRD's own rule).
+// +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrevisions,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=delivery.flagplane.dev,resources=featureflagrolloutpolicies,verbs=get;list;watch
 
 // Name is the controller's name, in its logs and in controller-runtime's
@@ -34,8 +37,27 @@ const Name = "history"
 // Event reasons and actions of the history.
 const (
 	// EventInvalidHistoryLimit: the FeatureFlag's
-	// RevisionHistoryLimitAnnotation is not a non-negative integer.
+	// RevisionHistoryLimitAnnotation is not a non-negative integer, or is
+	// more than MaxLimit.
 	EventInvalidHistoryLimit = "InvalidRevisionHistoryLimit"
+	// EventRevisionNotRecorded: the spec flagplane accepted is not
+	// recorded (the namespace's bound of revisions, a refusal of the API
+	// server); once per cause.
+	EventRevisionNotRecorded = "RevisionNotRecorded"
+	// ActionRecord is the action of the history's Events.
+	ActionRecord = "Record"
+)
+
+// Defaults of the Reconciler.
+const (
+	// DefaultNamespaceLimit is how many FeatureFlagRevisions a namespace
+	// may hold before flagplane records no more there
+	// (--revision-namespace-limit).
+	DefaultNamespaceLimit = 1000
+	// DefaultRetryAfter and DefaultMaxRetryAfter bound how soon a spec
+	// that was not recorded is tried again: twice as late each time.
+	DefaultRetryAfter    = 2 * time.Second
+	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
 // cacheBehindDelay is how long a reconcile waits for what the cache or
@@ -57,27 +79,54 @@ type Reconciler struct {
 	// Graph renders flag sets: what a FeatureFlag serves, and whether it
 	// is accepted.
 	Graph Graph
-	// Events receives InvalidRevisionHistoryLimit on the FeatureFlag; nil
-	// sends none. A revision recorded is no Event: the revision is the
-	// record, and an edit writes nothing more than it must.
+	// Events receives InvalidRevisionHistoryLimit and RevisionNotRecorded
+	// on the FeatureFlag; nil sends none. A revision recorded is no Event:
+	// the revision is the record, and an edit writes nothing more than it
+	// must.
 	Events events.EventRecorder
 	// DefaultLimit is how many revisions to keep of a flag set without a
 	// valid RevisionHistoryLimitAnnotation (--revision-history-limit).
 	DefaultLimit int
+	// NamespaceLimit is how many FeatureFlagRevisions a namespace may hold:
+	// at it, no revision that would add one is recorded there
+	// (--revision-namespace-limit); 0 is no bound.
+	NamespaceLimit int
+	// Unrecorded receives why a FeatureFlag's accepted spec is not
+	// recorded, for its status; nil keeps it to the reconciler (its Events
+	// still go out once per cause).
+	Unrecorded *workflows.UnrecordedRevisions
+	// RetryAfter is how soon a spec that was not recorded is tried again,
+	// doubled at each attempt up to MaxRetryAfter (defaults
+	// DefaultRetryAfter, DefaultMaxRetryAfter). A revision deleted in its
+	// namespace, or an edit, tries again at once.
+	RetryAfter, MaxRetryAfter time.Duration
+	// TrustSpecAuthor says that flagplane's mutating webhook is served
+	// (the manager's --webhooks): the FeatureFlag's SpecAuthorAnnotation is
+	// the API server's word, and revisions record it as createdBy. Without
+	// it, anyone who may edit a FeatureFlag could write the annotation, and
+	// createdBy stays empty.
+	TrustSpecAuthor bool
 	// Workers reconcile FeatureFlags at once (default 2).
 	Workers int
 
 	// warned is, per FeatureFlag, the invalid limit it was warned about:
 	// one Event per value, not one per reconcile.
 	warned sync.Map
+	// attempts is, per FeatureFlag whose spec was not recorded, how many
+	// times in a row it was not (the backoff).
+	attempts sync.Map
+	// own is Unrecorded when that is nil.
+	own workflows.UnrecordedRevisions
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // SetupWithManager indexes revisions by flag set and registers the
-// controller: a FeatureFlag is reconciled when it changes, when one of its
-// revisions does and when a rollout policy that targets it does. It runs
-// on the leader only.
+// controller: a FeatureFlag is reconciled when it changes, when a revision
+// of its name does (its own, or one to adopt) and when a rollout policy
+// that targets it does; every FeatureFlag of a namespace whose spec is not
+// recorded is reconciled when a revision of the namespace changes (a
+// deletion may make room). It runs on the leader only.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	if err := IndexRevisions(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -88,7 +137,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	}
 	err := builder.ControllerManagedBy(mgr).Named(Name).
 		For(&v1beta1.FeatureFlag{}).
-		Owns(&deliveryv1alpha1.FeatureFlagRevision{}).
+		// By spec.flagSet rather than by owner: a revision without a
+		// controller (one to adopt) is its flag set's business too.
+		Watches(&deliveryv1alpha1.FeatureFlagRevision{}, handler.EnqueueRequestsFromMapFunc(r.revisionToFlagSets)).
 		Watches(&deliveryv1alpha1.FeatureFlagRolloutPolicy{}, handler.EnqueueRequestsFromMapFunc(policyToFlagSet)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
@@ -104,6 +155,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	return nil
 }
 
+// revisionToFlagSets maps a revision to the FeatureFlag of its
+// spec.flagSet, whoever controls it, and to the FeatureFlags of its
+// namespace whose spec is not recorded.
+func (r *Reconciler) revisionToFlagSets(_ context.Context, obj client.Object) []reconcile.Request {
+	rev, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	if rev.Spec.FlagSet != "" {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}})
+	}
+	for _, k := range r.unrecorded().InNamespace(rev.Namespace) {
+		if k.Name != rev.Spec.FlagSet {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}})
+		}
+	}
+	return out
+}
+
 // policyToFlagSet maps a rollout policy to the FeatureFlag it targets: the
 // revisions its status names are kept.
 func policyToFlagSet(_ context.Context, obj client.Object) []reconcile.Request {
@@ -114,14 +185,26 @@ func policyToFlagSet(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.TargetRef.Name}}}
 }
 
-// Reconcile records the FeatureFlag's spec when it is accepted and not the
-// newest revision yet, then prunes its history.
+// unrecorded is where the reconciler remembers the specs it did not
+// record: Unrecorded, or its own.
+func (r *Reconciler) unrecorded() *workflows.UnrecordedRevisions {
+	if r.Unrecorded != nil {
+		return r.Unrecorded
+	}
+	return &r.own
+}
+
+// Reconcile adopts the FeatureFlag's orphaned revisions, records its spec
+// when it is accepted and not the newest revision yet, then prunes its
+// history.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ff := &v1beta1.FeatureFlag{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ff); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its revisions go with it: the garbage collector deletes them.
 			r.warned.Delete(req.NamespacedName)
+			r.attempts.Delete(req.NamespacedName)
+			r.unrecorded().Clear(topology.FlagSetKey(req.Namespace, req.Name))
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading FeatureFlag %s: %w", req.NamespacedName, err)
@@ -147,104 +230,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// Revisions of an earlier FeatureFlag of the name (left behind,
-	// orphaned) take numbers, but are not this one's history.
-	var owned []*deliveryv1alpha1.FeatureFlagRevision
-	for _, rev := range all {
-		if ownedBy(rev, ff.UID) {
-			owned = append(owned, rev)
-		}
+	owned, err := r.adopt(ctx, ff, all)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
+	limit, err := Limit(ff.Annotations, r.DefaultLimit)
+	r.warnLimit(ff, err)
+	keep, err := r.keep(ctx, ff, rendered, owned)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var retry time.Duration
 	if rendered.Valid() && rendered.Content != "" {
 		var behind bool
-		if owned, behind, err = r.record(ctx, ff, author, rendered.Revision, all, owned); err != nil {
+		if owned, retry, behind, err = r.record(ctx, ff, author, rendered.Revision, all, owned, limit, keep); err != nil {
 			return reconcile.Result{}, err
 		}
 		if behind {
 			return reconcile.Result{RequeueAfter: cacheBehindDelay}, nil
 		}
 	}
-	return reconcile.Result{}, r.prune(ctx, ff, rendered, owned)
-}
-
-// record creates the revision of hash unless the newest of owned has it,
-// and returns owned with it. behind says that the name of the next number
-// is taken by a revision the cache has not seen yet, or by another:
-// reconcile again once the cache has caught up.
-func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag, hash string,
-	all, owned []*deliveryv1alpha1.FeatureFlagRevision) (_ []*deliveryv1alpha1.FeatureFlagRevision, behind bool, _ error) {
-	if n := len(owned); n > 0 && owned[n-1].Spec.Revision == hash {
-		return owned, false, nil
-	}
-	number := int64(1)
-	if n := len(all); n > 0 {
-		number = all[n-1].Spec.Number + 1
-	}
-	previous := ""
-	if n := len(owned); n > 0 {
-		previous = owned[n-1].Spec.CreatedBy
-	}
-	want := Desired(author, hash, number, previous)
-	logger := log.FromContext(ctx)
-	err := r.Client.Create(ctx, want)
-	switch {
-	case err == nil:
-		logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
-			"createdBy", want.Spec.CreatedBy, "changeCause", want.Spec.ChangeCause)
-		return append(owned, want), false, nil
-	case apierrors.IsAlreadyExists(err):
-		// A retry of a create that took effect, or a reconcile that raced
-		// this one: the same revision is success.
-		have := &deliveryv1alpha1.FeatureFlagRevision{}
-		if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); getErr == nil && sameRevision(have, want) && ownedBy(have, ff.UID) {
-			return append(owned, have), false, nil
-		}
-		logger.V(1).Info("the name of the next revision is taken by one the cache has not seen yet, or by another's: trying again",
-			"revision", want.Name, "number", number)
-		return owned, true, nil
-	default:
-		return owned, false, fmt.Errorf("recording revision %d of %s/%s: %w", number, ff.Namespace, ff.Name, err)
-	}
-}
-
-// prune deletes the revisions of owned beyond the flag set's limit, but
-// those a reader needs: the one it serves (when its spec is invalid, its
-// consumers keep the newest revision) and those a rollout policy's status
-// names.
-func (r *Reconciler) prune(ctx context.Context, ff *v1beta1.FeatureFlag, rendered topology.Rendered,
-	owned []*deliveryv1alpha1.FeatureFlagRevision) error {
-	limit, err := Limit(ff.Annotations, r.DefaultLimit)
-	r.warnLimit(ff, err)
-	if len(owned) <= limit {
-		return nil
-	}
-	keep := map[string]bool{}
-	switch {
-	case rendered.Valid() && rendered.Revision != "":
-		keep[rendered.Revision] = true
-	case len(owned) > 0:
-		keep[owned[len(owned)-1].Spec.Revision] = true
-	}
-	var policies deliveryv1alpha1.FeatureFlagRolloutPolicyList
-	if err := r.Client.List(ctx, &policies, client.InNamespace(ff.Namespace)); err != nil {
-		return fmt.Errorf("listing the rollout policies of namespace %s: %w", ff.Namespace, err)
-	}
-	for _, p := range policies.Items {
-		for _, h := range []string{p.Status.StableRevision, p.Status.TargetRevision} {
-			if h != "" {
-				keep[h] = true
-			}
-		}
-	}
-	logger := log.FromContext(ctx)
-	for _, rev := range Prunable(owned, limit, keep) {
-		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &rev.UID})
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting revision %s/%s: %w", rev.Namespace, rev.Name, err)
-		}
-		logger.V(1).Info("revision pruned", "revision", rev.Name, "number", rev.Spec.Number, "hash", rev.Spec.Revision, "limit", limit)
-	}
-	return nil
+	return reconcile.Result{RequeueAfter: retry}, r.prune(ctx, owned, limit, keep)
 }
 
 // warnLimit sends a Warning Event for an invalid limit, once per value.

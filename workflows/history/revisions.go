@@ -13,6 +13,8 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // FlagSetIndex is the field index of FeatureFlagRevisions by spec.flagSet
@@ -57,11 +59,12 @@ func Sorted(items []deliveryv1alpha1.FeatureFlagRevision) []*deliveryv1alpha1.Fe
 
 // Desired is revision number of ff's spec, whose rendering has the content
 // hash revision: named, labelled and owned as every revision, its author
-// read from ff's managedFields (CreatedBy, previous being the author of the
-// revision before) and its cause from ff's ChangeCauseAnnotation. ff is
-// the object as of the write that made its spec (the graph's), whose
-// metadata say who wrote it and why.
-func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous string) *deliveryv1alpha1.FeatureFlagRevision {
+// the API server's word (CreatedBy; trusted says that flagplane's webhook
+// vouches for it), its field manager read from ff's managedFields
+// (FieldManager, previous being that of the revision before) and its cause
+// from ff's ChangeCauseAnnotation. ff is the object as of the write that
+// made its spec (the graph's), whose metadata say who wrote it and why.
+func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous string, trusted bool) *deliveryv1alpha1.FeatureFlagRevision {
 	return &deliveryv1alpha1.FeatureFlagRevision{
 		TypeMeta: metav1.TypeMeta{APIVersion: deliveryv1alpha1.GroupVersion.String(), Kind: deliveryv1alpha1.FeatureFlagRevisionKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -69,25 +72,52 @@ func Desired(ff *v1beta1.FeatureFlag, revision string, number int64, previous st
 			Namespace: ff.Namespace,
 			Labels:    map[string]string{deliveryv1alpha1.FlagSetLabel: FlagSetLabelValue(ff.Name)},
 			// Deleting the FeatureFlag deletes its history (the garbage
-			// collector); the controller reference maps a revision's
-			// events to its flag set.
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1beta1.GroupVersion.String(),
-				Kind:       v1beta1.FeatureFlagKind,
-				Name:       ff.Name,
-				UID:        ff.UID,
-				Controller: ptr.To(true),
-			}},
+			// collector); only a revision the FeatureFlag controls is its
+			// own (the graph, the command line).
+			OwnerReferences: []metav1.OwnerReference{controllerRef(ff)},
 		},
 		Spec: deliveryv1alpha1.FeatureFlagRevisionSpec{
-			FlagSet:     ff.Name,
-			Number:      number,
-			Revision:    revision,
-			FlagSpec:    *ff.Spec.FlagSpec.DeepCopy(),
-			CreatedBy:   CreatedBy(ff.ManagedFields, previous),
-			ChangeCause: cut(ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation], changeCauseMaxLength),
+			FlagSet:      ff.Name,
+			Number:       number,
+			Revision:     revision,
+			FlagSpec:     *ff.Spec.FlagSpec.DeepCopy(),
+			CreatedBy:    CreatedBy(ff, trusted),
+			FieldManager: FieldManager(ff.ManagedFields, previous),
+			ChangeCause:  cut(ff.Annotations[deliveryv1alpha1.ChangeCauseAnnotation], changeCauseMaxLength),
 		},
 	}
+}
+
+// controllerRef makes ff the controller of a revision.
+func controllerRef(ff *v1beta1.FeatureFlag) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: v1beta1.GroupVersion.String(),
+		Kind:       v1beta1.FeatureFlagKind,
+		Name:       ff.Name,
+		UID:        ff.UID,
+		Controller: ptr.To(true),
+	}
+}
+
+// ContentRevision is the revision r's flagSpec renders to: the content
+// hash the graph gives that spec (flagsets.Render, flagsets.Revision).
+func ContentRevision(r *deliveryv1alpha1.FeatureFlagRevision) (string, error) {
+	content, err := flagsets.Render(&v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.FlagSet},
+		Spec: v1beta1.FeatureFlagSpec{FlagSpec: r.Spec.FlagSpec}})
+	if err != nil {
+		return "", err
+	}
+	return flagsets.Revision(content), nil
+}
+
+// HoldsWhatItClaims tells whether r's flagSpec renders to the revision its
+// spec.revision claims (topology.SameRevision: a 12-digit revision of an
+// earlier version is the full one it begins). What flagplane records
+// always does; anyone who may create a FeatureFlagRevision can write one
+// that does not.
+func HoldsWhatItClaims(r *deliveryv1alpha1.FeatureFlagRevision) bool {
+	got, err := ContentRevision(r)
+	return err == nil && topology.SameRevision(got, r.Spec.Revision)
 }
 
 // sameRevision tells whether have records what want does: the same flag

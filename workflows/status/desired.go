@@ -49,6 +49,13 @@ type SyncObserved interface {
 	SyncSubscribers(flagSet topology.Key) []SyncSubscribers
 }
 
+// HistoryObserved is what an Observed that knows of the revision history
+// (CacheObserved) implements too: why a flag set's accepted spec is not
+// recorded, if it is not (workflows/history).
+type HistoryObserved interface {
+	UnrecordedRevision(flagSet topology.Key) (workflows.Unrecorded, bool)
+}
+
 // DesiredFlagSet is the status a FeatureFlag should have. Its revision,
 // validity and warnings are the graph's rendering of ff
 // (topology.View.RenderFlagSet: made once per edit; ff may be a copy, as
@@ -80,9 +87,29 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1b
 		consistent.Message = "flagd loads the flag set, but: " + summarizeWarnings(warnings, 10)
 	}
 	meta.SetStatusCondition(&status.Conditions, consistent)
+	if h, ok := obs.(HistoryObserved); ok {
+		recordedCondition(&status.Conditions, h, key, ff.Generation)
+	}
 	verdict := flagSetVerdict(ff.Namespace, status, obs, tooLarge(v, key, rendered), v.RolloutPlan(key))
 	workflows.SetHealth(&status.Conditions, ff.Generation, verdict)
 	return status
+}
+
+// recordedCondition sets a FeatureFlag's RevisionRecorded condition, False
+// with the history's reason, while its accepted spec is not recorded, and
+// removes it otherwise: the condition is there only when something is
+// wrong, as a Deployment's ReplicaFailure, so that the status of a flag set
+// whose history is fine is what it was before the condition existed. It is
+// not part of the flag set's health: its consumers are served all the
+// same.
+func recordedCondition(conditions *[]metav1.Condition, h HistoryObserved, key topology.Key, generation int64) {
+	why, unrecorded := h.UnrecordedRevision(key)
+	if !unrecorded {
+		meta.RemoveStatusCondition(conditions, deliveryv1alpha1.ConditionRevisionRecorded)
+		return
+	}
+	meta.SetStatusCondition(conditions, metav1.Condition{Type: deliveryv1alpha1.ConditionRevisionRecorded, Status: metav1.ConditionFalse,
+		Reason: why.Reason, Message: workflows.Cut(why.Message, 4096), ObservedGeneration: generation})
 }
 
 // tooLarge says which consumers of a flag set cannot get it as it is

@@ -18,7 +18,10 @@
 //     SyncReportLabel on whom that trusts). What it cannot observe is
 //     counted, not guessed: the workloads and Flagds that read the flag
 //     set with the kubernetes provider (Unobserved); the kubelet's
-//     projection of a ConfigMap into a pod is in no count;
+//     projection of a ConfigMap into a pod is in no count. While the
+//     revision history does not record its accepted spec (HistoryObserved,
+//     workflows.UnrecordedRevisions), a RevisionRecorded False condition
+//     says why;
 //   - DesiredSource: a FeatureFlagSource's Accepted (ValidateSource: what
 //     the CRD schema cannot check), ResolvedRefs, ReferrersPermitted and
 //     Programmed (every generated ConfigMap, Role and RoleBinding of its

@@ -40,6 +40,9 @@ type Updater struct {
 	// Deliveries knows the writes of generated ConfigMaps that are on
 	// their way; nil knows of none, and every status is written at once.
 	Deliveries Deliveries
+	// Unrecorded are the FeatureFlags whose accepted spec the revision
+	// history did not record; nil knows of none.
+	Unrecorded *workflows.UnrecordedRevisions
 
 	mu sync.Mutex
 	// replaced holds, per object whose status this updater wrote, the
@@ -54,7 +57,7 @@ func (u *Updater) observed(ctx context.Context) CacheObserved { return u.Observe
 // Observed is what the cache and the sync reports show of the generated
 // objects: what staged rollouts read of their consumers.
 func (u *Updater) Observed(ctx context.Context) CacheObserved {
-	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports}
+	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports, Unrecorded: u.Unrecorded}
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
@@ -253,6 +256,14 @@ type CacheObserved struct {
 	Failures *workflows.WriteFailures
 	// Sync are the sync reports of the replicas; nil knows of none.
 	Sync *SyncReports
+	// Unrecorded are the specs the revision history did not record; nil
+	// knows of none.
+	Unrecorded *workflows.UnrecordedRevisions
+}
+
+// UnrecordedRevision implements HistoryObserved.
+func (o CacheObserved) UnrecordedRevision(flagSet topology.Key) (workflows.Unrecorded, bool) {
+	return o.Unrecorded.Of(flagSet)
 }
 
 // SyncSubscribers implements Observed.
@@ -266,8 +277,9 @@ func (o CacheObserved) WriteFailure(kind, namespace, name string) workflows.Fail
 }
 
 var (
-	_ Observed     = CacheObserved{}
-	_ SyncObserved = CacheObserved{}
+	_ Observed        = CacheObserved{}
+	_ SyncObserved    = CacheObserved{}
+	_ HistoryObserved = CacheObserved{}
 )
 
 // ConfigMapData implements Observed.

@@ -29,12 +29,24 @@ type FeatureFlagRevisionSpec struct {
 	// FlagSpec is the FeatureFlag's spec.flagSpec as it was accepted.
 	FlagSpec v1beta1.FlagSpec `json:"flagSpec"`
 
-	// CreatedBy is the field manager that last wrote the FeatureFlag's
-	// spec (metadata.managedFields): kubectl-client-side-apply,
-	// kubectl-edit, argocd-controller, flagplane rollback, ...
+	// CreatedBy is the user who wrote the spec, in the API server's own
+	// word: the FeatureFlag's SpecAuthorAnnotation, which flagplane's
+	// mutating webhook sets to the request's user (userInfo.username) on
+	// every write that changes the spec, and keeps on every other write.
+	// Empty for a spec written while the webhook was not installed, or
+	// recorded by a manager that serves no webhooks.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	CreatedBy string `json:"createdBy,omitempty"`
+
+	// FieldManager is the field manager of the FeatureFlag's newest write
+	// (metadata.managedFields, not counting status): the name the client
+	// gave itself (kubectl-client-side-apply, kubectl-edit,
+	// argocd-controller, flagplane-rollback, ...). Any client may give any
+	// name: it says which tool, as its user claims, not who.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
-	CreatedBy string `json:"createdBy,omitempty"`
+	FieldManager string `json:"fieldManager,omitempty"`
 
 	// ChangeCause is the FeatureFlag's delivery.flagplane.dev/change-cause
 	// annotation when the spec was accepted.
@@ -56,6 +68,7 @@ type FeatureFlagRevisionSpec struct {
 // +kubebuilder:printcolumn:name="Number",type=integer,JSONPath=`.spec.number`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`
 // +kubebuilder:printcolumn:name="By",type=string,JSONPath=`.spec.createdBy`
+// +kubebuilder:printcolumn:name="Field manager",type=string,JSONPath=`.spec.fieldManager`,priority=1
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.spec.changeCause`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FeatureFlagRevision struct {

@@ -45,6 +45,14 @@ const (
 	// records the spec keeps it.
 	ChangeCauseAnnotation = "delivery.flagplane.dev/change-cause"
 
+	// SpecAuthorAnnotation on a FeatureFlag is the user who last changed
+	// its spec, as the API server authenticated them: flagplane's mutating
+	// webhook sets it to the request's userInfo.username when a write
+	// creates the FeatureFlag or changes its spec, and puts the old value
+	// back on any other write, so that it cannot be written by hand. The
+	// revision that records the spec keeps it as spec.createdBy.
+	SpecAuthorAnnotation = "delivery.flagplane.dev/spec-author"
+
 	// RevisionHistoryLimitAnnotation on a FeatureFlag is how many revisions
 	// of it flagplane keeps (default: the manager's
 	// --revision-history-limit). The revision the flag set serves and the
@@ -60,6 +68,23 @@ const (
 	// rollout it names (AbortValue): every consumer returns to the stable
 	// revision (flagplane rollout abort writes it).
 	AbortAnnotation = "delivery.flagplane.dev/abort"
+)
+
+// The condition of a FeatureFlag's status about its history.
+const (
+	// ConditionRevisionRecorded is on a FeatureFlag only while the spec
+	// flagplane accepted and serves is not recorded as a revision, with
+	// status False; it is removed once it is. Serving does not depend on
+	// it: the FeatureFlag's consumers get the spec all the same, and its
+	// Ready condition does not count it.
+	ConditionRevisionRecorded = "RevisionRecorded"
+	// ReasonNamespaceRevisionLimit: the namespace holds the manager's
+	// --revision-namespace-limit of FeatureFlagRevisions.
+	ReasonNamespaceRevisionLimit = "NamespaceRevisionLimit"
+	// ReasonRevisionRefused: the API server refused to create the
+	// revision (a ResourceQuota of the namespace, a policy, its size); the
+	// message is the API server's.
+	ReasonRevisionRefused = "RevisionRefused"
 )
 
 // PromoteValue is the PromoteAnnotation that promotes step (from 0) of the

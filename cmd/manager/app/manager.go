@@ -224,6 +224,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
 	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
 	ctrlOpts.Namespaces = o.Namespaces
+	// What the history did not record, which the status of FeatureFlags says.
+	unrecorded := &workflows.UnrecordedRevisions{}
+	ctrlOpts.Unrecorded = unrecorded
 	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
 	if err != nil {
 		m.close()
@@ -232,7 +235,11 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	// The revision history (issue 30): every accepted FeatureFlag spec
 	// recorded, on the leader, from the cache and the graph.
 	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
-		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, Workers: o.Workers}
+		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, NamespaceLimit: o.RevisionNamespaceLimit,
+		Unrecorded: unrecorded, Workers: o.Workers,
+		// Its spec-author webhook vouches for the annotation a revision's
+		// createdBy is read from; without webhooks, nothing does.
+		TrustSpecAuthor: o.Webhooks}
 	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
 		m.close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ type Options struct {
 	// where its RevisionHistoryLimitAnnotation says nothing valid
 	// (workflows/history).
 	RevisionHistoryLimit int
+	// RevisionNamespaceLimit is how many FeatureFlagRevisions a namespace
+	// may hold before the history records no more there (0: no bound).
+	RevisionNamespaceLimit int
 	// PrometheusGates evaluates the Prometheus gates of rollout policies
 	// (--prometheus-gates): the manager queries the Prometheus each names.
 	PrometheusGates bool
@@ -157,6 +161,7 @@ func DefaultOptions() Options {
 		Generated:                workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
 		RevisionHistoryLimit:     history.DefaultLimit,
 		PrometheusNamespaceLabel: staging.DefaultNamespaceLabel,
+		RevisionNamespaceLimit:   history.DefaultNamespaceLimit,
 	}
 }
 
@@ -185,7 +190,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
 	fs.StringVar(&o.PrometheusNamespaceLabel, "prometheus-namespace-label", o.PrometheusNamespaceLabel, "the label that names a series' namespace in the Prometheus that gates query: every series selector of a gate's query is confined to the namespaces that serve the new revision by this label")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
-		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none (the one served and those a rollout names are kept beyond it)")
+		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none, at most "+strconv.Itoa(history.MaxLimit)+
+		" (the one served and those a rollout names are kept beyond it)")
+	fs.IntVar(&o.RevisionNamespaceLimit, "revision-namespace-limit", o.RevisionNamespaceLimit, "FeatureFlagRevisions a namespace may hold: "+
+		"at it, a revision that would add one is not recorded, and its FeatureFlag says so (0: no bound)")
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
@@ -222,6 +230,13 @@ func (o Options) Validate() error {
 	}
 	if o.RevisionHistoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--revision-history-limit must not be negative, not %d", o.RevisionHistoryLimit))
+	}
+	if o.RevisionHistoryLimit > history.MaxLimit {
+		errs = append(errs, fmt.Errorf("--revision-history-limit must be at most %d (the most revisions flagplane keeps of a flag set), not %d",
+			history.MaxLimit, o.RevisionHistoryLimit))
+	}
+	if o.RevisionNamespaceLimit < 0 {
+		errs = append(errs, fmt.Errorf("--revision-namespace-limit must not be negative, not %d", o.RevisionNamespaceLimit))
 	}
 	if o.CacheSyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))

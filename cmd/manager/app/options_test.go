@@ -103,6 +103,36 @@ func TestFlags(t *testing.T) {
 			wantErr: `--prometheus-namespace-label "name-space" is not a Prometheus label name`,
 		},
 		{
+			name: "--revision-history-limit may be 100",
+			args: []string{"--revision-history-limit=100"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionHistoryLimit).To(Equal(100))
+			},
+		},
+		{
+			name:    "--revision-history-limit is at most 100",
+			args:    []string{"--revision-history-limit=101"},
+			wantErr: "--revision-history-limit must be at most 100 (the most revisions flagplane keeps of a flag set), not 101",
+		},
+		{
+			name: "a namespace holds at most 1000 revisions unless told",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionNamespaceLimit).To(Equal(1000))
+			},
+		},
+		{
+			name: "--revision-namespace-limit=0 is no bound",
+			args: []string{"--revision-namespace-limit=0"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.RevisionNamespaceLimit).To(Equal(0))
+			},
+		},
+		{
+			name:    "--revision-namespace-limit must not be negative",
+			args:    []string{"--revision-namespace-limit=-1"},
+			wantErr: "--revision-namespace-limit must not be negative, not -1",
+		},
+		{
 			name: "leader election",
 			args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
 			check: func(g Gomega, o Options) {
