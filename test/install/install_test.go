@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -51,6 +52,8 @@ func describeDefault() {
 			"customresourcedefinition.apiextensions.k8s.io/inprocessconfigurations.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/flagds.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/featureflagsourcepolicies.policy.flagplane.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagrevisions.delivery.flagplane.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagrolloutpolicies.delivery.flagplane.dev",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
@@ -191,7 +194,7 @@ func describeDefault() {
 // may not do (`kubectl auth can-i`): config/default's and the chart's
 // install are held to the same rows.
 func managerMatrix() []TableEntry {
-	return []TableEntry{
+	rows := []TableEntry{
 		Entry("may list FeatureFlags in every namespace", true, "list", "featureflags.core.openfeature.dev", "-A"),
 		Entry("may watch FeatureFlagSources in every namespace", true, "watch", "featureflagsources.core.openfeature.dev", "-A"),
 		Entry("may watch InProcessConfigurations in every namespace", true, "watch", "inprocessconfigurations.core.openfeature.dev", "-A"),
@@ -221,6 +224,7 @@ func managerMatrix() []TableEntry {
 		Entry("may watch FeatureFlagSourcePolicies in every namespace", true, "watch", "featureflagsourcepolicies.policy.flagplane.dev", "-A"),
 		Entry("may update FeatureFlagSourcePolicy status", true, "update", "featureflagsourcepolicies.policy.flagplane.dev", "--subresource=status", "-n", "default"),
 		Entry("may not update a FeatureFlagSourcePolicy's spec", false, "update", "featureflagsourcepolicies.policy.flagplane.dev", "-n", "default"),
+		// FeatureFlagRevisions and FeatureFlagRolloutPolicies: verbRows, below
 		Entry("may watch Services in every namespace", true, "watch", "services", "-A"),
 		Entry("may create Services", true, "create", "services", "-n", "default"),
 		Entry("may patch Services", true, "patch", "services", "-n", "default"),
@@ -293,4 +297,76 @@ func managerMatrix() []TableEntry {
 		Entry("may not create CRDs", false, "create", "customresourcedefinitions.apiextensions.k8s.io"),
 		Entry("is not cluster-admin", false, "*", "*"),
 	}
+	for _, r := range deliveryGrants {
+		rows = append(rows, verbRows(r)...)
+	}
+	return rows
+}
+
+// grant is what the manager may do with one resource: held are the verbs
+// config/rbac/role.yaml grants it (from the +kubebuilder:rbac markers),
+// checked is every verb the matrix asks about. A verb checked and not held
+// is a "may not" row, so that a verb added to the role fails the matrix
+// until it is added here too.
+type grant struct {
+	what, resource string
+	// subresource, when set, is checked as --subresource.
+	subresource string
+	held        []string
+	checked     []string
+}
+
+// objectVerbs are the verbs of a kind's objects.
+var objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// deliveryGrants are the manager's permissions for staged delivery and
+// history. It records a flag set's accepted specs as FeatureFlagRevisions
+// and prunes them, but never changes one (adopting an orphaned revision
+// would add "patch" to held); it reads the rollout policies teams write
+// and writes only their status; it reads Namespaces, whose labels
+// namespaceSelector steps select.
+var deliveryGrants = []grant{
+	{what: "FeatureFlagRevisions", resource: "featureflagrevisions.delivery.flagplane.dev",
+		held: []string{"get", "list", "watch", "create", "delete"}, checked: objectVerbs},
+	{what: "FeatureFlagRolloutPolicies", resource: "featureflagrolloutpolicies.delivery.flagplane.dev",
+		held: []string{"get", "list", "watch"}, checked: objectVerbs},
+	{what: "FeatureFlagRolloutPolicy status", resource: "featureflagrolloutpolicies.delivery.flagplane.dev", subresource: "status",
+		held: []string{"get", "update", "patch"}, checked: []string{"get", "update", "patch"}},
+	{what: "Namespaces", resource: "namespaces",
+		held: []string{"get", "list", "watch"}, checked: []string{"get", "list", "watch", "update", "patch"}},
+}
+
+// verbRows are the matrix's rows of one grant: reads asked for every
+// namespace (-A), writes in default (the manager's ClusterRole is bound
+// cluster-wide, so one namespace stands for all). Namespaces, a
+// cluster-scoped kind, take neither.
+func verbRows(g grant) []TableEntry {
+	var rows []TableEntry
+	for _, verb := range g.checked {
+		args := []string{verb, g.resource}
+		if g.subresource != "" {
+			args = append(args, "--subresource="+g.subresource)
+		}
+		switch {
+		case g.resource == "namespaces":
+		case verb == "get" || verb == "list" || verb == "watch":
+			args = append(args, "-A")
+		default:
+			args = append(args, "-n", "default")
+		}
+		may := slices.Contains(g.held, verb)
+		what := "may " + verb + " " + g.what
+		if !may {
+			what = "may not " + verb + " " + g.what
+		}
+		if slices.Contains(args, "-A") {
+			what += " in every namespace"
+		}
+		params := []any{may}
+		for _, a := range args {
+			params = append(params, a)
+		}
+		rows = append(rows, Entry(what, params...))
+	}
+	return rows
 }
