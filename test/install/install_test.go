@@ -188,6 +188,102 @@ func describeDefault() {
 		Expect(fmt.Sprint(out, err)).To(ContainSubstring("forbidden"))
 		Expect(kubectl("get", r, "platform", "-n", ns, "--as=bob", "-o", "jsonpath={.spec.overrides.debugLogging}")).To(Equal("false"))
 	})
+
+	It("binds edit, admin and view as the API server bootstraps them, with flagplane's roles aggregated into them", func() {
+		for role, label := range map[string]string{"edit": "aggregate-to-edit", "admin": "aggregate-to-admin", "view": "aggregate-to-view"} {
+			Expect(kubectl("get", "clusterrole", role, "-o", "jsonpath={.metadata.labels.kubernetes\\.io/bootstrapping}")).To(Equal("rbac-defaults"),
+				"the API server's RBAC bootstrap made %s", role)
+			Expect(kubectl("get", "clusterrole", role, "-o", "jsonpath={.aggregationRule.clusterRoleSelectors[*].matchLabels}")).
+				To(ContainSubstring(`"rbac.authorization.k8s.io/`+label+`":"true"`), "%s aggregates the ClusterRoles labelled %s", role, label)
+		}
+		Expect(kubectl("get", "clusterrole", "flagplane-editor", "-o", "jsonpath={.metadata.labels}")).To(And(
+			ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-edit":"true"`), ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-admin":"true"`)))
+		Expect(kubectl("get", "clusterrole", "flagplane-viewer", "-o", "jsonpath={.metadata.labels}")).To(
+			ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-view":"true"`))
+	})
+
+	It("lets no role it installs write FeatureFlagRevisions: neither edit, admin nor view, nor any of its ClusterRoles bound in a namespace", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		roles := append([]string{"edit", "admin", "view"}, tenantClusterRoles()...)
+		Expect(roles).To(ContainElements("flagplane-editor", "flagplane-viewer", "flagplane-policy-admin"))
+		for _, role := range roles {
+			kubectl("create", "rolebinding", "tenant-"+role, "--clusterrole="+role, "--user=tenant-"+role, "-n", ns)
+		}
+		By("reading revisions through edit, admin and view (the bindings are in force and aggregated)")
+		for _, role := range []string{"edit", "admin", "view", "flagplane-editor", "flagplane-viewer"} {
+			Eventually(func() bool { return canI("tenant-"+role, "list", revisions, "-n", ns) }).Should(BeTrue(), "%s reads the history", role)
+		}
+		Eventually(func() bool { return canI("tenant-edit", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue(), "edit aggregates flagplane-editor")
+		By("writing none")
+		for _, role := range roles {
+			for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+				Expect(canI("tenant-"+role, verb, revisions, "-n", ns)).To(BeFalse(), "%s may %s FeatureFlagRevisions", role, verb)
+			}
+		}
+	})
+
+	It("lets a namespace's editors and admins write FeatureFlagRolloutPolicies and their annotations (promote, abort), not their status; viewers read them", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "dana-admin", "--clusterrole=admin", "--user=dana", "-n", ns)
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
+		Eventually(func() bool { return canI("alice", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		Eventually(func() bool { return canI("dana", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		Eventually(func() bool { return canI("bob", "list", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		for _, user := range []string{"alice", "dana"} {
+			// promote and abort are annotations: a patch of the object
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+				Expect(canI(user, verb, rolloutPolicies, "-n", ns)).To(BeTrue(), "%s may %s FeatureFlagRolloutPolicies", user, verb)
+			}
+			Expect(canI(user, "get", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeTrue())
+			for _, verb := range []string{"update", "patch"} {
+				Expect(canI(user, verb, rolloutPolicies, "--subresource=status", "-n", ns)).To(BeFalse(), "status is flagplane's to write")
+			}
+			Expect(canI(user, "create", rolloutPolicies, "-n", "default")).To(BeFalse(), "only in the namespace of the binding")
+		}
+		for _, verb := range []string{"get", "list", "watch"} {
+			Expect(canI("bob", verb, rolloutPolicies, "-n", ns)).To(BeTrue())
+		}
+		Expect(canI("bob", "get", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeTrue())
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			Expect(canI("bob", verb, rolloutPolicies, "-n", ns)).To(BeFalse(), "view may not %s", verb)
+		}
+		Expect(canI("bob", "patch", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeFalse())
+	})
+}
+
+// The kinds of staged delivery and history, as kubectl names them.
+const (
+	revisions       = "featureflagrevisions.delivery.flagplane.dev"
+	rolloutPolicies = "featureflagrolloutpolicies.delivery.flagplane.dev"
+)
+
+// tenantClusterRoles are the ClusterRoles config/default installs that no
+// binding of it gives the manager's ServiceAccount: those a platform team
+// binds people to, directly or through edit, admin and view.
+func tenantClusterRoles() []string {
+	GinkgoHelper()
+	objs := objects(kustomizeBuild(filepath.Join(rootDir, "config", "default")))
+	managers := map[string]bool{}
+	for _, o := range objs {
+		if o["kind"] != "ClusterRoleBinding" && o["kind"] != "RoleBinding" {
+			continue
+		}
+		subjects, _ := o["subjects"].([]any)
+		for _, s := range subjects {
+			if sub, _ := s.(map[string]any); sub["kind"] == "ServiceAccount" && sub["name"] == managerSA {
+				managers[o["roleRef"].(map[string]any)["name"].(string)] = true
+			}
+		}
+	}
+	var roles []string
+	for _, o := range objs {
+		if name := o["metadata"].(map[string]any)["name"].(string); o["kind"] == "ClusterRole" && !managers[name] {
+			roles = append(roles, name)
+		}
+	}
+	slices.Sort(roles)
+	return roles
 }
 
 // managerMatrix is what the cluster-wide manager's ServiceAccount may and
