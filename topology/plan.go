@@ -282,8 +282,11 @@ func (st *state) stepSelects(step *deliveryv1alpha1.RolloutStep, consumers []Pla
 	var out []int
 	switch {
 	case step.Percentage != nil:
-		n := (len(consumers)*int(*step.Percentage) + 99) / 100
-		out = append(out, order[:min(n, len(order))]...)
+		// The schema keeps a percentage within 0–100; a plan does not rely
+		// on it (a negative one made a slice bound below zero): outside,
+		// the nearer bound.
+		percent := min(max(int(*step.Percentage), 0), 100)
+		out = append(out, order[:(len(consumers)*percent+99)/100]...)
 	case step.NamespaceSelector != nil:
 		sel, err := metav1.LabelSelectorAsSelector(step.NamespaceSelector)
 		if err != nil {

@@ -272,6 +272,23 @@ func TestRolloutPlanHoldsARolloutPastItsSteps(t *testing.T) {
 	g.Expect(planned(topo.Snapshot())).To(Equal(map[string]string{"a": "v1", "b": "v1", "c": "v1", "d": "v1"}))
 }
 
+// TestRolloutPlanOfAPercentageOutOfRange: a percentage outside 0–100,
+// which the schema refuses, selects as its nearer bound does; a negative
+// one made planning panic (found by FuzzRolloutPolicyValidator).
+func TestRolloutPlanOfAPercentageOutOfRange(t *testing.T) {
+	topo := stagedCluster(t, "v2")
+	for _, tc := range []struct {
+		percent int32
+		selects int
+	}{{-2147483648, 0}, {-200, 0}, {-1, 0}, {0, 0}, {100, 4}, {101, 4}, {2147483647, 4}} {
+		p := rolloutPolicy("flags", "staged", "flags", deliveryv1alpha1.RolloutStep{Percentage: ptr.To(tc.percent)})
+		var selects []string
+		NewWithT(t).Expect(func() { selects = topo.Snapshot().StepSelects(p, 0) }).NotTo(Panic(), "percentage %d", tc.percent)
+		NewWithT(t).Expect(selects).To(HaveLen(tc.selects), "percentage %d", tc.percent)
+		NewWithT(t).Expect(func() { topo.Snapshot().PlanFor(p) }).NotTo(Panic(), "percentage %d", tc.percent)
+	}
+}
+
 // owned makes a revision object controlled by the FeatureFlag of uid
 // ("" leaves it without an owner, as a delete with --cascade=orphan does).
 func owned(r *deliveryv1alpha1.FeatureFlagRevision, name string, uid types.UID) *deliveryv1alpha1.FeatureFlagRevision {

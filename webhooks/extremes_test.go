@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/admissionfuzz"
 	"github.com/flagplane/flagplane/workflows/flagsets"
@@ -182,6 +183,74 @@ func podExtremes() []extreme {
 	}
 }
 
+// rolloutPolicyExtremes are the FeatureFlagRolloutPolicies at the limits
+// of the schema (16 steps, a gate of each type, a query of 4096
+// characters) and of a request, with selectors as large as fit: the
+// schema bounds neither their labels nor their expressions.
+func rolloutPolicyExtremes() []extreme {
+	target := `"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"}`
+	policy := func(rest string) string { return rolloutPolicyJSON(`{` + target + `,` + rest + `}`) }
+	// 16 steps of namespace selectors of as many expressions of op as fit
+	// a request.
+	steps16 := func(op string) string {
+		expr := `{"key":"k00000","operator":"` + op + `","values":["a","b"]}`
+		n := (admissionfuzz.MaxRequestBytes - 1024) / 16 / (len(expr) + 1)
+		var steps []string
+		for s := range 16 {
+			exprs := make([]string, n)
+			for i := range exprs {
+				exprs[i] = fmt.Sprintf(`{"key":"k%05d","operator":"%s","values":["a","b"]}`, (s*n+i)%100000, op)
+			}
+			steps = append(steps, `{"namespaceSelector":{"matchExpressions":[`+strings.Join(exprs, ",")+`]}}`)
+		}
+		return policy(`"steps":[` + strings.Join(steps, ",") + `]`)
+	}
+	gates := func(query string) string {
+		return `"gates":[{"type":"PodsReady","for":"1m"},{"type":"Restarts","max":3},{"type":"EvaluationErrors"},` +
+			`{"type":"Prometheus","prometheus":{"address":"http://prometheus.monitoring.svc:9090","query":` + jsonString(query) + `}}]`
+	}
+	return []extreme{
+		{name: "16 steps of selectors of 3 MiB of expressions, each selecting the consumer", allowed: true, says: "provider kubernetes",
+			object: func() string { return steps16("NotIn") }},
+		{name: "16 steps of selectors of 3 MiB of expressions, none selecting the consumer", code: 422, says: "selects none of the namespaces of FeatureFlag flags's consumers",
+			object: func() string { return steps16("In") }},
+		{name: "a selector of 20,000 expressions, the last of which does not parse", code: 422, says: "spec.steps[0].namespaceSelector",
+			object: func() string {
+				exprs := strings.Repeat(`{"key":"stage","operator":"Exists"},`, 19999) + `{"key":"stage","operator":"Bogus"}`
+				return policy(`"steps":[{"namespaceSelector":{"matchExpressions":[` + exprs + `]}}]`)
+			}},
+		{name: "a label value of 1 MiB", code: 422, says: "must be no more than 63 bytes",
+			object: func() string {
+				return policy(`"steps":[{"workloadSelector":{"matchLabels":{"tier":"` + strings.Repeat("w", 1<<20) + `"}}}]`)
+			}},
+		{name: "a gate of each type, a Prometheus query of 4,096 characters", allowed: true, says: "provider kubernetes",
+			object: func() string {
+				q := `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace=~"$namespaces"})`
+				for len(q)+len(` + rate(x[5m])`) <= 4096 {
+					q += ` + rate(x[5m])`
+				}
+				return policy(`"steps":[{"percentage":100}],` + gates(q))
+			}},
+		{name: "a Prometheus query of 4,096 characters nested 2,047 deep", allowed: true, says: "provider kubernetes",
+			object: func() string {
+				return policy(`"steps":[{"percentage":100}],` + gates(strings.Repeat("(", 2047)+"1"+strings.Repeat(")", 2047)))
+			}},
+		{name: "a Prometheus query of 4,096 characters that does not parse", code: 422, says: "spec.gates[3].prometheus.query",
+			object: func() string { return policy(`"steps":[{"percentage":100}],` + gates(strings.Repeat("x{", 2048))) }},
+		{name: "odd Unicode in every name, label and query", code: 422, says: `\u202e`,
+			object: func() string {
+				var steps []string
+				for _, s := range oddStrings[:8] {
+					q := jsonString(s)
+					steps = append(steps, `{"name":`+q+`,"namespaceSelector":{"matchLabels":{`+q+`:`+q+`}}}`)
+				}
+				q := jsonString("\u202e" + strings.Join(oddStrings[:8], ""))
+				return rolloutPolicyJSON(`{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":` + q + `},"steps":[` + strings.Join(steps, ",") + `],` +
+					`"gates":[{"type":"Prometheus","prometheus":{"address":"http://p:9090","query":` + q + `}}]}`)
+			}},
+	}
+}
+
 // TestAdmissionExtremes: every webhook answers the inputs at the limits in
 // time, clearly, and as it should; the longest answer of each is logged
 // with its input.
@@ -193,6 +262,7 @@ func TestAdmissionExtremes(t *testing.T) {
 	pods := newMutator(t, reader, &recordingEnsurer{})
 	pods.Graph = newGraph(t, graphManifests+"\n---\n"+fuzzManifests)
 	pods.WorkloadWait = 0
+	policies := rolloutPolicyValidators(t)[1]
 	for _, set := range []struct {
 		path     string
 		h        admission.Handler
@@ -202,6 +272,7 @@ func TestAdmissionExtremes(t *testing.T) {
 		{"FeatureFlag", validator, v1beta1.FeatureFlagKind, flagSetExtremes()},
 		{"FeatureFlagSource", sources, v1beta1.FeatureFlagSourceKind, sourceExtremes()},
 		{"Pod", pods, "Pod", podExtremes()},
+		{"FeatureFlagRolloutPolicy", policies, deliveryv1alpha1.FeatureFlagRolloutPolicyKind, rolloutPolicyExtremes()},
 	} {
 		for _, x := range set.extremes {
 			t.Run(set.path+"/"+x.name, func(t *testing.T) {
@@ -210,9 +281,12 @@ func TestAdmissionExtremes(t *testing.T) {
 					t.Skipf("%d bytes: too slow under the race detector; make fuzz-short runs it without", len(obj))
 				}
 				req := fuzzRequest(set.kind, obj, "", false)
-				if set.kind == "Pod" {
+				switch set.kind {
+				case "Pod":
 					req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 					req.Object = runtime.RawExtension{Raw: []byte(obj)}
+				case deliveryv1alpha1.FeatureFlagRolloutPolicyKind:
+					req = rolloutPolicyRequest(obj, "", false)
 				}
 				req.Operation = admissionv1.Create
 				resp := judge(t, set.path, set.h, req, fmt.Sprintf("%s (%d bytes)", x.name, len(obj)))

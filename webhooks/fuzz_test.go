@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -186,6 +187,27 @@ func FuzzPodMutator(f *testing.F) {
 	})
 }
 
+// FuzzRolloutPolicyValidator: whatever a FeatureFlagRolloutPolicy create or
+// update carries, the FeatureFlagRolloutPolicy webhook, with Prometheus
+// gates off or on, answers in time and clearly.
+func FuzzRolloutPolicyValidator(f *testing.F) {
+	canary := rolloutPolicyJSON(`{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"},"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}},{"percentage":100}]}`)
+	for _, s := range rolloutPolicySeeds() {
+		f.Add(s, canary, false, uint8(0))
+		f.Add(s, canary, false, uint8(1))
+	}
+	for _, s := range rolloutPolicySeeds()[:8] {
+		f.Add(s, canary, true, uint8(1))
+		f.Add(s, s, true, uint8(0))
+	}
+	validators := rolloutPolicyValidators(f)
+	reportTimings(f)
+	f.Fuzz(func(t *testing.T, object, old string, update bool, mode uint8) {
+		v := validators[int(mode)%len(validators)]
+		judge(t, "FeatureFlagRolloutPolicy", v, rolloutPolicyRequest(object, old, update), admissionfuzz.Describe(t.Name(), []byte(object)))
+	})
+}
+
 // FuzzValidateSourceSpec: the FeatureFlagSource rules never panic.
 func FuzzValidateSourceSpec(f *testing.F) {
 	f.Add(`{"metadata":{"name":"x","annotations":{"flagplane.core.openfeature.dev/sidecar-security-context":"{}"}},"spec":{"sources":[{"source":"a/b","provider":"kubernetes"}],"port":8015}}`)
@@ -314,6 +336,95 @@ func manyFlags(n int, body string) string {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// rolloutPolicySeeds are FeatureFlagRolloutPolicies (JSON) at the edges the
+// FeatureFlagRolloutPolicy webhook must answer about: the schema's bounds
+// (16 steps, 8 gates, a percentage of 0 to 100, a query of 4096
+// characters) and past them, since the fuzzer sends what the schema would
+// refuse too.
+func rolloutPolicySeeds() []string {
+	target := `"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"}`
+	policy := func(rest string) string { return rolloutPolicyJSON(`{` + target + `,` + rest + `}`) }
+	prometheus := func(query string) string {
+		return `{"type":"Prometheus","max":0,"prometheus":{"address":"http://prometheus.monitoring.svc:9090","query":` + jsonString(query) + `}}`
+	}
+	longQuery := `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace=~"$namespaces"})`
+	for len(longQuery)+len(` + rate(x[5m])`) <= 4096 {
+		longQuery += ` + rate(x[5m])`
+	}
+	longQuery += strings.Repeat(" ", 4096-len(longQuery))
+	seeds := []string{
+		policy(`"steps":[{"percentage":50,"pause":"5m","approval":true},{"percentage":100}],"gates":[{"type":"PodsReady","for":"30s"},{"type":"Restarts","max":2},{"type":"EvaluationErrors","max":0}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}},{"workloadSelector":{"matchLabels":{"tier":"web"}}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canery"}}},{"workloadSelector":{"matchLabels":{"tier":"wbe"}}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchExpressions":[{"key":"stage","operator":"Bogus"},{"key":"stage","operator":"In"},{"key":"stage","operator":"Exists","values":["x"]},{"key":"bad key!","operator":"DoesNotExist"}]}}]`),
+		policy(`"steps":[{"workloadSelector":{"matchLabels":{"bad key!":"bad value!","":""}}}]`),
+		policy(`"steps":[{"namespaceSelector":{}},{"workloadSelector":{}},{"percentage":0}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}},"workloadSelector":{"matchLabels":{"tier":"web"}},"percentage":5},{}]`),
+		policy(`"steps":[{"percentage":-1},{"percentage":101},{"percentage":2147483647},{"percentage":-2147483648}]`),
+		policy(`"steps":[{"percentage":1e10}]`),
+		policy(`"steps":[{"percentage":"50"}]`),
+		policy(`"steps":[{"percentage":50,"pause":"forever"}]`),
+		policy(`"steps":[{"percentage":50,"pause":"-5m"}],"gates":[{"type":"PodsReady","for":"-1s"},{"type":"Restarts","max":-1}]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(longQuery) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(strings.Repeat("(", 2047)+"1"+strings.Repeat(")", 2048)) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(strings.Repeat("x{", 2048)) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(`sum(up{namespace="other-team"}) or vector(0)`) + `,` + prometheus(`info(up)`) + `,` + prometheus(``) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[{"type":"Prometheus"},{"type":"Restarts","prometheus":{"address":"ftp://x","query":"up"}},{"type":"Unknown"},{"type":""}]`),
+		policy(`"steps":[{"percentage":100}],"gates":[{"type":"Prometheus","prometheus":null},{"type":null},null]`),
+		policy(`"steps":null,"gates":null,"paused":null`),
+		policy(`"steps":[null,{"namespaceSelector":null,"workloadSelector":null,"percentage":null}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":null,"matchExpressions":[null,{"key":null,"operator":null,"values":null}]}}]`),
+		policy(`"steps":"all","gates":{},"paused":"yes"`),
+		policy(`"steps":[]`),
+		rolloutPolicyJSON(`{"targetRef":null,"steps":[{"percentage":100}]}`),
+		rolloutPolicyJSON(`{"targetRef":{"group":"apps","kind":"Deployment","name":"web"},"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}}]}`),
+		rolloutPolicyJSON(`{"targetRef":{"name":"missing"},"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}}]}`),
+		rolloutPolicyJSON(`null`),
+		`{"metadata":{"namespace":"ns0","name":"canary"},"spec":{` + target + `,"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}}]}}`,
+		`{"metadata":{"name":5},"spec":"x"}`,
+		`null`,
+		``,
+	}
+	// The most steps and gates of the schema, and more.
+	var steps16, gates8 []string
+	for i := range 16 {
+		steps16 = append(steps16, fmt.Sprintf(`{"name":"step-%d","workloadSelector":{"matchExpressions":[{"key":"tier","operator":"In","values":["web","api","w%d"]}]},"pause":"1s","approval":true}`, i, i))
+	}
+	for _, g := range []string{`{"type":"PodsReady","for":"1m"}`, `{"type":"Restarts","max":9223372036854775807}`, `{"type":"EvaluationErrors","max":0}`, prometheus(longQuery)} {
+		gates8 = append(gates8, g, g)
+	}
+	seeds = append(seeds,
+		policy(`"steps":[`+strings.Join(steps16, ",")+`],"gates":[`+strings.Join(gates8, ",")+`]`),
+		policy(`"steps":[`+strings.Join(append(steps16, steps16...), ",")+`]`),
+	)
+	for _, s := range oddStrings {
+		q := jsonString(s)
+		seeds = append(seeds,
+			rolloutPolicyJSON(`{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":`+q+`},"steps":[{"name":`+q+`,"percentage":100}]}`),
+			policy(`"steps":[{"name":`+q+`,"namespaceSelector":{"matchLabels":{`+q+`:`+q+`}}},{"workloadSelector":{"matchExpressions":[{"key":`+q+`,"operator":`+q+`,"values":[`+q+`]}]}}]`),
+			policy(`"steps":[{"percentage":100}],"gates":[`+prometheus(`sum(x{l=`+q+`})`)+`,{"type":"Prometheus","prometheus":{"address":`+q+`,"query":`+q+`}}]`),
+			`{"metadata":{"namespace":"shop","name":`+q+`},"spec":{`+target+`,"steps":[{"namespaceSelector":{"matchLabels":{"stage":"nowhere"}}}]}}`,
+		)
+	}
+	// Huge selectors: thousands of labels and expressions, valid and not,
+	// and values of hundreds of KiB.
+	var labels, exprs, bad []string
+	for i := range 5000 {
+		labels = append(labels, fmt.Sprintf(`"l%d":"v%d"`, i, i))
+		exprs = append(exprs, fmt.Sprintf(`{"key":"k%d","operator":"NotIn","values":["a","b"]}`, i))
+		bad = append(bad, fmt.Sprintf(`{"key":"k%d","operator":"In"}`, i))
+	}
+	big := strings.Repeat("x", 300<<10)
+	seeds = append(seeds,
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{`+strings.Join(labels, ",")+`}}}]`),
+		policy(`"steps":[{"workloadSelector":{"matchExpressions":[`+strings.Join(exprs, ",")+`]}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchExpressions":[`+strings.Join(bad, ",")+`]}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"`+big+`"}}},{"workloadSelector":{"matchExpressions":[{"key":"tier","operator":"In","values":["`+big+`"]}]}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"`+big+`":"x"}}}]`),
+	)
+	return seeds
 }
 
 // sourceSeeds are FeatureFlagSources (JSON) at the edges the

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,8 +43,9 @@ func readableErrors(errs field.ErrorList) field.ErrorList {
 func readableError(e *field.Error) *field.Error {
 	c := *e
 	c.Field, c.Detail = printable(c.Field, maxFieldBytes), printable(c.Detail, maxDetailBytes)
-	if v, ok := c.BadValue.(string); ok {
-		c.BadValue = workflows.Cut(v, maxValueBytes) // quoted when printed
+	// Any kind of string (a selector's operator is one of its own type).
+	if v := reflect.ValueOf(c.BadValue); v.IsValid() && v.Kind() == reflect.String {
+		c.BadValue = workflows.Cut(v.String(), maxValueBytes) // quoted when printed
 	}
 	return &c
 }

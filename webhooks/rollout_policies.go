@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -85,8 +86,15 @@ func ValidateRolloutPolicy(v *topology.View, p *deliveryv1alpha1.FeatureFlagRoll
 			if sel.sel == nil {
 				continue
 			}
-			if _, err := metav1.LabelSelectorAsSelector(sel.sel); err != nil {
-				errs = append(errs, field.Invalid(steps.Index(i).Child(sel.name), sel.sel, err.Error()))
+			// The API server's own validation of a selector names each
+			// label, operator and value that is wrong, and why. The
+			// selector is never the value of an error: it is the user's,
+			// of any size, and printing it made refusals of megabytes.
+			path := steps.Index(i).Child(sel.name)
+			if selErrs := metav1validation.ValidateLabelSelector(sel.sel, metav1validation.LabelSelectorValidationOptions{}, path); len(selErrs) > 0 {
+				errs = append(errs, selErrs...)
+			} else if _, err := metav1.LabelSelectorAsSelector(sel.sel); err != nil {
+				errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
 			}
 		}
 	}

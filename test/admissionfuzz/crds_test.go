@@ -4,29 +4,39 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode/utf8"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/webhooks"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/staging"
 	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // The fuzz tests of the kinds the API server admits alone (no webhook of
-// flagplane's judges them): Flagd, FeatureFlagSourcePolicy, and the CEL
-// rules of FeatureFlagSource, whose webhook runs after them. Each input
+// flagplane's judges them): Flagd, FeatureFlagSourcePolicy; and of the
+// schema and CEL rules of FeatureFlagSource and FeatureFlagRolloutPolicy,
+// whose webhooks run after them. Each input
 // is a create, through the API server's own code (CRD.Create): it never
 // panics, answers within the webhook timeout (the API server's own is
 // longer; this one is the bound the fuzz tests keep), a refusal names a
@@ -34,7 +44,8 @@ import (
 // What it admits, flagplane's Go types read, and the Go code that judges
 // it after admission takes it: a Flagd's validation, objects and status
 // (flagds), a policy's status and the sidecars it governs, whose pods the
-// API server must still take.
+// API server must still take, a rollout policy's webhook
+// (webhooks.ValidateRolloutPolicy), plan and status (staging.Next).
 
 // crdTimings are the longest admissions of this process.
 var crdTimings Timings
@@ -412,6 +423,185 @@ func FuzzSourceCRD(f *testing.F) {
 	})
 }
 
+// rolloutCluster is baseCluster with namespace shop labelled, so that
+// namespaceSelector steps select its consumers or none.
+const rolloutCluster = baseCluster + `
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {stage: canary}}
+`
+
+// builtGraph is a topology the webhook judges against, built.
+type builtGraph struct{ t *topology.Topology }
+
+func (g builtGraph) Topology() *topology.Topology { return g.t }
+func (g builtGraph) GraphBuilt() bool             { return true }
+
+func rolloutPolicySeeds() []string {
+	target := `"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"}`
+	policy := func(rest string) string {
+		return object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `{`+target+`,`+rest+`}`)
+	}
+	prometheus := func(query string) string {
+		return `{"type":"Prometheus","prometheus":{"address":"http://prometheus.monitoring.svc:9090","query":` + jsonString(query) + `}}`
+	}
+	query := `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace=~"$namespaces"})`
+	for len(query)+len(` + rate(x[5m])`) <= 4096 {
+		query += ` + rate(x[5m])`
+	}
+	step := func(i int) string {
+		return fmt.Sprintf(`{"name":"step-%d","workloadSelector":{"matchExpressions":[{"key":"tier","operator":"In","values":["web","w%d"]}]},"pause":"1s","approval":true}`, i, i)
+	}
+	var steps16, gates8 []string
+	for i := range 16 {
+		steps16 = append(steps16, step(i))
+	}
+	gates4 := []string{`{"type":"PodsReady","for":"1m"}`, `{"type":"Restarts","max":3}`, `{"type":"EvaluationErrors"}`, prometheus(query)}
+	for _, g := range gates4 {
+		gates8 = append(gates8, g, g)
+	}
+	seeds := []string{
+		policy(`"steps":[{"percentage":50,"pause":"5m","approval":true},{"percentage":100}],"gates":[{"type":"PodsReady","for":"30s"},{"type":"Restarts","max":2},{"type":"EvaluationErrors","max":0}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canary"}}},{"workloadSelector":{"matchLabels":{"tier":"web"}}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"canery"}}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchExpressions":[{"key":"stage","operator":"Bogus"},{"key":"stage","operator":"In"},{"key":"bad key!","operator":"Exists","values":["x"]}]}}]`),
+		policy(`"steps":[` + strings.Join(steps16, ",") + `],"gates":[` + strings.Join(gates4, ",") + `]`),
+		policy(`"steps":[` + strings.Join(append(steps16, step(16)), ",") + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + strings.Join(gates8, ",") + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(query+strings.Repeat(" ", 4096-len(query))) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(query+strings.Repeat(" ", 4097-len(query))) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(strings.Repeat("x{", 2048)) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[` + prometheus(strings.Repeat("(", 2047)+"1"+strings.Repeat(")", 2047)) + `]`),
+		policy(`"steps":[{"percentage":100}],"gates":[{"type":"Prometheus","prometheus":{"address":"ftp://x","query":""}},{"type":"Restarts","prometheus":{"address":"http://x","query":"up"}}]`),
+		policy(`"steps":[{"percentage":100}],"gates":[{"type":"Prometheus"},{"type":"ErrorBudget"}]`),
+		policy(`"steps":[{"percentage":-1},{"percentage":101},{"percentage":2147483647},{"percentage":-2147483648}]`),
+		policy(`"steps":[{"percentage":1e10},{"percentage":"50"},{"percentage":50.5}]`),
+		policy(`"steps":[{"percentage":50,"namespaceSelector":{}},{}]`),
+		policy(`"steps":[{"percentage":50,"pause":"forever"}],"gates":[{"type":"PodsReady","for":"1d"}]`),
+		policy(`"steps":[{"percentage":50,"pause":"-5m"}],"gates":[{"type":"PodsReady","for":"9999999999h"},{"type":"Restarts","max":-1}]`),
+		policy(`"steps":[],"gates":[]`),
+		policy(`"steps":null,"gates":null,"paused":null`),
+		policy(`"steps":[null,{"namespaceSelector":null,"workloadSelector":null,"percentage":null}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":null,"matchExpressions":[null,{"key":null,"operator":null,"values":null}]}}]`),
+		policy(`"steps":"all","gates":{},"paused":"yes"`),
+		object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `{"targetRef":{"group":"apps","kind":"Deployment","name":"web"},"steps":[{"percentage":100}]}`),
+		object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"missing"},"steps":[{"percentage":100}]}`),
+		object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `{"targetRef":null,"steps":[{"percentage":100}]}`),
+		object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `null`),
+		`{"apiVersion":"delivery.flagplane.dev/v1alpha1","kind":"FeatureFlagRolloutPolicy","metadata":{"name":"canary"},"spec":{` + target + `,"steps":[{"percentage":100}]},"status":{"phase":"Completed","step":99,"message":"forged"}}`,
+	}
+	for _, s := range oddStrings {
+		q := jsonString(s)
+		seeds = append(seeds,
+			object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`, `{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":`+q+`},"steps":[{"name":`+q+`,"percentage":100}]}`),
+			policy(`"steps":[{"name":`+q+`,"namespaceSelector":{"matchLabels":{`+q+`:`+q+`}}},{"workloadSelector":{"matchExpressions":[{"key":`+q+`,"operator":`+q+`,"values":[`+q+`]}]}}]`),
+			policy(`"steps":[{"percentage":100}],"gates":[`+prometheus(`sum(x{l=`+q+`})`)+`,{"type":"Prometheus","prometheus":{"address":"http://`+strings.Trim(q, `"`)+`","query":`+q+`}}]`),
+			object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", q, `{`+target+`,"steps":[{"percentage":100}]}`),
+		)
+	}
+	// Selectors the schema does not bound: thousands of labels and
+	// expressions, values of hundreds of KiB.
+	var labels, exprs []string
+	for i := range 5000 {
+		labels = append(labels, fmt.Sprintf(`"l%d":"v%d"`, i, i))
+		exprs = append(exprs, fmt.Sprintf(`{"key":"k%d","operator":"NotIn","values":["a","b"]}`, i))
+	}
+	big := strings.Repeat("x", 300<<10)
+	seeds = append(seeds,
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{`+strings.Join(labels, ",")+`}}}]`),
+		policy(`"steps":[{"workloadSelector":{"matchExpressions":[`+strings.Join(exprs, ",")+`]}}]`),
+		policy(`"steps":[{"namespaceSelector":{"matchLabels":{"stage":"`+big+`"}}},{"workloadSelector":{"matchExpressions":[{"key":"tier","operator":"In","values":["`+big+`"]}]}}]`),
+	)
+	return seeds
+}
+
+// FuzzRolloutPolicyCRD: whatever a FeatureFlagRolloutPolicy create
+// carries, the API server's schema and CEL rules answer clearly and within
+// budget; what they admit, flagplane's types read, and flagplane's
+// webhook (RolloutPolicyValidator, whose judgement is
+// webhooks.ValidateRolloutPolicy), with Prometheus gates off and on,
+// answers in time and clearly. What the webhook would refuse may still be
+// stored (written before the webhook was installed): the manager's plan
+// and status of it (staging.Next) are ones the status subresource takes.
+func FuzzRolloutPolicyCRD(f *testing.F) {
+	for _, s := range rolloutPolicySeeds() {
+		f.Add(s)
+	}
+	c := crdOf(f, "FeatureFlagRolloutPolicy")
+	topo := topology.New()
+	if err := manifests.Load(topo, strings.NewReader(rolloutCluster)); err != nil {
+		f.Fatal(err)
+	}
+	validators := []*webhooks.RolloutPolicyValidator{{Graph: builtGraph{topo}}, {Graph: builtGraph{topo}, PrometheusGates: true}}
+	f.Cleanup(func() { f.Log("\n" + crdTimings.Report()) })
+	f.Fuzz(func(t *testing.T, raw string) {
+		a := admit(t, c, []byte(raw))
+		if !a.Admitted() {
+			return
+		}
+		p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{}
+		decodeAdmitted(t, a, p)
+		stored, err := json.Marshal(a.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "fuzz", Operation: admissionv1.Create, Namespace: "shop", Name: p.Name,
+			Kind:   metav1.GroupVersionKind{Group: c.GVK.Group, Version: c.GVK.Version, Kind: c.GVK.Kind},
+			Object: runtime.RawExtension{Raw: stored},
+		}}
+		for _, v := range validators {
+			var resp admission.Response
+			d := crdTimings.Time("FeatureFlagRolloutPolicy (ValidateRolloutPolicy)", Describe(t.Name(), []byte(raw)), func() {
+				resp = v.Handle(context.Background(), req)
+			})
+			if d > Timeout && !RaceDetector {
+				t.Errorf("the webhook took %v on an admitted policy", d)
+			}
+			if err := Response(resp.AdmissionResponse); err != nil {
+				t.Errorf("the webhook's answer to an admitted policy is not a clear one: %v\ninput: %.300q", err, raw)
+			}
+			if !resp.Allowed && resp.Result.Code != http.StatusUnprocessableEntity {
+				t.Errorf("the webhook cannot read a policy the API server admits: %s", resp.Result.Message)
+			}
+		}
+		d := crdTimings.Time("FeatureFlagRolloutPolicy (plan, status)", Describe(t.Name(), []byte(raw)), func() {
+			if _, err := topo.UpsertRolloutPolicy(p); err != nil {
+				return
+			}
+			defer topo.DeleteRolloutPolicy(p.Namespace, p.Name)
+			v := topo.Snapshot()
+			plan := v.RolloutPlan(topology.FlagSetKey(p.Namespace, p.Spec.TargetRef.Name))
+			for _, prometheus := range []bool{false, true} {
+				st := staging.Next(p, plan, staging.Observation{Now: time.Now(), PrometheusGates: prometheus}).Status
+				rolloutStatusFits(t, st)
+			}
+		})
+		if d > Timeout && !RaceDetector {
+			t.Errorf("a policy's plan and status took %v", d)
+		}
+	})
+}
+
+// rolloutStatusFits checks a rollout policy's status against the bounds
+// of its schema, which the API server holds a status write to.
+func rolloutStatusFits(t testing.TB, st deliveryv1alpha1.FeatureFlagRolloutPolicyStatus) {
+	t.Helper()
+	conditionsFit(t, "FeatureFlagRolloutPolicy", st.Conditions)
+	if n := utf8.RuneCountInString(st.Message); n > staging.MessageMaxLength {
+		t.Errorf("a status message of %d characters, more than %d: %.200q", n, staging.MessageMaxLength, st.Message)
+	}
+	if len(st.Conditions) > 8 || len(st.Steps) > 17 || len(st.Unstaged) > 32 {
+		t.Errorf("a status of %d conditions, %d steps, %d unstaged: more than 8, 17, 32", len(st.Conditions), len(st.Steps), len(st.Unstaged))
+	}
+	for _, s := range st.Steps {
+		if len(s.Consumers) > 64 {
+			t.Errorf("step %q lists %d consumers, more than 64", s.Name, len(s.Consumers))
+		}
+	}
+}
+
 // TestCRDRuleCosts: the API server accepts every CRD of config/crd/bases
 // (its own validation of a CRD, which refuses rules whose estimated cost
 // is too high), and every rule's estimated cost, and their total, are
@@ -492,6 +682,66 @@ func TestAdmittedExtremes(t *testing.T) {
 			t.Errorf("flagds took %v", d)
 		}
 		conditionsFit(t, "Flagd", st.Conditions)
+	})
+	// Of 1 MiB: at the request's 3 MiB the API server's own admission
+	// takes 1.7 s on an idle machine (OpenAPI validation of 190,000
+	// expressions) and 11 s while make fuzz-short runs the webhooks'
+	// extremes beside it; TestAdmissionExtremes sends the webhook 3 MiB.
+	t.Run("a FeatureFlagRolloutPolicy of 16 steps of selectors of 1 MiB, and a gate of each type", func(t *testing.T) {
+		expr := `{"key":"k00000","operator":"NotIn","values":["a","b"]}`
+		n := (1 << 20) / 16 / (len(expr) + 1)
+		var steps []string
+		for s := range 16 {
+			exprs := make([]string, n)
+			for i := range exprs {
+				exprs[i] = fmt.Sprintf(`{"key":"k%05d","operator":"NotIn","values":["a","b"]}`, (s*n+i)%100000)
+			}
+			steps = append(steps, fmt.Sprintf(`{"name":"step-%d","namespaceSelector":{"matchExpressions":[%s]},"pause":"1h","approval":true}`, s, strings.Join(exprs, ",")))
+		}
+		query := `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace=~"$namespaces"})`
+		for len(query)+len(` + rate(x[5m])`) <= 4096 {
+			query += ` + rate(x[5m])`
+		}
+		raw := []byte(object("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy", `"canary"`,
+			`{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"},"steps":[`+strings.Join(steps, ",")+`],`+
+				`"gates":[{"type":"PodsReady","for":"1m"},{"type":"Restarts","max":3},{"type":"EvaluationErrors"},`+
+				`{"type":"Prometheus","prometheus":{"address":"http://prometheus.monitoring.svc:9090","query":`+jsonString(query)+`}}]}`))
+		a := admit(t, crdOf(t, "FeatureFlagRolloutPolicy"), raw)
+		if !a.Admitted() {
+			t.Fatalf("the API server refuses it (%d bytes): %v", len(raw), a.Invalid.ToAggregate())
+		}
+		p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{}
+		decodeAdmitted(t, a, p)
+		topo := topology.New()
+		if err := manifests.Load(topo, strings.NewReader(rolloutCluster)); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := json.Marshal(a.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "extreme", Operation: admissionv1.Create, Namespace: "shop",
+			Name: p.Name, Object: runtime.RawExtension{Raw: stored}}}
+		var resp admission.Response
+		d := crdTimings.Time("FeatureFlagRolloutPolicy (ValidateRolloutPolicy)", Describe(t.Name(), raw), func() {
+			resp = (&webhooks.RolloutPolicyValidator{Graph: builtGraph{topo}, PrometheusGates: true}).Handle(context.Background(), req)
+		})
+		if d > Timeout && !RaceDetector {
+			t.Errorf("the webhook took %v", d)
+		}
+		if !resp.Allowed {
+			t.Errorf("the webhook refuses it: %.500s", resp.Result.Message)
+		}
+		if _, err := topo.UpsertRolloutPolicy(p); err != nil {
+			t.Fatal(err)
+		}
+		d = crdTimings.Time("FeatureFlagRolloutPolicy (plan, status)", Describe(t.Name(), raw), func() {
+			plan := topo.Snapshot().RolloutPlan(topology.FlagSetKey("shop", "flags"))
+			rolloutStatusFits(t, staging.Next(p, plan, staging.Observation{Now: time.Now(), PrometheusGates: true}).Status)
+		})
+		if d > Timeout && !RaceDetector {
+			t.Errorf("the plan and status took %v", d)
+		}
 	})
 	t.Run("a FeatureFlagSource of 256 invalid entries of 8 KiB", func(t *testing.T) {
 		entries := strings.TrimSuffix(strings.Repeat(`{"source":"a/b/`+strings.Repeat("x", 8<<10)+`"},`, 256), ",")

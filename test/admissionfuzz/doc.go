@@ -15,10 +15,12 @@
 //     schema, x-kubernetes-list-type, the CEL rules with the API server's
 //     cost limits), without a server, with k8s.io/apiextensions-apiserver's
 //     own packages. Its fuzz tests (crds_test.go) feed it random and
-//     extreme Flagds, FeatureFlagSourcePolicies and FeatureFlagSources, and
-//     then the Go code that judges what it admits (flagds.Validate, the
-//     policy's status and the injections it governs); test/api checks on
-//     a real API server that the extremes are admitted and refused alike.
+//     extreme Flagds, FeatureFlagSourcePolicies, FeatureFlagSources and
+//     FeatureFlagRolloutPolicies, and then the Go code that judges what it
+//     admits (flagds.Validate, the policy's status and the injections it
+//     governs, the rollout policy webhook's webhooks.ValidateRolloutPolicy,
+//     its plan and status); test/api checks on a real API server that the
+//     extremes are admitted and refused alike.
 //
 // It needs no control plane: it runs with the unit tests.
 package admissionfuzz

@@ -119,6 +119,16 @@ var _ = Describe("The API server's admission that test/admissionfuzz runs in pro
 		}),
 		Entry("a FeatureFlagSource with targetRefs and a selector, and a port of -1", "FeatureFlagSource",
 			source(`{"sources":[{"source":"flags"}],"targetRefs":[{"kind":"Deployment","name":"web"}],"selector":{},"port":-1}`)),
+		Entry("a FeatureFlagRolloutPolicy whose pause Go cannot read (the duration rule)", "FeatureFlagRolloutPolicy",
+			rolloutPolicy(`"steps":[{"percentage":50,"pause":"1d"}]`)),
+		Entry("a FeatureFlagRolloutPolicy whose gate waits a negative for", "FeatureFlagRolloutPolicy",
+			rolloutPolicy(`"steps":[{"percentage":100}],"gates":[{"type":"PodsReady","for":"-5m"}]`)),
+		Entry("a FeatureFlagRolloutPolicy of a pause of 2,562,047 hours (the longest Go reads)", "FeatureFlagRolloutPolicy",
+			rolloutPolicy(`"steps":[{"percentage":50,"pause":"2562047h"}]`)),
+		Entry("a FeatureFlagRolloutPolicy of two gates of one type (a list map)", "FeatureFlagRolloutPolicy",
+			rolloutPolicy(`"steps":[{"percentage":100}],"gates":[{"type":"Restarts","max":1},{"type":"Restarts","max":2}]`)),
+		Entry("a FeatureFlagRolloutPolicy of a step with two selectors (a CEL rule)", "FeatureFlagRolloutPolicy",
+			rolloutPolicy(`"steps":[{"percentage":50,"namespaceSelector":{}}]`)),
 		Entry("a FeatureFlag whose targeting nests 9,980 levels (admitted: the webhook refuses it)", "FeatureFlag", func(ns string) string {
 			return flagSet(`{"flags":{"f":{"state":"ENABLED","variants":{"on":true},"defaultVariant":"on","targeting":` +
 				strings.Repeat(`{"and":[`, 4990) + "true" + strings.Repeat("]}", 4990) + `}}}`)(ns)
@@ -146,6 +156,13 @@ func policy(spec string) func(string) string {
 
 func source(spec string) func(string) string {
 	return objectIn("core.openfeature.dev/v1beta1", "FeatureFlagSource", spec)
+}
+
+// rolloutPolicy is a FeatureFlagRolloutPolicy of FeatureFlag flags with the
+// rest of its spec (JSON fields after targetRef).
+func rolloutPolicy(rest string) func(string) string {
+	return objectIn("delivery.flagplane.dev/v1alpha1", "FeatureFlagRolloutPolicy",
+		`{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"flags"},`+rest+`}`)
 }
 
 func flagSet(spec string) func(string) string {

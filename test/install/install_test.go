@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -51,6 +52,8 @@ func describeDefault() {
 			"customresourcedefinition.apiextensions.k8s.io/inprocessconfigurations.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/flagds.core.openfeature.dev",
 			"customresourcedefinition.apiextensions.k8s.io/featureflagsourcepolicies.policy.flagplane.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagrevisions.delivery.flagplane.dev",
+			"customresourcedefinition.apiextensions.k8s.io/featureflagrolloutpolicies.delivery.flagplane.dev",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrolebinding.rbac.authorization.k8s.io/flagplane-manager",
 			"clusterrole.rbac.authorization.k8s.io/flagplane-editor",
@@ -185,13 +188,109 @@ func describeDefault() {
 		Expect(fmt.Sprint(out, err)).To(ContainSubstring("forbidden"))
 		Expect(kubectl("get", r, "platform", "-n", ns, "--as=bob", "-o", "jsonpath={.spec.overrides.debugLogging}")).To(Equal("false"))
 	})
+
+	It("binds edit, admin and view as the API server bootstraps them, with flagplane's roles aggregated into them", func() {
+		for role, label := range map[string]string{"edit": "aggregate-to-edit", "admin": "aggregate-to-admin", "view": "aggregate-to-view"} {
+			Expect(kubectl("get", "clusterrole", role, "-o", "jsonpath={.metadata.labels.kubernetes\\.io/bootstrapping}")).To(Equal("rbac-defaults"),
+				"the API server's RBAC bootstrap made %s", role)
+			Expect(kubectl("get", "clusterrole", role, "-o", "jsonpath={.aggregationRule.clusterRoleSelectors[*].matchLabels}")).
+				To(ContainSubstring(`"rbac.authorization.k8s.io/`+label+`":"true"`), "%s aggregates the ClusterRoles labelled %s", role, label)
+		}
+		Expect(kubectl("get", "clusterrole", "flagplane-editor", "-o", "jsonpath={.metadata.labels}")).To(And(
+			ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-edit":"true"`), ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-admin":"true"`)))
+		Expect(kubectl("get", "clusterrole", "flagplane-viewer", "-o", "jsonpath={.metadata.labels}")).To(
+			ContainSubstring(`"rbac.authorization.k8s.io/aggregate-to-view":"true"`))
+	})
+
+	It("lets no role it installs write FeatureFlagRevisions: neither edit, admin nor view, nor any of its ClusterRoles bound in a namespace", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		roles := append([]string{"edit", "admin", "view"}, tenantClusterRoles()...)
+		Expect(roles).To(ContainElements("flagplane-editor", "flagplane-viewer", "flagplane-policy-admin"))
+		for _, role := range roles {
+			kubectl("create", "rolebinding", "tenant-"+role, "--clusterrole="+role, "--user=tenant-"+role, "-n", ns)
+		}
+		By("reading revisions through edit, admin and view (the bindings are in force and aggregated)")
+		for _, role := range []string{"edit", "admin", "view", "flagplane-editor", "flagplane-viewer"} {
+			Eventually(func() bool { return canI("tenant-"+role, "list", revisions, "-n", ns) }).Should(BeTrue(), "%s reads the history", role)
+		}
+		Eventually(func() bool { return canI("tenant-edit", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue(), "edit aggregates flagplane-editor")
+		By("writing none")
+		for _, role := range roles {
+			for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+				Expect(canI("tenant-"+role, verb, revisions, "-n", ns)).To(BeFalse(), "%s may %s FeatureFlagRevisions", role, verb)
+			}
+		}
+	})
+
+	It("lets a namespace's editors and admins write FeatureFlagRolloutPolicies and their annotations (promote, abort), not their status; viewers read them", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "dana-admin", "--clusterrole=admin", "--user=dana", "-n", ns)
+		kubectl("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", ns)
+		Eventually(func() bool { return canI("alice", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		Eventually(func() bool { return canI("dana", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		Eventually(func() bool { return canI("bob", "list", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		for _, user := range []string{"alice", "dana"} {
+			// promote and abort are annotations: a patch of the object
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+				Expect(canI(user, verb, rolloutPolicies, "-n", ns)).To(BeTrue(), "%s may %s FeatureFlagRolloutPolicies", user, verb)
+			}
+			Expect(canI(user, "get", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeTrue())
+			for _, verb := range []string{"update", "patch"} {
+				Expect(canI(user, verb, rolloutPolicies, "--subresource=status", "-n", ns)).To(BeFalse(), "status is flagplane's to write")
+			}
+			Expect(canI(user, "create", rolloutPolicies, "-n", "default")).To(BeFalse(), "only in the namespace of the binding")
+		}
+		for _, verb := range []string{"get", "list", "watch"} {
+			Expect(canI("bob", verb, rolloutPolicies, "-n", ns)).To(BeTrue())
+		}
+		Expect(canI("bob", "get", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeTrue())
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			Expect(canI("bob", verb, rolloutPolicies, "-n", ns)).To(BeFalse(), "view may not %s", verb)
+		}
+		Expect(canI("bob", "patch", rolloutPolicies, "--subresource=status", "-n", ns)).To(BeFalse())
+	})
+}
+
+// The kinds of staged delivery and history, as kubectl names them.
+const (
+	revisions       = "featureflagrevisions.delivery.flagplane.dev"
+	rolloutPolicies = "featureflagrolloutpolicies.delivery.flagplane.dev"
+)
+
+// tenantClusterRoles are the ClusterRoles config/default installs that no
+// binding of it gives the manager's ServiceAccount: those a platform team
+// binds people to, directly or through edit, admin and view.
+func tenantClusterRoles() []string {
+	GinkgoHelper()
+	objs := objects(kustomizeBuild(filepath.Join(rootDir, "config", "default")))
+	managers := map[string]bool{}
+	for _, o := range objs {
+		if o["kind"] != "ClusterRoleBinding" && o["kind"] != "RoleBinding" {
+			continue
+		}
+		subjects, _ := o["subjects"].([]any)
+		for _, s := range subjects {
+			if sub, _ := s.(map[string]any); sub["kind"] == "ServiceAccount" && sub["name"] == managerSA {
+				managers[o["roleRef"].(map[string]any)["name"].(string)] = true
+			}
+		}
+	}
+	var roles []string
+	for _, o := range objs {
+		if name := o["metadata"].(map[string]any)["name"].(string); o["kind"] == "ClusterRole" && !managers[name] {
+			roles = append(roles, name)
+		}
+	}
+	slices.Sort(roles)
+	return roles
 }
 
 // managerMatrix is what the cluster-wide manager's ServiceAccount may and
 // may not do (`kubectl auth can-i`): config/default's and the chart's
 // install are held to the same rows.
 func managerMatrix() []TableEntry {
-	return []TableEntry{
+	rows := []TableEntry{
 		Entry("may list FeatureFlags in every namespace", true, "list", "featureflags.core.openfeature.dev", "-A"),
 		Entry("may watch FeatureFlagSources in every namespace", true, "watch", "featureflagsources.core.openfeature.dev", "-A"),
 		Entry("may watch InProcessConfigurations in every namespace", true, "watch", "inprocessconfigurations.core.openfeature.dev", "-A"),
@@ -221,6 +320,7 @@ func managerMatrix() []TableEntry {
 		Entry("may watch FeatureFlagSourcePolicies in every namespace", true, "watch", "featureflagsourcepolicies.policy.flagplane.dev", "-A"),
 		Entry("may update FeatureFlagSourcePolicy status", true, "update", "featureflagsourcepolicies.policy.flagplane.dev", "--subresource=status", "-n", "default"),
 		Entry("may not update a FeatureFlagSourcePolicy's spec", false, "update", "featureflagsourcepolicies.policy.flagplane.dev", "-n", "default"),
+		// FeatureFlagRevisions and FeatureFlagRolloutPolicies: verbRows, below
 		Entry("may watch Services in every namespace", true, "watch", "services", "-A"),
 		Entry("may create Services", true, "create", "services", "-n", "default"),
 		Entry("may patch Services", true, "patch", "services", "-n", "default"),
@@ -230,12 +330,6 @@ func managerMatrix() []TableEntry {
 		Entry("may create Ingresses", true, "create", "ingresses.networking.k8s.io", "-n", "default"),
 		Entry("may delete HTTPRoutes", true, "delete", "httproutes.gateway.networking.k8s.io", "-n", "default"),
 		Entry("may not create Gateways", false, "create", "gateways.gateway.networking.k8s.io", "-n", "default"),
-		// the revision history: created, adopted (a patch of ownerReferences;
-		// config/policy admits no other change) and pruned
-		Entry("may create FeatureFlagRevisions", true, "create", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
-		Entry("may patch FeatureFlagRevisions (adoption)", true, "patch", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
-		Entry("may delete FeatureFlagRevisions", true, "delete", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
-		Entry("may not update FeatureFlagRevisions", false, "update", "featureflagrevisions.delivery.flagplane.dev", "-n", "default"),
 		// generated ConfigMaps
 		Entry("may create ConfigMaps", true, "create", "configmaps", "-n", "default"),
 		Entry("may delete ConfigMaps", true, "delete", "configmaps", "-n", "default"),
@@ -299,4 +393,77 @@ func managerMatrix() []TableEntry {
 		Entry("may not create CRDs", false, "create", "customresourcedefinitions.apiextensions.k8s.io"),
 		Entry("is not cluster-admin", false, "*", "*"),
 	}
+	for _, r := range deliveryGrants {
+		rows = append(rows, verbRows(r)...)
+	}
+	return rows
+}
+
+// grant is what the manager may do with one resource: held are the verbs
+// config/rbac/role.yaml grants it (from the +kubebuilder:rbac markers),
+// checked is every verb the matrix asks about. A verb checked and not held
+// is a "may not" row, so that a verb added to the role fails the matrix
+// until it is added here too.
+type grant struct {
+	what, resource string
+	// subresource, when set, is checked as --subresource.
+	subresource string
+	held        []string
+	checked     []string
+}
+
+// objectVerbs are the verbs of a kind's objects.
+var objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// deliveryGrants are the manager's permissions for staged delivery and
+// history. It records a flag set's accepted specs as FeatureFlagRevisions
+// and prunes them, and patches one only to adopt it when it was left
+// without a controller (a patch of its ownerReferences: config/policy
+// admits no other change); it never updates one. It reads the rollout
+// policies teams write and writes only their status; it reads Namespaces,
+// whose labels namespaceSelector steps select.
+var deliveryGrants = []grant{
+	{what: "FeatureFlagRevisions", resource: "featureflagrevisions.delivery.flagplane.dev",
+		held: []string{"get", "list", "watch", "create", "patch", "delete"}, checked: objectVerbs},
+	{what: "FeatureFlagRolloutPolicies", resource: "featureflagrolloutpolicies.delivery.flagplane.dev",
+		held: []string{"get", "list", "watch"}, checked: objectVerbs},
+	{what: "FeatureFlagRolloutPolicy status", resource: "featureflagrolloutpolicies.delivery.flagplane.dev", subresource: "status",
+		held: []string{"get", "update", "patch"}, checked: []string{"get", "update", "patch"}},
+	{what: "Namespaces", resource: "namespaces",
+		held: []string{"get", "list", "watch"}, checked: []string{"get", "list", "watch", "update", "patch"}},
+}
+
+// verbRows are the matrix's rows of one grant: reads asked for every
+// namespace (-A), writes in default (the manager's ClusterRole is bound
+// cluster-wide, so one namespace stands for all). Namespaces, a
+// cluster-scoped kind, take neither.
+func verbRows(g grant) []TableEntry {
+	var rows []TableEntry
+	for _, verb := range g.checked {
+		args := []string{verb, g.resource}
+		if g.subresource != "" {
+			args = append(args, "--subresource="+g.subresource)
+		}
+		switch {
+		case g.resource == "namespaces":
+		case verb == "get" || verb == "list" || verb == "watch":
+			args = append(args, "-A")
+		default:
+			args = append(args, "-n", "default")
+		}
+		may := slices.Contains(g.held, verb)
+		what := "may " + verb + " " + g.what
+		if !may {
+			what = "may not " + verb + " " + g.what
+		}
+		if slices.Contains(args, "-A") {
+			what += " in every namespace"
+		}
+		params := []any{may}
+		for _, a := range args {
+			params = append(params, a)
+		}
+		rows = append(rows, Entry(what, params...))
+	}
+	return rows
 }

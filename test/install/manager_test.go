@@ -217,6 +217,65 @@ func describeManager() {
 		}).Should(Succeed())
 	})
 
+	It("takes a FeatureFlagRolloutPolicy, its promotion and its pause from a namespace's editor, and refuses editors and admins its status and every write of a revision", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "team")
+		kubectl("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", ns)
+		kubectl("create", "rolebinding", "dana-admin", "--clusterrole=admin", "--user=dana", "-n", ns)
+		Expect(k8s.Create(ctx, fixtures.FlagSet(ns, "checkout", "on"))).To(Succeed())
+		By("the manager recording the flag set's first revision")
+		var revs deliveryv1alpha1.FeatureFlagRevisionList
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(revs.Items).To(HaveLen(1))
+		}).Should(Succeed())
+		rev := revs.Items[0]
+		Eventually(func() bool { return canI("alice", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+		Eventually(func() bool { return canI("dana", "create", rolloutPolicies, "-n", ns) }).Should(BeTrue())
+
+		By("the editor writing a policy, promoting, pausing")
+		policy := fmt.Sprintf(`{"apiVersion":"delivery.flagplane.dev/v1alpha1","kind":"FeatureFlagRolloutPolicy","metadata":{"name":"checkout","namespace":%q},`+
+			`"spec":{"targetRef":{"group":"core.openfeature.dev","kind":"FeatureFlag","name":"checkout"},"steps":[{"percentage":50,"approval":true},{"percentage":100}]}}`, ns)
+		path := filepath.Join(GinkgoT().TempDir(), "policy.json")
+		Expect(os.WriteFile(path, []byte(policy), 0o600)).To(Succeed())
+		kubectl("create", "-f", path, "--as=alice")
+		kubectl("annotate", "featureflagrolloutpolicy", "checkout", "-n", ns, "--as=alice", deliveryv1alpha1.PromoteAnnotation+"=x/1/0")
+		kubectl("patch", "featureflagrolloutpolicy", "checkout", "-n", ns, "--as=alice", "--type=merge", "-p", `{"spec":{"paused":true}}`)
+		Expect(kubectl("get", "featureflagrolloutpolicy", "checkout", "-n", ns, "-o", "jsonpath={.spec.paused}")).To(Equal("true"))
+
+		forbidden := func(args ...string) {
+			GinkgoHelper()
+			out, err := cp.Kubectl(args...)
+			Expect(err).To(HaveOccurred(), "kubectl %s", strings.Join(args, " "))
+			Expect(fmt.Sprint(out, err)).To(ContainSubstring("forbidden"), "kubectl %s", strings.Join(args, " "))
+		}
+		By("refusing the editor and the admin the policy's status")
+		for _, user := range []string{"--as=alice", "--as=dana"} {
+			forbidden("patch", "featureflagrolloutpolicy", "checkout", "-n", ns, user, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Completed"}}`)
+		}
+
+		By("refusing them every write of a revision: a forged one, a label, a change, a deletion")
+		forged := rev.DeepCopy()
+		forged.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: rev.Name + "-forged"}
+		forged.APIVersion, forged.Kind = deliveryv1alpha1.GroupVersion.String(), "FeatureFlagRevision"
+		b, err := json.Marshal(forged)
+		Expect(err).NotTo(HaveOccurred())
+		forgedPath := filepath.Join(GinkgoT().TempDir(), "revision.json")
+		Expect(os.WriteFile(forgedPath, b, 0o600)).To(Succeed())
+		for _, user := range []string{"--as=alice", "--as=dana"} {
+			forbidden("create", "-f", forgedPath, user)
+			forbidden("label", "featureflagrevision", rev.Name, "-n", ns, user, "forged=true")
+			forbidden("patch", "featureflagrevision", rev.Name, "-n", ns, user, "--type=merge", "-p", `{"spec":{"changeCause":"forged"}}`)
+			forbidden("delete", "featureflagrevision", rev.Name, "-n", ns, user)
+			forbidden("delete", "featureflagrevisions", "--all", "-n", ns, user)
+		}
+		after := &deliveryv1alpha1.FeatureFlagRevision{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&rev), after)).To(Succeed())
+		Expect(after.ResourceVersion).To(Equal(rev.ResourceVersion), "the revision is as the manager wrote it")
+
+		By("the editor deleting the policy")
+		kubectl("delete", "featureflagrolloutpolicy", "checkout", "-n", ns, "--as=alice")
+	})
+
 	It("generates its sync server's key Secret, and injects flagd-proxy sidecars with its namespace token", func(ctx SpecContext) {
 		secret := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: syncserver.DefaultNamespaceTokenKeySecret}, secret)).To(Succeed(),

@@ -78,6 +78,9 @@ type RolloutStep struct {
 	// Pause is how long the step's consumers serve the new revision, with
 	// every gate holding, before the next step starts.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30s, 5m or 1h30m (units h, m, s, ms, us, ns), not negative"
 	Pause *metav1.Duration `json:"pause,omitempty"`
 
 	// Approval makes the step wait, after its pause, until someone
@@ -124,6 +127,9 @@ type Gate struct {
 	// For is how long a pod may stay not Ready before PodsReady fails.
 	// Default 0s: at once.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30s, 5m or 1h30m (units h, m, s, ms, us, ns), not negative"
 	For *metav1.Duration `json:"for,omitempty"`
 
 	// Prometheus is the query of a Prometheus gate.
