@@ -326,13 +326,13 @@ endef
 .PHONY: fuzz
 fuzz: ## Fuzz every target of the module (func Fuzz* in a _test.go file), one go test -fuzz each, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
 	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
 	@$(MAKE) --no-print-directory fuzz-report
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s); run the admission extremes without the race detector; print the longest admissions.
 	$(call run-fuzz,$(ADMISSION_FUZZ),$(FUZZ_SHORT_TIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
 	@$(MAKE) --no-print-directory fuzz-report
 
 .PHONY: fuzz-report
