@@ -294,15 +294,10 @@ FUZZTIME ?= 60s
 FUZZ_SHORT_TIME ?= 5s
 FUZZ_TARGETS = $(shell go list -f '{{range .TestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$$.ImportPath}} {{$$.Dir}}/{{.}}{{"\n"}}{{end}}' ./... | \
 	while read -r pkg file; do sed -n "s|^func \(Fuzz[A-Za-z0-9_]*\).*|$$pkg:\1|p" "$$file"; done)
-<<<<<<< HEAD
 ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator ./webhooks:FuzzPodMutator ./webhooks:FuzzSpecAuthor \
-	./test/admissionfuzz:FuzzFlagdCRD ./test/admissionfuzz:FuzzSourcePolicyCRD ./test/admissionfuzz:FuzzSourceCRD
-=======
-ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator ./webhooks:FuzzPodMutator \
 	./webhooks:FuzzRolloutPolicyValidator \
 	./test/admissionfuzz:FuzzFlagdCRD ./test/admissionfuzz:FuzzSourcePolicyCRD ./test/admissionfuzz:FuzzSourceCRD \
 	./test/admissionfuzz:FuzzRolloutPolicyCRD
->>>>>>> claims
 FUZZ_TIMINGS := $(BIN)/fuzz-admission-timings.tsv
 
 # run-fuzz fuzzes each <package>:<name> of $(1) for $(2). A run that fails

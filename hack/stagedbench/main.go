@@ -81,8 +81,8 @@ func main() {
 	flag.DurationVar(&o.window, "window", time.Minute, "how long tenant A's reconciles and reads are counted")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	ok, err := run(ctx, o, os.Stdout)
+	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stagedbench:", err)
 		os.Exit(1)

@@ -250,7 +250,7 @@ func (o Options) Validate() error {
 	if o.LeaderElection && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id is empty"))
 	}
-	if !model.LabelName(o.PrometheusNamespaceLabel).IsValidLegacy() {
+	if !model.LegacyValidation.IsValidLabelName(o.PrometheusNamespaceLabel) {
 		errs = append(errs, fmt.Errorf("--prometheus-namespace-label %q is not a Prometheus label name", o.PrometheusNamespaceLabel))
 	}
 	for _, ns := range o.Namespaces {
