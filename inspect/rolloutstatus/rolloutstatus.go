@@ -46,11 +46,11 @@ func Write(out io.Writer, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, now time
 		fmt.Fprintln(tw, "STEP\tNAMESPACE\tWORKLOADS\tPLANNED\tSERVING")
 		for _, s := range st.Steps {
 			for _, c := range s.Consumers {
-				serving := c.Serving
+				serving := topology.ShortRevision(c.Serving)
 				if serving == "" {
 					serving = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, c.Namespace, c.Workloads, c.Planned, serving)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, c.Namespace, c.Workloads, topology.ShortRevision(c.Planned), serving)
 			}
 			if s.More > 0 {
 				fmt.Fprintf(tw, "%s\t(%d more)\t\t\t\n", s.Name, s.More)
