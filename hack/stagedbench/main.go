@@ -69,7 +69,13 @@ const goalHalt = 10 * time.Second
 
 type options struct {
 	namespaces, pods, trials, parallel int
-	window                             time.Duration
+	// hostile is how many flag sets tenant A has, each read by all its
+	// consumers and staged by a policy of its own.
+	hostile             int
+	window, haltTimeout time.Duration
+	// manager is a manager binary to run instead of building cmd/manager
+	// (an earlier version's, to compare).
+	manager string
 }
 
 func main() {
@@ -77,8 +83,11 @@ func main() {
 	flag.IntVar(&o.namespaces, "namespaces", 1000, "tenant A's consumer namespaces")
 	flag.IntVar(&o.pods, "pods", 10, "pods per consumer namespace of tenant A")
 	flag.IntVar(&o.trials, "trials", 3, "halts of tenant B measured, idle and under load each")
+	flag.IntVar(&o.hostile, "hostile-policies", 1, "tenant A's flag sets, each read by all its consumers under a policy of its own")
 	flag.IntVar(&o.parallel, "parallel", 32, "objects created at once")
 	flag.DurationVar(&o.window, "window", time.Minute, "how long tenant A's reconciles and reads are counted")
+	flag.DurationVar(&o.haltTimeout, "halt-timeout", 3*time.Minute, "how long a halt of tenant B is waited for before it counts as not seen")
+	flag.StringVar(&o.manager, "manager", "", "a manager binary to run instead of building cmd/manager (an earlier version's, to compare)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ok, err := run(ctx, o, os.Stdout)
@@ -103,6 +112,8 @@ type bench struct {
 	// unstaged is how long tenant A's edit took to reach every consumer
 	// without a policy.
 	unstaged time.Duration
+	// edits counts tenant B's edits, each a new content.
+	edits int
 	// blackHole counts the connections tenant A's pods got; fake is
 	// tenant B's flagd, whose error count the bench sets.
 	blackHole *blackHole
@@ -133,6 +144,11 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	built := make(chan error, 1)
 	var binary string
 	go func() {
+		if o.manager != "" {
+			binary = o.manager
+			built <- nil
+			return
+		}
 		var err error
 		binary, err = managerproc.Build(ctx, root, dir)
 		built <- err
@@ -186,25 +202,26 @@ func (b *bench) setUp(ctx context.Context, binary, kubeconfig, dir string) error
 	// The baseline of the fan-out: tenant A's edit to its consumers
 	// without a policy.
 	began := time.Now()
-	if err := b.edit(ctx, "a", 1); err != nil {
-		return err
-	}
-	if err := b.servedAll(ctx, "a", b.o.namespaces); err != nil {
+	if err := b.editAll(ctx, 1); err != nil {
 		return err
 	}
 	b.unstaged = time.Since(began)
 	progress("tenant A's edit served by every consumer, without a policy, in %s", b.unstaged.Round(time.Millisecond))
 	stepAll := deliveryv1alpha1.RolloutStep{Name: "all", Percentage: ptr.To[int32](100), Approval: true}
-	if err := b.c.Create(ctx, policy("a", []deliveryv1alpha1.RolloutStep{stepAll, {Name: "done", Percentage: ptr.To[int32](100)}})); err != nil {
-		return err
+	for _, name := range b.flagSets("a") {
+		if err := b.c.Create(ctx, policy("a", name, []deliveryv1alpha1.RolloutStep{stepAll, {Name: "done", Percentage: ptr.To[int32](100)}})); err != nil {
+			return err
+		}
 	}
 	canary := deliveryv1alpha1.RolloutStep{Name: "canary", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"stage": "canary"}}, Approval: true}
-	if err := b.c.Create(ctx, policy("b", []deliveryv1alpha1.RolloutStep{canary, {Name: "rest", Percentage: ptr.To[int32](100)}})); err != nil {
+	if err := b.c.Create(ctx, policy("b", "checkout", []deliveryv1alpha1.RolloutStep{canary, {Name: "rest", Percentage: ptr.To[int32](100)}})); err != nil {
 		return err
 	}
 	for _, t := range []string{"a", "b"} {
-		if err := b.waitPhase(ctx, t, deliveryv1alpha1.PhaseCompleted, 0, 5*time.Minute); err != nil {
-			return err
+		for _, name := range b.flagSets(t) {
+			if err := b.waitPhase(ctx, t, name, deliveryv1alpha1.PhaseCompleted, "", 5*time.Minute); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -221,15 +238,14 @@ func (b *bench) measure(ctx context.Context, out io.Writer) (bool, error) {
 	}
 	progress("tenant A's rollout: an edit reaches its %d namespaces, whose %d pods never answer", b.o.namespaces, b.o.namespaces*b.o.pods)
 	began := time.Now()
-	if err := b.edit(ctx, "a", 2); err != nil {
-		return false, err
-	}
-	if err := b.servedAll(ctx, "a", b.o.namespaces); err != nil {
+	if err := b.editAll(ctx, 2); err != nil {
 		return false, err
 	}
 	served := time.Since(began)
-	if err := b.waitPhase(ctx, "a", deliveryv1alpha1.PhasePaused, 1, 10*time.Minute); err != nil {
-		return false, err
+	for _, name := range b.flagSets("a") {
+		if err := b.waitPhase(ctx, "a", name, deliveryv1alpha1.PhasePaused, "", 10*time.Minute); err != nil {
+			return false, err
+		}
 	}
 	progress("tenant A's step served by every consumer in %s", served.Round(time.Millisecond))
 	window, err := b.window(ctx)
@@ -255,7 +271,11 @@ func (b *bench) measure(ctx context.Context, out io.Writer) (bool, error) {
 // on 127.0.0.1.
 func (b *bench) tenant(ctx context.Context, t string, namespaces, pods int, port int) error {
 	flags := "flags-" + t
-	if err := b.createAll(ctx, "namespaces of tenant "+t, []client.Object{namespace(flags, nil), flagSet(flags, 0)}); err != nil {
+	objs0 := []client.Object{namespace(flags, nil)}
+	for _, name := range b.flagSets(t) {
+		objs0 = append(objs0, flagSet(flags, name, 0))
+	}
+	if err := b.createAll(ctx, "namespaces and flag sets of tenant "+t, objs0); err != nil {
 		return err
 	}
 	var objs, workloads []client.Object
@@ -268,7 +288,7 @@ func (b *bench) tenant(ctx context.Context, t string, namespaces, pods int, port
 		objs = append(objs, namespace(ns, labels))
 		// The ServiceAccount admission of pods wants the namespace's default
 		// ServiceAccount, which no controller makes here.
-		workloads = append(workloads, grant(flags, ns), source(ns, flags), deployment(ns),
+		workloads = append(workloads, grant(flags, ns), source(ns, flags, b.flagSets(t)), deployment(ns),
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
 	}
 	if err := b.createAll(ctx, "consumer namespaces of tenant "+t, objs); err != nil {
@@ -331,13 +351,26 @@ func (b *bench) each(ctx context.Context, what string, objs []client.Object, fn 
 	return nil
 }
 
+// flagSets are tenant t's FeatureFlags, in flags-<t>.
+func (b *bench) flagSets(t string) []string {
+	n := 1
+	if t == "a" {
+		n = max(b.o.hostile, 1)
+	}
+	out := []string{"checkout"}
+	for i := 2; i <= n; i++ {
+		out = append(out, fmt.Sprintf("checkout-%d", i))
+	}
+	return out
+}
+
 func namespace(name string, labels map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }
 
-func flagSet(ns string, n int) *v1beta1.FeatureFlag {
+func flagSet(ns, name string, n int) *v1beta1.FeatureFlag {
 	return &v1beta1.FeatureFlag{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkout"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1beta1.FeatureFlagSpec{FlagSpec: v1beta1.FlagSpec{Flags: map[string]v1beta1.Flag{
 			"edits": {State: v1beta1.FlagStateEnabled, DefaultVariant: "n", Variants: []byte(`{"n":` + strconv.Itoa(n) + `}`)},
 		}}},
@@ -350,11 +383,15 @@ func grant(flags, from string) client.Object {
 	return fixtures.ReferenceGrant(flags, "from-"+from, from, "")
 }
 
-func source(ns, flags string) *v1beta1.FeatureFlagSource {
+func source(ns, flags string, names []string) *v1beta1.FeatureFlagSource {
+	var entries []v1beta1.Source
+	for _, name := range names {
+		entries = append(entries, v1beta1.Source{Source: flags + "/" + name, Provider: v1beta1.SyncProviderFile})
+	}
 	return &v1beta1.FeatureFlagSource{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"},
 		Spec: v1beta1.FeatureFlagSourceSpec{
-			Sources:    []v1beta1.Source{{Source: flags + "/checkout", Provider: v1beta1.SyncProviderFile}},
+			Sources:    entries,
 			TargetRefs: []v1beta1.TargetRef{{Group: "apps", Kind: "Deployment", Name: "web"}},
 		},
 	}
@@ -397,11 +434,11 @@ func pod(rs *appsv1.ReplicaSet, j, port int) *corev1.Pod {
 	}
 }
 
-func policy(t string, steps []deliveryv1alpha1.RolloutStep) *deliveryv1alpha1.FeatureFlagRolloutPolicy {
+func policy(t, name string, steps []deliveryv1alpha1.RolloutStep) *deliveryv1alpha1.FeatureFlagRolloutPolicy {
 	return &deliveryv1alpha1.FeatureFlagRolloutPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "flags-" + t, Name: "checkout"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "flags-" + t, Name: name},
 		Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
-			TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "checkout"},
+			TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: name},
 			Steps:     steps,
 			Gates:     []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateEvaluationErrors, Max: ptr.To[int64](0)}},
 		},
@@ -410,40 +447,43 @@ func policy(t string, steps []deliveryv1alpha1.RolloutStep) *deliveryv1alpha1.Fe
 
 // ---------------------------------------------------------------- steps
 
-// edit writes revision n of tenant t's flag set.
-func (b *bench) edit(ctx context.Context, t string, n int) error {
+// edit writes revision n of tenant t's flag set name.
+func (b *bench) edit(ctx context.Context, t, name string, n int) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ff := &v1beta1.FeatureFlag{}
-		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, ff); err != nil {
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: name}, ff); err != nil {
 			return err
 		}
-		ff.Spec = flagSet("", n).Spec
+		ff.Spec = flagSet("", name, n).Spec
 		return b.c.Update(ctx, ff)
 	})
 }
 
-func (b *bench) status(ctx context.Context, t string) (deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, error) {
+func (b *bench) status(ctx context.Context, t, name string) (deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, error) {
 	p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{}
-	err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, p)
+	err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: name}, p)
 	return p.Status, err
 }
 
-// waitPhase waits until tenant t's rollout number rollout (0: any) is in
-// phase, and says when it first saw it.
-func (b *bench) waitPhase(ctx context.Context, t string, phase deliveryv1alpha1.RolloutPhase, rollout int64, timeout time.Duration) error {
-	_, err := b.phaseAt(ctx, t, phase, rollout, timeout)
+// waitPhase waits until tenant t's rollout of a target other than
+// notTarget ("": any) is in phase.
+func (b *bench) waitPhase(ctx context.Context, t, name string, phase deliveryv1alpha1.RolloutPhase, notTarget string, timeout time.Duration) error {
+	_, err := b.phaseAt(ctx, t, name, phase, notTarget, timeout)
 	return err
 }
 
-func (b *bench) phaseAt(ctx context.Context, t string, phase deliveryv1alpha1.RolloutPhase, rollout int64, timeout time.Duration) (time.Time, error) {
+// phaseAt waits as waitPhase does, and says when it first saw the phase.
+// The rollout is told by its target, not its number, so that a manager of
+// a version before rollout numbers is measured the same way.
+func (b *bench) phaseAt(ctx context.Context, t, name string, phase deliveryv1alpha1.RolloutPhase, notTarget string, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	var last deliveryv1alpha1.FeatureFlagRolloutPolicyStatus
 	for time.Now().Before(deadline) {
-		st, err := b.status(ctx, t)
+		st, err := b.status(ctx, t, name)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if st.Phase == phase && (rollout == 0 || st.Rollout > rollout) {
+		if st.Phase == phase && (notTarget == "" || st.TargetRevision != notTarget) {
 			return time.Now(), nil
 		}
 		last = st
@@ -456,14 +496,30 @@ func (b *bench) phaseAt(ctx context.Context, t string, phase deliveryv1alpha1.Ro
 	return time.Time{}, fmt.Errorf("tenant %s's rollout did not reach %s within %s: %s %q; last lines:\n%s", t, phase, timeout, last.Phase, last.Message, b.manager.Tail(20))
 }
 
+// editAll writes revision n of every flag set of tenant A, and waits until
+// each says its consumers hold what is planned for them.
+func (b *bench) editAll(ctx context.Context, n int) error {
+	for _, name := range b.flagSets("a") {
+		if err := b.edit(ctx, "a", name, n); err != nil {
+			return err
+		}
+	}
+	for _, name := range b.flagSets("a") {
+		if err := b.servedAll(ctx, "a", name, b.o.namespaces); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // servedAll waits until tenant t's FeatureFlag says that its n consumers
 // hold the revision planned for them, after its last edit.
-func (b *bench) servedAll(ctx context.Context, t string, n int) error {
+func (b *bench) servedAll(ctx context.Context, t, name string, n int) error {
 	want := fmt.Sprintf("%d/%d", n, n)
 	deadline := time.Now().Add(10 * time.Minute)
 	ff := &v1beta1.FeatureFlag{}
 	for time.Now().Before(deadline) {
-		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: "checkout"}, ff); err != nil {
+		if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-" + t, Name: name}, ff); err != nil {
 			return err
 		}
 		if ff.Status.ObservedGeneration == ff.Generation && ff.Status.Delivered == want {
@@ -479,19 +535,21 @@ func (b *bench) servedAll(ctx context.Context, t string, n int) error {
 }
 
 // halts measures tenant B's halts: each an edit that reaches its canary,
-// then errors at the canary's flagd, until the policy says Halted.
+// then errors at the canary's flagd, until the policy says Halted. A halt
+// not seen within o.haltTimeout is -1.
 func (b *bench) halts(ctx context.Context, trials int) ([]time.Duration, error) {
 	var out []time.Duration
 	for range trials {
-		st, err := b.status(ctx, "b")
+		st, err := b.status(ctx, "b", "checkout")
 		if err != nil {
 			return nil, err
 		}
 		b.fake.errors.Store(0)
-		if err := b.edit(ctx, "b", int(st.Rollout)+100); err != nil {
+		b.edits++
+		if err := b.edit(ctx, "b", "checkout", 100+b.edits); err != nil {
 			return nil, err
 		}
-		if err := b.waitPhase(ctx, "b", deliveryv1alpha1.PhasePaused, st.Rollout, 2*time.Minute); err != nil {
+		if err := b.waitPhase(ctx, "b", "checkout", deliveryv1alpha1.PhasePaused, st.TargetRevision, b.o.haltTimeout); err != nil {
 			return nil, err
 		}
 		// Let the gate take its baseline.
@@ -501,9 +559,11 @@ func (b *bench) halts(ctx context.Context, trials int) ([]time.Duration, error) 
 		}
 		b.fake.errors.Store(3)
 		erred := time.Now()
-		at, err := b.phaseAt(ctx, "b", deliveryv1alpha1.PhaseHalted, st.Rollout, 2*time.Minute)
+		at, err := b.phaseAt(ctx, "b", "checkout", deliveryv1alpha1.PhaseHalted, st.TargetRevision, b.o.haltTimeout)
 		if err != nil {
-			return nil, err
+			progress("  tenant B not halted within %s: %v", b.o.haltTimeout, err)
+			out = append(out, -1)
+			continue
 		}
 		out = append(out, at.Sub(erred))
 		progress("  tenant B halted %s after its flagd's errors", at.Sub(erred).Round(time.Millisecond))
@@ -631,7 +691,8 @@ func (f *fakeFlagd) close() { _ = f.srv.Close() }
 // ---------------------------------------------------------------- report
 
 func report(out io.Writer, o options, w windowResult, idle, loaded []time.Duration) bool {
-	fmt.Fprintf(out, "\n### Gates at scale: tenant A, %d consumer namespaces and %d pods that never answer\n\n", o.namespaces, o.namespaces*o.pods)
+	fmt.Fprintf(out, "\n### Gates at scale: tenant A, %d rollout polic(ies) over %d consumer namespaces and %d pods that never answer\n\n",
+		max(o.hostile, 1), o.namespaces, o.namespaces*o.pods)
 	fmt.Fprintf(out, "| over %s | value |\n|---|---|\n", w.length)
 	perMin := func(n float64) string {
 		return strconv.FormatFloat(n*float64(time.Minute)/float64(w.length), 'f', 0, 64)
@@ -652,15 +713,29 @@ func report(out io.Writer, o options, w windowResult, idle, loaded []time.Durati
 	row := func(name string, d []time.Duration) time.Duration {
 		var each []string
 		for _, x := range d {
+			if x < 0 {
+				each = append(each, "not within "+o.haltTimeout.String())
+				continue
+			}
 			each = append(each, x.Round(time.Millisecond).String())
 		}
-		m := median(d)
+		seen := make([]time.Duration, 0, len(d))
+		for _, x := range d {
+			if x < 0 {
+				x = o.haltTimeout // not seen: at least this
+			}
+			seen = append(seen, x)
+		}
+		m := median(seen)
 		fmt.Fprintf(out, "| %s | %d | %s | %s |\n", name, len(d), strings.Join(each, ", "), m.Round(time.Millisecond))
 		return m
 	}
 	base := row("idle (baseline)", idle)
 	load := row(fmt.Sprintf("black-holing %d pods", o.namespaces*o.pods), loaded)
 	worst := slices.Max(loaded)
+	if slices.Contains(loaded, -1) {
+		worst = o.haltTimeout
+	}
 	ok := worst <= goalHalt
 	ratio := "n/a"
 	if base > 0 {
