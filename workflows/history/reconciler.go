@@ -117,7 +117,21 @@ type Reconciler struct {
 	attempts sync.Map
 	// own is Unrecorded when that is nil.
 	own workflows.UnrecordedRevisions
+	// pending is, per FeatureFlag, the revision it created that the cache
+	// has not listed yet (see awaiting).
+	pending sync.Map
 }
+
+// pendingRevision is a revision created and not seen in the cache yet.
+type pendingRevision struct {
+	name string
+	at   time.Time
+}
+
+// pendingTimeout is how long a reconcile waits for the cache to list a
+// revision it created before it reads the cache as the truth again (the
+// revision was deleted before the cache saw it).
+const pendingTimeout = 30 * time.Second
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
@@ -165,6 +179,7 @@ func (r *Reconciler) revisionToFlagSets(_ context.Context, obj client.Object) []
 	}
 	var out []reconcile.Request
 	if rev.Spec.FlagSet != "" {
+		r.seen(types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}, rev.Name)
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}})
 	}
 	for _, k := range r.unrecorded().InNamespace(rev.Namespace) {
@@ -205,6 +220,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.warned.Delete(req.NamespacedName)
 			r.attempts.Delete(req.NamespacedName)
 			r.unrecorded().Clear(topology.FlagSetKey(req.Namespace, req.Name))
+			r.pending.Delete(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading FeatureFlag %s: %w", req.NamespacedName, err)
@@ -230,6 +246,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if r.awaiting(req.NamespacedName, all) {
+		// Its own last create is not in the cache yet: what the cache
+		// lists is one revision behind, and a create from it would ask
+		// the API server for what it has.
+		return reconcile.Result{RequeueAfter: cacheBehindDelay}, nil
+	}
 	owned, err := r.adopt(ctx, ff, all)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -251,6 +273,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{RequeueAfter: retry}, r.prune(ctx, owned, limit, keep)
+}
+
+// created remembers that key's revision name was created: until the cache
+// lists it, the FeatureFlag's history is behind (awaiting).
+func (r *Reconciler) created(key types.NamespacedName, name string) {
+	r.pending.Store(key, pendingRevision{name: name, at: time.Now()})
+}
+
+// seen forgets key's pending revision once the cache has it: the informer
+// hands an object to handlers after its store holds it.
+func (r *Reconciler) seen(key types.NamespacedName, name string) {
+	if v, ok := r.pending.Load(key); ok && v.(pendingRevision).name == name {
+		r.pending.CompareAndDelete(key, v)
+	}
+}
+
+// awaiting tells whether key's last created revision is neither in all
+// (the cache's listing) nor older than pendingTimeout.
+func (r *Reconciler) awaiting(key types.NamespacedName, all []*deliveryv1alpha1.FeatureFlagRevision) bool {
+	v, ok := r.pending.Load(key)
+	if !ok {
+		return false
+	}
+	p := v.(pendingRevision)
+	for _, rev := range all {
+		if rev.Name == p.name {
+			r.pending.CompareAndDelete(key, v)
+			return false
+		}
+	}
+	if time.Since(p.at) > pendingTimeout {
+		r.pending.CompareAndDelete(key, v)
+		return false
+	}
+	return true
 }
 
 // warnLimit sends a Warning Event for an invalid limit, once per value.

@@ -205,6 +205,46 @@ func TestReconcileAlreadyExists(t *testing.T) {
 	g.Expect(revs[2].Spec.Revision).To(Equal(w.served()))
 }
 
+// TestReconcileWaitsForItsOwnCreate: a reconcile whose cache does not list
+// the revision the one before created yet waits for it rather than create
+// it again; once the cache lists it, the next edit is recorded.
+func TestReconcileWaitsForItsOwnCreate(t *testing.T) {
+	g := NewWithT(t)
+	creates, behind := 0, true
+	funcs := &interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision); ok {
+				creates++
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if revs, ok := list.(*deliveryv1alpha1.FeatureFlagRevisionList); ok && behind {
+				// The cache has not seen the create yet.
+				revs.Items = nil
+			}
+			return nil
+		},
+	}
+	w := newWorld(t, funcs)
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(creates).To(Equal(1))
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{RequeueAfter: cacheBehindDelay}), "the cache is behind its own create")
+	g.Expect(creates).To(Equal(1), "no second create of the same revision")
+
+	behind = false
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(creates).To(Equal(1))
+	w.edit(func(ff *v1beta1.FeatureFlag) { setFlag(ff, "off") })
+	w.sync()
+	g.Expect(w.reconcile()).To(Equal(reconcile.Result{}))
+	g.Expect(creates).To(Equal(2))
+	g.Expect(numbers(w.revisions())).To(Equal([]int64{1, 2}))
+}
+
 // TestReconcilePrunes: the history is cut to the annotation's limit, the
 // oldest first, but the revision served and those a rollout policy names
 // stay; an invalid limit keeps the default's.

@@ -87,6 +87,7 @@ func (r *Reconciler) record(ctx context.Context, ff, author *v1beta1.FeatureFlag
 			logger.V(1).Info("revision recorded", "revision", want.Name, "number", number, "hash", hash,
 				"createdBy", want.Spec.CreatedBy, "fieldManager", want.Spec.FieldManager, "changeCause", want.Spec.ChangeCause)
 			r.recorded(ff)
+			r.created(types.NamespacedName{Namespace: ff.Namespace, Name: ff.Name}, want.Name)
 			return append(owned, want), 0, false, nil
 		case apierrors.IsAlreadyExists(err):
 			have := &deliveryv1alpha1.FeatureFlagRevision{}
