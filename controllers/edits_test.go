@@ -19,7 +19,7 @@ func TestEditsTimeEachConfigMapOnce(t *testing.T) {
 	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
 	key := topology.FlagSetKey("shop", "checkout")
 	holding := func(ns, defaultVariant string) *corev1.ConfigMap {
-		content, err := flagsets.Render(fixtures.FlagSet("shop", "checkout", defaultVariant))
+		content, _, err := flagsets.Serve(fixtures.FlagSet("shop", "checkout", defaultVariant))
 		g.Expect(err).NotTo(HaveOccurred())
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: topology.ConfigMapName(key)},
 			Data: map[string]string{topology.ConfigMapDataKey(key): content}}

@@ -91,7 +91,7 @@ func (w *world) deleteGrant(ns, name string) { w.apply(w.topo.DeleteGrant(ns, na
 
 func rendered(t testing.TB, ff *v1beta1.FeatureFlag) string {
 	t.Helper()
-	s, err := flagsets.Render(ff)
+	s, _, err := flagsets.Serve(ff)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,3 +32,11 @@ func (v *View) ServedFor(f Key, namespace string) (Served, bool) {
 	}
 	return Served{Rendered: held}, true
 }
+
+// RevisionRendered is the rendering of a flag set's revision of hash: its
+// current one when that is it, else that of a FeatureFlagRevision the flag
+// set owns whose content renders to it. ok is false when the graph holds
+// neither.
+func (v *View) RevisionRendered(f Key, hash string) (Rendered, bool) {
+	return v.state.revisionRendered(f, hash)
+}

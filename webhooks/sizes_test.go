@@ -41,7 +41,7 @@ func renderingGraph(t *testing.T) *staticGraph {
 }
 
 func sizeOf(ff *v1beta1.FeatureFlag) int {
-	content, _ := flagsets.Render(ff)
+	content, _, _ := flagsets.Serve(ff)
 	return len(content)
 }
 

@@ -83,7 +83,7 @@ func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admi
 	if v.Disabled {
 		// Sizes are told, not refused: the operator turned judging off.
 		var sized topology.Rendered
-		if content, err := flagsets.Render(&ff); err == nil {
+		if content, _, err := flagsets.Serve(&ff); err == nil {
 			sized = topology.Rendered{Content: content, Size: len(content)}
 		}
 		reach := v.reach(&ff, nil)

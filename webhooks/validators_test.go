@@ -81,6 +81,14 @@ func TestFlagSetValidator(t *testing.T) {
 		g.Expect(resp.Allowed).To(BeFalse())
 		g.Expect(resp.Result.Message).To(ContainSubstring(`$ref "is-admin" does not name an entry of $evaluators`))
 	})
+	t.Run("a metadata key of flagplane's: admitted, with a warning that it is not served", func(t *testing.T) {
+		g := NewWithT(t)
+		reserved := valid.DeepCopy()
+		reserved.Spec.FlagSpec.Metadata = json.RawMessage(`{"flagplane.dev/revision":"mine"}`)
+		resp := (&FlagSetValidator{}).Handle(ctx, admissionOf(t, admissionv1.Create, reserved, nil))
+		g.Expect(resp.Allowed).To(BeTrue())
+		g.Expect(resp.Warnings).To(ConsistOf(HavePrefix(`spec.flagSpec.metadata[flagplane.dev/revision]: Invalid value: "\"mine\"": keys under flagplane.dev/ are flagplane's`)))
+	})
 	t.Run("validation off: everything is admitted", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect((&FlagSetValidator{Disabled: true}).Handle(ctx, admissionOf(t, admissionv1.Create, bad, nil)).Allowed).To(BeTrue())

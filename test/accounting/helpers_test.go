@@ -165,7 +165,7 @@ func contentOf(ctx context.Context, cm client.ObjectKey, ff *v1beta1.FeatureFlag
 // rendered is the content a ConfigMap of ff must hold.
 func rendered(ff *v1beta1.FeatureFlag) string {
 	GinkgoHelper()
-	s, err := flagsets.Render(ff)
+	s, _, err := flagsets.Serve(ff)
 	Expect(err).NotTo(HaveOccurred())
 	return s
 }
@@ -212,7 +212,9 @@ func delivery(ctx context.Context, ff *v1beta1.FeatureFlag) string {
 // revision is the revision of ff's current content.
 func revision(ff *v1beta1.FeatureFlag) string {
 	GinkgoHelper()
-	return flagsets.Revision(rendered(ff))
+	_, r, err := flagsets.Serve(ff)
+	Expect(err).NotTo(HaveOccurred())
+	return r
 }
 
 // report puts the counts into the spec's report and its output.

@@ -75,7 +75,7 @@ var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 		Expect(errs).To(BeEmpty())
 		Expect(warnings).To(BeEmpty())
 		began = time.Now()
-		content, err := flagsets.Render(ff)
+		content, _, err := flagsets.Serve(ff)
 		rendered := time.Since(began)
 		Expect(err).NotTo(HaveOccurred())
 		topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)

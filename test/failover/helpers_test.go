@@ -113,7 +113,7 @@ func (w world) converged(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.home, Name: fs}, ff); err != nil {
 			return err
 		}
-		want, err := flagsets.Render(ff)
+		want, _, err := flagsets.Serve(ff)
 		if err != nil {
 			return err
 		}

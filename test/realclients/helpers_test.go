@@ -180,6 +180,32 @@ func (f *flagd) resolveWithHeaders(kind, flagKey string, evalCtx map[string]any,
 	}
 }
 
+// metadataOf evaluates a flag over flagd's HTTP (Connect) API and returns
+// the metadata of its answer: flagd merges the flag set's metadata into
+// each of its flags'.
+func (f *flagd) metadataOf(kind, flagKey string) func() (map[string]any, error) {
+	return func() (map[string]any, error) {
+		body, _ := json.Marshal(map[string]any{"flagKey": flagKey, "context": map[string]any{}})
+		url := fmt.Sprintf("http://127.0.0.1:%d/flagd.evaluation.v1.Service/Resolve%s", f.port, kind)
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("flagd answered %d: %s", resp.StatusCode, data)
+		}
+		var answer struct {
+			Metadata map[string]any `json:"metadata"`
+		}
+		if err := json.Unmarshal(data, &answer); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", data, err)
+		}
+		return answer.Metadata, nil
+	}
+}
+
 func key(ff *v1beta1.FeatureFlag) topology.Key { return topology.FlagSetKey(ff.Namespace, ff.Name) }
 
 func splitHostPort(addr string) (string, int32) {

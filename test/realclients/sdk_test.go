@@ -8,8 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/syncserver"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 )
 
 // sdkClient runs the OpenFeature Go SDK with flagd's in-process provider
@@ -34,6 +36,22 @@ func evaluations(p *process) func() []evaluation {
 			}
 		}
 		return out
+	}
+}
+
+// flagMetadata is the flag metadata of the SDK client's last evaluation.
+func flagMetadata(p *process) func() map[string]any {
+	return func() map[string]any {
+		var md map[string]any
+		for _, l := range p.outputLines() {
+			var e struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if strings.HasPrefix(l, `{"errorCode"`) && json.Unmarshal([]byte(l), &e) == nil {
+				md = e.Metadata
+			}
+		}
+		return md
 	}
 }
 
@@ -65,6 +83,15 @@ var _ = Describe("the OpenFeature Go SDK in in-process mode", func() {
 			Should(lastEvaluation(evaluation{Value: true, Variant: "on", Reason: "STATIC"}))
 		AddReportEntry("edit to new value in the SDK", time.Since(edited).String())
 		Expect(client.outputLines()).To(ContainElement(ContainSubstring("PROVIDER_CONFIGURATION_CHANGED")))
+
+		By("the SDK's evaluation details carry the FeatureFlag and the revision it evaluated")
+		Expect(k8s.Get(ctx, crclient.ObjectKeyFromObject(ff), ff)).To(Succeed())
+		rendered, err := flagsets.Render(ff)
+		Expect(err).NotTo(HaveOccurred())
+		// The in-process provider adds its own keys (providerID, scope).
+		Eventually(flagMetadata(client)).Should(And(
+			HaveKeyWithValue(flagsets.MetadataFlagSet, ns+"/checkout"),
+			HaveKeyWithValue(flagsets.MetadataRevision, flagsets.Revision(rendered))))
 
 		By("asking for a flag set of another namespace")
 		refused := sdkClient(syncserver.Selector(key(foreign)), token, "new-checkout")

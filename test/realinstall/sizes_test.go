@@ -28,7 +28,7 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 	It("2,500 flags, 1.2 MB: flagd streams it from the sync server through its Service, and reads it from the API server with the kubernetes provider; a flag evaluates in both", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "sizes")
 		ff := largeFlagSet(ns, "big", 2500)
-		content, err := flagsets.Render(ff)
+		content, _, err := flagsets.Serve(ff)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(content)).To(BeNumerically(">", topology.ConfigMapMaxBytes), "more than a ConfigMap holds")
 		AddReportEntry("rendered size", len(content))

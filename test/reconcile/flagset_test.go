@@ -32,7 +32,7 @@ var _ = Describe("FeatureFlag", func() {
 	It("created: renders a ConfigMap with the flagd JSON, labelled and owned, and reports status", func(ctx SpecContext) {
 		got := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, cm, got)).To(Succeed())
-		want, err := flagsets.Render(ff)
+		want, _, err := flagsets.Serve(ff)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Data).To(Equal(map[string]string{ns + "_checkout.flagd.json": want}))
 		Expect(got.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "flagplane"))

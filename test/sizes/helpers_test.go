@@ -45,7 +45,7 @@ func flagKey(i int) string { return fmt.Sprintf("flag-%05d", i) }
 // renderedSize is the size of ff rendered for flagd, as flagplane counts it.
 func renderedSize(ff *v1beta1.FeatureFlag) int {
 	GinkgoHelper()
-	content, err := flagsets.Render(ff)
+	content, _, err := flagsets.Serve(ff)
 	Expect(err).NotTo(HaveOccurred())
 	return len(content)
 }
@@ -53,7 +53,7 @@ func renderedSize(ff *v1beta1.FeatureFlag) int {
 // rendered is ff rendered for flagd: what a ConfigMap of it holds.
 func rendered(ff *v1beta1.FeatureFlag) string {
 	GinkgoHelper()
-	content, err := flagsets.Render(ff)
+	content, _, err := flagsets.Serve(ff)
 	Expect(err).NotTo(HaveOccurred())
 	return content
 }

@@ -87,8 +87,8 @@ func NewValidator(strict bool) *Validator {
 // Strict tells whether warnings are errors.
 func (v *Validator) Strict() bool { return v != nil && v.strict }
 
-// Rendering renders, validates and hashes a flag set: its flagd document
-// (Render), revision (Revision) and size (topology.Rendered.Size: its
+// Rendering renders, validates and hashes a flag set: the flagd document
+// flagplane serves and its revision (Serve) and size (topology.Rendered.Size: its
 // bytes, as a ConfigMap's limit counts them); why it cannot be served, nil when it
 // can (an error whose message lists every problem, each naming the flag
 // and the rule; warnings count only when the Validator is strict); and
@@ -114,14 +114,14 @@ func (v *Validator) Rendered(ff *v1beta1.FeatureFlag, errs, warnings field.Error
 		}
 		r.Err = errors.New(strings.Join(msgs, ", "))
 	}
-	content, err := Render(ff)
+	content, revision, err := Serve(ff)
 	if err != nil {
 		if r.Err == nil {
 			r.Err = err
 		}
 		return r
 	}
-	r.Content, r.Revision, r.Size = content, Revision(content), len(content)
+	r.Content, r.Revision, r.Size = content, revision, len(content)
 	return r
 }
 
@@ -180,6 +180,9 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 		if err := decodeObject(spec.Metadata, &md); err != nil {
 			add(errorOf(field.Invalid(path.Child("metadata"), truncate(string(spec.Metadata)), "must be a JSON object")), ownerMetadata)
 		}
+		for _, w := range reservedKeys(path.Child("metadata"), md) {
+			add(warningOf(w), ownerMetadata)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctx.evaluators)) {
 		if e := tooDeep(path.Child("$evaluators").Key(name), ctx.evaluators[name]); e != nil {
@@ -216,9 +219,31 @@ func ValidateFlagSpec(spec *v1beta1.FlagSpec, path *field.Path) (errs, warnings 
 				}
 			}
 		}
+		if bytes.Contains(flag.Metadata, []byte(`"`+ReservedMetadataPrefix)) {
+			var md map[string]json.RawMessage
+			if decodeObject(flag.Metadata, &md) == nil {
+				for _, w := range reservedKeys(fpath.Child("metadata"), md) {
+					add(warningOf(w), ownerFlag(key))
+				}
+			}
+		}
 	}
 	schemaErrs, schemaWarnings := schemaErrors(spec, path, reported)
 	return append(errs, schemaErrs...), append(warnings, schemaWarnings...)
+}
+
+// reservedKeys warns of each key of md under ReservedMetadataPrefix: what
+// flagplane serves leaves it out (Serve).
+func reservedKeys(path *field.Path, md map[string]json.RawMessage) field.ErrorList {
+	var out field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		if strings.HasPrefix(k, ReservedMetadataPrefix) {
+			out = append(out, field.Invalid(path.Key(k), truncate(string(md[k])),
+				"keys under "+ReservedMetadataPrefix+" are flagplane's: what flagd serves leaves this one out and carries flagplane's "+
+					MetadataFlagSet+" and "+MetadataRevision+" instead"))
+		}
+	}
+	return out
 }
 
 // checkState: flagd's schema knows ENABLED and DISABLED (the CRD refuses

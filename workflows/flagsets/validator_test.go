@@ -130,10 +130,13 @@ func TestRendering(t *testing.T) {
 	g := NewWithT(t)
 	ff := flagSet(map[string]v1beta1.Flag{"f": boolFlag()}, "")
 	r := NewValidator(false).Rendering(ff)
-	content, err := Render(ff)
+	content, revision, err := Serve(ff)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r).To(Equal(topology.Rendered{Content: content, Revision: Revision(content), Size: len(content)}))
+	g.Expect(r).To(Equal(topology.Rendered{Content: content, Revision: revision, Size: len(content)}))
 	g.Expect(r.Valid()).To(BeTrue())
+	rendered, err := Render(ff)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(revision).To(Equal(Revision(rendered)), "the revision is the hash of the flag set as written")
 
 	f := boolFlag()
 	f.DefaultVariant = "blue"
@@ -141,7 +144,7 @@ func TestRendering(t *testing.T) {
 	r = NewValidator(false).Rendering(ff)
 	g.Expect(r.Err).To(MatchError(ContainSubstring("must be one of the variants")))
 	g.Expect(r.Content).To(ContainSubstring(`"defaultVariant":"blue"`))
-	g.Expect(r.Revision).To(Equal(Revision(r.Content)))
+	g.Expect(ServedRevision(r.Content)).To(Equal(r.Revision))
 
 	// What cannot be encoded cannot be served.
 	f.Variants = json.RawMessage(`{`)

@@ -73,7 +73,7 @@ func CopiesOf(v *topology.View, f topology.Key, obs Observed) *CopiesReader {
 	return r
 }
 
-// In is what the copies in namespace hold. A ConfigMap's content is hashed
+// In is what the copies in namespace hold. A ConfigMap's content is read
 // only when it is not the content the plan gives the namespace
 // (topology.View.ServedFor), which is the common case compared instead.
 func (r *CopiesReader) In(namespace string) Copies {
@@ -94,7 +94,24 @@ func (r *CopiesReader) In(namespace string) Copies {
 	if s, ok := r.v.ServedFor(r.f, namespace); ok && !s.Held && s.Content == held {
 		c.ConfigMapRevision = s.Revision
 	} else {
-		c.ConfigMapRevision = flagsets.Revision(held)
+		c.ConfigMapRevision = heldRevision(r.v, r.f, held)
 	}
 	return c
+}
+
+// heldRevision is the revision of content a ConfigMap of flag set f holds:
+// the revision it names, once shown (flagsets.RevisionOfServed, or the
+// graph rendering that revision to exactly this content); else its hash,
+// which is the revision of content written before revisions were served
+// in it and matches nothing else (content edited by hand).
+func heldRevision(v *topology.View, f topology.Key, held string) string {
+	if r := flagsets.RevisionOfServed(held, f.Namespace, f.Name); r != "" {
+		return r
+	}
+	if claimed := flagsets.ServedRevision(held); claimed != "" {
+		if rendered, ok := v.RevisionRendered(f, claimed); ok && rendered.Content == held {
+			return rendered.Revision
+		}
+	}
+	return flagsets.Revision(held)
 }

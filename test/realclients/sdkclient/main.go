@@ -17,8 +17,8 @@
 // "flagd":{...}} with the FLAGD_* variables it saw.
 //
 // It writes JSON lines to stdout: {"event": ...} for provider events, and
-// {"value": ..., "variant": ..., "reason": ..., "errorCode": ...} whenever the
-// evaluation of -flag changes. If the provider cannot start it writes
+// {"value": ..., "variant": ..., "reason": ..., "errorCode": ..., "metadata": ...}
+// whenever the evaluation of -flag changes (metadata is the flag's). If the provider cannot start it writes
 // {"event":"init-failed","message":...} and exits with status 3.
 package main
 
@@ -145,7 +145,8 @@ func run(newProvider func() (*flagd.Provider, error), flagKey, flagType string, 
 	var last string
 	for {
 		value, d := evaluate(client, flagKey, flagType)
-		line := map[string]any{"value": value, "variant": d.Variant, "reason": string(d.Reason), "errorCode": string(d.ErrorCode)}
+		line := map[string]any{"value": value, "variant": d.Variant, "reason": string(d.Reason), "errorCode": string(d.ErrorCode),
+			"metadata": map[string]any(d.FlagMetadata)}
 		b, _ := json.Marshal(line)
 		if string(b) != last {
 			last = string(b)
