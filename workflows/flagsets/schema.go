@@ -166,11 +166,12 @@ func schemaOwner(loc []string) string {
 // metadata are warnings: the OpenFeature Operator does not check them, and
 // flagd loads a flag set that does not match its schema (it logs it).
 //
-// A valid flag set costs one validation. An invalid one is then checked part
-// by part — each flag against the schema of its variants' type, each
-// evaluator against targeting.json — because a failure deep inside flags.json's
-// anyOf of four flag types yields four sets of errors, three of them about a
-// type the flag does not have.
+// It checks the document part by part — each flag against the schema of
+// its variants' type, each evaluator against targeting.json, the metadata,
+// then the rest of the document without its flags — and never the whole
+// at once: a failure deep inside flags.json's anyOf of four flag types
+// yields four sets of errors, three of them about a type the flag does not
+// have, and building them is most of what a large invalid flag set costs.
 func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]bool) (errs, warnings field.ErrorList) {
 	schemas, err := compiledFlagSchemas()
 	if err != nil {
@@ -179,10 +180,6 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 		return field.ErrorList{field.InternalError(path, err)}, nil
 	}
 	doc := FlagSpecDocument(spec)
-	whole := schemas.Flags.Validate(doc)
-	if whole == nil {
-		return nil, nil
-	}
 	seen := map[string]bool{}
 	add := func(owner string, ve *jsonschema.ValidationError, prefix []string) {
 		if owner == "" || reported[owner] || seen[owner] {
@@ -232,10 +229,16 @@ func schemaErrors(spec *v1beta1.FlagSpec, path *field.Path, reported map[string]
 			add(ownerMetadata, ve, []string{ownerMetadata})
 		}
 	}
-	// Whatever neither layer explained, from the whole document.
+	// Whatever neither layer explained, from the document's shape: the
+	// whole document but its flags, which were validated each above.
 	if len(errs) == 0 && len(warnings) == 0 && len(reported) == 0 {
+		shape := doc
+		if _, ok := doc["flags"].(map[string]any); ok {
+			shape = maps.Clone(doc)
+			shape["flags"] = map[string]any{}
+		}
 		var ve *jsonschema.ValidationError
-		if asValidationError(whole, &ve) {
+		if asValidationError(schemas.Flags.Validate(shape), &ve) {
 			leaf := deepestLeaf(ve)
 			owner := schemaOwner(leaf.InstanceLocation)
 			if owner == "" {
