@@ -50,7 +50,7 @@ func TestControllersMakeNoHTTPRequest(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				if id, ok := sel.X.(*ast.Ident); ok && id.Name == httpName && forbidden[sel.Sel.Name] {
-					t.Errorf("%s uses %s.%s: controllers/ makes no HTTP request (workflows/staging does, through staging.Outbound)", name, httpName, sel.Sel.Name)
+					t.Errorf("%s uses %s.%s: controllers/ makes no HTTP request (workflows/outbound does, for workflows/staging)", name, httpName, sel.Sel.Name)
 				}
 			}
 			return true

@@ -28,7 +28,9 @@ var layers = map[string][]string{
 	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
 	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
 	"workflows/history":                {"workflows", "flagsets", "injection", "flagdversion"},
-	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac"},
+	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac", "outbound"},
+	"workflows/outbound":               {},
+	"workflows/confirm":                {"flagsets", "outbound"},
 	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},
 }
 

@@ -109,7 +109,8 @@ func (e evaluation) String() string {
 // flagd is a running flagd daemon.
 type flagd struct {
 	*process
-	port int // evaluation
+	port     int // evaluation
+	syncPort int // flagd's own sync service
 }
 
 // startFlagd starts flagd with the given source arguments on free loopback
@@ -122,7 +123,7 @@ func startFlagd(args ...string) *flagd {
 			"--port", strconv.Itoa(ports[0]), "--management-port", strconv.Itoa(ports[1]),
 			"--sync-port", strconv.Itoa(ports[2]), "--ofrep-port", strconv.Itoa(ports[3]),
 		}, args...)
-		f := &flagd{process: startProcess(binary("flagd"), all...), port: ports[0]}
+		f := &flagd{process: startProcess(binary("flagd"), all...), port: ports[0], syncPort: ports[2]}
 		healthy := func() bool {
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]))
 			if err != nil {

@@ -1,4 +1,19 @@
-package staging
+// Package outbound is the one client of every read the manager makes of an
+// address a tenant controls: a pod's IP at its flagd's management or sync
+// port (the staged-delivery gates, the confirmation of what flagd serves),
+// or the Prometheus a rollout policy names. Whoever answers there may be
+// hostile, so the client
+//
+//   - follows no redirect (an answer of 3xx is an error: a pod that answers
+//     302 must not send the manager's GETs anywhere else);
+//   - uses no proxy of the manager's environment (HTTP_PROXY would carry
+//     tenants' reads to a proxy, and let one address reach another);
+//   - bounds the time of each read (dial, headers and body together: a
+//     peer that never answers, or trickles its answer, costs ReadTimeout)
+//     and the bytes it reads (a larger answer is an error);
+//   - keeps no idle connection to a pod (pods come and go; a connection
+//     kept open is a socket the tenant holds).
+package outbound
 
 import (
 	"context"
@@ -11,23 +26,9 @@ import (
 	"time"
 )
 
-// Every read the manager makes for a gate goes out through one client,
-// Outbound, because every address it reads is a tenant's: a pod's IP and
-// its flagd's management port, or the Prometheus a policy names. Whoever
-// answers there may be hostile, so the client
-//
-//   - follows no redirect (an answer of 3xx is an error: a pod that answers
-//     302 must not send the manager's GETs anywhere else);
-//   - uses no proxy of the manager's environment (HTTP_PROXY would carry
-//     tenants' reads to a proxy, and let one address reach another);
-//   - bounds the time of each read (dial, headers and body together: a
-//     peer that never answers, or trickles its answer, costs ReadTimeout)
-//     and the bytes it reads (a larger answer is an error);
-//   - keeps no idle connection to a pod (pods come and go; a connection
-//     kept open is a socket the tenant holds).
-
-// Outbound is the client of the gates' reads.
-type Outbound struct {
+// Client is the client of every read the manager makes of a tenant's
+// address.
+type Client struct {
 	// ReadTimeout bounds one read, from dial to the last byte of the body
 	// (default 2s).
 	ReadTimeout time.Duration
@@ -37,14 +38,14 @@ type Outbound struct {
 	client *http.Client
 }
 
-// Defaults of Outbound.
+// Defaults of Client.
 const (
 	DefaultReadTimeout = 2 * time.Second
 	DefaultMaxBytes    = 8 << 20
 )
 
-// NewOutbound makes the client, with the defaults for what o leaves zero.
-func NewOutbound(o Outbound) *Outbound {
+// New makes the client, with the defaults for what o leaves zero.
+func New(o Client) *Client {
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = DefaultReadTimeout
 	}
@@ -76,7 +77,7 @@ var ErrTooLarge = errors.New("the answer is larger than the manager reads")
 // ErrTooLarge). Its errors are short and never repeat the address's query
 // (they go into status): "connection refused", "answered 302 Found:
 // redirects are not followed", "timed out after 2s".
-func (o *Outbound) Get(ctx context.Context, address string, read func(io.Reader) error) error {
+func (o *Client) Get(ctx context.Context, address string, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, o.ReadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
@@ -111,7 +112,7 @@ func (o *Outbound) Get(ctx context.Context, address string, read func(io.Reader)
 
 // short makes a client error fit a status message: the URL (which may hold
 // a query) is dropped, and a timeout says so.
-func (o *Outbound) short(ctx context.Context, err error) error {
+func (o *Client) short(ctx context.Context, err error) error {
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no answer within %s", o.ReadTimeout)
 	}

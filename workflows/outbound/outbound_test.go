@@ -1,4 +1,4 @@
-package staging
+package outbound
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestOutboundFollowsNoRedirect(t *testing.T) {
 	pod, _ := counting(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, elsewhere.URL+"/anything", http.StatusFound)
 	})
-	err := NewOutbound(Outbound{}).Get(context.Background(), pod.URL+"/metrics", readAll)
+	err := New(Client{}).Get(context.Background(), pod.URL+"/metrics", readAll)
 	g.Expect(err).To(MatchError("answered 302: redirects are not followed"))
 	g.Expect(hits.Load()).To(BeZero())
 
@@ -57,7 +57,7 @@ func TestOutboundFollowsNoRedirect(t *testing.T) {
 // its answer, costs ReadTimeout; an answer past MaxBytes is refused.
 func TestOutboundBoundsTimeAndBytes(t *testing.T) {
 	g := NewWithT(t)
-	o := NewOutbound(Outbound{ReadTimeout: 300 * time.Millisecond, MaxBytes: 1000})
+	o := New(Client{ReadTimeout: 300 * time.Millisecond, MaxBytes: 1000})
 	release := make(chan struct{})
 	defer close(release)
 	silent, _ := counting(t, func(http.ResponseWriter, *http.Request) { <-release })
@@ -139,7 +139,7 @@ func outboundProxyHelper(t *testing.T) {
 	var body string
 	switch os.Getenv("FLAGPLANE_OUTBOUND_HELPER") {
 	case "outbound":
-		err := NewOutbound(Outbound{}).Get(context.Background(), target, func(r io.Reader) error {
+		err := New(Client{}).Get(context.Background(), target, func(r io.Reader) error {
 			b, err := io.ReadAll(r)
 			body = string(b)
 			return err

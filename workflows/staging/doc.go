@@ -13,9 +13,9 @@
 //   - gates.go: the gates' judgement of pods and values, pure;
 //   - reconciler.go: the reconcile, which reads the cache and the graph,
 //     calls Next and writes the policy's status and Events;
-//   - probe.go and outbound.go: the gates' reads of the outside (flagd's
-//     metrics on a pod, a Prometheus query), in the background, bounded
-//     per policy and per namespace, through one hardened HTTP client;
+//   - probe.go: the gates' reads of the outside (flagd's metrics on a
+//     pod, a Prometheus query), in the background, bounded per policy and
+//     per namespace, through the one hardened client of workflows/outbound;
 //   - metrics.go and prometheus.go: the parsers of what those reads
 //     answer, which read every answer as hostile; and the confinement of
 //     a Prometheus query to the consumers' namespaces;

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/outbound"
 )
 
 // The gates that read outside answers (EvaluationErrors: flagd's metrics on
@@ -100,8 +101,8 @@ type Readings struct {
 
 // Prober reads the outside answers of the gates of running rollouts.
 type Prober struct {
-	// Outbound is the client of every read (NewOutbound's defaults when nil).
-	Outbound *Outbound
+	// Outbound is the client of every read (outbound.New's defaults when nil).
+	Outbound *outbound.Client
 	// Interval is how often at most a policy's sweep starts (default 5s).
 	Interval time.Duration
 	// PerPolicy and PerNamespace bound the reads in flight (defaults 8, 16).
@@ -138,7 +139,7 @@ type probeState struct {
 func (p *Prober) init() {
 	p.once.Do(func() {
 		if p.Outbound == nil {
-			p.Outbound = NewOutbound(Outbound{})
+			p.Outbound = outbound.New(outbound.Client{})
 		}
 		if p.Interval <= 0 {
 			p.Interval = DefaultInterval

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/outbound"
 )
 
 // fakeFlagd serves /metrics with a count of errors that the test sets,
@@ -135,7 +136,7 @@ func TestProberCountsFromABaseline(t *testing.T) {
 // queue's two workers: about 30 such pods held a worker for a minute.)
 func TestProberChargesItsPolicy(t *testing.T) {
 	g := NewWithT(t)
-	p := &Prober{Interval: time.Nanosecond, Outbound: NewOutbound(Outbound{ReadTimeout: 2 * time.Second})}
+	p := &Prober{Interval: time.Nanosecond, Outbound: outbound.New(outbound.Client{ReadTimeout: 2 * time.Second})}
 	ended := sweeps(t, p)
 	hostile, victim := topology.RolloutPolicyKey("hostile", "p"), topology.RolloutPolicyKey("victim", "p")
 	var holes []ProbePod
@@ -176,7 +177,7 @@ func TestProberChargesItsPolicy(t *testing.T) {
 // only after sweeps that double with each failure.
 func TestProberBacksOffAFailingPod(t *testing.T) {
 	g := NewWithT(t)
-	p := &Prober{Interval: time.Nanosecond, Outbound: NewOutbound(Outbound{ReadTimeout: 100 * time.Millisecond})}
+	p := &Prober{Interval: time.Nanosecond, Outbound: outbound.New(outbound.Client{ReadTimeout: 100 * time.Millisecond})}
 	ended := sweeps(t, p)
 	policy := topology.RolloutPolicyKey("team", "p")
 	hole := blackHole(t)
