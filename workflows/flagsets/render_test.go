@@ -1,6 +1,8 @@
 package flagsets
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 
@@ -133,4 +135,14 @@ func TestRevisionOfServed(t *testing.T) {
 	for _, content := range []string{"", `"flagplane.dev/revision":"`, `{"flags":{},"metadata":{"flagplane.dev/revision":"0123456789abcdef0123456789abcdef"}}`} {
 		g.Expect(RevisionOfServed(content, "shop", "flags")).To(BeEmpty(), content)
 	}
+}
+
+// A revision keeps 128 bits of the SHA-256 of a rendering: a pair of specs
+// that share their first 48 bits (about 2^24 tries to find) are two
+// revisions.
+func TestRevisionHas128Bits(t *testing.T) {
+	g := NewWithT(t)
+	sum := sha256.Sum256([]byte(`{"flags":{}}`))
+	g.Expect(Revision(`{"flags":{}}`)).To(Equal(hex.EncodeToString(sum[:16])))
+	g.Expect(Revision(`{"flags":{}}`)).To(HaveLen(32))
 }
