@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagsets"
@@ -99,4 +101,9 @@ func (s Served) Confirm(name, revision string, flags int) (bool, string) {
 		return false, fmt.Sprintf("flagd serves revision %s of FeatureFlag %s", topology.ShortRevision(fs.Revisions[0]), name)
 	}
 	return true, ""
+}
+
+// Address is host:port of a pod's flagd sync port.
+func Address(ip string, port int32) string {
+	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
 }
