@@ -30,6 +30,7 @@ import (
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/configmaps"
+	"github.com/flagplane/flagplane/workflows/confirm"
 	"github.com/flagplane/flagplane/workflows/flagds"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/restarts"
@@ -88,6 +89,11 @@ type Options struct {
 	// PrometheusGates evaluates the Prometheus gates of rollout policies
 	// (--prometheus-gates); without it a policy naming one is not accepted.
 	PrometheusGates bool
+	// ConfirmBound is how long a pod may take to serve a revision its copy
+	// holds before its FeatureFlag is Stalled (status.DefaultConfirmBound
+	// when 0). NoConfirm asks no flagd: delivery is what flagplane wrote.
+	ConfirmBound time.Duration
+	NoConfirm    bool
 	// PrometheusNamespaceLabel is the label of a series' namespace that
 	// Prometheus gates' queries are confined by (default "namespace").
 	PrometheusNamespaceLabel string
@@ -171,6 +177,9 @@ type Controller struct {
 	// waits for (deliveries.go).
 	unseen     workflows.UnseenWrites
 	deliveries deliveries
+	// confirmer asks the consumers' flagds what they serve (nil with
+	// NoConfirm).
+	confirmer *status.Confirmer
 }
 
 // CacheOptions restricts the cache to what flagplane needs: generated
@@ -255,6 +264,21 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		Live: mgr.GetAPIReader(), Failures: &c.failures, Unseen: &c.unseen}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures,
 		SyncReports: &c.syncReports, Deliveries: &c.deliveries, Unrecorded: opts.Unrecorded}
+	if !opts.NoConfirm {
+		c.confirmer = &status.Confirmer{Reader: c.cache, PodAddress: opts.PodAddress, FlagdSyncPort: opts.Flagd.SyncPort, Bound: opts.ConfirmBound,
+			WorkloadOf: func(ctx context.Context, pod *corev1.Pod) (topology.Key, bool) {
+				res := c.owners.WorkloadOf(ctx, pod.Namespace, pod)
+				return res.Workload, res.OK
+			},
+			// A pod whose answer changed: its flag sets' status, and their
+			// rollouts after it (updateStatus), count it again.
+			Prober: &confirm.Prober{Notify: func(flagSets []topology.Key) {
+				for _, f := range flagSets {
+					c.enqueue(f)
+				}
+			}}}
+		c.statusWF.Confirmer = c.confirmer
+	}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures}
 	c.rolloutWF = &restarts.Reconciler{Client: c.client, Injection: settings.Injection, Events: events, Pods: restarts.WorkloadPods{Reader: c.cache}}
@@ -435,6 +459,10 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	v := c.topo.Snapshot()
 	logger.Info("topology built from the caches", "duration", time.Since(start).String(), "nodes", v.Counts())
+	if c.confirmer != nil {
+		// Before any status asks it for a read.
+		c.confirmer.Prober.Start(ctx)
+	}
 
 	if err := c.initialPass(ctx, v); err != nil {
 		return err

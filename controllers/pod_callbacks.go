@@ -27,10 +27,58 @@ type podOwners struct {
 
 func (c *Controller) podHandler() typedHandler[*corev1.Pod] {
 	return typedHandler[*corev1.Pod]{
-		onAdd:    c.onPodChanged,
-		onUpdate: func(_, new *corev1.Pod) { c.onPodChanged(new) },
-		onDelete: c.onPodDeleted,
+		onAdd: func(pod *corev1.Pod) {
+			c.onPodChanged(pod)
+			c.podToConfirm(pod)
+		},
+		onUpdate: func(old, new *corev1.Pod) {
+			c.onPodChanged(new)
+			if old.Status.PodIP != new.Status.PodIP || podReady(old) != podReady(new) || new.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+				c.podToConfirm(new)
+			}
+		},
+		onDelete: func(pod *corev1.Pod) {
+			c.onPodDeleted(pod)
+			if c.confirmer != nil {
+				c.confirmer.Prober.Forget(string(pod.UID))
+			}
+			c.podToConfirm(pod)
+		},
 	}
+}
+
+// podToConfirm puts on the status queue the flag sets that a pod reads
+// through a flagd flagplane asks (status.Confirmer): a pod that came,
+// went, got its IP or turned Ready changes what they count.
+func (c *Controller) podToConfirm(pod *corev1.Pod) {
+	if c.confirmer == nil || !c.ready.Load() {
+		return // the start-up pass computes every status
+	}
+	res := c.owners.WorkloadOf(context.Background(), pod.Namespace, pod)
+	if !res.OK {
+		return
+	}
+	v := c.topo.Snapshot()
+	sources := v.SourcesOfWorkload(res.Workload)
+	if res.Workload.Kind == topology.KindDeployment {
+		if s, _, ok := v.FlagdSource(topology.Key{Kind: topology.KindFlagd, Namespace: pod.Namespace, Name: res.Workload.Name}); ok {
+			sources = append(sources, s)
+		}
+	}
+	for _, s := range sources {
+		for _, ref := range v.FlagSetRefs(s) {
+			c.enqueue(ref.FlagSet)
+		}
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // onPodChanged: a pod of a workload known only through its pods appeared or

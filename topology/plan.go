@@ -186,6 +186,14 @@ func (st *state) planWith(f Key, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) *
 	return plan
 }
 
+// Readers lists, by namespace, the workloads and Flagds that read flag set
+// f from a copy flagplane writes (a generated ConfigMap, a sync stream):
+// the consumers a rollout stages, with no step set. The workloads and
+// Flagds that read it with the kubernetes provider are listed apart.
+func (v *View) Readers(f Key) (consumers []PlanConsumer, kubernetes []Key) {
+	return v.state.planConsumers(f)
+}
+
 // planConsumers lists the consumers of a flag set, by namespace, and the
 // workloads and Flagds that read it with the kubernetes provider.
 func (st *state) planConsumers(f Key) (consumers []PlanConsumer, unstaged []Key) {

@@ -42,6 +42,7 @@ const (
 	ActionResolve  = "Resolve"
 	ActionApply    = "Apply"
 	ActionRollout  = "Rollout"
+	ActionConfirm  = "Confirm"
 )
 
 // Warn sends a Warning event through recorder, when one is configured

@@ -14,7 +14,8 @@ import (
 // writes by); the status of a source compares with the ConfigMaps and RBAC
 // it expects, so status imports configmaps and rbac and never the reverse;
 // staging reads what consumers hold through status (status.CopiesOf), the
-// one answer the delivery status gives too.
+// one answer the delivery status gives too, and what their flagds answer
+// through it as well (status.ConfirmObserved, over confirm).
 var layers = map[string][]string{
 	"workflows":                        {"flagsets", "injection", "flagdversion"},
 	"workflows/flagdversion":           {},
@@ -25,10 +26,10 @@ var layers = map[string][]string{
 	"workflows/configmaps":             {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/rbac":                   {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/restarts":               {"workflows", "flagsets", "injection", "flagdversion"},
-	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac"},
+	"workflows/status":                 {"workflows", "flagsets", "injection", "flagdversion", "configmaps", "rbac", "confirm", "outbound"},
 	"workflows/flagds":                 {"workflows", "flagsets", "injection", "flagdversion", "rbac"},
 	"workflows/history":                {"workflows", "flagsets", "injection", "flagdversion"},
-	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac", "outbound"},
+	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac", "outbound", "confirm"},
 	"workflows/outbound":               {},
 	"workflows/confirm":                {"flagsets", "outbound"},
 	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},

@@ -128,6 +128,61 @@ type FeatureFlagStatus struct {
 	// them.
 	// +optional
 	Unobserved *UnobservedConsumers `json:"unobserved,omitempty"`
+
+	// Confirmed is "<confirmed>/<pods>" over the pods whose flagd flagplane
+	// asks what it serves: the pods of the workloads that read the flag set
+	// through an injected flagd sidecar (the file and flagd-proxy
+	// providers), and the pods of Flagds that serve it. A pod is confirmed
+	// when its flagd answers that it serves the revision planned for it
+	// (Revision, or what a staged rollout gives its namespace), read after
+	// its copy got that revision. Ready waits for it.
+	// +optional
+	Confirmed string `json:"confirmed,omitempty"`
+
+	// Serving tells, per consuming namespace, how many pods serve which
+	// revision, as their flagd answers: namespaces with pods not confirmed
+	// first, at most 32.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Serving []NamespaceServing `json:"serving,omitempty"`
+}
+
+// NamespaceServing is what the pods of one namespace that read a flag set
+// serve of it, as their flagd answers.
+type NamespaceServing struct {
+	// Namespace of the pods.
+	Namespace string `json:"namespace"`
+	// Revision planned for them.
+	Revision string `json:"revision,omitempty"`
+	// Pods is how many pods read the flag set there; Confirmed, how many
+	// answer with Revision.
+	Pods      int32 `json:"pods"`
+	Confirmed int32 `json:"confirmed"`
+	// Starting counts the pods that have no IP yet, not in Pods: they
+	// serve nothing yet, and read the copy as it is when they start.
+	// +optional
+	Starting int32 `json:"starting,omitempty"`
+	// Others counts the pods not confirmed by what their flagd answers
+	// (another revision, or "" when it did not answer yet, could not be
+	// asked, or its read failed), at most 8 revisions.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Others []RevisionPods `json:"others,omitempty"`
+	// Since is when the namespace's copy of the flag set got Revision:
+	// the bound after which a pod not confirmed is reported counts from it.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Reason says why the first pod not confirmed is not, with the
+	// evidence: what its flagd answered, or why it could not be asked.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// RevisionPods is how many pods serve one revision of a flag set.
+type RevisionPods struct {
+	// Revision served ("" when unknown).
+	Revision string `json:"revision,omitempty"`
+	Pods     int32  `json:"pods"`
 }
 
 // ConsumerRevision is the revision of a flag set that one consumer holds.
@@ -179,6 +234,7 @@ type UnobservedConsumers struct {
 // +kubebuilder:printcolumn:name="Flags",type=integer,JSONPath=`.status.flags`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Delivered",type=string,JSONPath=`.status.delivered`
+// +kubebuilder:printcolumn:name="Confirmed",type=string,JSONPath=`.status.confirmed`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -114,6 +114,14 @@ const (
 	// acts (DeliveryFailed: a write of its ConfigMap refused for good).
 	ReasonDelivering     = "Delivering"
 	ReasonDeliveryFailed = "DeliveryFailed"
+	// Reasons of a FeatureFlag's summary once every copy holds its
+	// revision: some pod's flagd does not answer with it yet (Confirming:
+	// the kubelet projects a ConfigMap at its sync, a pod starts), or still
+	// does not past the confirmation bound (NotConfirmed: its flagd stopped,
+	// refused the content, or its volume is not updated; the message names
+	// the pod and what its flagd answered).
+	ReasonConfirming   = "Confirming"
+	ReasonNotConfirmed = "NotConfirmed"
 	// ReasonProgressDeadlineExceeded: a Flagd's Deployment stopped
 	// progressing (its Progressing condition says so).
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"

@@ -89,6 +89,9 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 		// The Prometheus gate's spec runs a Prometheus of its own; with the
 		// gates on, admission no longer refuses a policy naming one.
 		o.PrometheusGates = true
+		// A pod that does not serve its revision is reported within a
+		// spec's patience.
+		o.ConfirmBound = 20 * time.Second
 	}})
 	if err != nil {
 		return w, fmt.Errorf("starting the operator: %w", err)

@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key topology.Key) error {
 	if plan != nil && plan.Problem == "" {
 		obs.Serving = r.serving(ctx, v, f, plan)
 		if !plan.NewPlan {
-			obs.GateFailure, obs.GateUnknown, recheck, poll = r.gates(ctx, p, plan)
+			obs.GateFailure, obs.GateUnknown, recheck, poll = r.gates(ctx, p, plan, obs.Serving)
 		}
 	}
 	res := Next(p, plan, obs)
@@ -150,14 +150,30 @@ func (r *Reconciler) cacheBehind() time.Duration {
 }
 
 // serving is, per consumer namespace of a plan, the revision every copy
-// of the flag set there holds (status.Copies.Held).
+// of the flag set there holds (status.Copies.Held), when the flagd of every
+// pod there that flagplane asks answers with it (status.ConfirmObserved);
+// "" otherwise. So a step's pause and gates start once its consumers'
+// pods serve the revision, not once it was written.
 func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.Key, plan *topology.RolloutPlan) map[string]string {
-	copies := status.CopiesOf(v, f, r.Observed(ctx))
+	obs := r.Observed(ctx)
+	copies := status.CopiesOf(v, f, obs)
+	co, confirms := obs.(status.ConfirmObserved)
 	out := make(map[string]string, len(plan.Consumers))
 	for _, c := range plan.Consumers {
-		out[c.Namespace] = copies.In(c.Namespace).Held()
+		held := copies.In(c.Namespace).Held()
+		if confirms && held != "" && len(c.Workloads) > 0 {
+			if s := co.Confirm(f, c.Namespace, c.Workloads, held, r.flags(v, f, held), true); s.Confirmed < s.Pods {
+				held = ""
+			}
+		}
+		out[c.Namespace] = held
 	}
 	return out
+}
+
+// flags is how many flags revision of f has.
+func (r *Reconciler) flags(v *topology.View, f topology.Key, revision string) int {
+	return status.RenderedFlags(v, f, revision)
 }
 
 // gates evaluates the policy's gates on the consumers that serve the new
@@ -167,7 +183,7 @@ func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.K
 // hold), which could not be evaluated, when a PodsReady grace ends
 // (recheck), and when to look again for the Prober's next sweep (poll: 0
 // while one runs, whose end enqueues the policy).
-func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan) (failure, unknown string, recheck, poll time.Duration) {
+func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPlan, serving map[string]string) (failure, unknown string, recheck, poll time.Duration) {
 	if len(p.Spec.Gates) == 0 || plan.Target == plan.Stable {
 		return "", "", 0, 0
 	}
@@ -177,7 +193,7 @@ func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagR
 	key := topology.RolloutPolicyKey(p.Namespace, p.Name)
 	var namespaces []string
 	for _, c := range plan.Consumers {
-		if c.Revision == plan.Target {
+		if c.Revision == plan.Target && serving[c.Namespace] == plan.Target {
 			namespaces = append(namespaces, c.Namespace)
 		}
 	}
@@ -198,7 +214,7 @@ func (r *Reconciler) gates(ctx context.Context, p *deliveryv1alpha1.FeatureFlagR
 			req.Queries = append(req.Queries, ProbeQuery{Gate: i, Address: g.Prometheus.Address, Query: q})
 		}
 	}
-	pods := r.targetPods(ctx, plan)
+	pods := r.targetPods(ctx, plan, serving)
 	if metrics {
 		for _, sp := range pods {
 			if sp.Address != "" {
@@ -246,10 +262,10 @@ type targetPod struct {
 
 // targetPods lists the pods of the workloads of the consumers that serve
 // the plan's target, from the cache.
-func (r *Reconciler) targetPods(ctx context.Context, plan *topology.RolloutPlan) []targetPod {
+func (r *Reconciler) targetPods(ctx context.Context, plan *topology.RolloutPlan, serving map[string]string) []targetPod {
 	var out []targetPod
 	for _, c := range plan.Consumers {
-		if c.Revision != plan.Target || len(c.Workloads) == 0 {
+		if c.Revision != plan.Target || serving[c.Namespace] != plan.Target || len(c.Workloads) == 0 {
 			continue
 		}
 		list := &corev1.PodList{}

@@ -73,6 +73,10 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1b
 	status.Namespaces = v.ConsumerNamespaces(key)
 	status.Revision, status.Delivered, status.Consumers = delivery(v, key, rendered, obs, ff.Status.Consumers)
 	status.Unobserved = unobserved(v, key)
+	status.Confirmed, status.Serving = "", nil
+	if co, ok := obs.(ConfirmObserved); ok && rendered.Err == nil && status.Revision != "" {
+		status.Confirmed, status.Serving = confirmation(v, key, status.Revision, int(status.Flags), CopiesOf(v, key, obs), v.RolloutPlan(key), co)
+	}
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
 	if err := rendered.Err; err != nil {
@@ -213,6 +217,17 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 		return workflows.Verdict{Health: workflows.Reconciling, Reason: v1beta1.ReasonDelivering,
 			Message: fmt.Sprintf("revision %s delivered to %s consumers; %s", status.Revision, status.Delivered, workflows.WaitingFor(behind, 5))}
 	}
+	if co, ok := obs.(ConfirmObserved); ok {
+		if s, found, overdue := unconfirmed(status.Serving, co.ConfirmNow(), co.ConfirmBound()); found {
+			msg := fmt.Sprintf("every copy holds the revision planned for it, and %s pods' flagd serve it; namespace %s: %d of %d pods serve revision %s (%s)",
+				status.Confirmed, s.Namespace, s.Confirmed, s.Pods, topology.ShortRevision(s.Revision), s.Reason)
+			if overdue {
+				return workflows.Verdict{Health: workflows.Stalled, Reason: v1beta1.ReasonNotConfirmed,
+					Message: fmt.Sprintf("%s, for more than %s", msg, co.ConfirmBound())}
+			}
+			return workflows.Verdict{Health: workflows.Reconciling, Reason: v1beta1.ReasonConfirming, Message: msg}
+		}
+	}
 	if staged {
 		serving := 0
 		for _, c := range plan.Consumers {
@@ -227,6 +242,9 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 	msg := fmt.Sprintf("flag set is valid; revision %s", status.Revision)
 	if status.Delivered != "" {
 		msg += " delivered to " + status.Delivered + " consumers"
+	}
+	if status.Confirmed != "" {
+		msg += ", served by " + status.Confirmed + " pods as their flagd answers"
 	}
 	return workflows.Verdict{Health: workflows.Ready, Reason: v1beta1.ReasonReady, Message: msg}
 }

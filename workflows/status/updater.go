@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,6 +44,9 @@ type Updater struct {
 	// Unrecorded are the FeatureFlags whose accepted spec the revision
 	// history did not record; nil knows of none.
 	Unrecorded *workflows.UnrecordedRevisions
+	// Confirmer asks the consumers' flagds what they serve; nil asks none,
+	// and delivery is what flagplane wrote.
+	Confirmer *Confirmer
 
 	mu sync.Mutex
 	// replaced holds, per object whose status this updater wrote, the
@@ -57,7 +61,7 @@ func (u *Updater) observed(ctx context.Context) CacheObserved { return u.Observe
 // Observed is what the cache and the sync reports show of the generated
 // objects: what staged rollouts read of their consumers.
 func (u *Updater) Observed(ctx context.Context) CacheObserved {
-	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports, Unrecorded: u.Unrecorded}
+	return CacheObserved{Ctx: ctx, Reader: u.Client, Failures: u.Failures, Sync: u.SyncReports, Unrecorded: u.Unrecorded, Confirmer: u.Confirmer}
 }
 
 // UpdateFlagSet writes the status of a FeatureFlag.
@@ -68,7 +72,7 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	}
 	desired := DesiredFlagSet(v, ff, u.observed(ctx))
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
-		return nil
+		return confirmAgain(desired)
 	}
 	if u.deliveryUnderway(ff, desired) {
 		log.FromContext(ctx).V(1).Info("status waits for the writes of its ConfigMaps")
@@ -80,9 +84,34 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionReady); c != nil && c.Reason == v1beta1.ReasonFlagSetTooLarge {
 		workflows.Warn(u.Events, ff, v1beta1.ReasonFlagSetTooLarge, workflows.ActionApply, "%s", c.Message)
 	}
+	if c := meta.FindStatusCondition(desired.Conditions, v1beta1.ConditionReady); c != nil && c.Reason == v1beta1.ReasonNotConfirmed {
+		if before := meta.FindStatusCondition(ff.Status.Conditions, v1beta1.ConditionReady); before == nil || before.Reason != v1beta1.ReasonNotConfirmed {
+			workflows.Warn(u.Events, ff, v1beta1.ReasonNotConfirmed, workflows.ActionConfirm, "%s", c.Message)
+		}
+	}
 	ff.Status = desired
-	return u.write(ctx, key, ff)
+	if err := u.write(ctx, key, ff); err != nil {
+		return err
+	}
+	return confirmAgain(desired)
 }
+
+// confirmAgain asks for the status of a flag set to be computed again
+// while a pod does not confirm its revision: so that its pods are wanted
+// again (a confirm.Prober reads a pod nobody wants no more), and so that
+// the bound is seen to pass.
+func confirmAgain(s v1beta1.FeatureFlagStatus) error {
+	for _, ns := range s.Serving {
+		if ns.Confirmed < ns.Pods {
+			return workflows.RequeueAfter(confirmRecheck)
+		}
+	}
+	return nil
+}
+
+// confirmRecheck is how often the status of a flag set whose pods do not
+// all confirm its revision is computed again.
+const confirmRecheck = 30 * time.Second
 
 // Deliveries tells whether a write of a generated ConfigMap is on its way:
 // queued, being made, or made and not in the cache yet. The controllers
@@ -259,6 +288,8 @@ type CacheObserved struct {
 	// Unrecorded are the specs the revision history did not record; nil
 	// knows of none.
 	Unrecorded *workflows.UnrecordedRevisions
+	// Confirmer asks the consumers' flagds what they serve; nil asks none.
+	Confirmer *Confirmer
 }
 
 // UnrecordedRevision implements HistoryObserved.
@@ -280,6 +311,7 @@ var (
 	_ Observed        = CacheObserved{}
 	_ SyncObserved    = CacheObserved{}
 	_ HistoryObserved = CacheObserved{}
+	_ ConfirmObserved = CacheObserved{}
 )
 
 // ConfigMapData implements Observed.

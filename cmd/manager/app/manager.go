@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		StartedUp:       releaseStartupMemory,
 		PodAddress:      o.PodAddress,
 		PrometheusGates: o.PrometheusGates, PrometheusNamespaceLabel: o.PrometheusNamespaceLabel,
+		NoConfirm: !o.ConfirmDelivery, ConfirmBound: o.ConfirmBound,
 		Topology: topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/staging"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // Options configure the manager. DefaultOptions gives the values of the
@@ -121,6 +122,11 @@ type Options struct {
 	// PrometheusGates evaluates the Prometheus gates of rollout policies
 	// (--prometheus-gates): the manager queries the Prometheus each names.
 	PrometheusGates bool
+	// ConfirmDelivery asks the consumers' flagds which revision they serve
+	// (--confirm-delivery); ConfirmBound is how long a pod may take to
+	// serve a revision its copy holds (--confirm-bound).
+	ConfirmDelivery bool
+	ConfirmBound    time.Duration
 	// PrometheusNamespaceLabel is the label of a series' namespace that
 	// every Prometheus gate's query is confined by
 	// (--prometheus-namespace-label, default "namespace").
@@ -162,6 +168,8 @@ func DefaultOptions() Options {
 		RevisionHistoryLimit:     history.DefaultLimit,
 		PrometheusNamespaceLabel: staging.DefaultNamespaceLabel,
 		RevisionNamespaceLimit:   history.DefaultNamespaceLimit,
+		ConfirmDelivery:          true,
+		ConfirmBound:             status.DefaultConfirmBound,
 	}
 }
 
@@ -187,6 +195,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader election Lease (default: the namespace of the Pod)")
 	fs.Var((*stringList)(&o.Namespaces), "namespaces", "comma-separated namespaces to watch (namespace-scoped mode); empty watches the whole cluster")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "workers per queue (each workflow's and the healer's)")
+	fs.BoolVar(&o.ConfirmDelivery, "confirm-delivery", o.ConfirmDelivery, "ask the flagd of every pod that reads a flag set through an injected sidecar or a Flagd which revision it serves (its sync port, from the manager's pod): a FeatureFlag is Ready, and a rollout step served, once they answer with it (off: once flagplane's own write succeeded)")
+	fs.DurationVar(&o.ConfirmBound, "confirm-bound", o.ConfirmBound, "how long a pod may take to serve a revision its copy holds (the kubelet projects a ConfigMap at its sync) before its FeatureFlag is Stalled, naming the pod and what its flagd answered")
 	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
 	fs.StringVar(&o.PrometheusNamespaceLabel, "prometheus-namespace-label", o.PrometheusNamespaceLabel, "the label that names a series' namespace in the Prometheus that gates query: every series selector of a gate's query is confined to the namespaces that serve the new revision by this label")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
@@ -230,6 +240,9 @@ func (o Options) Validate() error {
 	}
 	if o.RevisionHistoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--revision-history-limit must not be negative, not %d", o.RevisionHistoryLimit))
+	}
+	if o.ConfirmDelivery && o.ConfirmBound < 10*time.Second {
+		errs = append(errs, fmt.Errorf("--confirm-bound must be at least 10s (a pod reads a new revision in no less), not %s", o.ConfirmBound))
 	}
 	if o.RevisionHistoryLimit > history.MaxLimit {
 		errs = append(errs, fmt.Errorf("--revision-history-limit must be at most %d (the most revisions flagplane keeps of a flag set), not %d",
