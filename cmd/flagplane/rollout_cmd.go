@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/inspect/rolloutstatus"
 	"github.com/flagplane/flagplane/topology"
 )
@@ -114,7 +115,14 @@ func runRollout(ctx context.Context, c client.Client, action, ns, flagSet string
 	running := st.Phase == deliveryv1alpha1.PhaseProgressing || st.Phase == deliveryv1alpha1.PhasePaused
 	switch action {
 	case "status":
-		return rolloutstatus.Write(out, p, time.Now())
+		// What the pods serve is the FeatureFlag's to say; without read
+		// access to it, the rollout is shown without.
+		var ff v1beta1.FeatureFlag
+		var pods []v1beta1.NamespaceServing
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flagSet}, &ff); err == nil {
+			pods = ff.Status.Serving
+		}
+		return rolloutstatus.Write(out, p, pods, time.Now())
 	case "pause":
 		if p.Spec.Paused {
 			_, err := fmt.Fprintf(out, "FeatureFlagRolloutPolicy %s/%s is paused already\n", ns, p.Name)

@@ -483,7 +483,11 @@ func (d *demo) showAnswers(ctx context.Context) error {
 // showRolloutStatus prints the policy as `flagplane rollout status` does.
 func (d *demo) showRolloutStatus(ctx context.Context, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) error {
 	var b strings.Builder
-	if err := rolloutstatus.Write(&b, p, time.Now()); err != nil {
+	var ff v1beta1.FeatureFlag
+	if err := d.cp.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.TargetRef.Name}, &ff); err != nil {
+		return err
+	}
+	if err := rolloutstatus.Write(&b, p, ff.Status.Serving, time.Now()); err != nil {
 		return err
 	}
 	d.say("$ flagplane rollout status ff/%s -n %s", p.Spec.TargetRef.Name, p.Namespace)

@@ -100,6 +100,11 @@ type Delivered struct {
 	Consumers []string `json:"consumers,omitempty"`
 	// Unobserved says which consumers are not counted, and why.
 	Unobserved string `json:"unobserved,omitempty"`
+	// Confirmed is status.confirmed: "<confirmed>/<pods>" whose flagd
+	// answers with the revision planned for them; Serving, per namespace,
+	// how many pods serve which revision, as their flagd answers.
+	Confirmed string   `json:"confirmed,omitempty"`
+	Serving   []string `json:"serving,omitempty"`
 }
 
 func count(n int, noun string) string {
@@ -135,10 +140,37 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 		}
 		d.Consumers = append(d.Consumers, line)
 	}
+	d.Confirmed = st.Confirmed
+	for _, ns := range st.Serving {
+		d.Serving = append(d.Serving, servingLine(ns))
+	}
 	if u := st.Unobserved; u != nil {
 		d.Unobserved = fmt.Sprintf("%s and %s not counted: %s", count(int(u.Workloads), "workload"), count(int(u.Flagds), "Flagd"), u.Reason)
 	}
 	return d
+}
+
+// servingLine says what the pods of one namespace serve: "ns: 2 of 3 pods
+// serve abcd1234 (since ...); 1 serves 5678abcd; pod x: why".
+func servingLine(ns v1beta1.NamespaceServing) string {
+	line := fmt.Sprintf("%s: %d of %s serve %s", ns.Namespace, ns.Confirmed, count(int(ns.Pods), "pod"), topology.ShortRevision(ns.Revision))
+	if ns.Since != nil {
+		line += " (its copy since " + ns.Since.UTC().Format(time.RFC3339) + ")"
+	}
+	for _, o := range ns.Others {
+		if o.Revision == "" {
+			line += fmt.Sprintf("; %d not known", o.Pods)
+		} else {
+			line += fmt.Sprintf("; %d serve %s", o.Pods, topology.ShortRevision(o.Revision))
+		}
+	}
+	if ns.Starting > 0 {
+		line += fmt.Sprintf("; %s starting", count(int(ns.Starting), "pod"))
+	}
+	if ns.Reason != "" {
+		line += "; " + ns.Reason
+	}
+	return line
 }
 
 // AppliedSource is a source that applies to a workload and why.

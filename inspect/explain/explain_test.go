@@ -181,7 +181,9 @@ func TestFlagSetDelivered(t *testing.T) {
 	ff.Status = v1beta1.FeatureFlagStatus{Revision: "bbb", Delivered: "1/2", Consumers: []v1beta1.ConsumerRevision{
 		{Kind: "SyncSubscribers", Namespace: "shop", Name: "core.openfeature.dev/shop/checkout", Revision: "aaa", Since: &since, Streams: 3, Current: 1},
 		{Kind: "ConfigMap", Namespace: "shop", Name: "flagd.shop.checkout", Revision: "bbb", Since: &since},
-	}, Unobserved: &v1beta1.UnobservedConsumers{Workloads: 1, Reason: "they read it themselves"}}
+	}, Unobserved: &v1beta1.UnobservedConsumers{Workloads: 1, Reason: "they read it themselves"},
+		Confirmed: "1/3", Serving: []v1beta1.NamespaceServing{{Namespace: "shop", Revision: "bbb", Pods: 3, Confirmed: 1, Since: &since, Starting: 1,
+			Others: []v1beta1.RevisionPods{{Revision: "aaa", Pods: 1}, {Pods: 1}}, Reason: "pod web-2: flagd serves revision aaa of FeatureFlag shop/checkout"}}}
 	withStatus, err := v.WithFlagSet(ff)
 	g.Expect(err).NotTo(HaveOccurred())
 	r, err = explain.Explain(withStatus, "ff", "shop", "checkout", injection.DefaultOptions())
@@ -194,6 +196,9 @@ func TestFlagSetDelivered(t *testing.T) {
     - SyncSubscribers shop/core.openfeature.dev/shop/checkout: behind, holds aaa since 2026-11-23T04:00:00Z (1 of 3 streams current)
     - ConfigMap shop/flagd.shop.checkout: holds bbb since 2026-11-23T04:00:00Z
   1 workload and 0 Flagds not counted: they read it themselves
+  1/3 pods serve what is planned for them, as their flagd answers
+  pods by namespace:
+    - shop: 1 of 3 pods serve bbb (its copy since 2026-11-23T04:00:00Z); 1 serve aaa; 1 not known; 1 pod starting; pod web-2: flagd serves revision aaa of FeatureFlag shop/checkout
 `))
 
 	ff.Status.Revision = rev

@@ -116,6 +116,10 @@ func text(r *Report) string {
 		if d.Unobserved != "" {
 			b.WriteString("  " + d.Unobserved + "\n")
 		}
+		if d.Confirmed != "" {
+			b.WriteString("  " + d.Confirmed + " pods serve what is planned for them, as their flagd answers\n")
+			list("pods by namespace", d.Serving)
+		}
 	}
 	return b.String()
 }

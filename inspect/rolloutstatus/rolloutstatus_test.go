@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
 func TestWrite(t *testing.T) {
@@ -26,6 +27,7 @@ func TestWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		st   deliveryv1alpha1.FeatureFlagRolloutPolicyStatus
+		pods []v1beta1.NamespaceServing
 		want string
 	}{{
 		name: "waiting for approval at the first step, a consumer not known yet, a step cut short",
@@ -37,6 +39,7 @@ func TestWrite(t *testing.T) {
 				{Name: "everyone", Consumers: []deliveryv1alpha1.ConsumerStatus{{Namespace: "shop-eu", Workloads: 2, Planned: "aaa"}}, More: 3},
 			},
 		},
+		pods: []v1beta1.NamespaceServing{{Namespace: "shop-eu", Revision: "aaa", Pods: 4, Confirmed: 3}, {Namespace: "shop-canary", Revision: "bbb", Pods: 2, Confirmed: 2}},
 		want: `FeatureFlagRolloutPolicy shop/pricing stages FeatureFlag pricing
 Phase:    paused
 Step:     1 of 2
@@ -45,10 +48,10 @@ Target:   bbb
 Started:  1m30s ago
 Message:  step 1: waiting for approval
 
-STEP      NAMESPACE    WORKLOADS  PLANNED  SERVING
-canary    shop-canary  1          bbb      bbb
-everyone  shop-eu      2          aaa      -
-everyone  (3 more)                         
+STEP      NAMESPACE    WORKLOADS  PLANNED  SERVING  PODS
+canary    shop-canary  1          bbb      bbb      2/2 on bbb
+everyone  shop-eu      2          aaa      -        3/4 on aaa
+everyone  (3 more)                                  
 `,
 	}, {
 		name: "completed, and not accepted",
@@ -75,7 +78,7 @@ Target:
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			var b strings.Builder
-			g.Expect(Write(&b, policy(tc.st), now)).To(Succeed())
+			g.Expect(Write(&b, policy(tc.st), tc.pods, now)).To(Succeed())
 			g.Expect(b.String()).To(Equal(tc.want))
 		})
 	}
