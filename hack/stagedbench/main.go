@@ -77,6 +77,9 @@ type options struct {
 	// pausedTimeout bounds the wait for tenant A's rollouts to reach
 	// their approval.
 	pausedTimeout time.Duration
+	// quiet is how long the cost of a cluster whose pods all confirmed is
+	// watched.
+	quiet time.Duration
 	// manager is a manager binary to run instead of building cmd/manager
 	// (an earlier version's, to compare).
 	manager string
@@ -91,6 +94,7 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 32, "objects created at once")
 	flag.DurationVar(&o.window, "window", time.Minute, "how long tenant A's reconciles and reads are counted")
 	flag.DurationVar(&o.haltTimeout, "halt-timeout", 3*time.Minute, "how long a halt of tenant B is waited for before it counts as not seen")
+	flag.DurationVar(&o.quiet, "quiet", 30*time.Second, "how long the manager's reads and CPU are counted once every pod confirmed tenant A's edit")
 	flag.DurationVar(&o.pausedTimeout, "paused-timeout", 10*time.Minute, "how long tenant A's rollouts are waited for to reach their approval before A is measured as it stands")
 	flag.StringVar(&o.manager, "manager", "", "a manager binary to run instead of building cmd/manager (an earlier version's, to compare)")
 	flag.Parse()
@@ -123,6 +127,10 @@ type bench struct {
 	// tenant B's flagd, whose error count the bench sets.
 	blackHole *blackHole
 	fake      *fakeFlagd
+	// sync is every pod's flagd sync service, which the manager asks what
+	// the pod serves; confirmed, what the unstaged edit's confirmation cost.
+	sync      *fakeSync
+	confirmed confirmResult
 }
 
 func run(ctx context.Context, o options, out io.Writer) (bool, error) {
@@ -144,6 +152,10 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 		return false, err
 	}
 	defer b.fake.close()
+	if b.sync, err = newFakeSync(); err != nil {
+		return false, err
+	}
+	defer b.sync.close()
 
 	progress("starting the control plane (etcd, kube-apiserver; no kube-controller-manager) and building cmd/manager")
 	built := make(chan error, 1)
@@ -204,14 +216,39 @@ func (b *bench) setUp(ctx context.Context, binary, kubeconfig, dir string) error
 		return fmt.Errorf("%w; last lines:\n%s", err, b.manager.Tail(20))
 	}
 	progress("manager ready")
+	go b.sync.follow(ctx, b.c, map[string][]string{"a": b.flagSets("a"), "b": b.flagSets("b")})
+	if err := b.confirmedAll(ctx, b.o.namespaces*b.o.pods, time.Now()); err != nil {
+		return err
+	}
 	// The baseline of the fan-out: tenant A's edit to its consumers
-	// without a policy.
+	// without a policy, and what its confirmation costs.
+	reads0 := b.sync.reads.Load()
+	cpu0, err := managerCPU(b.manager.Pid())
+	if err != nil {
+		return err
+	}
 	began := time.Now()
 	if err := b.editAll(ctx, 1); err != nil {
 		return err
 	}
 	b.unstaged = time.Since(began)
 	progress("tenant A's edit served by every consumer, without a policy, in %s", b.unstaged.Round(time.Millisecond))
+	if err := b.confirmedAll(ctx, b.o.namespaces*b.o.pods, began); err != nil {
+		return err
+	}
+	cpu1, err := managerCPU(b.manager.Pid())
+	if err != nil {
+		return err
+	}
+	b.confirmed.reads, b.confirmed.cpu = b.sync.reads.Load()-reads0, cpu1-cpu0
+	progress("confirmed by every pod in %s: %d reads, %s of manager CPU", b.confirmed.took.Round(time.Millisecond), b.confirmed.reads,
+		b.confirmed.cpu.Round(time.Millisecond))
+	reads1 := b.sync.reads.Load()
+	cpu0, _ = managerCPU(b.manager.Pid())
+	time.Sleep(b.o.quiet)
+	cpu1, _ = managerCPU(b.manager.Pid())
+	b.confirmed.quietReads, b.confirmed.quietCPU = b.sync.reads.Load()-reads1, cpu1-cpu0
+	progress("quiet for %s: %d reads, %s of manager CPU", b.o.quiet, b.confirmed.quietReads, b.confirmed.quietCPU.Round(time.Millisecond))
 	stepAll := deliveryv1alpha1.RolloutStep{Name: "all", Percentage: ptr.To[int32](100), Approval: true}
 	for _, name := range b.flagSets("a") {
 		if err := b.c.Create(ctx, policy("a", name, []deliveryv1alpha1.RolloutStep{stepAll, {Name: "done", Percentage: ptr.To[int32](100)}})); err != nil {
@@ -273,7 +310,7 @@ func (b *bench) measure(ctx context.Context, out io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return report(out, b.o, window, idle, loaded), nil
+	return report(out, b.o, window, b.confirmed, idle, loaded), nil
 }
 
 // ---------------------------------------------------------------- objects
@@ -525,6 +562,44 @@ func (b *bench) editAll(ctx context.Context, n int) error {
 	return nil
 }
 
+// confirmResult is what confirming tenant A's unstaged edit by its pods
+// cost: the time from the edit to every pod confirmed, the reads of the
+// pods' flagd, the manager's CPU; and the reads and CPU of a quiet spell
+// after.
+type confirmResult struct {
+	took, cpu, quietCPU time.Duration
+	reads, quietReads   int64
+}
+
+// confirmedAll waits until tenant A's FeatureFlags say that every one of
+// their pods serves their revision, as its flagd answers (status
+// confirmed "pods/pods"), and notes the time from began.
+func (b *bench) confirmedAll(ctx context.Context, pods int, began time.Time) error {
+	want := fmt.Sprintf("%d/%d", pods, pods)
+	deadline := time.Now().Add(10 * time.Minute)
+	for _, name := range b.flagSets("a") {
+		ff := &v1beta1.FeatureFlag{}
+		for {
+			if err := b.c.Get(ctx, client.ObjectKey{Namespace: "flags-a", Name: name}, ff); err != nil {
+				return err
+			}
+			if ff.Status.ObservedGeneration == ff.Generation && ff.Status.Confirmed == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("tenant a's FeatureFlag %s says %q confirmed, not %s", name, ff.Status.Confirmed, want)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	b.confirmed.took = time.Since(began)
+	return nil
+}
+
 // servedAll waits until tenant t's FeatureFlag says that its n consumers
 // hold the revision planned for them, after its last edit.
 func (b *bench) servedAll(ctx context.Context, t, name string, n int) error {
@@ -708,7 +783,7 @@ func (f *fakeFlagd) close() { _ = f.srv.Close() }
 
 // ---------------------------------------------------------------- report
 
-func report(out io.Writer, o options, w windowResult, idle, loaded []time.Duration) bool {
+func report(out io.Writer, o options, w windowResult, c confirmResult, idle, loaded []time.Duration) bool {
 	fmt.Fprintf(out, "\n### Gates at scale: tenant A, %d rollout polic(ies) over %d consumer namespaces and %d pods that never answer\n\n",
 		max(o.hostile, 1), o.namespaces, o.namespaces*o.pods)
 	fmt.Fprintf(out, "| over %s | value |\n|---|---|\n", w.length)
@@ -729,6 +804,14 @@ func report(out io.Writer, o options, w windowResult, idle, loaded []time.Durati
 	fmt.Fprintf(out, "| reconcile time, p99 (histogram bucket) | %s |\n", bucketString(w.reconcileP99, w.largestBucket))
 	fmt.Fprintf(out, "| reads that reached the black hole, per minute | %s |\n", perMin(float64(w.blackHoleReads)))
 	fmt.Fprintf(out, "| manager CPU per minute | %s |\n", (time.Duration(float64(w.managerCPU) * float64(time.Minute) / float64(w.length))).Round(time.Millisecond))
+
+	fmt.Fprintf(out, "\n### Confirmation at scale: one edit of a flag set read by %d pods in %d namespaces\n\n", o.namespaces*o.pods, o.namespaces)
+	fmt.Fprintf(out, "| | value |\n|---|---|\n")
+	fmt.Fprintf(out, "| edit to every consumer's copy holding it (written) | %s |\n", w.unstaged.Round(time.Millisecond))
+	fmt.Fprintf(out, "| edit to every pod confirmed (status) | %s |\n", c.took.Round(time.Millisecond))
+	fmt.Fprintf(out, "| reads of the pods' flagd | %d (%.2f per pod) |\n", c.reads, float64(c.reads)/float64(max(o.namespaces*o.pods, 1)))
+	fmt.Fprintf(out, "| manager CPU, edit to every pod confirmed | %s |\n", c.cpu.Round(time.Millisecond))
+	fmt.Fprintf(out, "| then quiet for %s: reads, manager CPU | %d, %s |\n", o.quiet, c.quietReads, c.quietCPU.Round(time.Millisecond))
 
 	fmt.Fprintf(out, "\n### Tenant B's failing gate to Halted\n\n| tenant A | halts | each | median |\n|---|---|---|---|\n")
 	row := func(name string, d []time.Duration) time.Duration {

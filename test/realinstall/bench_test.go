@@ -12,90 +12,149 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
-	"github.com/flagplane/flagplane/test/flagdapi"
 )
 
 // benchEditsEnv sets how many edits each provider is timed over.
 const benchEditsEnv = "FLAGPLANE_REALNODE_BENCH_EDITS"
 
-// The delivery figures of docs/benchmarks.md: for each provider, the time
-// from a FeatureFlag edit to the running flagd serving it, on the real
-// kubelet with the suite's syncFrequency (make bench runs it with the
-// kubelet's default and with 1s). Run by `make bench` only (label bench).
+// The delivery figures of docs/benchmarks.md: for each provider, from a
+// FeatureFlag edit to its copies holding it (status: written), to the
+// running flagd serving it (asked directly: served), and to status saying
+// the pod's flagd answers with it (confirmed), on the real kubelet with
+// the suite's syncFrequency (make bench runs it with the kubelet's default
+// and with 1s). Each provider reads a FeatureFlag of its own, all edited
+// at once. Run by `make bench` only (label bench).
 var _ = Describe("delivery figures on a real kubelet", Label("bench"), func() {
-	It("times each provider from a FeatureFlag edit to the running flagd serving it", func(ctx SpecContext) {
+	It("times each provider from a FeatureFlag edit to written, to the running flagd serving it, and to confirmed", func(ctx SpecContext) {
 		edits := 10
 		if v, err := strconv.Atoi(os.Getenv(benchEditsEnv)); err == nil && v > 0 {
 			edits = v
 		}
 		ns := newNamespace(ctx, "bench")
-		ff := revisionFlagSet(ns, "flags")
-		create(ctx, ff, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubernetes"}})
+		create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubernetes"}})
 		providers := []v1beta1.SyncProviderType{v1beta1.SyncProviderFile, v1beta1.SyncProviderKubernetes, v1beta1.SyncProviderFlagdProxy}
-		addrs := map[v1beta1.SyncProviderType]string{}
+		flagSets := map[v1beta1.SyncProviderType]*v1beta1.FeatureFlag{}
+		pods := map[v1beta1.SyncProviderType]*corev1.Pod{}
 		for _, p := range providers {
 			name := strings.ReplaceAll(string(p), "-", "")
+			flagSets[p] = revisionFlagSet(ns, "flags-"+name)
 			d := app(ns, name, map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: name})
 			if p == v1beta1.SyncProviderKubernetes {
 				d.Spec.Template.Spec.ServiceAccountName = "kubernetes"
 			}
-			create(ctx, fixtures.Source(ns, name, []v1beta1.Source{{Source: "flags", Provider: p}}), d)
+			create(ctx, flagSets[p], fixtures.Source(ns, name, []v1beta1.Source{{Source: "flags-" + name, Provider: p}}), d)
 		}
 		for _, p := range providers {
-			addrs[p] = flagdAddr(readyPod(ctx, ns, strings.ReplaceAll(string(p), "-", "")))
+			pods[p] = readyPod(ctx, ns, strings.ReplaceAll(string(p), "-", ""))
 		}
-		servedAt := func(addr string, rev int) func() bool {
-			return func() bool {
-				e, err := flagdapi.Resolve(ctx, addr, flagdapi.Int, revisionFlag, nil)
-				return err == nil && e.Variant == fmt.Sprintf("r%d", rev)
-			}
+		ws := make([]watched, len(providers))
+		for i, p := range providers {
+			ws[i] = watched{ff: flagSets[p], pod: pods[p], confirmable: p != v1beta1.SyncProviderKubernetes}
 		}
-		for _, p := range providers {
-			Eventually(servedAt(addrs[p], 0)).WithTimeout(3 * time.Minute).Should(BeTrue())
-		}
-		took := map[v1beta1.SyncProviderType][]time.Duration{}
+		watchEdits(ctx, ws, revisionFlag, "r0", time.Now())
+		times := map[v1beta1.SyncProviderType][]editTimes{}
 		for i := 1; i <= edits && i < revisions; i++ {
-			var cur v1beta1.FeatureFlag
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), &cur)).To(Succeed())
-			f := cur.Spec.FlagSpec.Flags[revisionFlag]
-			f.DefaultVariant = fmt.Sprintf("r%d", i)
-			cur.Spec.FlagSpec.Flags[revisionFlag] = f
+			variant := fmt.Sprintf("r%d", i)
 			edited := time.Now()
-			Expect(k8s.Update(ctx, &cur)).To(Succeed())
-			pending := map[v1beta1.SyncProviderType]bool{}
 			for _, p := range providers {
-				pending[p] = true
+				setRevision(ctx, flagSets[p], variant)
 			}
-			// Polled every 20 ms, all providers at once, so that each time is
-			// its own and none waits for another.
-			Eventually(func() int {
-				for p := range pending {
-					if servedAt(addrs[p], i)() {
-						took[p] = append(took[p], time.Since(edited))
-						delete(pending, p)
-					}
-				}
-				return len(pending)
-			}).WithTimeout(3 * time.Minute).WithPolling(20 * time.Millisecond).Should(BeZero())
+			for j, t := range watchEdits(ctx, ws, revisionFlag, variant, edited) {
+				Expect(t.ahead).To(BeZero(), "%s: status ahead of flagd", providers[j])
+				times[providers[j]] = append(times[providers[j]], t)
+			}
 		}
 		sync := "the kubelet's default (1m)"
 		if suiteSyncFrequency() > 0 {
 			sync = suiteSyncFrequency().String()
 		}
 		var table strings.Builder
-		fmt.Fprintf(&table, "edit to the running flagd serving it, %d edits, kubelet syncFrequency %s\n", edits, sync)
-		fmt.Fprintf(&table, "| provider | min | median | p90 | max |\n|---|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&table, "edit to written (status), to served (the pod's flagd, asked every 20 ms), to confirmed (status), %d edits, kubelet syncFrequency %s; median / p90 / max\n", edits, sync)
+		fmt.Fprintf(&table, "| provider | written | served | confirmed |\n|---|--:|--:|--:|\n")
 		for _, p := range providers {
-			d := took[p]
-			sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
-			fmt.Fprintf(&table, "| %s | %s | %s | %s | %s |\n", p, fmtDuration(d[0]), fmtDuration(d[len(d)/2]), fmtDuration(d[len(d)*9/10]), fmtDuration(d[len(d)-1]))
+			col := func(get func(editTimes) time.Duration) string {
+				var d []time.Duration
+				for _, t := range times[p] {
+					if v := get(t); v > 0 {
+						d = append(d, v)
+					}
+				}
+				if len(d) == 0 {
+					return "–"
+				}
+				sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
+				return fmt.Sprintf("%s / %s / %s", fmtDuration(d[len(d)/2]), fmtDuration(d[len(d)*9/10]), fmtDuration(d[len(d)-1]))
+			}
+			fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", p, col(func(t editTimes) time.Duration { return t.written }),
+				col(func(t editTimes) time.Duration { return t.served }), col(func(t editTimes) time.Duration { return t.confirmed }))
 		}
 		AddReportEntry("delivery on a real kubelet", table.String())
 		fmt.Fprint(GinkgoWriter, table.String())
 		fmt.Print(table.String())
+	})
+
+	It("starts a staged step's pause when the canary's pods serve the revision, as their flagd answers directly", func(ctx SpecContext) {
+		edits := 3
+		ns := newNamespace(ctx, "stagedbench")
+		ff := revisionFlagSet(ns, "flags")
+		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{{Source: "flags", Provider: v1beta1.SyncProviderFile}}),
+			app(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
+		pod := readyPod(ctx, ns, "web")
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flags"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: "flags"},
+				Steps: []deliveryv1alpha1.RolloutStep{
+					{Name: "canary", Percentage: ptr.To[int32](100), Pause: &metav1.Duration{Duration: 10 * time.Second}},
+					{Name: "done", Percentage: ptr.To[int32](100)},
+				},
+			},
+		}
+		create(ctx, policy)
+		w := []watched{{ff: ff, pod: pod, confirmable: true}}
+		watchEdits(ctx, w, revisionFlag, "r0", time.Now())
+		var rows []string
+		for i := 1; i <= edits; i++ {
+			variant := fmt.Sprintf("r%d", i)
+			edited := time.Now()
+			setRevision(ctx, ff, variant)
+			t := watchEdits(ctx, w, revisionFlag, variant, edited)[0]
+			Expect(t.ahead).To(BeZero())
+			served := edited.Add(t.served)
+			var cur v1beta1.FeatureFlag
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), &cur)).To(Succeed())
+			var got deliveryv1alpha1.FeatureFlagRolloutPolicy
+			Eventually(func() (*metav1.Time, error) {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(policy), &got)
+				if got.Status.TargetRevision != cur.Status.Revision || got.Status.Step != 0 {
+					return nil, err
+				}
+				return got.Status.StepServedAt, err
+			}).WithTimeout(time.Minute).ShouldNot(BeNil(), "the canary step of revision %s, served", cur.Status.Revision)
+			// stepServedAt has seconds: it may read up to 1 s before the
+			// moment flagd was seen serving, never more.
+			after := got.Status.StepServedAt.Sub(served)
+			Expect(after).To(BeNumerically(">", -time.Second-50*time.Millisecond), "the pause started before the canary's flagd served the revision")
+			rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s |", i, fmtDuration(t.written), fmtDuration(t.served), fmtDuration(t.confirmed), fmtDuration(after)))
+			Eventually(func() (deliveryv1alpha1.RolloutPhase, error) {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(policy), &got)
+				return got.Status.Phase, err
+			}).WithTimeout(3 * time.Minute).Should(Equal(deliveryv1alpha1.PhaseCompleted))
+		}
+		sync := "the kubelet's default (1m)"
+		if suiteSyncFrequency() > 0 {
+			sync = suiteSyncFrequency().String()
+		}
+		table := fmt.Sprintf("a staged step (file provider, pause 10s), kubelet syncFrequency %s\n"+
+			"| edit | written | canary's flagd serves it | status confirms it | pause started after flagd served (stepServedAt has seconds) |\n|--:|--:|--:|--:|--:|\n%s\n",
+			sync, strings.Join(rows, "\n"))
+		AddReportEntry("staged step on a real kubelet", table)
+		fmt.Print(table)
 	})
 })
