@@ -255,18 +255,21 @@ func (c *Confirmer) pods(ctx context.Context, namespace string, readers []topolo
 		if !ok {
 			continue
 		}
-		container, port := "", int32(0)
+		// A workload's pods are asked on the injected sidecar, a Flagd's
+		// on its flagd container (both are named flagd).
+		sidecar, port := false, int32(0)
 		switch {
 		case slices.Contains(readers, w):
-			container, port = injection.SidecarName, cmp.Or(c.SidecarSyncPort, flagdSyncPort)
-		case w.Kind == topology.KindDeployment && slices.Contains(readers, topology.Key{Kind: topology.KindFlagd, Namespace: w.Namespace, Name: w.Name}):
-			container, port = "flagd", cmp.Or(c.FlagdSyncPort, flagdSyncPort)
+			sidecar, port = true, cmp.Or(c.SidecarSyncPort, flagdSyncPort)
+		case w.Kind == topology.KindDeployment && slices.Contains(readers, topology.FlagdKey(w.Namespace, w.Name)):
+			port = cmp.Or(c.FlagdSyncPort, flagdSyncPort)
 		default:
 			continue
 		}
+		container := injection.SidecarName
 		p := podRead{name: pod.Name, pod: confirm.Pod{UID: string(pod.UID), Namespace: pod.Namespace}}
 		switch {
-		case container == injection.SidecarName && !hasSidecar(pod):
+		case sidecar && !hasSidecar(pod):
 			p.notAsked = "has no flagd sidecar (it was created before the sidecar was injected)"
 		case pod.Spec.HostNetwork:
 			p.notAsked = "runs on the host's network: its flagd is not asked"

@@ -1,17 +1,27 @@
 package status
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/confirm"
+	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 	"github.com/flagplane/flagplane/workflows/manifests"
 )
@@ -119,4 +129,97 @@ spec:
 	st = DesiredFlagSet(v, ff, obs.Applied)
 	g.Expect(st.Confirmed).To(BeEmpty())
 	g.Expect(meta.IsStatusConditionTrue(st.Conditions, v1beta1.ConditionReady)).To(BeTrue())
+}
+
+// TestConfirmerCountsPods: of the pods of a namespace, the Confirmer counts
+// those of the readers (a workload on its sidecar, a Flagd's Deployment on
+// its own sync port), asks those it can, and says why it does not ask the
+// others; a reading made before the copy got the revision confirms
+// nothing, and a pod is asked again.
+func TestConfirmerCountsPods(t *testing.T) {
+	g := NewWithT(t)
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := []corev1.Container{{Name: injection.SidecarName, RestartPolicy: &always}}
+	pod := func(name, owner, ip string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name), Labels: map[string]string{"owner": owner}},
+			Spec: corev1.PodSpec{InitContainers: sidecar}, Status: corev1.PodStatus{PodIP: ip}}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	pods := []client.Object{
+		pod("web-1", "web", "10.0.0.1"),
+		pod("web-2", "web", "10.0.0.2"),
+		pod("web-3", "web", ""),
+		pod("web-4", "web", "10.0.0.4", func(p *corev1.Pod) { p.Spec.InitContainers = nil }),
+		pod("web-5", "web", "10.0.0.5", func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		pod("flagd-1", "flagd", "10.0.0.6", func(p *corev1.Pod) { p.Spec.InitContainers = nil }),
+		pod("other-1", "other", "10.0.0.7"),
+	}
+	reader := fake.NewClientBuilder().WithObjects(pods...).Build()
+	f := topology.FlagSetKey("flags", "checkout")
+	serves := map[string]string{"10.0.0.1:8015": "r2", "10.0.0.2:8015": "r1", "10.0.0.6:9015": "r2"}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	prober := &confirm.Prober{Read: func(_ context.Context, addr string) (confirm.Served, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[addr]++
+		rev, ok := serves[addr]
+		if !ok {
+			return confirm.Served{}, errors.New("connection refused")
+		}
+		return confirm.Served{FlagSets: map[string]confirm.FlagSet{"flags/checkout": {Flags: 1, Revisions: []string{rev}}}}, nil
+	}}
+	prober.Start(t.Context())
+	c := &Confirmer{Reader: reader, Prober: prober, FlagdSyncPort: 9015,
+		WorkloadOf: func(_ context.Context, p *corev1.Pod) (topology.Key, bool) {
+			switch p.Labels["owner"] {
+			case "web":
+				return topology.WorkloadKey(topology.KindDeployment, "shop", "web"), true
+			case "flagd":
+				return topology.WorkloadKey(topology.KindDeployment, "shop", "flagd"), true
+			}
+			return topology.WorkloadKey(topology.KindDeployment, "shop", "other"), true
+		}}
+	readers := []topology.Key{topology.WorkloadKey(topology.KindDeployment, "shop", "web"), {Kind: topology.KindFlagd, Namespace: "shop", Name: "flagd"}}
+
+	g.Expect(c.confirm(t.Context(), f, "shop", readers, "r2", 1, false)).To(And(
+		HaveField("Pods", int32(5)), HaveField("Confirmed", int32(0)), HaveField("Starting", int32(1)),
+		HaveField("Reason", ContainSubstring("its copy does not hold revision r2 yet"))), "the copy does not hold r2: nobody asked")
+	mu.Lock()
+	g.Expect(asked).To(BeEmpty())
+	mu.Unlock()
+
+	var got v1beta1.NamespaceServing
+	g.Eventually(func() int32 {
+		got = c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
+		return got.Confirmed
+	}).WithTimeout(5*time.Second).Should(Equal(int32(2)), func() string { return fmt.Sprintf("web-1 and the Flagd's pod serve r2: %+v", got) })
+	g.Expect(got).To(And(HaveField("Pods", int32(5)), HaveField("Starting", int32(1)),
+		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1}, v1beta1.RevisionPods{Pods: 2}))))
+	mu.Lock()
+	g.Expect(asked).To(HaveKey("10.0.0.1:8015"))
+	g.Expect(asked).To(HaveKey("10.0.0.6:9015"), "a Flagd's pod on the Flagd sync port")
+	g.Expect(asked).NotTo(HaveKey("10.0.0.5:8015"), "the host's network")
+	g.Expect(asked).NotTo(HaveKey("10.0.0.7:8015"), "not a reader")
+	mu.Unlock()
+
+	// Another revision, r1, then back to r2: web-1's reading of r2 was
+	// made before its copy got r2 again, and confirms nothing until it is
+	// read anew.
+	c.confirm(t.Context(), f, "shop", readers, "r1", 1, true)
+	mu.Lock()
+	before := asked["10.0.0.1:8015"]
+	serves["10.0.0.1:8015"] = "r1"
+	mu.Unlock()
+	time.Sleep(10 * time.Millisecond)
+	got = c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
+	g.Expect(got.Confirmed).To(BeNumerically("<", 2), "an old reading of r2 does not confirm r2 again")
+	g.Eventually(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked["10.0.0.1:8015"]
+	}).Should(BeNumerically(">", before), "web-1 asked again")
 }
