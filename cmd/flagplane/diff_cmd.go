@@ -16,6 +16,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/inspect/evaluate"
+	"github.com/flagplane/flagplane/inspect/explain"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/blast"
 	"github.com/flagplane/flagplane/workflows/flagsets"
@@ -32,6 +33,11 @@ type change struct {
 	// consumers' flagds add to the context (a source's contextValues and
 	// headerToContextMappings, and what FeatureFlagSourcePolicies set).
 	Evaluations []servedEvaluations `json:"evaluations,omitempty"`
+	// Confirmed and Serving are, from a FeatureFlag's status as the
+	// cluster holds it, how many of its pods serve the revision planned
+	// for them now, in all and per namespace (explain.ServingLine).
+	Confirmed string   `json:"confirmed,omitempty"`
+	Serving   []string `json:"serving,omitempty"`
 }
 
 // servedEvaluations are the answers that change for the consumers whose
@@ -272,6 +278,12 @@ func diff(v *topology.View, objects []any, opts injection.Options, contexts []ev
 				return nil, err
 			}
 			c := change{Object: "FeatureFlag " + obj.Namespace + "/" + obj.Name, FlagSet: r}
+			if cur, ok := v.FlagSet(topology.FlagSetKey(obj.Namespace, obj.Name)); ok {
+				c.Confirmed = cur.Status.Confirmed
+				for _, ns := range cur.Status.Serving {
+					c.Serving = append(c.Serving, explain.ServingLine(ns))
+				}
+			}
 			after, err := v.WithFlagSet(obj)
 			if err != nil {
 				return nil, err
@@ -417,6 +429,12 @@ func diffText(changes []change) string {
 			list("workloads", c.FlagSet.Workloads)
 			list("Flagds", c.FlagSet.Flagds)
 			list("subscribing on the sync server (flagd-proxy)", c.FlagSet.SyncSubscribers)
+			if c.Confirmed != "" {
+				b.WriteString("  now " + c.Confirmed + " pods serve what is planned for them, as their flagd answers (status):\n")
+				for _, line := range c.Serving {
+					b.WriteString("    - " + line + "\n")
+				}
+			}
 			if len(c.Evaluations) > 0 {
 				evaluationsText(&b, c.Evaluations)
 			}

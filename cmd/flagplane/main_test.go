@@ -417,3 +417,28 @@ spec: {flagSpec: {flags: {new-checkout: {state: ENABLED, variants: {"on": true, 
 		})
 	}
 }
+
+// TestDiffSaysWhatThePodsServe: a FeatureFlag whose status says what its
+// pods serve (as read from a cluster) has it in its diff, per namespace.
+func TestDiffSaysWhatThePodsServe(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	ff := `apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {namespace: shop, name: flags}
+spec: {flagSpec: {flags: {f: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: %s}}}}
+`
+	status := `status:
+  confirmed: 1/2
+  serving:
+  - {namespace: shop, revision: 0123456789abcdef0123456789abcdef, pods: 2, confirmed: 1, others: [{pods: 1}], reason: "pod web-2: its flagd cannot be read: connection refused"}
+`
+	g.Expect(os.WriteFile(filepath.Join(dir, "ff.yaml"), []byte(fmt.Sprintf(ff, `"on"`)+status), 0o600)).To(Succeed())
+	change := filepath.Join(t.TempDir(), "change.yaml")
+	g.Expect(os.WriteFile(change, []byte(fmt.Sprintf(ff, `"off"`)), 0o600)).To(Succeed())
+	var stdout, stderr bytes.Buffer
+	g.Expect(execute(context.Background(), "flagplane", []string{"diff", "-f", change, "--from-dir", dir}, nil, &stdout, &stderr)).To(Succeed(), stderr.String())
+	g.Expect(stdout.String()).To(ContainSubstring(`  now 1/2 pods serve what is planned for them, as their flagd answers (status):
+    - shop: 1 of 2 pods serve 0123456789ab; 1 not known; pod web-2: its flagd cannot be read: connection refused
+`))
+}

@@ -142,7 +142,7 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 	}
 	d.Confirmed = st.Confirmed
 	for _, ns := range st.Serving {
-		d.Serving = append(d.Serving, servingLine(ns))
+		d.Serving = append(d.Serving, ServingLine(ns))
 	}
 	if u := st.Unobserved; u != nil {
 		d.Unobserved = fmt.Sprintf("%s and %s not counted: %s", count(int(u.Workloads), "workload"), count(int(u.Flagds), "Flagd"), u.Reason)
@@ -150,9 +150,10 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 	return d
 }
 
-// servingLine says what the pods of one namespace serve: "ns: 2 of 3 pods
-// serve abcd1234 (since ...); 1 serves 5678abcd; pod x: why".
-func servingLine(ns v1beta1.NamespaceServing) string {
+// ServingLine says what the pods of one namespace serve, from a
+// FeatureFlag's status.serving: "ns: 2 of 3 pods serve abcd1234 (its copy
+// since ...); 1 serve 5678abcd; pod x: why".
+func ServingLine(ns v1beta1.NamespaceServing) string {
 	line := fmt.Sprintf("%s: %d of %s serve %s", ns.Namespace, ns.Confirmed, count(int(ns.Pods), "pod"), topology.ShortRevision(ns.Revision))
 	if ns.Since != nil {
 		line += " (its copy since " + ns.Since.UTC().Format(time.RFC3339) + ")"
