@@ -178,9 +178,15 @@ type Controller struct {
 	unseen     workflows.UnseenWrites
 	deliveries deliveries
 	// confirmer asks the consumers' flagds what they serve (nil with
-	// NoConfirm).
+	// NoConfirm); confirmed puts the flag sets whose pods answered on the
+	// status queue.
 	confirmer *status.Confirmer
+	confirmed *throttle
 }
+
+// confirmThrottle is how often at most a flag set's status is computed
+// again for its pods' answers.
+const confirmThrottle = 250 * time.Millisecond
 
 // CacheOptions restricts the cache to what flagplane needs: generated
 // ConfigMaps, Roles and RoleBindings by their managed-by label (the values
@@ -271,12 +277,14 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 				return res.Workload, res.OK
 			},
 			// A pod whose answer changed: its flag sets' status, and their
-			// rollouts after it (updateStatus), count it again.
+			// rollouts after it (updateStatus), count it again, a few times
+			// a second at most.
 			Prober: &confirm.Prober{Notify: func(flagSets []topology.Key) {
 				for _, f := range flagSets {
-					c.enqueue(f)
+					c.confirmed.Add(f)
 				}
 			}}}
+		c.confirmed = &throttle{window: confirmThrottle, add: c.enqueue}
 		c.statusWF.Confirmer = c.confirmer
 	}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,

@@ -67,7 +67,7 @@ func (c *Controller) podToConfirm(pod *corev1.Pod) {
 	}
 	for _, s := range sources {
 		for _, ref := range v.FlagSetRefs(s) {
-			c.enqueue(ref.FlagSet)
+			c.confirmed.Add(ref.FlagSet)
 		}
 	}
 }
