@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -246,12 +247,30 @@ func (c *Confirmer) pods(ctx context.Context, namespace string, readers []topolo
 		return nil
 	}
 	var out []podRead
+	// The pods of one ReplicaSet (or any controller) have one workload:
+	// resolved once, not once per pod.
+	type owned struct {
+		w  topology.Key
+		ok bool
+	}
+	byOwner := map[types.UID]owned{}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		w, ok := c.WorkloadOf(ctx, pod)
+		var w topology.Key
+		var ok bool
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID != "" {
+			o, seen := byOwner[ref.UID]
+			if !seen {
+				o.w, o.ok = c.WorkloadOf(ctx, pod)
+				byOwner[ref.UID] = o
+			}
+			w, ok = o.w, o.ok
+		} else {
+			w, ok = c.WorkloadOf(ctx, pod)
+		}
 		if !ok {
 			continue
 		}
