@@ -48,6 +48,8 @@ type demo struct {
 	o    options
 	out  io.Writer
 	root string
+	// podAddrs reaches the test node's pods for the manager.
+	podAddrs node.Addresses
 
 	cp         *controlplane.ControlPlane
 	node       *node.Node
@@ -343,6 +345,8 @@ func (d *demo) startOperator(ctx context.Context) (func(), error) {
 		// flagd-proxy sources work, with the namespace-token key the
 		// manager generates into a Secret of its namespace.
 		SyncServer: true, TokenKeySecret: true,
+		// The test node's pods are reached through ports of this host.
+		PodAddress: d.podAddrs.PodAddress,
 		Configure: func(o *app.Options) {
 			// Ports the kernel picks, read back once bound. Plain HTTP on
 			// loopback, so that the demo's links open in a browser; an

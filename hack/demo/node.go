@@ -26,6 +26,7 @@ func (d *demo) startNode(ctx context.Context) error {
 		return fmt.Errorf("starting the test node: %w", err)
 	}
 	d.node = n
+	d.podAddrs.Set(n)
 	d.measured("test node ready", time.Since(start))
 	d.say("node %s is Ready: flagd containers run as bin/flagd, other images as idle placeholders", n.Name())
 	return nil

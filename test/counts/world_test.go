@@ -55,7 +55,7 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 	if err != nil {
 		return w, fmt.Errorf("starting the control plane: %w", err)
 	}
-	w.op, err = operator.Start(ctx, w.cp, operator.Options{SyncServer: true, Dir: dir, Configure: func(o *app.Options) {
+	w.op, err = operator.Start(ctx, w.cp, operator.Options{PodAddress: podAddrs.PodAddress, SyncServer: true, Dir: dir, Configure: func(o *app.Options) {
 		// The file specs run flagd as a user of their own (ownUser).
 		o.Admission.Injection.AllowSecurityContextOverride = true
 	}})
@@ -70,6 +70,7 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 	if err != nil {
 		return w, fmt.Errorf("starting the node: %w", err)
 	}
+	podAddrs.Set(w.node)
 	return w, nil
 }
 
@@ -88,3 +89,7 @@ func (w *world) stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// podAddrs reaches the node's pods for the manager, whose ports are ports
+// of this host.
+var podAddrs node.Addresses

@@ -45,7 +45,7 @@ var (
 // suite runs a second manager after the first.
 func startOperator(ctx context.Context, sidecar, flagd string) *operator.Operator {
 	GinkgoHelper()
-	o, err := operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir(), Configure: func(o *app.Options) {
+	o, err := operator.Start(ctx, cp, operator.Options{PodAddress: podAddrs.PodAddress, SyncServer: true, Dir: GinkgoT().TempDir(), Configure: func(o *app.Options) {
 		o.Sidecar.Tag, o.Flagd.Tag = sidecar, flagd
 		o.Registry = prometheus.NewRegistry()
 	}})
@@ -72,6 +72,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	n, err = node.Start(ctx, cp, node.Options{Log: GinkgoWriter,
 		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
+	podAddrs.Set(n)
 	// Registered last, so it runs first: the pods' processes stop before
 	// the operator and the control plane.
 	DeferCleanup(func() { Expect(n.Stop()).To(Succeed()) })
@@ -116,3 +117,7 @@ func init() {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
 }
+
+// podAddrs reaches the node's pods for the manager, whose ports are ports
+// of this host.
+var podAddrs node.Addresses

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // The kstatus statuses, and what Argo CD calls them.
@@ -229,6 +233,47 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		}
 	})
 
+	It("InProgress while a pod's flagd does not serve the revision written for it, Failed past the bound, Current once it does", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "confirm")
+		ff := fixtures.FlagSet(ns, "flags", "on")
+		src := fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")})
+		web := fixtures.Deployment(ns, "web", nil, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
+		create(ctx, ff, src, web)
+		Eventually(health(ctx, ff)).Should(HavePrefix(current))
+		var pods corev1.PodList
+		Expect(k8s.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		Expect(pods.Items).To(HaveLen(1))
+		pid, ok := n.PID(k8stypes.NamespacedName{Namespace: ns, Name: pods.Items[0].Name}, injection.SidecarName)
+		Expect(ok).To(BeTrue())
+
+		By("its flagd stops answering (SIGSTOP), and the flag set is edited")
+		Expect(syscall.Kill(pid, syscall.SIGSTOP)).To(Succeed())
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		}()
+		setDefaultVariant(ctx, ff, "off")
+		Eventually(condition(ctx, ff, v1beta1.ConditionReady)).Should(Equal("False/" + v1beta1.ReasonConfirming))
+		delivered, _, _ := unstructured.NestedString(live(ctx, ff).Object, "status", "delivered")
+		Expect(delivered).To(Equal("1/1"), "written")
+		Expect(health(ctx, ff)()).To(HavePrefix(inProgress))
+		expectVerdict(ctx, ff, verdict{kstatus: inProgress, argo: argoStatus[inProgress]})
+
+		By("past --confirm-bound")
+		Eventually(condition(ctx, ff, v1beta1.ConditionReady)).WithTimeout(time.Minute).Should(Equal("False/" + v1beta1.ReasonNotConfirmed))
+		Expect(health(ctx, ff)()).To(HavePrefix(failed))
+		expectVerdict(ctx, ff, verdict{kstatus: failed, argo: argoStatus[failed]})
+
+		By("it answers again (SIGCONT)")
+		Expect(syscall.Kill(pid, syscall.SIGCONT)).To(Succeed())
+		stopped = false
+		Eventually(health(ctx, ff)).WithTimeout(time.Minute).Should(HavePrefix(current))
+		expectTools(ctx, ff, current)
+	})
+
 	It("agrees with the flag set's delivery in every status it writes during an edit", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "edit")
 		ff := fixtures.FlagSet(ns, "flags", "on")
@@ -261,6 +306,7 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 					}
 					got := kstatusOf(u)
 					delivered, _, _ := unstructured.NestedString(u.Object, "status", "delivered")
+					confirmed, _, _ := unstructured.NestedString(u.Object, "status", "confirmed")
 					obs, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 					gen := u.GetGeneration()
 					switch {
@@ -269,8 +315,14 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 					case delivered != "" && !allDelivered(delivered):
 						Expect(got).To(HavePrefix(inProgress), "delivered %s", delivered)
 						expectToolsOn(u, inProgress)
+					case confirmed != "" && !allDelivered(confirmed):
+						// Written, and not served by every pod yet.
+						Expect(got).To(HavePrefix(inProgress), "confirmed %s", confirmed)
+						expectToolsOn(u, inProgress)
+						seen["written, not yet confirmed"]++
 					default:
-						Expect(got).To(HavePrefix(current), "delivered %s", delivered)
+						Expect(got).To(HavePrefix(current), "delivered %s, confirmed %s", delivered, confirmed)
+						Expect(confirmed).To(Equal("3/3"), "Current once the pods' flagd serve the revision")
 						expectToolsOn(u, current)
 					}
 					seen[strings.SplitN(got, ":", 2)[0]]++

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/flagplane/flagplane/cmd/manager/app"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/node"
@@ -46,13 +47,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
-	op, err = operator.Start(ctx, cp, operator.Options{Dir: GinkgoT().TempDir()})
+	op, err = operator.Start(ctx, cp, operator.Options{PodAddress: podAddrs.PodAddress, Dir: GinkgoT().TempDir(),
+		// A pod that does not serve its revision is Failed within a spec's
+		// patience.
+		Configure: func(o *app.Options) { o.ConfirmBound = 10 * time.Second }})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
 
 	n, err = node.Start(ctx, cp, node.Options{Log: GinkgoWriter,
 		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
+	podAddrs.Set(n)
 	// Registered last, so it runs first: the pods' processes stop before
 	// the operator and the control plane.
 	DeferCleanup(func() { Expect(n.Stop()).To(Succeed()) })
@@ -80,3 +85,7 @@ func newNamespace(ctx context.Context, prefix string) string {
 	})
 	return ns
 }
+
+// podAddrs reaches the node's pods for the manager, whose ports are ports
+// of this host.
+var podAddrs node.Addresses

@@ -56,7 +56,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
-	op, err = operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir(),
+	op, err = operator.Start(ctx, cp, operator.Options{PodAddress: podAddrs.PodAddress, SyncServer: true, Dir: GinkgoT().TempDir(),
 		Configure: func(o *app.Options) {
 			// --sidecar-tag and --flagd-tag, as an install would set them.
 			o.Sidecar.Tag, o.Flagd.Tag = flagdTag, flagdTag
@@ -67,6 +67,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	n, err = node.Start(ctx, cp, node.Options{Log: GinkgoWriter,
 		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
+	podAddrs.Set(n)
 	// Registered last, so it runs first: the pods stop before the operator
 	// and the control plane.
 	DeferCleanup(func() { Expect(n.Stop()).To(Succeed()) })
@@ -81,3 +82,7 @@ func init() {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
 }
+
+// podAddrs reaches the node's pods for the manager, whose ports are ports
+// of this host.
+var podAddrs node.Addresses

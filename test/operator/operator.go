@@ -79,6 +79,11 @@ type Options struct {
 	// Addresses) or to turn admission off. Start waits for what the final
 	// options turn on.
 	Configure func(*app.Options)
+	// PodAddress is where the manager reaches a container's port of a pod
+	// (app.Options.PodAddress): on a test node, node.Addresses.PodAddress,
+	// since its pods' ports are ports of this host. nil: the pod's IP, as
+	// on a real node.
+	PodAddress func(pod *corev1.Pod, container string, port int32) (string, bool)
 	// Dir holds the files the operator needs (the namespace token key); a
 	// temporary folder when empty.
 	Dir string
@@ -178,6 +183,9 @@ func options(cp *controlplane.ControlPlane, o Options) (app.Options, error) {
 			}
 			opts.Sync.NamespaceTokenKeyFile = keyFile
 		}
+	}
+	if o.PodAddress != nil {
+		opts.PodAddress = o.PodAddress
 	}
 	if o.Configure != nil {
 		o.Configure(&opts)

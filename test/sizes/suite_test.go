@@ -49,13 +49,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(cp.Stop()).To(Succeed()) })
 	k8s = cp.Client
 
-	op, err = operator.Start(ctx, cp, operator.Options{SyncServer: true, Dir: GinkgoT().TempDir()})
+	op, err = operator.Start(ctx, cp, operator.Options{PodAddress: podAddrs.PodAddress, SyncServer: true, Dir: GinkgoT().TempDir()})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(op.Stop()).To(Succeed()) })
 
 	n, err = node.Start(ctx, cp, node.Options{Log: GinkgoWriter,
 		RestartBackoff: 500 * time.Millisecond, MaxRestartBackoff: 5 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
+	podAddrs.Set(n)
 	// Registered last, so it runs first: the pods' processes stop before
 	// the operator and the control plane.
 	DeferCleanup(func() { Expect(n.Stop()).To(Succeed()) })
@@ -67,3 +68,7 @@ func init() {
 	SetDefaultConsistentlyDuration(3 * time.Second)
 	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
 }
+
+// podAddrs reaches the node's pods for the manager, whose ports are ports
+// of this host.
+var podAddrs node.Addresses

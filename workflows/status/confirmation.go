@@ -157,8 +157,8 @@ type podRead struct {
 	pod      confirm.Pod
 	name     string
 	notAsked string
-	// starting: it has no IP yet.
-	starting bool
+	// starting: it has no IP yet; ready: its Ready condition.
+	starting, ready bool
 }
 
 // confirm counts what the pods of readers in namespace serve of f, and
@@ -201,10 +201,18 @@ func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace strin
 				continue
 			}
 			others[servedRevision(r.Served, name)]++
+			if servedRevision(r.Served, name) != "" {
+				// Another revision of it: the copy's new content is not
+				// in flagd (not projected into the pod's volume yet, or
+				// refused by flagd, which keeps what it had).
+				why += ", not the one its copy holds: not projected into the pod yet, or refused by flagd"
+			}
 			out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s: %s", p.name, why))
 		} else {
 			others[""]++
 			switch {
+			case fresh && !p.ready:
+				out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s (not Ready): its flagd cannot be read: %s", p.name, r.Err))
 			case fresh:
 				out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s: its flagd cannot be read: %s", p.name, r.Err))
 			default:
@@ -286,7 +294,7 @@ func (c *Confirmer) pods(ctx context.Context, namespace string, readers []topolo
 			continue
 		}
 		container := injection.SidecarName
-		p := podRead{name: pod.Name, pod: confirm.Pod{UID: string(pod.UID), Namespace: pod.Namespace}}
+		p := podRead{name: pod.Name, pod: confirm.Pod{UID: string(pod.UID), Namespace: pod.Namespace}, ready: isReady(pod)}
 		switch {
 		case sidecar && !hasSidecar(pod):
 			p.notAsked = "has no flagd sidecar (it was created before the sidecar was injected)"
@@ -299,6 +307,15 @@ func (c *Confirmer) pods(ctx context.Context, namespace string, readers []topolo
 		out = append(out, p)
 	}
 	return out
+}
+
+func isReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // hasSidecar tells whether pod runs the flagd sidecar flagplane injects

@@ -198,7 +198,8 @@ func TestConfirmerCountsPods(t *testing.T) {
 		return got.Confirmed
 	}).WithTimeout(5*time.Second).Should(Equal(int32(2)), func() string { return fmt.Sprintf("web-1 and the Flagd's pod serve r2: %+v", got) })
 	g.Expect(got).To(And(HaveField("Pods", int32(5)), HaveField("Starting", int32(1)),
-		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1}, v1beta1.RevisionPods{Pods: 2}))))
+		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1}, v1beta1.RevisionPods{Pods: 2})),
+		HaveField("Reason", Equal("pod web-2: flagd serves revision r1 of FeatureFlag flags/checkout, not the one its copy holds: not projected into the pod yet, or refused by flagd"))))
 	mu.Lock()
 	g.Expect(asked).To(HaveKey("10.0.0.1:8015"))
 	g.Expect(asked).To(HaveKey("10.0.0.6:9015"), "a Flagd's pod on the Flagd sync port")
