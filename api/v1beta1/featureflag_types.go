@@ -162,6 +162,13 @@ type NamespaceServing struct {
 	// serve nothing yet, and read the copy as it is when they start.
 	// +optional
 	Starting int32 `json:"starting,omitempty"`
+	// NotAsked counts the pods of the readers that flagplane does not
+	// ask, not in Pods: pods without the flagd sidecar (they serve none of
+	// the flag set; the source's status and the healer see to them), and
+	// pods on the host's network. Reason says why when no pod of Pods is
+	// behind.
+	// +optional
+	NotAsked int32 `json:"notAsked,omitempty"`
 	// Others counts the pods not confirmed by what their flagd answers
 	// (another revision, or "" when it did not answer yet, could not be
 	// asked, or its read failed), at most 8 revisions.

@@ -168,6 +168,9 @@ func ServingLine(ns v1beta1.NamespaceServing) string {
 	if ns.Starting > 0 {
 		line += fmt.Sprintf("; %s starting", count(int(ns.Starting), "pod"))
 	}
+	if ns.NotAsked > 0 {
+		line += fmt.Sprintf("; %s not asked", count(int(ns.NotAsked), "pod"))
+	}
 	if ns.Reason != "" {
 		line += "; " + ns.Reason
 	}

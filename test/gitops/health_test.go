@@ -240,6 +240,11 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		web := fixtures.Deployment(ns, "web", nil, map[string]string{
 			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
 		create(ctx, ff, src, web)
+		Eventually(func() (string, error) {
+			var got v1beta1.FeatureFlag
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), &got)
+			return got.Status.Confirmed, err
+		}).Should(Equal("1/1"), "its pod's flagd serves it")
 		Eventually(health(ctx, ff)).Should(HavePrefix(current))
 		var pods corev1.PodList
 		Expect(k8s.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
@@ -284,6 +289,11 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 				v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
 		}
 		create(ctx, append([]client.Object{ff, src}, workloads...)...)
+		Eventually(func() (string, error) {
+			var got v1beta1.FeatureFlag
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), &got)
+			return got.Status.Confirmed, err
+		}).Should(Equal("3/3"), "the three pods' flagd serve it")
 		Eventually(health(ctx, ff)).Should(HavePrefix(current))
 
 		By("watching the FeatureFlag through an edit")

@@ -175,18 +175,19 @@ func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace strin
 	}
 	pods := c.pods(ctx, namespace, readers)
 	others := map[string]int32{}
+	notAsked := ""
 	name := f.Namespace + "/" + f.Name
 	for _, p := range pods {
 		if p.starting {
 			out.Starting++
 			continue
 		}
-		out.Pods++
 		if p.notAsked != "" {
-			others[""]++
-			out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s %s", p.name, p.notAsked))
+			out.NotAsked++
+			notAsked = cmp.Or(notAsked, fmt.Sprintf("pod %s %s", p.name, p.notAsked))
 			continue
 		}
+		out.Pods++
 		if since.IsZero() {
 			others[""]++
 			out.Reason = cmp.Or(out.Reason, fmt.Sprintf("its copy does not hold revision %s yet", topology.ShortRevision(revision)))
@@ -221,6 +222,8 @@ func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace strin
 		}
 		c.Prober.Want(p.pod, f, since)
 	}
+	// A pod not asked is said only when no pod asked is behind.
+	out.Reason = cmp.Or(out.Reason, notAsked)
 	for rev, n := range others {
 		out.Others = append(out.Others, v1beta1.RevisionPods{Revision: rev, Pods: n})
 	}
@@ -360,7 +363,7 @@ func confirmation(v *topology.View, f topology.Key, revision string, flags int, 
 			}
 		}
 		ns := obs.Confirm(f, r.Namespace, r.Workloads, want, n, copies.In(r.Namespace).Held() == want)
-		if ns.Pods == 0 && ns.Starting == 0 {
+		if ns.Pods == 0 && ns.Starting == 0 && ns.NotAsked == 0 {
 			continue
 		}
 		pods, confirmed = pods+ns.Pods, confirmed+ns.Confirmed

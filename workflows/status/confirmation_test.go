@@ -186,7 +186,7 @@ func TestConfirmerCountsPods(t *testing.T) {
 	readers := []topology.Key{topology.WorkloadKey(topology.KindDeployment, "shop", "web"), {Kind: topology.KindFlagd, Namespace: "shop", Name: "flagd"}}
 
 	g.Expect(c.confirm(t.Context(), f, "shop", readers, "r2", 1, false)).To(And(
-		HaveField("Pods", int32(5)), HaveField("Confirmed", int32(0)), HaveField("Starting", int32(1)),
+		HaveField("Pods", int32(3)), HaveField("Confirmed", int32(0)), HaveField("Starting", int32(1)), HaveField("NotAsked", int32(2)),
 		HaveField("Reason", ContainSubstring("its copy does not hold revision r2 yet"))), "the copy does not hold r2: nobody asked")
 	mu.Lock()
 	g.Expect(asked).To(BeEmpty())
@@ -197,8 +197,8 @@ func TestConfirmerCountsPods(t *testing.T) {
 		got = c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
 		return got.Confirmed
 	}).WithTimeout(5*time.Second).Should(Equal(int32(2)), func() string { return fmt.Sprintf("web-1 and the Flagd's pod serve r2: %+v", got) })
-	g.Expect(got).To(And(HaveField("Pods", int32(5)), HaveField("Starting", int32(1)),
-		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1}, v1beta1.RevisionPods{Pods: 2})),
+	g.Expect(got).To(And(HaveField("Pods", int32(3)), HaveField("Starting", int32(1)), HaveField("NotAsked", int32(2)),
+		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1})),
 		HaveField("Reason", Equal("pod web-2: flagd serves revision r1 of FeatureFlag flags/checkout, not the one its copy holds: not projected into the pod yet, or refused by flagd"))))
 	mu.Lock()
 	g.Expect(asked).To(HaveKey("10.0.0.1:8015"))
@@ -206,6 +206,16 @@ func TestConfirmerCountsPods(t *testing.T) {
 	g.Expect(asked).NotTo(HaveKey("10.0.0.5:8015"), "the host's network")
 	g.Expect(asked).NotTo(HaveKey("10.0.0.7:8015"), "not a reader")
 	mu.Unlock()
+
+	// web-2 serves r2 too: every pod asked is confirmed, and the reason
+	// says which pods are not asked and why; they do not hold the count.
+	mu.Lock()
+	serves["10.0.0.2:8015"] = "r2"
+	mu.Unlock()
+	g.Eventually(func() v1beta1.NamespaceServing {
+		return c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
+	}).WithTimeout(30 * time.Second).Should(And(HaveField("Confirmed", int32(3)), HaveField("Pods", int32(3)),
+		HaveField("Reason", Equal("pod web-4 has no flagd sidecar (it was created before the sidecar was injected)"))))
 
 	// Another revision, r1, then back to r2: web-1's reading of r2 was
 	// made before its copy got r2 again, and confirms nothing until it is
@@ -217,7 +227,7 @@ func TestConfirmerCountsPods(t *testing.T) {
 	mu.Unlock()
 	time.Sleep(10 * time.Millisecond)
 	got = c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
-	g.Expect(got.Confirmed).To(BeNumerically("<", 2), "an old reading of r2 does not confirm r2 again")
+	g.Expect(got.Confirmed).To(BeNumerically("<", 3), "an old reading of r2 does not confirm r2 again")
 	g.Eventually(func() int {
 		mu.Lock()
 		defer mu.Unlock()
