@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"buf.build/gen/go/open-feature/flagd/grpc/go/flagd/sync/v1/syncv1grpc"
-	syncv1 "buf.build/gen/go/open-feature/flagd/protocolbuffers/go/flagd/sync/v1"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/test/fakesync"
 	"github.com/flagplane/flagplane/topology"
 )
 
@@ -26,14 +21,11 @@ const fakeSyncAddress = "127.0.0.1:8015"
 
 // fakeSync is the flagd sync service of every pod: it serves, of each
 // flag set, what the generated ConfigMap of its first consumer namespace
-// holds (as a kubelet would have projected it at once), each flag with the
-// flag set's metadata merged into its own, as flagd does; and counts the
-// reads.
+// holds (as a kubelet would have projected it at once), as flagd's store
+// would hold it; and counts the reads.
 type fakeSync struct {
-	syncv1grpc.UnimplementedFlagSyncServiceServer
-	srv   *grpc.Server
-	reads atomic.Int64
-	mu    sync.Mutex
+	srv *fakesync.Server
+	mu  sync.Mutex
 	// flags are, by flag set, its flags as flagd would hold them.
 	flags map[topology.Key]map[string]any
 }
@@ -43,31 +35,27 @@ func newFakeSync() (*fakeSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the pods' flagd sync service (%s): %w: the bench needs flagd's sync port free on this machine", fakeSyncAddress, err)
 	}
-	f := &fakeSync{srv: grpc.NewServer(), flags: map[topology.Key]map[string]any{}}
-	syncv1grpc.RegisterFlagSyncServiceServer(f.srv, f)
-	go func() { _ = f.srv.Serve(l) }()
+	f := &fakeSync{flags: map[topology.Key]map[string]any{}}
+	f.srv = fakesync.Serve(l, f.all)
 	return f, nil
 }
 
 func (f *fakeSync) close() { f.srv.Stop() }
 
-// FetchAllFlags answers what every pod serves.
-func (f *fakeSync) FetchAllFlags(context.Context, *syncv1.FetchAllFlagsRequest) (*syncv1.FetchAllFlagsResponse, error) {
-	f.reads.Add(1)
+func (f *fakeSync) reads() int64 { return f.srv.Reads.Load() }
+
+// all is what every pod serves: every flag set's flags, under keys of
+// their own (flagd keys flags by flag set; two flag sets' keys never meet).
+func (f *fakeSync) all() (map[string]any, error) {
 	f.mu.Lock()
-	all := map[string]any{}
+	defer f.mu.Unlock()
+	out := map[string]any{}
 	for k, flags := range f.flags {
 		for key, flag := range flags {
-			// flagd keys flags by flag set; keys of two flag sets never meet.
-			all[k.Namespace+"/"+k.Name+"/"+key] = flag
+			out[k.Namespace+"/"+k.Name+"/"+key] = flag
 		}
 	}
-	f.mu.Unlock()
-	b, err := json.Marshal(map[string]any{"flags": all})
-	if err != nil {
-		return nil, err
-	}
-	return &syncv1.FetchAllFlagsResponse{FlagConfiguration: string(b)}, nil
+	return out, nil
 }
 
 // follow keeps, until ctx ends, what the pods serve of each flag set of
@@ -81,24 +69,9 @@ func (f *fakeSync) follow(ctx context.Context, c client.Client, tenants map[stri
 				if err := c.Get(ctx, client.ObjectKey{Namespace: t + "-0000", Name: topology.ConfigMapName(k)}, &cm); err != nil {
 					continue
 				}
-				var doc struct {
-					Flags    map[string]map[string]any `json:"flags"`
-					Metadata map[string]any            `json:"metadata"`
-				}
-				if json.Unmarshal([]byte(cm.Data[topology.ConfigMapDataKey(k)]), &doc) != nil {
+				flags, err := fakesync.StoreFlags([]byte(cm.Data[topology.ConfigMapDataKey(k)]))
+				if err != nil {
 					continue
-				}
-				flags := map[string]any{}
-				for key, flag := range doc.Flags {
-					md := maps.Clone(doc.Metadata)
-					if md == nil {
-						md = map[string]any{}
-					}
-					if own, ok := flag["metadata"].(map[string]any); ok {
-						maps.Copy(md, own)
-					}
-					flag["metadata"] = md
-					flags[key] = flag
 				}
 				f.mu.Lock()
 				f.flags[k] = flags

@@ -222,7 +222,7 @@ func (b *bench) setUp(ctx context.Context, binary, kubeconfig, dir string) error
 	}
 	// The baseline of the fan-out: tenant A's edit to its consumers
 	// without a policy, and what its confirmation costs.
-	reads0 := b.sync.reads.Load()
+	reads0 := b.sync.reads()
 	cpu0, err := managerCPU(b.manager.Pid())
 	if err != nil {
 		return err
@@ -240,14 +240,14 @@ func (b *bench) setUp(ctx context.Context, binary, kubeconfig, dir string) error
 	if err != nil {
 		return err
 	}
-	b.confirmed.reads, b.confirmed.cpu = b.sync.reads.Load()-reads0, cpu1-cpu0
+	b.confirmed.reads, b.confirmed.cpu = b.sync.reads()-reads0, cpu1-cpu0
 	progress("confirmed by every pod in %s: %d reads, %s of manager CPU", b.confirmed.took.Round(time.Millisecond), b.confirmed.reads,
 		b.confirmed.cpu.Round(time.Millisecond))
-	reads1 := b.sync.reads.Load()
+	reads1 := b.sync.reads()
 	cpu0, _ = managerCPU(b.manager.Pid())
 	time.Sleep(b.o.quiet)
 	cpu1, _ = managerCPU(b.manager.Pid())
-	b.confirmed.quietReads, b.confirmed.quietCPU = b.sync.reads.Load()-reads1, cpu1-cpu0
+	b.confirmed.quietReads, b.confirmed.quietCPU = b.sync.reads()-reads1, cpu1-cpu0
 	progress("quiet for %s: %d reads, %s of manager CPU", b.o.quiet, b.confirmed.quietReads, b.confirmed.quietCPU.Round(time.Millisecond))
 	stepAll := deliveryv1alpha1.RolloutStep{Name: "all", Percentage: ptr.To[int32](100), Approval: true}
 	for _, name := range b.flagSets("a") {

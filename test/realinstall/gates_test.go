@@ -23,6 +23,7 @@ import (
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/flagdapi"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -57,11 +58,21 @@ func buildHostile(root string) string {
 // hostileApp is a Deployment opted in to src whose pod template has a
 // native sidecar of its own, squatter, which takes the injected flagd's
 // management port before flagd starts and answers there as args say
-// (test/realinstall/hostile).
-func hostileApp(ns, name string, args ...string) *appsv1.Deployment {
+// (test/realinstall/hostile). flagd, kept from starting, cannot say what
+// the pod serves: the squatter takes its sync port too and answers what
+// the flag set's generated ConfigMap of the namespace, mounted into it,
+// holds (f's), so that the pod confirms the revision its volume holds
+// and the canary step reaches its gates, as a tenant in control of its
+// pod can make it.
+func hostileApp(ns, name string, f topology.Key, args ...string) *appsv1.Deployment {
 	d := app(ns, name, map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"})
+	file := "/squatted/" + topology.ConfigMapDataKey(f)
+	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "squatted",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: topology.ConfigMapName(f)}}}})
 	d.Spec.Template.Spec.InitContainers = append(d.Spec.Template.Spec.InitContainers, corev1.Container{
-		Name: "squatter", Image: hostileImage, Args: append([]string{":" + strconv.Itoa(int(injection.DefaultManagementPort))}, args...),
+		Name: "squatter", Image: hostileImage,
+		Args:          append([]string{"-sync", ":8015", file, ":" + strconv.Itoa(int(injection.DefaultManagementPort))}, args...),
+		VolumeMounts:  []corev1.VolumeMount{{Name: "squatted", MountPath: "/squatted"}},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)})
 	return d
 }
@@ -87,7 +98,8 @@ var _ = Describe("the EvaluationErrors gate on the real node", func() {
 		DeferCleanup(l.Close)
 
 		By("two hostile canary pods, whose own sidecar takes flagd's management port: one redirects, one never answers")
-		create(ctx, hostileApp(s.canary, "redirect", "redirect", "http://"+l.Addr().String()+"/stolen"), hostileApp(s.canary, "silent", "silent"))
+		f := topology.FlagSetKey(s.flags, "checkout")
+		create(ctx, hostileApp(s.canary, "redirect", f, "redirect", "http://"+l.Addr().String()+"/stolen"), hostileApp(s.canary, "silent", f, "silent"))
 		for _, name := range []string{"redirect", "silent"} {
 			running(ctx, s.canary, name)
 		}

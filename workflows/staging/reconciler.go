@@ -158,11 +158,17 @@ func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.K
 	obs := r.Observed(ctx)
 	copies := status.CopiesOf(v, f, obs)
 	co, confirms := obs.(status.ConfirmObserved)
+	confirmable := map[string][]topology.Key{}
+	if confirms {
+		for _, c := range status.ConfirmableReaders(v, f) {
+			confirmable[c.Namespace] = c.Workloads
+		}
+	}
 	out := make(map[string]string, len(plan.Consumers))
 	for _, c := range plan.Consumers {
 		held := copies.In(c.Namespace).Held()
-		if confirms && held != "" && len(c.Workloads) > 0 {
-			if s := co.Confirm(f, c.Namespace, c.Workloads, held, r.flags(v, f, held), true); s.Confirmed < s.Pods {
+		if readers := confirmable[c.Namespace]; held != "" && len(readers) > 0 {
+			if s := co.Confirm(f, c.Namespace, readers, held, r.flags(v, f, held), true); s.Confirmed < s.Pods {
 				held = ""
 			}
 		}

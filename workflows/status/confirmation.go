@@ -78,6 +78,28 @@ type Confirmer struct {
 	lastPrune time.Time
 }
 
+// ConfirmableReaders are, by namespace, the workloads and Flagds whose
+// pods' flagd can say which revision of f they serve: those that read it
+// from a copy flagplane writes, and not also with the kubernetes provider.
+// What flagd reads itself from the API server names no revision, and
+// flagd answers a flag of f from whichever of its sources it read last:
+// such a reader is counted in status.unobserved instead.
+func ConfirmableReaders(v *topology.View, f topology.Key) []topology.PlanConsumer {
+	readers, kubernetes := v.Readers(f)
+	if len(kubernetes) == 0 {
+		return readers
+	}
+	out := make([]topology.PlanConsumer, 0, len(readers))
+	for _, r := range readers {
+		ws := slices.DeleteFunc(slices.Clone(r.Workloads), func(w topology.Key) bool { return slices.Contains(kubernetes, w) })
+		if len(ws) > 0 {
+			r.Workloads = ws
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 type heldKey struct {
 	flagSet   topology.Key
 	namespace string
@@ -348,7 +370,7 @@ func (c *Confirmer) address(pod *corev1.Pod, container string, port int32) (stri
 // planned for a namespace is the plan's under a staged rollout, else
 // revision; copies say whether the namespace's copies hold it.
 func confirmation(v *topology.View, f topology.Key, revision string, flags int, copies *CopiesReader, plan *topology.RolloutPlan, obs ConfirmObserved) (string, []v1beta1.NamespaceServing) {
-	readers, _ := v.Readers(f)
+	readers := ConfirmableReaders(v, f)
 	var all []v1beta1.NamespaceServing
 	var pods, confirmed int32
 	for _, r := range readers {

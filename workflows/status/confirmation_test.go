@@ -234,3 +234,63 @@ func TestConfirmerCountsPods(t *testing.T) {
 		return asked["10.0.0.1:8015"]
 	}).Should(BeNumerically(">", before), "web-1 asked again")
 }
+
+// TestReadersOfBothProvidersAreNotAsked: a workload that reads a flag set
+// from its ConfigMap and with the kubernetes provider serves either copy
+// (flagd answers from the source it read last, and the kubernetes one
+// names no revision): its pods are not asked, and it counts as unobserved.
+func TestReadersOfBothProvidersAreNotAsked(t *testing.T) {
+	g := NewWithT(t)
+	topo := topology.New(workflows.DefaultSettings().FlagSets.TopologyOptions()...)
+	g.Expect(manifests.Load(topo, strings.NewReader(`apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {namespace: shop, name: flags, generation: 1}
+spec: {flagSpec: {flags: {f: {state: ENABLED, variants: {"on": true}, defaultVariant: "on"}}}}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: src}
+spec:
+  targetRefs: [{group: apps, kind: Deployment, name: web}, {group: apps, kind: Deployment, name: both}]
+  sources: [{source: flags, provider: file}]
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {namespace: shop, name: kube}
+spec:
+  targetRefs: [{group: apps, kind: Deployment, name: both}]
+  sources: [{source: flags, provider: kubernetes}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: app}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: shop, name: both}
+spec:
+  selector: {matchLabels: {app: both}}
+  template:
+    metadata: {labels: {app: both}}
+    spec: {containers: [{name: app, image: app}]}
+`))).To(Succeed())
+	v := topo.Snapshot()
+	f := topology.FlagSetKey("shop", "flags")
+	g.Expect(ConfirmableReaders(v, f)).To(Equal([]topology.PlanConsumer{{Namespace: "shop",
+		Workloads: []topology.Key{topology.WorkloadKey(topology.KindDeployment, "shop", "web")}}}))
+	ff, _ := v.FlagSet(f)
+	obs := confirmObserved{Applied: workflowstest.Applied{View: v, Settings: workflows.DefaultSettings()}, asked: map[string][]topology.Key{},
+		serving: map[string]func(string, bool) v1beta1.NamespaceServing{"shop": func(rev string, _ bool) v1beta1.NamespaceServing {
+			return v1beta1.NamespaceServing{Namespace: "shop", Revision: rev, Pods: 1, Confirmed: 1}
+		}}}
+	st := DesiredFlagSet(v, ff, obs)
+	g.Expect(obs.asked["shop"]).To(Equal([]topology.Key{topology.WorkloadKey(topology.KindDeployment, "shop", "web")}))
+	g.Expect(st.Unobserved).NotTo(BeNil())
+	g.Expect(st.Unobserved.Workloads).To(Equal(int32(1)))
+	g.Expect(st.Confirmed).To(Equal("1/1"))
+}

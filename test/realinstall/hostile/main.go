@@ -5,6 +5,12 @@
 //   - redirect URL: answers 302 to URL;
 //   - silent: never answers (the connection stays open until the client
 //     gives up).
+//
+// With -sync ADDRESS FILE first, it also answers flagd's sync service at
+// ADDRESS (flagd's sync port, which flagd, kept from starting, cannot
+// serve) with what flagd would serve of the flagd document in FILE, read
+// at each call: the pod claims the flag set's revision its volume holds,
+// as a tenant that controls its pod can.
 package main
 
 import (
@@ -14,13 +20,34 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/flagplane/flagplane/test/fakesync"
 )
 
 func main() {
-	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: hostile ADDRESS redirect URL | hostile ADDRESS silent")
+	args := os.Args[1:]
+	if len(args) > 3 && args[0] == "-sync" {
+		l, err := net.Listen("tcp", args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		file := args[2]
+		fakesync.Serve(l, func() (map[string]any, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			return fakesync.StoreFlags(b)
+		})
+		fmt.Println("answering flagd's sync service on", args[1], "from", file)
+		args = args[3:]
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostile [-sync ADDRESS FILE] ADDRESS redirect URL | hostile [-sync ADDRESS FILE] ADDRESS silent")
 		os.Exit(2)
 	}
+	os.Args = append(os.Args[:1], args...)
 	l, err := net.Listen("tcp", os.Args[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
