@@ -25,6 +25,10 @@ func (f *fakeSync) FetchAllFlags(ctx context.Context, _ *syncv1.FetchAllFlagsReq
 	select {
 	case <-time.After(f.delay):
 	case <-ctx.Done():
+		// The caller's deadline, which gRPC passes on, may end here a
+		// moment before it ends at the caller: an answer sent now would
+		// be taken for flagd's.
+		return nil, ctx.Err()
 	}
 	return &syncv1.FetchAllFlagsResponse{FlagConfiguration: f.content}, nil
 }
