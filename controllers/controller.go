@@ -284,7 +284,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 					c.confirmed.Add(f)
 				}
 			}}}
-		c.confirmed = &throttle{window: confirmThrottle, add: c.enqueue}
+		c.confirmed = &throttle{window: confirmThrottle, add: c.enqueue, later: func(k topology.Key, d time.Duration) {
+			if q := c.queueOf(k); q != nil {
+				q.AddAfter(k, d)
+			}
+		}}
 		c.statusWF.Confirmer = c.confirmer
 	}
 	c.rbacWF = &rbac.Reconciler{Client: c.client, Generated: settings.Generated, Writes: writes("RBAC"), Events: events,

@@ -103,6 +103,13 @@ func (q *workQueue[T]) Add(key T) {
 	q.queue.Add(key)
 }
 
+// AddAfter enqueues a key once d has passed; it counts as pending (Idle)
+// from now on.
+func (q *workQueue[T]) AddAfter(key T, d time.Duration) {
+	q.pending.added(key)
+	q.queue.AddAfter(key, d)
+}
+
 // Len is the number of keys waiting.
 func (q *workQueue[T]) Len() int { return q.queue.Len() }
 

@@ -14,7 +14,10 @@ import (
 // per answer: each computation visits every pod of the flag set.
 type throttle struct {
 	window time.Duration
-	add    func(topology.Key)
+	// add puts a key on its queue now, later once d has passed; both
+	// count as pending work at once (Idle, flagplane_pending_keys).
+	add   func(topology.Key)
+	later func(topology.Key, time.Duration)
 
 	mu   sync.Mutex
 	keys map[topology.Key]*throttled
@@ -41,12 +44,14 @@ func (t *throttle) Add(k topology.Key) {
 	}
 	now := time.Now()
 	if wait := st.last.Add(t.window).Sub(now); wait > 0 {
-		st.waiting = true
+		// The window's end is when the queue takes it: the key is pending
+		// work from now, as any key added.
+		st.waiting, st.last = true, st.last.Add(t.window)
+		t.later(k, wait)
 		time.AfterFunc(wait, func() {
 			t.mu.Lock()
-			st.waiting, st.last = false, time.Now()
+			st.waiting = false
 			t.mu.Unlock()
-			t.add(k)
 		})
 		return
 	}

@@ -14,11 +14,13 @@ import (
 func TestThrottle(t *testing.T) {
 	var mu sync.Mutex
 	added := map[topology.Key]int{}
-	th := &throttle{window: 200 * time.Millisecond, add: func(k topology.Key) {
+	add := func(k topology.Key) {
 		mu.Lock()
 		defer mu.Unlock()
 		added[k]++
-	}}
+	}
+	th := &throttle{window: 200 * time.Millisecond, add: add,
+		later: func(k topology.Key, d time.Duration) { time.AfterFunc(d, func() { add(k) }) }}
 	a, b := topology.FlagSetKey("ns", "a"), topology.FlagSetKey("ns", "b")
 	for range 1000 {
 		th.Add(a)
