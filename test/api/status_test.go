@@ -88,11 +88,17 @@ var _ = Describe("Status subresource and printer columns", func() {
 						{Kind: "ConfigMap", Namespace: "web", Name: "flagd.shop.checkout-flags", Revision: "0a1b2c3d4e5f"},
 						{Kind: "ConfigMap", Namespace: "shop", Name: "flagd.shop.checkout-flags", Revision: "6047d4b262a7"},
 					},
+					Confirmed: "2/3",
+					Serving: []flagplanev1beta1.NamespaceServing{
+						{Namespace: "web", Revision: "6047d4b262a7", Pods: 2, Confirmed: 1, Others: []flagplanev1beta1.RevisionPods{{Revision: "0a1b2c3d4e5f", Pods: 1}},
+							Reason: "pod web-1: flagd serves revision 0a1b2c3d4e5f"},
+						{Namespace: "shop", Revision: "6047d4b262a7", Pods: 1, Confirmed: 1, Starting: 1},
+					},
 				}
 			},
 			specField: []string{"flagSpec", "flags", "new-checkout", "defaultVariant"}, specValue: "on",
 			shortName: "ff",
-			columns:   map[string]string{"NAME": "checkout-flags", "FLAGS": "3", "ACCEPTED": "True", "DELIVERED": "1/2"},
+			columns:   map[string]string{"NAME": "checkout-flags", "FLAGS": "3", "ACCEPTED": "True", "DELIVERED": "1/2", "CONFIRMED": "2/3"},
 		}),
 		Entry("FeatureFlagSource", statusCase{
 			object: func() client.Object {
