@@ -59,7 +59,6 @@ type Prober struct {
 	turns    []string            // namespaces with queued pods, in turn
 	inFlight int
 	running  map[string]int // namespace -> reads in flight
-	reads    uint64
 }
 
 // Pod is a consumer pod whose flagd a Prober asks.
@@ -199,21 +198,12 @@ func (p *Prober) Forget(uid string) {
 	}
 }
 
-// Pods is how many pods the Prober holds a state of; Reads, how many reads
-// it made.
+// Pods is how many pods the Prober holds a state of.
 func (p *Prober) Pods() int {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.pods)
-}
-
-// Reads is how many reads the Prober made.
-func (p *Prober) Reads() uint64 {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reads
 }
 
 // schedule queues st's pod for a read once its delay has passed, unless it
@@ -297,7 +287,6 @@ func (p *Prober) read(st *podState) {
 		r = &Reading{Err: err.Error(), At: now}
 	}
 	p.mu.Lock()
-	p.reads++
 	p.inFlight--
 	ns := st.pod.Namespace
 	if p.running[ns]--; p.running[ns] == 0 {

@@ -137,14 +137,6 @@ func (c *Confirmer) since(f topology.Key, namespace, revision string, now time.T
 	return h.since
 }
 
-// Remembered is how many flag sets' namespaces the Confirmer holds a
-// revision of.
-func (c *Confirmer) Remembered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.held)
-}
-
 // flagdSyncPort is flagd's default sync port.
 const flagdSyncPort = 8015
 
