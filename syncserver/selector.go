@@ -2,19 +2,17 @@ package syncserver
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/metadata"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flagplane/flagplane/topology"
 )
 
-// SelectorPrefix starts every selector: a selector names one FeatureFlag as
-// "core.openfeature.dev/<namespace>/<name>", as the OpenFeature Operator's
-// flagd-proxy does, so that clients configured for flagd-proxy work unchanged.
-const SelectorPrefix = "core.openfeature.dev/"
+// SelectorPrefix starts every selector (topology.SelectorPrefix): a
+// selector names one FeatureFlag as "core.openfeature.dev/<namespace>/<name>",
+// as the OpenFeature Operator's flagd-proxy does, so that clients configured
+// for flagd-proxy work unchanged.
+const SelectorPrefix = topology.SelectorPrefix
 
 // SelectorHeader is the gRPC metadata key by which newer flagd clients send
 // their selector; older ones send it in the request body. The header wins
@@ -26,26 +24,8 @@ func Selector(flagSet topology.Key) string {
 	return SelectorPrefix + flagSet.Namespace + "/" + flagSet.Name
 }
 
-// ParseSelector returns the flag set a selector names. The namespace and name
-// must be valid Kubernetes names, so that no selector can name something
-// outside the FeatureFlag it appears to name.
-func ParseSelector(selector string) (topology.Key, error) {
-	rest, ok := strings.CutPrefix(selector, SelectorPrefix)
-	if !ok {
-		return topology.Key{}, fmt.Errorf("selector %q does not start with %q: want %s<namespace>/<name>", selector, SelectorPrefix, SelectorPrefix)
-	}
-	ns, name, ok := strings.Cut(rest, "/")
-	if !ok {
-		return topology.Key{}, fmt.Errorf("selector %q names no FeatureFlag: want %s<namespace>/<name>", selector, SelectorPrefix)
-	}
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return topology.Key{}, fmt.Errorf("selector %q: namespace %q is invalid: %s", selector, ns, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return topology.Key{}, fmt.Errorf("selector %q: name %q is invalid: %s", selector, name, strings.Join(errs, "; "))
-	}
-	return topology.FlagSetKey(ns, name), nil
-}
+// ParseSelector returns the flag set a selector names (topology.ParseSelector).
+func ParseSelector(selector string) (topology.Key, error) { return topology.ParseSelector(selector) }
 
 // requestSelector is the selector of a request: the Flagd-Selector header if
 // present, else the request body's.

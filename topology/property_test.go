@@ -271,6 +271,10 @@ func genEvent(c chooser) event {
 				record: func(w *world) { delete(w.ipcs, k) }}
 		}
 		ipc := newIPC(ns, name, pick[int32](c, 0, 8015, 9000))
+		// Its selector: none, one of a flag set of its own namespace or
+		// another's, or one that names none.
+		ipc.Spec.Selector = pick(c, "", SelectorPrefix+ns+"/"+pick(c, propFlagSets...),
+			SelectorPrefix+pick(c, propNamespaces...)+"/"+pick(c, propFlagSets...), "core.openfeature.dev/x")
 		return event{desc: "upsert " + k.String() + " " + mustJSON(ipc.Spec),
 			apply:  func(t *Topology) (Delta, error) { return t.UpsertInProcessConfig(ipc) },
 			record: func(w *world) { w.ipcs[k] = ipc }}
@@ -432,6 +436,7 @@ func answers(v *View) map[string]any {
 			out[s+" SourcesOfFlagSet"] = v.SourcesOfFlagSet(k)
 			out[s+" ConsumerNamespaces"] = v.ConsumerNamespaces(k)
 			out[s+" ReaderNamespaces"] = v.ReaderNamespaces(k)
+			out[s+" InProcessReaders"] = v.InProcessReaders(k)
 		case k.Kind == KindSource:
 			out[s+" WorkloadsOfSource"] = v.WorkloadsOfSource(k)
 			out[s+" FlagSetRefs"] = v.FlagSetRefs(k)
@@ -527,7 +532,7 @@ func (c specs) fingerprint(v *View, k Key) string {
 		if !ok {
 			return ""
 		}
-		return fmt.Sprint(c.of(ff, false), v.SourcesOfFlagSet(k), v.ConsumerNamespaces(k), v.ReaderNamespaces(k))
+		return fmt.Sprint(c.of(ff, false), v.SourcesOfFlagSet(k), v.ConsumerNamespaces(k), v.ReaderNamespaces(k), v.InProcessReaders(k))
 	case k.Kind == KindConfigMap:
 		if !v.ConfigMapNeeded(k) {
 			return ""

@@ -373,6 +373,7 @@ func (edit *tx) retarget(from Key, referrer payload, w Key) error {
 	edit.markReaders(readers)
 	edit.mark(from)
 	edit.mark(w)
+	edit.markSelected(from, w)
 	if from.Kind == KindSource {
 		edit.remountLater(w)
 	}
@@ -423,8 +424,13 @@ func (edit *tx) observeReaders(from, w Key) map[Key][]string {
 // markReaders marks the flag sets whose reader namespaces differ from what
 // observeReaders saw.
 func (edit *tx) markReaders(before map[Key][]string) {
+	// A flag set's own namespace may read it whatever sources resolve it
+	// (View.MayRead): its coming or going changes nothing.
+	others := func(f Key, namespaces []string) []string {
+		return slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool { return ns == f.Namespace })
+	}
 	for f, namespaces := range before {
-		if !slices.Equal(namespaces, edit.state.readerNamespaces(f)) {
+		if !slices.Equal(others(f, namespaces), others(f, edit.state.readerNamespaces(f))) {
 			edit.mark(f)
 		}
 	}

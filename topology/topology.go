@@ -131,6 +131,9 @@ type state struct {
 	// workloads whose (enabled) pod-template annotation names it.
 	annotSources pmap[Key, pset[Key]]
 	annotIPCs    pmap[Key, pset[Key]]
+	// ipcsSelecting: flag set → in-process configurations whose selector
+	// names it (the in-process SDKs that read it, View.InProcessReaders).
+	ipcsSelecting pmap[Key, pset[Key]]
 	// grantsByNs: namespace → grants in it.
 	grantsByNs pmap[nsKey, pset[Key]]
 	// crossAnnot: (target namespace, workload namespace) → workloads whose

@@ -153,6 +153,23 @@ func (v *View) WorkloadsOfInProcessConfig(c Key) []Key {
 	return sortedKeys(v.state.g.children(c, relTargets))
 }
 
+// InProcessReaders lists the workloads whose in-process SDKs read flag set
+// f: those an in-process configuration whose selector names f applies to,
+// in the namespaces entitled to f (MayRead: a selector of another
+// namespace names f without reading it, from flagplane's sync server at
+// least), sorted.
+func (v *View) InProcessReaders(f Key) []Key {
+	var out []Key
+	for _, c := range indexGet(v.state.ipcsSelecting, f) {
+		for _, w := range v.state.g.children(c, relTargets) {
+			if v.MayRead(w.Namespace, f) {
+				out = append(out, w)
+			}
+		}
+	}
+	return slices.Compact(sortedKeys(out))
+}
+
 // FlagSetRefs lists every spec.sources entry of a source that names a flag
 // set, in spec order, with the provider in force and the reference's state.
 func (v *View) FlagSetRefs(s Key) []FlagSetRef {

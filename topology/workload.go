@@ -222,6 +222,9 @@ func (edit *tx) deleteWorkload(k Key) error {
 	edit.state.g.removeNode(edit.owner, k)
 	edit.markReaders(readers)
 	edit.markAll(appliers)
+	for _, c := range appliers {
+		edit.markSelected(c, k)
+	}
 	if len(appliers) > 0 || len(unresolved(annot)) > 0 {
 		edit.mark(k)
 	}

@@ -230,6 +230,13 @@ type UnobservedConsumers struct {
 	// Flagds is the number of Flagds that read it with the kubernetes provider.
 	// +optional
 	Flagds int32 `json:"flagds,omitempty"`
+	// InProcess is the number of workloads whose in-process SDKs read it:
+	// an InProcessConfiguration whose selector names the flag set applies
+	// to them. flagplane asks no SDK which revision it holds; for those
+	// subscribed to flagplane's sync server, consumers says what the server
+	// sent them.
+	// +optional
+	InProcess int32 `json:"inProcess,omitempty"`
 	// Reason says why their revision is not known.
 	Reason string `json:"reason"`
 }

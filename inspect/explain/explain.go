@@ -145,7 +145,11 @@ func deliveredOf(ff *v1beta1.FeatureFlag) *Delivered {
 		d.Serving = append(d.Serving, ServingLine(ns))
 	}
 	if u := st.Unobserved; u != nil {
-		d.Unobserved = fmt.Sprintf("%s and %s not counted: %s", count(int(u.Workloads), "workload"), count(int(u.Flagds), "Flagd"), u.Reason)
+		who := count(int(u.Workloads), "workload") + " and " + count(int(u.Flagds), "Flagd")
+		if u.InProcess > 0 {
+			who = fmt.Sprintf("%s, %s and %s", count(int(u.Workloads), "workload"), count(int(u.Flagds), "Flagd"), count(int(u.InProcess), "in-process workload"))
+		}
+		d.Unobserved = fmt.Sprintf("%s not counted: %s", who, u.Reason)
 	}
 	return d
 }

@@ -689,9 +689,11 @@ func syncConsumer(flagSet topology.Key, subs SyncSubscribers, revision string) (
 	return c, behind.Since, true
 }
 
-// unobserved counts the workloads and Flagds that read a flag set with the
-// kubernetes provider: flagd watches the FeatureFlag itself, and nothing
-// tells flagplane which revision it holds.
+// unobserved counts the readers of a flag set whose revision flagplane
+// cannot ask: the workloads and Flagds that read it with the kubernetes
+// provider (flagd watches the FeatureFlag itself, and nothing tells
+// flagplane which revision it holds), and the workloads whose in-process
+// SDKs read it (View.InProcessReaders).
 func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsumers {
 	var readers []topology.Key
 	for _, s := range v.SourcesOfFlagSet(flagSet) {
@@ -702,7 +704,6 @@ func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsu
 	var workloads, flagds int
 	switch len(readers) {
 	case 0:
-		return nil
 	case 1:
 		// One source: its targets counted, not listed.
 		workloads, _ = v.FirstWorkloadsOfSource(readers[0], 0)
@@ -723,8 +724,19 @@ func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsu
 			}
 		}
 	}
-	return &v1beta1.UnobservedConsumers{Workloads: int32(workloads), Flagds: int32(flagds),
-		Reason: "they read the FeatureFlag from the API server with the kubernetes provider: which revision their flagd holds is not reported to flagplane"}
+	inProcess := len(v.InProcessReaders(flagSet))
+	if workloads+flagds+inProcess == 0 {
+		return nil
+	}
+	var why []string
+	if workloads+flagds > 0 {
+		why = append(why, "they read the FeatureFlag from the API server with the kubernetes provider: which revision their flagd holds is not reported to flagplane")
+	}
+	if inProcess > 0 {
+		why = append(why, "in-process SDKs evaluate inside the application: none reports its revision to flagplane (consumers say what flagplane's sync server sent to its subscribers)")
+	}
+	return &v1beta1.UnobservedConsumers{Workloads: int32(workloads), Flagds: int32(flagds), InProcess: int32(inProcess),
+		Reason: strings.Join(why, "; ")}
 }
 
 // sinceOf keeps the Since of a consumer that held the same revision before;

@@ -194,6 +194,56 @@ func TestUnobserved(t *testing.T) {
 	g.Expect(u.Reason).To(ContainSubstring("kubernetes provider"))
 }
 
+// Unobserved counts the workloads whose in-process SDKs read the flag set:
+// those an InProcessConfiguration whose selector names it applies to, in a
+// namespace entitled to it. A selector of another namespace, or one that
+// names no flag set, counts nothing; nothing in-process is ever confirmed.
+func TestUnobservedInProcess(t *testing.T) {
+	g := NewWithT(t)
+	topo := topology.New(flagsets.NewValidator(false).TopologyOptions()...)
+	must := func(_ topology.Delta, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(topo.UpsertFlagSet(&v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout"}}))
+	ipc := func(ns, name, selector string) {
+		t.Helper()
+		must(topo.UpsertInProcessConfig(&v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1beta1.InProcessConfigurationSpec{Selector: selector}}))
+	}
+	workload := func(ns, name, ipc string) {
+		t.Helper()
+		must(topo.UpsertWorkload(topology.Workload{Kind: topology.KindDeployment, Namespace: ns, Name: name,
+			PodAnnotations: map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationInProcessConfiguration: ipc}}))
+	}
+	key := topology.FlagSetKey("shop", "checkout")
+
+	ipc("shop", "sdk", "core.openfeature.dev/shop/checkout")
+	ipc("shop", "all", "")
+	ipc("other", "sdk", "core.openfeature.dev/shop/checkout")
+	workload("shop", "web", "sdk")
+	workload("shop", "api", "sdk")
+	workload("shop", "batch", "all")
+	workload("other", "thief", "sdk")
+
+	u := unobserved(topo.Snapshot(), key)
+	g.Expect(u).NotTo(BeNil())
+	g.Expect(u.InProcess).To(Equal(int32(2)), "web and api; batch's selector names no flag set, other may not read it")
+	g.Expect(u.Workloads).To(BeZero())
+	g.Expect(u.Reason).To(ContainSubstring("in-process"))
+	g.Expect(u.Reason).NotTo(ContainSubstring("kubernetes provider"))
+
+	// Edits of the selector and of the workloads move the count, and the
+	// Delta names the flag set whenever it does.
+	d, err := topo.UpsertInProcessConfig(&v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "sdk"},
+		Spec: v1beta1.InProcessConfigurationSpec{Selector: "core.openfeature.dev/shop/other"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Has(key)).To(BeTrue())
+	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil())
+}
+
 // A shard's encoding stays within MaxSyncReportBytes whatever its names:
 // 2000 entries of the longest names Kubernetes allows, with three
 // revisions each, pass the 1 MiB the API server allows a ConfigMap when
