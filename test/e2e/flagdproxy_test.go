@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -37,6 +39,27 @@ var _ = Describe("the flagd-proxy provider", func() {
 		Eventually(resolve(addr)).Should(Equal(evaluated("on")))
 		By("the status shows the sync subscribers holding the new revision")
 		Expect(syncDelivered(ctx, ff, first)).NotTo(Equal(first))
+
+		By("an in-process SDK selecting the flag set is counted as unobserved, never as confirmed")
+		ipc := &v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sdk"},
+			Spec: v1beta1.InProcessConfigurationSpec{Selector: syncserver.Selector(topology.FlagSetKey(ns, "checkout"))}}
+		reader := deployment(ns, "reader", appImage, map[string]string{
+			v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationInProcessConfiguration: "sdk"})
+		reader.Spec.Replicas = ptr.To[int32](0)
+		create(ctx, ipc, reader)
+		Eventually(func(g Gomega) {
+			got := &v1beta1.FeatureFlag{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+			g.Expect(got.Status.Unobserved).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"InProcess": BeEquivalentTo(1), "Workloads": BeZero(), "Reason": ContainSubstring("in-process")})))
+			g.Expect(got.Status.Delivered).To(Equal("1/1"), "the SDK is no consumer of its own")
+		}).Should(Succeed())
+		Expect(k8s.Delete(ctx, ipc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &v1beta1.FeatureFlag{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+			g.Expect(got.Status.Unobserved).To(BeNil())
+		}).Should(Succeed())
 
 		By("deleting the FeatureFlag: the sync server serves the flag set as empty")
 		Expect(k8s.Delete(ctx, ff)).To(Succeed())
