@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -79,7 +81,8 @@ func (d *demo) delivered(ctx context.Context, before string) (*v1beta1.FeatureFl
 			}
 			streaming = streaming || (c.Kind == status.KindSyncSubscribers && c.Streams > 0)
 		}
-		return streaming, nil
+		ready := meta.FindStatusCondition(st.Conditions, v1beta1.ConditionReady)
+		return streaming && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == ff.Generation, nil
 	})
 	return ff, err
 }
@@ -93,7 +96,7 @@ func (d *demo) showDelivery(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the delivery status: %w", err)
 	}
-	d.measured("flag edit to the status saying every consumer has it", time.Since(d.editedAt))
+	d.measured("flag edit to the status saying every consumer has it and every asked pod serves it", time.Since(d.editedAt))
 	out, err := d.kubectl(nil, "get", "featureflags", "-n", ns, "-o", "wide")
 	if err != nil {
 		return err
@@ -116,10 +119,23 @@ func (d *demo) showDelivery(ctx context.Context) error {
 	_ = tw.Flush()
 	d.say("status.consumers (revision %s):", ff.Status.Revision)
 	d.block(b.String())
-	if u := ff.Status.Unobserved; u != nil {
-		d.say("status.unobserved, not counted: %s and %s, because %s", nouns(u.Workloads, "workload"), nouns(u.Flagds, "Flagd"), u.Reason)
+	b.Reset()
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tREVISION\tPODS\tCONFIRMED\tNOT ASKED")
+	for _, s := range ff.Status.Serving {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", s.Namespace, s.Revision, s.Pods, s.Confirmed, s.NotAsked)
 	}
-	d.say("A ConfigMap counts when it holds the revision: the kubelet's projection of it into the pod is not observable, so it is not claimed.")
+	_ = tw.Flush()
+	d.say("status.serving, what the pods' flagd answer when flagplane asks them (confirmed %s):", ff.Status.Confirmed)
+	d.block(b.String())
+	if u := ff.Status.Unobserved; u != nil {
+		who := nouns(u.Workloads, "workload") + " and " + nouns(u.Flagds, "Flagd")
+		if u.InProcess > 0 {
+			who = nouns(u.Workloads, "workload") + ", " + nouns(u.Flagds, "Flagd") + " and " + nouns(u.InProcess, "in-process workload")
+		}
+		d.say("status.unobserved, not counted: %s, because %s", who, u.Reason)
+	}
+	d.say("A copy counts in consumers when it holds the revision; Ready waits until the pods' flagd answer with it.")
 	return nil
 }
 
