@@ -280,8 +280,8 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)
 	FLAGPLANE_E2E_BENCH_ROLLOUTS=$(STAGED_BENCH_ROLLOUTS) FLAGPLANE_E2E_BENCH_PLAIN_EDITS=$(STAGED_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench StagedRollout -benchtime 1x -timeout $(TEST_TIMEOUT)
 	go run ./hack/stagedbench $(STAGED_SCALE_FLAGS)
-	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
-	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
+	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -v -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
+	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -v -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 
 # Fuzzing. Go fuzzes one target per invocation. FUZZ_TARGETS are every
 # target of the module's packages (func Fuzz... in a _test.go file), as
