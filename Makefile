@@ -214,7 +214,7 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests.
+test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner.
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -446,7 +446,7 @@ $(NGINX_STAMP): | realnode-packages
 	rm -rf $(BIN)/realnode/nginx && dpkg-deb -x $(BIN)/realnode/debs/nginx_*.deb $(BIN)/realnode/nginx
 	@touch $@
 
-##@ Conformance: the OpenFeature Operator's own e2e suite (needs a checkout of it)
+##@ Conformance: the OpenFeature Operator's own e2e suite, from its module
 
 # chainsaw, the runner of OFO's suite, at the version OFO's CI installs.
 # v0.2.12 does not compile with Go 1.26 (testing.testDeps gained a method):
@@ -456,6 +456,7 @@ CHAINSAW_VERSION := v0.2.12
 CHAINSAW_GO := go1.24.6
 CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
 OFO_DIR ?=
+OFO_VERSION ?= v0.9.2
 CONFORMANCE_FLAGS ?=
 
 $(CHAINSAW):
@@ -468,10 +469,13 @@ $(CHAINSAW):
 chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
 
 .PHONY: conformance
-conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node: OFO_DIR=<a checkout of open-feature-operator> (needs root).
-	@test -n "$(OFO_DIR)" || { echo "OFO_DIR is not set: make conformance OFO_DIR=<a checkout of open-feature-operator>" >&2; exit 1; }
+conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
-	@$(BIN)/flagplane-conformance -ofo-dir "$(OFO_DIR)" -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
+	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
+
+.PHONY: conformance-doc
+conformance-doc: ## make conformance, then write its table into docs/openfeature-operator.md.
+	$(MAKE) conformance CONFORMANCE_FLAGS="$(CONFORMANCE_FLAGS) -write-doc"
 
 ##@ Tools (built from Go modules into bin/)
 

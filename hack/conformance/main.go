@@ -1,6 +1,8 @@
 // Command conformance runs the OpenFeature Operator's own e2e suite, as
-// its repository holds it, against flagplane: `make conformance
-// OFO_DIR=<a checkout of open-feature-operator>`.
+// its repository holds it, against flagplane: `make conformance`, part of
+// `make test`. The suite comes from OFO's module as the Go module proxy
+// serves it (-ofo-version, copied out of the read-only module cache), or
+// from a checkout (OFO_DIR, -ofo-dir).
 //
 // It starts a real single-node cluster (test/realnode), installs flagplane
 // from its chart in place of OFO's `make deploy-operator`, with OFO's
@@ -19,7 +21,9 @@
 //
 // A failure that is a documented deliberate difference (deliberate below,
 // docs/openfeature-operator.md, "Differences") is reported as such;
-// any other failure makes the command fail.
+// any other failure makes the command fail. So does a table of tests and
+// steps in docs/openfeature-operator.md that differs from the run's
+// (-doc; -write-doc rewrites it).
 package main
 
 import (
@@ -32,6 +36,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,10 +55,11 @@ var deliberate = map[string]string{
 	"flagd-custom-ports/step-01": "a FeatureFlagSource's port and managementPort: flagplane declares the ports flagd listens on " +
 		"(containerPort and the Service's targetPort 8888 and 9999); OFO's Deployment declares 8013 and 8014 while flagd " +
 		"listens on 8888 and 9999, so OFO's Service sends requests to a port nothing listens on",
-	"fsconfig-flagd-proxy-sync/step-01": "flagd-proxy sources sync from flagplane's built-in sync server, which wants each sidecar's " +
-		"namespace credential in a --sources headers field; flagd has that field from v0.15.6, so with OFO's v0.15.4 " +
-		"flagplane leaves the entry out and says so (the source's FlagdVersionSupported=False, an Event, an admission " +
-		"warning on the pod); with flagplane's default v0.16.0 the scenario's sidecar serves its flags",
+	"fsconfig-flagd-proxy-sync/step-01": "flagd-proxy sources sync from flagplane's built-in sync server, which serves a namespace's " +
+		"flag sets only to a sidecar that presents that namespace's credential, in a --sources headers field flagd has from " +
+		"v0.15.6 (OFO's flagd-proxy serves any flag set to anyone who names it); so with OFO's v0.15.4 flagplane leaves the " +
+		"entry out and says so (the source's FlagdVersionSupported=False, an Event, an admission warning on the pod); with " +
+		"flagplane's default v0.16.0 the scenario's sidecar serves its flags",
 }
 
 // cpuRequest is each injected or Flagd flagd's CPU request in the run.
@@ -66,21 +72,25 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	var (
-		ofoDir, chainsaw, flagdTag, report string
-		sets                               setFlags
-		parallel                           int
+		o        options
+		sets     setFlags
+		writeDoc bool
 	)
-	flag.StringVar(&ofoDir, "ofo-dir", "", "a checkout of open-feature-operator (its test/e2e/chainsaw and .chainsaw.yaml are used as they are)")
-	flag.StringVar(&chainsaw, "chainsaw", "", "the chainsaw binary (make chainsaw)")
-	flag.StringVar(&flagdTag, "flagd-tag", "", "flagd tag to inject (default: the one OFO's chart pins, sidecarConfiguration.image.tag)")
-	flag.StringVar(&report, "report", "", "where to write the results as a Markdown table (default bin/conformance/results.md)")
+	flag.StringVar(&o.ofoDir, "ofo-dir", "", "a checkout of open-feature-operator (its test/e2e/chainsaw and .chainsaw.yaml are used as they are); default: its module at -ofo-version")
+	flag.StringVar(&o.ofoVersion, "ofo-version", defaultOFOVersion, "the version of OFO's module whose suite runs, when -ofo-dir is not given (downloaded through the Go module proxy)")
+	flag.StringVar(&o.doc, "doc", "docs/openfeature-operator.md", "the document whose conformance table must equal the run's (empty: none)")
+	flag.BoolVar(&writeDoc, "write-doc", false, "rewrite -doc's table from the run instead of comparing")
+	flag.StringVar(&o.chainsaw, "chainsaw", "", "the chainsaw binary (make chainsaw)")
+	flag.StringVar(&o.flagdTag, "flagd-tag", "", "flagd tag to inject (default: the one OFO's chart pins, sidecarConfiguration.image.tag)")
+	flag.StringVar(&o.report, "report", "", "where to write the results as a Markdown table (default bin/conformance/results.md)")
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
-	flag.IntVar(&parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
+	flag.IntVar(&o.parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
 	flag.Parse()
+	o.sets, o.writeDoc = sets, writeDoc
 	// The API server's warnings (admission's among them) are printed.
 	log.SetLogger(funcr.New(func(prefix, args string) { fmt.Println(prefix, args) }, funcr.Options{}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, ofoDir, chainsaw, flagdTag, report, sets, parallel)
+	err := run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -88,14 +98,44 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, sets []string, parallel int) error {
+// defaultOFOVersion is the OFO release whose suite `make test` runs.
+const defaultOFOVersion = "v0.9.2"
+
+type options struct {
+	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc string
+	sets                                                []string
+	parallel                                            int
+	writeDoc                                            bool
+}
+
+func run(ctx context.Context, o options) error {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return err
 	}
 	bin := filepath.Join(root, "bin")
+	ofoDir, chainsaw, flagdTag, reportPath, sets, parallel := o.ofoDir, o.chainsaw, o.flagdTag, o.report, o.sets, o.parallel
+	origin := "a checkout"
+	if ofoDir == "" {
+		say("OFO's suite from its module, %s, through the Go module proxy", o.ofoVersion)
+		if ofoDir, err = ofoModule(ctx, o.ofoVersion, filepath.Join(bin, "ofo")); err != nil {
+			return err
+		}
+		origin = "module " + ofoModulePath + "@" + o.ofoVersion
+	}
 	if ofoDir, err = filepath.Abs(ofoDir); err != nil {
 		return err
+	}
+	var doc string
+	if o.doc != "" {
+		doc = filepath.Join(root, o.doc)
+		if filepath.IsAbs(o.doc) {
+			doc = o.doc
+		}
+		// A document without its table fails now, not after the run.
+		if _, err := readDocTable(doc); err != nil {
+			return err
+		}
 	}
 	if chainsaw, err = filepath.Abs(chainsaw); err != nil {
 		return err
@@ -202,7 +242,7 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 	if err != nil {
 		return err
 	}
-	table, unexplained := results(rep, flagdTag, took)
+	table, docTable, unexplained := results(rep, flagdTag, took, origin)
 	fmt.Println()
 	fmt.Print(table)
 	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
@@ -215,6 +255,24 @@ func run(ctx context.Context, ofoDir, chainsaw, flagdTag, reportPath string, set
 	if len(unexplained) > 0 {
 		return fmt.Errorf("%d test(s) failed that are not documented differences: %s", len(unexplained), strings.Join(unexplained, ", "))
 	}
+	if doc == "" {
+		return nil
+	}
+	if o.writeDoc {
+		if err := writeDocTable(doc, docTable); err != nil {
+			return err
+		}
+		say("%s: its table rewritten from this run", doc)
+		return nil
+	}
+	have, err := readDocTable(doc)
+	if err != nil {
+		return err
+	}
+	if have != docTable {
+		return fmt.Errorf("%s's table of OFO's suite is not this run's (make conformance-doc rewrites it from a run):\n--- the document\n%s--- this run\n%s", doc, have, docTable)
+	}
+	say("%s: its table is this run's", doc)
 	return nil
 }
 
@@ -278,21 +336,23 @@ func ofoFlagdTag(ofoDir string) (string, error) {
 
 // report is chainsaw's JSON report (--report-format JSON).
 type report struct {
-	Tests []struct {
-		Name     string `json:"name"`
-		BasePath string `json:"basePath"`
-		Skipped  bool   `json:"skipped"`
-		Steps    []struct {
-			Name       string `json:"name"`
-			Operations []struct {
-				Name    string `json:"name"`
-				Type    string `json:"type"`
-				Failure *struct {
-					Error string `json:"error"`
-				} `json:"failure"`
-			} `json:"operations"`
-		} `json:"steps"`
-	} `json:"tests"`
+	Tests []reportTest `json:"tests"`
+}
+
+type reportTest struct {
+	Name     string `json:"name"`
+	BasePath string `json:"basePath"`
+	Skipped  bool   `json:"skipped"`
+	Steps    []struct {
+		Name       string `json:"name"`
+		Operations []struct {
+			Name    string `json:"name"`
+			Type    string `json:"type"`
+			Failure *struct {
+				Error string `json:"error"`
+			} `json:"failure"`
+		} `json:"operations"`
+	} `json:"steps"`
 }
 
 func readReport(path string) (*report, error) {
@@ -310,15 +370,22 @@ func readReport(path string) (*report, error) {
 	return &r, nil
 }
 
-// results is the Markdown table of every test and step, and the tests
-// that failed with no documented reason.
-func results(r *report, flagdTag string, took time.Duration) (string, []string) {
-	var b strings.Builder
+// results is the Markdown table of every test and step, with chainsaw's
+// errors; the table for the document, which says the same without what
+// changes from run to run (chainsaw's error texts, the time); and the
+// tests that failed with no documented reason.
+func results(r *report, flagdTag string, took time.Duration, origin string) (string, string, []string) {
+	var b, d strings.Builder
 	var unexplained []string
 	passed := 0
 	fmt.Fprintf(&b, "| Test | Step | Result | Why |\n|---|---|---|---|\n")
+	fmt.Fprintf(&d, "| Test | Step | Result | Why |\n|---|---|---|---|\n")
 	deliberateFailures := 0
-	for _, t := range r.Tests {
+	// chainsaw reports tests in the order they ended, which its parallel
+	// runs change from run to run: the tables go by name.
+	tests := slices.Clone(r.Tests)
+	slices.SortStableFunc(tests, func(a, b reportTest) int { return strings.Compare(a.Name, b.Name) })
+	for _, t := range tests {
 		failed, explained := false, true
 		for _, s := range t.Steps {
 			result, why := "pass", ""
@@ -333,20 +400,25 @@ func results(r *report, flagdTag string, took time.Duration) (string, []string) 
 				result = "not run"
 			}
 			reason, listed := deliberate[t.Name+"/"+s.Name]
+			docWhy := why
 			switch {
 			case result == "fail" && listed:
 				failed = true
 				why = "deliberate difference: " + reason + ". chainsaw: " + why
+				docWhy = "deliberate difference: " + reason
 			case result == "fail":
 				failed, explained = true, false
 			case result == "pass" && listed:
 				why = "listed as a deliberate difference, yet it passed"
+				docWhy = why
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, s.Name, result, escape(why))
+			fmt.Fprintf(&d, "| %s | %s | %s | %s |\n", t.Name, s.Name, result, escape(docWhy))
 		}
 		switch {
 		case t.Skipped:
 			fmt.Fprintf(&b, "| %s | | skipped | |\n", t.Name)
+			fmt.Fprintf(&d, "| %s | | skipped | |\n", t.Name)
 		case !failed:
 			passed++
 		case explained:
@@ -358,7 +430,47 @@ func results(r *report, flagdTag string, took time.Duration) (string, []string) 
 	fmt.Fprintf(&b, "\n%d of %d tests passed in %s (failures that are deliberate differences: %d). "+
 		"flagd: the image tagged %s runs flagd v0.16.0, the only version the Go module proxy serves here.\n",
 		passed, len(r.Tests), took.Round(time.Second), deliberateFailures, flagdTag)
-	return b.String(), unexplained
+	fmt.Fprintf(&d, "\n%d of %d tests pass (suite from %s, flagd tag %s); failures that are deliberate differences: %d.\n",
+		passed, len(r.Tests), origin, flagdTag, deliberateFailures)
+	return b.String(), d.String(), unexplained
+}
+
+// The document's table sits between these two lines.
+const (
+	docTableBegin = "<!-- conformance table: written by make conformance-doc from a run; make conformance fails when a run differs -->"
+	docTableEnd   = "<!-- end of conformance table -->"
+)
+
+// readDocTable is the table of a document, between docTableBegin and
+// docTableEnd.
+func readDocTable(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	_, rest, ok := strings.Cut(string(data), docTableBegin+"\n")
+	if !ok {
+		return "", fmt.Errorf("%s has no line %q: the conformance table goes after it", path, docTableBegin)
+	}
+	table, _, ok := strings.Cut(rest, docTableEnd)
+	if !ok {
+		return "", fmt.Errorf("%s has no line %q after its conformance table", path, docTableEnd)
+	}
+	return table, nil
+}
+
+// writeDocTable replaces the table of a document.
+func writeDocTable(path, table string) error {
+	have, err := readDocTable(path)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out := strings.Replace(string(data), docTableBegin+"\n"+have+docTableEnd, docTableBegin+"\n"+table+docTableEnd, 1)
+	return os.WriteFile(path, []byte(out), 0o644)
 }
 
 func firstLine(s string) string {
