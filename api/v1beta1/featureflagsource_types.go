@@ -108,6 +108,26 @@ type FeatureFlagSourceSpec struct {
 	// +optional
 	DebugLogging *bool `json:"debugLogging,omitempty"`
 
+	// KeepAliveMinTime is how often, at most, flagd's sync server lets a
+	// client send gRPC keepalive pings (flagd's --keep-alive-min-time, read
+	// from FLAGD_KEEP_ALIVE_MIN_TIME): a client that pings more often is
+	// sent GOAWAY. A Go duration ("30s"). Unset: flagd's default (30s).
+	// flagd reads it from v0.16.1; for an older release it is left out,
+	// and FlagdVersionSupported says so. From the OpenFeature Operator
+	// v0.9.3.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	KeepAliveMinTime *metav1.Duration `json:"keepAliveMinTime,omitempty"`
+
+	// KeepAlivePermitWithoutStream lets clients of flagd's sync server ping
+	// while they hold no stream (--keep-alive-permit-without-stream, read
+	// from FLAGD_KEEP_ALIVE_PERMIT_WITHOUT_STREAM). Unset: flagd's default
+	// (true). flagd reads it from v0.16.1. From the OpenFeature Operator
+	// v0.9.3.
+	// +optional
+	KeepAlivePermitWithoutStream *bool `json:"keepAlivePermitWithoutStream,omitempty"`
+
 	// OtelCollectorUri makes the sidecar export metrics and traces to this collector.
 	// +optional
 	OtelCollectorUri string `json:"otelCollectorUri,omitempty"` //nolint:revive // JSON name fixed by the OpenFeature API.

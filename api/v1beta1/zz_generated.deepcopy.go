@@ -185,6 +185,16 @@ func (in *FeatureFlagSourceSpec) DeepCopyInto(out *FeatureFlagSourceSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.KeepAliveMinTime != nil {
+		in, out := &in.KeepAliveMinTime, &out.KeepAliveMinTime
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.KeepAlivePermitWithoutStream != nil {
+		in, out := &in.KeepAlivePermitWithoutStream, &out.KeepAlivePermitWithoutStream
+		*out = new(bool)
+		**out = **in
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 	if in.ContextValues != nil {
 		in, out := &in.ContextValues, &out.ContextValues

@@ -48,6 +48,7 @@ var _ = Describe("OpenFeature Operator manifests", func() {
 		Entry("FeatureFlagSource, minimal: the sidecar settings are defaulted", "featureflagsource-minimal.yaml", sidecarDefaults),
 		Entry("FeatureFlagSource with every OpenFeature Operator field", "featureflagsource-full.yaml", nil),
 		Entry("FeatureFlagSource with a workload selector", "featureflagsource-selector.yaml", sidecarDefaults),
+		Entry("FeatureFlagSource with the OpenFeature Operator v0.9.3's keepalive fields", "featureflagsource-keepalive.yaml", sidecarDefaults),
 		Entry("InProcessConfiguration, documented form", "inprocessconfiguration-minimal.yaml",
 			map[string]any{"host": "localhost", "cache": "lru"}),
 		Entry("InProcessConfiguration with every field", "inprocessconfiguration-full.yaml", nil),

@@ -205,7 +205,8 @@ func desired(v *topology.View, workload topology.Key, opts Options, trackServed 
 	}
 	inj.Env = env.list()
 	if inj.Sidecar != nil {
-		inj.Sidecar.Env = sidecarEnv
+		// container wrote flagd's own variables; the apps' come first.
+		inj.Sidecar.Env = append(sidecarEnv, inj.Sidecar.Env...)
 	}
 	return inj, m
 }
@@ -263,7 +264,7 @@ func ContainerOfSource(v *topology.View, owner, source topology.Key, opts Option
 		return SourceContainer{Warnings: inj.Warnings, FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd}
 	}
 	c := m.container(opts)
-	c.Env = m.sidecarEnv(opts.Sidecar)
+	c.Env = append(m.sidecarEnv(opts.Sidecar), c.Env...)
 	if m.checkLimits(c, nil); m.refusal != nil {
 		return SourceContainer{Warnings: inj.Warnings, FlagdVersionGaps: inj.FlagdVersionGaps, Flagd: m.flagd}
 	}
@@ -334,6 +335,10 @@ type sidecarMerge struct {
 	socketPath, evaluator, logFormat, envVarPrefix, otelCollector setting[string]
 	probes, debug                                                 setting[bool]
 	securityContext                                               setting[string]
+	// keepAliveMinTime (a Go duration) and keepAlivePermit: flagd's sync
+	// server's keepalive enforcement (keepAliveEnv).
+	keepAliveMinTime setting[string]
+	keepAlivePermit  setting[bool]
 
 	envVars        []corev1.EnvVar
 	envFrom        map[string]topology.Key
@@ -379,6 +384,10 @@ func (m *sidecarMerge) addSource(v *topology.View, sk topology.Key, src *v1beta1
 	m.otelCollector.merge(inj, "otelCollectorUri", s.OtelCollectorUri, s.OtelCollectorUri != "", sk)
 	m.probes.merge(inj, "probesEnabled", ptr.Deref(s.ProbesEnabled, true), s.ProbesEnabled != nil, sk)
 	m.debug.merge(inj, "debugLogging", ptr.Deref(s.DebugLogging, false), s.DebugLogging != nil, sk)
+	if s.KeepAliveMinTime != nil {
+		m.keepAliveMinTime.merge(inj, "keepAliveMinTime", s.KeepAliveMinTime.Duration.String(), true, sk)
+	}
+	m.keepAlivePermit.merge(inj, "keepAlivePermitWithoutStream", ptr.Deref(s.KeepAlivePermitWithoutStream, false), s.KeepAlivePermitWithoutStream != nil, sk)
 	if sc := src.Annotations[AnnotationSidecarSecurityContext]; sc != "" {
 		switch {
 		case !opts.AllowSecurityContextOverride:
@@ -647,6 +656,8 @@ func (m *sidecarMerge) container(opts Options) *corev1.Container {
 			{Name: "management", ContainerPort: mgmt, Protocol: corev1.ProtocolTCP},
 			{Name: "flagd-ofrep", ContainerPort: m.ofrepPort.or(DefaultOFREPPort), Protocol: corev1.ProtocolTCP},
 		},
+		// flagd's own variables; callers put the apps' before them.
+		Env:                      m.keepAliveEnv(),
 		VolumeMounts:             m.mounts,
 		Resources:                m.resources(opts.Sidecar.Resources),
 		SecurityContext:          m.securityContextFor(),
@@ -869,6 +880,38 @@ func (m *sidecarMerge) appEnv(opts SidecarOptions) []sourcedEnv {
 		add(envSocketPath, sp, pick(m.socketPath.from, m.socketPath.set))
 	}
 	return out
+}
+
+// keepAliveEnv: flagd's own settings of its sync server's keepalive
+// enforcement (FeatureFlagSource keepAliveMinTime and
+// keepAlivePermitWithoutStream), for the sidecar or a Flagd's container
+// only: the apps' SDKs do not read them. They are env vars, as the
+// OpenFeature Operator writes them, under flagd's own prefix FLAGD_ (flagd
+// binds its flags under it whatever the sources' envVarPrefix), and only
+// for a release that reads them; for an older one each is left out, with
+// a gap (FlagdVersionSupported).
+func (m *sidecarMerge) keepAliveEnv() []corev1.EnvVar {
+	var out []corev1.EnvVar
+	add := func(flag, what string, from topology.Key, value string) {
+		if why := m.lacksFlag(flag); why != "" {
+			m.gap(from, what, why)
+			return
+		}
+		out = append(out, corev1.EnvVar{Name: FlagdEnvVar(flag), Value: value})
+	}
+	if m.keepAliveMinTime.set {
+		add("keep-alive-min-time", "keepAliveMinTime", m.keepAliveMinTime.from, m.keepAliveMinTime.value)
+	}
+	if m.keepAlivePermit.set {
+		add("keep-alive-permit-without-stream", "keepAlivePermitWithoutStream", m.keepAlivePermit.from, strconv.FormatBool(m.keepAlivePermit.value))
+	}
+	return out
+}
+
+// FlagdEnvVar is the env var flagd reads a flag of `flagd start` from:
+// FLAGD_ and the flag's name in capitals, dashes as underscores.
+func FlagdEnvVar(flag string) string {
+	return "FLAGD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // sidecarEnv: the sidecar gets the same variables as the apps, so that

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagdversion"
@@ -62,6 +63,18 @@ func TestEveryVouchedRelease(t *testing.T) {
 						g.Expect(has(flag)).To(BeFalse())
 						wantGaps = append(wantGaps, "--"+flag)
 					}
+				}
+				// The keepalive settings are flagd's env vars, the sidecar's
+				// alone, written for a release that reads them.
+				for flag, value := range map[string]string{"keep-alive-min-time": "45s", "keep-alive-permit-without-stream": "false"} {
+					name := injection.FlagdEnvVar(flag)
+					if facts.HasFlag(flag) {
+						g.Expect(inj.Sidecar.Env).To(ContainElement(corev1.EnvVar{Name: name, Value: value}))
+					} else {
+						g.Expect(inj.Sidecar.Env).NotTo(ContainElement(HaveField("Name", name)))
+						wantGaps = append(wantGaps, "--"+flag)
+					}
+					g.Expect(inj.Env).NotTo(ContainElement(HaveField("Name", name)), "the apps' SDKs do not read %s", name)
 				}
 				sources := flagdSources(t, inj.Sidecar)
 				for _, p := range []string{"gcs", "azblob", "s3"} {
