@@ -473,6 +473,12 @@ conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite un
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
 
+.PHONY: bench-ofo
+bench-ofo: realnode $(CHAINSAW) ## The OpenFeature Operator itself on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. Builds OFO's manager from it, installs it as its Makefile does (kustomize config/default; cert-manager's Secrets and CA bundles made by the command) and runs OFO's own suite against OFO: the control of make conformance.
+	@test -n "$(OFO_DIR)" || { echo "OFO_DIR is not set: make bench-ofo OFO_DIR=<a checkout of open-feature-operator> (OFO's manager is built from it)" >&2; exit 1; }
+	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
+	@$(BIN)/flagplane-conformance -operator ofo -ofo-dir "$(OFO_DIR)" -chainsaw $(CHAINSAW) -report $(BIN)/conformance/ofo-results.md $(CONFORMANCE_FLAGS)
+
 .PHONY: conformance-doc
 conformance-doc: ## make conformance, then write its table into docs/openfeature-operator.md.
 	$(MAKE) conformance CONFORMANCE_FLAGS="$(CONFORMANCE_FLAGS) -write-doc"

@@ -80,6 +80,7 @@ func main() {
 	flag.StringVar(&o.ofoVersion, "ofo-version", defaultOFOVersion, "the version of OFO's module whose suite runs, when -ofo-dir is not given (downloaded through the Go module proxy)")
 	flag.StringVar(&o.doc, "doc", "docs/openfeature-operator.md", "the document whose conformance table must equal the run's (empty: none)")
 	flag.BoolVar(&writeDoc, "write-doc", false, "rewrite -doc's table from the run instead of comparing")
+	flag.StringVar(&o.operator, "operator", "flagplane", "the operator the suite runs against: flagplane (from its chart), or ofo (the OpenFeature Operator itself, built from -ofo-dir, a checkout: the control of the suite, the node and the images; no failure fails the command)")
 	flag.StringVar(&o.chainsaw, "chainsaw", "", "the chainsaw binary (make chainsaw)")
 	flag.StringVar(&o.flagdTag, "flagd-tag", "", "flagd tag to inject (default: the one OFO's chart pins, sidecarConfiguration.image.tag)")
 	flag.StringVar(&o.report, "report", "", "where to write the results as a Markdown table (default bin/conformance/results.md)")
@@ -102,7 +103,7 @@ func main() {
 const defaultOFOVersion = "v0.9.2"
 
 type options struct {
-	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc string
+	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator string
 	sets                                                []string
 	parallel                                            int
 	writeDoc                                            bool
@@ -116,6 +117,15 @@ func run(ctx context.Context, o options) error {
 	bin := filepath.Join(root, "bin")
 	ofoDir, chainsaw, flagdTag, reportPath, sets, parallel := o.ofoDir, o.chainsaw, o.flagdTag, o.report, o.sets, o.parallel
 	origin := "a checkout"
+	ofo := o.operator == "ofo"
+	switch {
+	case o.operator != "flagplane" && !ofo:
+		return fmt.Errorf("-operator %q: flagplane or ofo", o.operator)
+	case ofo && ofoDir == "":
+		return errors.New("-operator ofo builds OFO's manager: it needs -ofo-dir, a checkout of open-feature-operator")
+	case ofo:
+		o.doc = "" // the document's table is flagplane's
+	}
 	if ofoDir == "" {
 		say("OFO's suite from its module, %s, through the Go module proxy", o.ofoVersion)
 		if ofoDir, err = ofoModule(ctx, o.ofoVersion, filepath.Join(bin, "ofo")); err != nil {
@@ -175,6 +185,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	images = append(images, nginx, curl)
+	if ofo {
+		manager := filepath.Join(bin, "ofo", "manager")
+		say("building OFO's manager from %s", ofoDir)
+		if err := buildOFO(ctx, ofoDir, manager); err != nil {
+			return err
+		}
+		images = append(images, realnode.Image{Ref: ofoImage, Files: []realnode.ImageFile{{Src: manager, Dst: "/manager", Mode: 0o755}},
+			Entrypoint: []string{"/manager"}, User: "65532:65532"})
+	}
 
 	say("starting a single-node cluster")
 	c, err := realnode.Start(ctx, realnode.Options{Log: os.Stdout, Images: images})
@@ -198,11 +217,17 @@ func run(ctx context.Context, o options) error {
 	for _, s := range sets {
 		helmArgs = append(helmArgs, "--set", s)
 	}
-	say("$ helm install flagplane charts/flagplane --wait %s", strings.Join(helmArgs, " "))
-	out, err := c.InstallFlagplane(ctx, root, helmArgs...)
-	fmt.Print(out)
-	if err != nil {
-		return err
+	if ofo {
+		if err := installOFO(ctx, c, ofoDir); err != nil {
+			return err
+		}
+	} else {
+		say("$ helm install flagplane charts/flagplane --wait %s", strings.Join(helmArgs, " "))
+		out, err := c.InstallFlagplane(ctx, root, helmArgs...)
+		fmt.Print(out)
+		if err != nil {
+			return err
+		}
 	}
 
 	reportDir, err := os.MkdirTemp("", "flagplane-conformance-")
@@ -231,7 +256,11 @@ func run(ctx context.Context, o options) error {
 
 	if runErr != nil {
 		path := filepath.Join(filepath.Dir(reportPath), "diagnostics.txt")
-		if err := diagnose(c, path); err != nil {
+		managerNS, managerSelector := "flagplane-system", "app.kubernetes.io/name=flagplane"
+		if ofo {
+			managerNS, managerSelector = "open-feature-operator-system", "app.kubernetes.io/name=open-feature-operator"
+		}
+		if err := diagnose(c, path, managerNS, managerSelector); err != nil {
 			fmt.Fprintln(os.Stderr, "conformance: writing diagnostics:", err)
 		} else {
 			say("chainsaw failed: the pods, their logs and the manager's log are in %s", path)
@@ -242,7 +271,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	table, docTable, unexplained := results(rep, flagdTag, took, origin)
+	listed := deliberate
+	if ofo {
+		// The control: OFO's failures are OFO's, none is a difference.
+		listed, origin = nil, origin+", against the OpenFeature Operator itself"
+	}
+	table, docTable, unexplained := results(rep, listed, flagdTag, took, origin)
 	fmt.Println()
 	fmt.Print(table)
 	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
@@ -252,7 +286,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	say("results written to %s", reportPath)
-	if len(unexplained) > 0 {
+	if len(unexplained) > 0 && !ofo {
 		return fmt.Errorf("%d test(s) failed that are not documented differences: %s", len(unexplained), strings.Join(unexplained, ", "))
 	}
 	if doc == "" {
@@ -280,7 +314,7 @@ func run(ctx context.Context, o options) error {
 // cluster goes: every chainsaw namespace's pods (described, with their
 // annotations and logs), its flagplane objects' status, and the manager's
 // log.
-func diagnose(c *realnode.Cluster, path string) error {
+func diagnose(c *realnode.Cluster, path, managerNS, managerSelector string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -307,7 +341,8 @@ func diagnose(c *realnode.Cluster, path string) error {
 		section(ns+": logs", "-n", ns, "logs", "--all-containers", "--prefix", "--tail=100", "-l", "app=open-feature-e2e-test")
 		section(ns+": job logs", "-n", ns, "logs", "--all-containers", "--prefix", "--tail=50", "-l", "batch.kubernetes.io/controller-uid")
 	}
-	section("the manager", "-n", "flagplane-system", "logs", "-l", "app.kubernetes.io/name=flagplane", "--all-containers", "--prefix", "--tail=-1")
+	section("the operator's namespace", "-n", managerNS, "get", "pods,deployments,events", "-o", "wide")
+	section("the manager", "-n", managerNS, "logs", "-l", managerSelector, "--all-containers", "--prefix", "--tail=-1")
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
@@ -374,7 +409,7 @@ func readReport(path string) (*report, error) {
 // errors; the table for the document, which says the same without what
 // changes from run to run (chainsaw's error texts, the time); and the
 // tests that failed with no documented reason.
-func results(r *report, flagdTag string, took time.Duration, origin string) (string, string, []string) {
+func results(r *report, deliberate map[string]string, flagdTag string, took time.Duration, origin string) (string, string, []string) {
 	var b, d strings.Builder
 	var unexplained []string
 	passed := 0

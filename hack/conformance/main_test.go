@@ -24,7 +24,7 @@ func TestResults(t *testing.T) {
 	if err := json.Unmarshal([]byte(sample), &r); err != nil {
 		t.Fatal(err)
 	}
-	table, doc, unexplained := results(&r, "v0.16.0", time.Minute, "module m@v1")
+	table, doc, unexplained := results(&r, deliberate, "v0.16.0", time.Minute, "module m@v1")
 	if len(unexplained) != 1 || unexplained[0] != "fsconfig-flagd-proxy-sync" {
 		t.Errorf("unexplained = %v, want the flagd-proxy test, whose failing step is not a listed one", unexplained)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // ofoModulePath is the OpenFeature Operator's module. Its zip, as the Go
@@ -53,8 +54,9 @@ func ofoModule(ctx context.Context, version, dir string) (string, error) {
 }
 
 // copyTree copies the regular files and folders of src to dest, writable
-// by their owner; what was at dest before is removed first.
-func copyTree(src, dest string) error {
+// by their owner, but for the folders named skip; what was at dest before
+// is removed first.
+func copyTree(src, dest string, skip ...string) error {
 	if err := os.RemoveAll(dest); err != nil {
 		return err
 	}
@@ -68,6 +70,8 @@ func copyTree(src, dest string) error {
 		}
 		target := filepath.Join(dest, rel)
 		switch {
+		case d.IsDir() && path != src && slices.Contains(skip, d.Name()):
+			return filepath.SkipDir
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
 		case d.Type().IsRegular():
