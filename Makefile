@@ -457,6 +457,8 @@ CHAINSAW_GO := go1.24.6
 CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
 OFO_DIR ?=
 OFO_VERSION ?= v0.9.2
+# Deployments of one pod that make bench-ofo creates under each operator.
+OFO_BENCH_PODS ?= 10
 CONFORMANCE_FLAGS ?=
 
 $(CHAINSAW):
@@ -474,10 +476,14 @@ conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite un
 	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
 
 .PHONY: bench-ofo
-bench-ofo: realnode $(CHAINSAW) ## The OpenFeature Operator itself on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. Builds OFO's manager from it, installs it as its Makefile does (kustomize config/default; cert-manager's Secrets and CA bundles made by the command) and runs OFO's own suite against OFO: the control of make conformance.
+bench-ofo: realnode $(CHAINSAW) ## The OpenFeature Operator itself on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. Builds OFO's manager from it, installs it as its Makefile does (kustomize config/default; cert-manager's Secrets and CA bundles made by the command) and runs OFO's own suite against OFO: the control of make conformance. Then the same work under each operator, one after the other on fresh nodes: OFO_BENCH_PODS opted-in Deployments, with admission latency from the API server's histogram and the manager's memory and CPU from the kubelet.
 	@test -n "$(OFO_DIR)" || { echo "OFO_DIR is not set: make bench-ofo OFO_DIR=<a checkout of open-feature-operator> (OFO's manager is built from it)" >&2; exit 1; }
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance -operator ofo -ofo-dir "$(OFO_DIR)" -chainsaw $(CHAINSAW) -report $(BIN)/conformance/ofo-results.md $(CONFORMANCE_FLAGS)
+	@for op in flagplane ofo; do \
+	  $(BIN)/flagplane-conformance -operator $$op -ofo-dir "$(OFO_DIR)" -chainsaw $(CHAINSAW) -doc "" \
+	    -measure $(OFO_BENCH_PODS) -report $(BIN)/conformance/measure-$$op.md || exit 1; done
+	@cat $(BIN)/conformance/measure-flagplane.md; tail -n 1 $(BIN)/conformance/measure-ofo.md
 
 .PHONY: conformance-doc
 conformance-doc: ## make conformance, then write its table into docs/openfeature-operator.md.

@@ -86,6 +86,7 @@ func main() {
 	flag.StringVar(&o.report, "report", "", "where to write the results as a Markdown table (default bin/conformance/results.md)")
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
 	flag.IntVar(&o.parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
+	flag.IntVar(&o.measure, "measure", 0, "instead of the suite, the same work for either operator: N opted-in Deployments of one pod, timed and measured (admission latency by the API server's histogram, the manager's memory and CPU by the kubelet)")
 	flag.Parse()
 	o.sets, o.writeDoc = sets, writeDoc
 	// The API server's warnings (admission's among them) are printed.
@@ -104,9 +105,9 @@ const defaultOFOVersion = "v0.9.2"
 
 type options struct {
 	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator string
-	sets                                                []string
-	parallel                                            int
-	writeDoc                                            bool
+	sets                                                          []string
+	parallel, measure                                             int
+	writeDoc                                                      bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -217,6 +218,7 @@ func run(ctx context.Context, o options) error {
 	for _, s := range sets {
 		helmArgs = append(helmArgs, "--set", s)
 	}
+	installed := time.Now()
 	if ofo {
 		if err := installOFO(ctx, c, ofoDir); err != nil {
 			return err
@@ -228,6 +230,24 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
+	}
+
+	if o.measure > 0 {
+		startup := time.Since(installed)
+		operator, webhook, managerNS := "flagplane", "pods.flagplane.core.openfeature.dev", "flagplane-system"
+		if ofo {
+			operator, webhook, managerNS = "OpenFeature Operator", "mutate.openfeature.dev", "open-feature-operator-system"
+		}
+		m, err := measure(ctx, c, operator, webhook, managerNS, o.measure, startup)
+		if err != nil {
+			return err
+		}
+		table := fmt.Sprintf("%d Deployments of one pod, one FeatureFlag, file provider, on the real node:\n%s\n%s\n", o.measure, measureHeader, m)
+		fmt.Print(table)
+		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(reportPath, []byte(table), 0o644)
 	}
 
 	reportDir, err := os.MkdirTemp("", "flagplane-conformance-")

@@ -111,3 +111,28 @@ func TestOFOModule(t *testing.T) {
 		t.Errorf("the copy is not writable: %v", err)
 	}
 }
+
+// The admission quantiles are the upper bounds of the buckets that hold
+// them, over the label sets of the webhook's pod CREATE admissions only.
+func TestAdmissionQuantiles(t *testing.T) {
+	const metrics = `# HELP apiserver_admission_webhook_admission_duration_seconds x
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="w",operation="CREATE",rejected="false",type="admit",le="0.005"} 10
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="w",operation="CREATE",rejected="false",type="admit",le="0.025"} 60
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="w",operation="CREATE",rejected="false",type="admit",le="0.1"} 99
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="w",operation="CREATE",rejected="false",type="admit",le="+Inf"} 100
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="w",operation="UPDATE",rejected="false",type="admit",le="+Inf"} 500
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="other",operation="CREATE",rejected="false",type="admit",le="+Inf"} 7
+apiserver_admission_webhook_admission_duration_seconds_count{name="w",operation="CREATE",rejected="true",type="admit"} 3
+apiserver_admission_webhook_admission_duration_seconds_count{name="w",operation="CREATE",rejected="false",type="admit"} 100
+`
+	n, p50, p99 := admissionQuantiles(metrics, "w")
+	if n != 100 || p50 != 0.025 || p99 != 0.1 {
+		t.Errorf("admissionQuantiles = %d, %v, %v; want 100, 0.025, 0.1", n, p50, p99)
+	}
+	if r := admissionsRefused(metrics, "w"); r != 3 {
+		t.Errorf("admissionsRefused = %d, want 3", r)
+	}
+	if n, _, _ := admissionQuantiles(metrics, "none"); n != 0 {
+		t.Errorf("a webhook without admissions: %d", n)
+	}
+}

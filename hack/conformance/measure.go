@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flagplane/flagplane/test/realnode"
+)
+
+// The same work under each operator (-measure N): after the install, a
+// FeatureFlag, a FeatureFlagSource (file provider) and N Deployments of
+// one pod each that opt in by OFO's annotations, all Ready. What is
+// measured is read from the real counterparts: pod admission by the API
+// server's own histogram of each webhook's latency, the manager's memory
+// and CPU by the kubelet's summary API.
+
+// measurement is one operator's figures.
+type measurement struct {
+	operator         string
+	startup          time.Duration // apply or helm install to the webhook answering
+	podsReady        time.Duration // the N Deployments created to all pods Ready
+	admissions       int           // pod CREATE admissions the mutating webhook answered
+	refused          int           // of them, those it refused (the ReplicaSet tries again)
+	admitP50         float64       // seconds, by the histogram's buckets
+	admitP99         float64
+	rssMiB, cpuMilli float64 // the manager at rest after the pods are Ready
+}
+
+func (m measurement) String() string {
+	return fmt.Sprintf("| %s | %s | %s | %d (%d refused) | ≤ %s | ≤ %s | %.1f | %.0f |", m.operator, m.startup.Round(100*time.Millisecond),
+		m.podsReady.Round(100*time.Millisecond), m.admissions, m.refused, seconds(m.admitP50), seconds(m.admitP99), m.rssMiB, m.cpuMilli)
+}
+
+func seconds(s float64) string {
+	if math.IsInf(s, 1) {
+		return "+Inf"
+	}
+	return (time.Duration(s * float64(time.Second))).String()
+}
+
+const measureHeader = "| operator | install to webhook answering | N pods created to Ready | pod admissions | admission p50 | admission p99 | manager working set (MiB) | manager CPU (millicores, over 30 s) |\n|---|--:|--:|--:|--:|--:|--:|--:|"
+
+// measure runs the work and reads the figures; webhook is the name of the
+// operator's mutating pod webhook, managerNS its namespace.
+func measure(ctx context.Context, c *realnode.Cluster, operator, webhook, managerNS string, n int, startup time.Duration) (measurement, error) {
+	m := measurement{operator: operator, startup: startup}
+	var b strings.Builder
+	b.WriteString(`apiVersion: v1
+kind: Namespace
+metadata: {name: measure}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlag
+metadata: {name: flags, namespace: measure}
+spec:
+  flagSpec:
+    flags:
+      new-ui: {state: ENABLED, variants: {"on": true, "off": false}, defaultVariant: "off"}
+---
+apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {name: source, namespace: measure}
+spec:
+  sources: [{source: flags, provider: file}]
+`)
+	for i := range n {
+		fmt.Fprintf(&b, `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app-%d, namespace: measure}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app-%d}}
+  template:
+    metadata:
+      labels: {app: app-%d}
+      annotations: {openfeature.dev/enabled: "true", openfeature.dev/featureflagsource: source}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {name: app, image: %s, command: [sleep, "3600"], resources: {requests: {cpu: 5m}}}
+`, i, i, i, realnode.BusyboxImage)
+	}
+	began := time.Now()
+	if out, err := c.KubectlWithInput(strings.NewReader(b.String()), "apply", "-f", "-"); err != nil {
+		return m, fmt.Errorf("creating the work: %w\n%s", err, out)
+	}
+	if out, err := c.Kubectl("-n", "measure", "wait", "pods", "--all", "--for=condition=Ready", "--timeout=10m"); err != nil {
+		return m, fmt.Errorf("waiting for the pods: %w\n%s", err, out)
+	}
+	// kubectl wait can start before the last pod exists.
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		out, err := c.Kubectl("-n", "measure", "get", "pods", "-o", "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
+		if err == nil && strings.Count(out, "True") >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return m, fmt.Errorf("the %d pods are not all Ready: %s", n, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	m.podsReady = time.Since(began)
+
+	metrics, err := c.Kubectl("get", "--raw", "/metrics")
+	if err != nil {
+		return m, err
+	}
+	m.admissions, m.admitP50, m.admitP99 = admissionQuantiles(metrics, webhook)
+	m.refused = admissionsRefused(metrics, webhook)
+
+	// At rest: the pods are Ready; the kubelet's summary gives the working
+	// set, and CPU as the difference of two readings 30 s apart (the
+	// kubelet refreshes its container stats every 10 to 15 s).
+	first, err := managerStats(c, managerNS)
+	if err != nil {
+		return m, err
+	}
+	select {
+	case <-ctx.Done():
+		return m, ctx.Err()
+	case <-time.After(30 * time.Second):
+	}
+	second, err := managerStats(c, managerNS)
+	if err != nil {
+		return m, err
+	}
+	m.rssMiB = float64(second.workingSet) / (1 << 20)
+	if !second.at.After(first.at) {
+		return m, fmt.Errorf("the kubelet's CPU readings of the manager did not advance in 30 s (%s)", first.at)
+	}
+	m.cpuMilli = float64(second.cpuNanos-first.cpuNanos) / 1e6 / second.at.Sub(first.at).Seconds()
+	return m, nil
+}
+
+// admissionsRefused counts the webhook's pod CREATE admissions that it
+// refused, by the API server's counter of them.
+func admissionsRefused(metrics, webhook string) int {
+	n := 0
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{") &&
+			strings.Contains(line, `name="`+webhook+`"`) && strings.Contains(line, `operation="CREATE"`) &&
+			strings.Contains(line, `rejected="true"`) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// admissionQuantiles reads the API server's histogram of a webhook's
+// latency for pod CREATE admissions: their count and the upper bounds of
+// the buckets that hold the 50th and 99th percentiles.
+func admissionQuantiles(metrics, webhook string) (count int, p50, p99 float64) {
+	type bucket struct {
+		le    float64
+		count float64
+	}
+	var buckets []bucket
+	sc := bufio.NewScanner(strings.NewReader(metrics))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_bucket{") ||
+			!strings.Contains(line, `name="`+webhook+`"`) || !strings.Contains(line, `operation="CREATE"`) ||
+			!strings.Contains(line, `type="admit"`) {
+			continue
+		}
+		i := strings.Index(line, `le="`)
+		j := strings.Index(line[i+4:], `"`)
+		le, err := strconv.ParseFloat(line[i+4:i+4+j], 64)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
+		}
+		buckets = append(buckets, bucket{le, v})
+	}
+	// Several label sets (rejected or not) add up by bound.
+	sums := map[float64]float64{}
+	for _, b := range buckets {
+		sums[b.le] += b.count
+	}
+	bounds := slices.Sorted(func(yield func(float64) bool) {
+		for le := range sums {
+			if !yield(le) {
+				return
+			}
+		}
+	})
+	if len(bounds) == 0 {
+		return 0, 0, 0
+	}
+	total := sums[bounds[len(bounds)-1]]
+	at := func(q float64) float64 {
+		for _, le := range bounds {
+			if sums[le] >= q*total {
+				return le
+			}
+		}
+		return math.Inf(1)
+	}
+	return int(total), at(0.5), at(0.99)
+}
+
+type stats struct {
+	workingSet, cpuNanos uint64
+	at                   time.Time
+}
+
+// managerStats sums the kubelet's summary of the operator namespace's
+// pods (its manager; OFO's flagd-proxy is not deployed by this work).
+func managerStats(c *realnode.Cluster, managerNS string) (stats, error) {
+	raw, err := c.Kubectl("get", "--raw", "/api/v1/nodes/"+c.NodeName+"/proxy/stats/summary")
+	if err != nil {
+		return stats{}, err
+	}
+	var summary struct {
+		Pods []struct {
+			PodRef struct{ Name, Namespace string } `json:"podRef"`
+			CPU    struct {
+				Time                 time.Time `json:"time"`
+				UsageCoreNanoSeconds uint64    `json:"usageCoreNanoSeconds"`
+			} `json:"cpu"`
+			Memory struct {
+				WorkingSetBytes uint64 `json:"workingSetBytes"`
+			} `json:"memory"`
+		} `json:"pods"`
+	}
+	if err := json.Unmarshal([]byte(raw), &summary); err != nil {
+		return stats{}, fmt.Errorf("reading the kubelet's summary: %w", err)
+	}
+	var s stats
+	for _, p := range summary.Pods {
+		if p.PodRef.Namespace != managerNS {
+			continue
+		}
+		s.workingSet += p.Memory.WorkingSetBytes
+		s.cpuNanos += p.CPU.UsageCoreNanoSeconds
+		s.at = p.CPU.Time
+	}
+	if s.at.IsZero() {
+		return s, fmt.Errorf("the kubelet's summary has no pod of namespace %s", managerNS)
+	}
+	return s, nil
+}
