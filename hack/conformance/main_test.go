@@ -110,6 +110,17 @@ func TestOFOModule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".chainsaw.yaml"), []byte("x"), 0o644); err != nil {
 		t.Errorf("the copy is not writable: %v", err)
 	}
+	// No Go file: the copy sits under bin/ of this module, where a go.mod
+	// would join controller-gen's ./... and a package go's.
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && goFile(d.Name()) {
+			t.Errorf("the copy holds %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The admission quantiles are the upper bounds of the buckets that hold

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // ofoModulePath is the OpenFeature Operator's module. Its zip, as the Go
@@ -26,7 +27,10 @@ const ofoModulePath = "github.com/open-feature/open-feature-operator"
 func ofoModule(ctx context.Context, version, dir string) (string, error) {
 	dest := filepath.Join(dir, "open-feature-operator@"+version)
 	if _, err := os.Stat(filepath.Join(dest, ".chainsaw.yaml")); err == nil {
-		return dest, nil
+		if _, err := os.Stat(filepath.Join(dest, "go.mod")); err != nil {
+			return dest, nil
+		}
+		// A copy of an earlier layout, with its Go files: made again.
 	}
 	// Outside of any module: `go mod download` then edits no go.mod.
 	tmp, err := os.MkdirTemp("", "flagplane-ofo-")
@@ -44,7 +48,10 @@ func ofoModule(ctx context.Context, version, dir string) (string, error) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || runErr != nil || got.Error != "" || got.Dir == "" {
 		return "", fmt.Errorf("go mod download %s@%s: %v %s %s", ofoModulePath, version, runErr, got.Error, stderr.String())
 	}
-	if err := copyTree(got.Dir, dest+".partial"); err != nil {
+	// Without its Go files: the run reads manifests and the chart only, and
+	// a go.mod or Go package under the repository would join the tools'
+	// ./... (controller-gen walks into every nested module it finds).
+	if err := copyTree(got.Dir, dest+".partial", goFile); err != nil {
 		return "", err
 	}
 	if err := os.Rename(dest+".partial", dest); err != nil {
@@ -53,10 +60,16 @@ func ofoModule(ctx context.Context, version, dir string) (string, error) {
 	return dest, nil
 }
 
+// goFile tells the files of a Go module that are Go's: sources and the
+// module's files.
+func goFile(name string) bool {
+	return strings.HasSuffix(name, ".go") || name == "go.mod" || name == "go.sum" || name == "go.work"
+}
+
 // copyTree copies the regular files and folders of src to dest, writable
-// by their owner, but for the folders named skip; what was at dest before
-// is removed first.
-func copyTree(src, dest string, skip ...string) error {
+// by their owner, but for the folders named skip and the files leave
+// tells (when not nil); what was at dest before is removed first.
+func copyTree(src, dest string, leave func(name string) bool, skip ...string) error {
 	if err := os.RemoveAll(dest); err != nil {
 		return err
 	}
@@ -74,6 +87,8 @@ func copyTree(src, dest string, skip ...string) error {
 			return filepath.SkipDir
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular() && leave != nil && leave(d.Name()):
+			return nil
 		case d.Type().IsRegular():
 			data, err := os.ReadFile(path)
 			if err != nil {

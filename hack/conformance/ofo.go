@@ -50,7 +50,7 @@ func buildOFO(ctx context.Context, ofoDir, out string) error {
 	}
 	defer os.RemoveAll(tmp)
 	src := filepath.Join(tmp, "src")
-	if err := copyTree(ofoDir, src, ".git"); err != nil {
+	if err := copyTree(ofoDir, src, nil, ".git"); err != nil {
 		return err
 	}
 	run := func(args ...string) error {
