@@ -23,19 +23,21 @@ import (
 
 // measurement is one operator's figures.
 type measurement struct {
-	operator         string
-	startup          time.Duration // apply or helm install to the webhook answering
-	podsReady        time.Duration // the N Deployments created to all pods Ready
-	admissions       int           // pod CREATE admissions the mutating webhook answered
-	refused          int           // of them, those it refused (the ReplicaSet tries again)
-	admitP50         float64       // seconds, by the histogram's buckets
-	admitP99         float64
-	rssMiB, cpuMilli float64 // the manager at rest after the pods are Ready
+	operator                 string
+	startup                  time.Duration // apply or helm install to the webhook answering
+	podsReady                time.Duration // the N Deployments created to all pods Ready
+	admissions               int           // pod CREATE admissions the mutating webhook answered
+	refused                  int           // of them, those it refused (the ReplicaSet tries again)
+	admitP50                 float64       // seconds, by the histogram's buckets
+	admitP99                 float64
+	rssMiB, cpuMilli         float64 // the manager over the 30 s after the pods are Ready
+	restRSSMiB, restCPUMilli float64 // and over 30 s a minute later
 }
 
 func (m measurement) String() string {
-	return fmt.Sprintf("| %s | %s | %s | %d (%d refused) | ≤ %s | ≤ %s | %.1f | %.0f |", m.operator, m.startup.Round(100*time.Millisecond),
-		m.podsReady.Round(100*time.Millisecond), m.admissions, m.refused, seconds(m.admitP50), seconds(m.admitP99), m.rssMiB, m.cpuMilli)
+	return fmt.Sprintf("| %s | %s | %s | %d (%d refused) | ≤ %s | ≤ %s | %.1f | %.0f | %.1f | %.0f |", m.operator, m.startup.Round(100*time.Millisecond),
+		m.podsReady.Round(100*time.Millisecond), m.admissions, m.refused, seconds(m.admitP50), seconds(m.admitP99),
+		m.rssMiB, m.cpuMilli, m.restRSSMiB, m.restCPUMilli)
 }
 
 func seconds(s float64) string {
@@ -45,7 +47,7 @@ func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).String()
 }
 
-const measureHeader = "| operator | install to webhook answering | N pods created to Ready | pod admissions | admission p50 | admission p99 | manager working set (MiB) | manager CPU (millicores, over 30 s) |\n|---|--:|--:|--:|--:|--:|--:|--:|"
+const measureHeader = "| operator | install to webhook answering | N pods created to Ready | pod admissions | admission p50 | admission p99 | working set after Ready (MiB) | CPU after Ready (millicores, 30 s) | working set a minute later | CPU a minute later |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 
 // measure runs the work and reads the figures; webhook is the name of the
 // operator's mutating pod webhook, managerNS its namespace.
@@ -116,28 +118,41 @@ spec:
 	m.admissions, m.admitP50, m.admitP99 = admissionQuantiles(metrics, webhook)
 	m.refused = admissionsRefused(metrics, webhook)
 
-	// At rest: the pods are Ready; the kubelet's summary gives the working
-	// set, and CPU as the difference of two readings 30 s apart (the
-	// kubelet refreshes its container stats every 10 to 15 s).
-	first, err := managerStats(c, managerNS)
-	if err != nil {
+	// Right after the pods are Ready, and at rest a minute later: the
+	// kubelet's summary gives the working set, and CPU as the difference
+	// of two readings 30 s apart (the kubelet refreshes its container
+	// stats every 10 to 15 s).
+	if m.rssMiB, m.cpuMilli, err = managerUse(ctx, c, managerNS); err != nil {
 		return m, err
 	}
 	select {
 	case <-ctx.Done():
 		return m, ctx.Err()
+	case <-time.After(time.Minute):
+	}
+	m.restRSSMiB, m.restCPUMilli, err = managerUse(ctx, c, managerNS)
+	return m, err
+}
+
+// managerUse is the operator's working set, and its CPU over 30 s.
+func managerUse(ctx context.Context, c *realnode.Cluster, managerNS string) (rssMiB, cpuMilli float64, err error) {
+	first, err := managerStats(c, managerNS)
+	if err != nil {
+		return 0, 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
 	case <-time.After(30 * time.Second):
 	}
 	second, err := managerStats(c, managerNS)
 	if err != nil {
-		return m, err
+		return 0, 0, err
 	}
-	m.rssMiB = float64(second.workingSet) / (1 << 20)
 	if !second.at.After(first.at) {
-		return m, fmt.Errorf("the kubelet's CPU readings of the manager did not advance in 30 s (%s)", first.at)
+		return 0, 0, fmt.Errorf("the kubelet's CPU readings of the manager did not advance in 30 s (%s)", first.at)
 	}
-	m.cpuMilli = float64(second.cpuNanos-first.cpuNanos) / 1e6 / second.at.Sub(first.at).Seconds()
-	return m, nil
+	return float64(second.workingSet) / (1 << 20), float64(second.cpuNanos-first.cpuNanos) / 1e6 / second.at.Sub(first.at).Seconds(), nil
 }
 
 // admissionsRefused counts the webhook's pod CREATE admissions that it
