@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/workflows/flagdversion"
 	"github.com/flagplane/flagplane/workflows/injection"
 )
 
@@ -45,7 +46,7 @@ var _ = Describe("the OpenFeature Operator v0.9.3's keepalive fields on a real n
 		}
 		Expect(sidecar).NotTo(BeNil())
 		for _, flag := range []string{"keep-alive-min-time", "keep-alive-permit-without-stream"} {
-			Expect(sidecar.Env).NotTo(ContainElement(HaveField("Name", injection.FlagdEnvVar(flag))), "v0.16.0 does not read it")
+			Expect(sidecar.Env).NotTo(ContainElement(HaveField("Name", flagdversion.EnvVar(flag))), "v0.16.0 does not read it")
 		}
 		serves(flagdAddr(pod), "off")
 

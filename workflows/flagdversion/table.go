@@ -67,6 +67,13 @@ var table = func() map[Version]*Facts {
 	return t
 }()
 
+// EnvVar is the env var flagd reads a flag of `flagd start` from (its
+// viper binding): EnvPrefix, then the flag's name in capitals, dashes as
+// underscores.
+func EnvVar(flag string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 func factsOf(v Version) *Facts {
 	f := &Facts{Version: v, flags: map[string]startFlag{}, env: map[string]string{},
 		fields: map[string]bool{}, providers: map[string]bool{}, Semantics: semanticsOf(v)}
@@ -76,7 +83,7 @@ func factsOf(v Version) *Facts {
 		}
 		f.flags[fl.name] = fl
 		if fl.env {
-			f.env[EnvPrefix+"_"+strings.ToUpper(strings.ReplaceAll(fl.name, "-", "_"))] = fl.name
+			f.env[EnvVar(fl.name)] = fl.name
 		}
 	}
 	for _, sf := range sourceFields {

@@ -897,7 +897,7 @@ func (m *sidecarMerge) keepAliveEnv() []corev1.EnvVar {
 			m.gap(from, what, why)
 			return
 		}
-		out = append(out, corev1.EnvVar{Name: FlagdEnvVar(flag), Value: value})
+		out = append(out, corev1.EnvVar{Name: flagdversion.EnvVar(flag), Value: value})
 	}
 	if m.keepAliveMinTime.set {
 		add("keep-alive-min-time", "keepAliveMinTime", m.keepAliveMinTime.from, m.keepAliveMinTime.value)
@@ -906,12 +906,6 @@ func (m *sidecarMerge) keepAliveEnv() []corev1.EnvVar {
 		add("keep-alive-permit-without-stream", "keepAlivePermitWithoutStream", m.keepAlivePermit.from, strconv.FormatBool(m.keepAlivePermit.value))
 	}
 	return out
-}
-
-// FlagdEnvVar is the env var flagd reads a flag of `flagd start` from:
-// FLAGD_ and the flag's name in capitals, dashes as underscores.
-func FlagdEnvVar(flag string) string {
-	return "FLAGD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // sidecarEnv: the sidecar gets the same variables as the apps, so that

@@ -67,7 +67,7 @@ func TestEveryVouchedRelease(t *testing.T) {
 				// The keepalive settings are flagd's env vars, the sidecar's
 				// alone, written for a release that reads them.
 				for flag, value := range map[string]string{"keep-alive-min-time": "45s", "keep-alive-permit-without-stream": "false"} {
-					name := injection.FlagdEnvVar(flag)
+					name := flagdversion.EnvVar(flag)
 					if facts.HasFlag(flag) {
 						g.Expect(inj.Sidecar.Env).To(ContainElement(corev1.EnvVar{Name: name, Value: value}))
 					} else {
