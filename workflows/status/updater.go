@@ -74,9 +74,20 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
 		return confirmAgain(desired)
 	}
-	if u.deliveryUnderway(ff, desired) {
+	underway, landed := u.deliveryUnderway(ff, desired)
+	if underway {
 		log.FromContext(ctx).V(1).Info("status waits for the writes of its ConfigMaps")
 		return nil
+	}
+	if landed {
+		// A ConfigMap that desired found stale is no longer being
+		// written: its write may have reached the cache after desired
+		// was computed. What is not on its way now is in the cache now,
+		// so desired is computed once more, from the cache as it is.
+		desired = DesiredFlagSet(v, ff, u.observed(ctx))
+		if equality.Semantic.DeepEqual(ff.Status, desired) {
+			return confirmAgain(desired)
+		}
 	}
 	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
 		workflows.Warn(u.Events, ff, workflows.EventInvalidFlagSet, workflows.ActionValidate, "%s", c.Message)
@@ -133,25 +144,31 @@ type Deliveries interface {
 // failed write is reported at once; so is a status more than one edit
 // behind, so that a flag set edited faster than its ConfigMaps are written
 // still shows its generation.
-func (u *Updater) deliveryUnderway(ff *v1beta1.FeatureFlag, desired v1beta1.FeatureFlagStatus) bool {
+//
+// landed tells that a ConfigMap desired found stale is not on its way: its
+// write, if one was made, may have reached the cache between the reading
+// of desired and this question, and desired must be read again before it
+// is written.
+func (u *Updater) deliveryUnderway(ff *v1beta1.FeatureFlag, desired v1beta1.FeatureFlagStatus) (underway, landed bool) {
 	if u.Deliveries == nil || ff.Generation-ff.Status.ObservedGeneration > 1 {
-		return false
+		return false, false
 	}
-	underway := false
 	for _, c := range desired.Consumers {
 		if c.Kind != "ConfigMap" || c.Revision == desired.Revision {
 			continue
 		}
 		if u.Failures.Of(workflows.ObjectRef{Kind: "ConfigMap", Namespace: c.Namespace, Name: c.Name}).Message != "" {
-			return false
+			return false, true
 		}
 		// Each one awaited, so that the key comes back when any of them
 		// is done; it waits again for those still on their way.
 		if u.Deliveries.Await(topology.FlagSetKey(ff.Namespace, ff.Name), c.Namespace) {
 			underway = true
+		} else {
+			landed = true
 		}
 	}
-	return underway
+	return underway, landed && !underway
 }
 
 // UpdateSource writes the status of a FeatureFlagSource.

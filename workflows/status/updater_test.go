@@ -14,6 +14,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/internal/workflowstest"
 )
 
@@ -150,4 +151,55 @@ func TestFlagSetStatusWaitsForItsConfigMapWrites(t *testing.T) {
 			g.Expect(d.awaited).To(Equal([]string{"shop/" + cmName}), "the ConfigMap not created yet, awaited")
 		})
 	}
+}
+
+// landing is a Deliveries whose ConfigMap write reaches the cache at the
+// moment it is asked about: after the status was computed, before it is
+// written. The write is then not on its way any more.
+type landing struct {
+	land func()
+}
+
+func (l *landing) Await(topology.Key, string) bool {
+	if l.land != nil {
+		l.land()
+		l.land = nil
+	}
+	return false
+}
+
+// TestFlagSetStatusIsNotWrittenFromBeforeAWriteLanded: a ConfigMap write
+// that ends between the computing of a flag set's status and the question
+// whether it is on its way is in the cache by then; the status written
+// says so (delivered 1/1), not what the cache held a moment before
+// (0/1, followed by a second write once the ConfigMap's event came).
+func TestFlagSetStatusIsNotWrittenFromBeforeAWriteLanded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	key := topology.FlagSetKey("shop", "flags")
+	v, _ := workflowstest.World(t)
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1beta1.AddToScheme(s)
+	cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlag{}).Build()
+	ff := &v1beta1.FeatureFlag{}
+	ffv, _ := v.FlagSet(key)
+	ffv.DeepCopyInto(ff)
+	ff.ResourceVersion, ff.Generation = "", 2
+	ff.Status.ObservedGeneration = 1
+	g.Expect(cluster.Create(ctx, ff)).To(Succeed())
+
+	cmKey, ok := v.ConfigMapByName("shop", topology.ConfigMapName(key))
+	g.Expect(ok).To(BeTrue(), "the world's source needs a ConfigMap in shop")
+	cm, err := configmaps.Desired(v, cmKey, workflows.Settings{})
+	g.Expect(err).NotTo(HaveOccurred())
+	d := &landing{land: func() { g.Expect(cluster.Create(ctx, cm)).To(Succeed()) }}
+	u := &Updater{Client: cluster, Deliveries: d, Failures: &workflows.WriteFailures{}}
+	g.Expect(u.UpdateFlagSet(ctx, v, key)).To(Succeed())
+	g.Expect(d.land).To(BeNil(), "the ConfigMap was asked about")
+
+	got := &v1beta1.FeatureFlag{}
+	g.Expect(cluster.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
+	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(got.Status.Delivered).To(Equal("1/1"), "the status says what the cache holds when it is written")
 }
