@@ -41,6 +41,9 @@ func (m *manager) settled(ctx context.Context) {
 			{&v1beta1.FeatureFlagSourceList{}, &v1beta1.FeatureFlagSourceList{}, nil},
 			{&appsv1.DeploymentList{}, &appsv1.DeploymentList{}, nil},
 			{&corev1.ConfigMapList{}, &corev1.ConfigMapList{}, []client.ListOption{client.MatchingLabels(workflows.ManagedLabels())}},
+			// A pod that comes asks for its flag sets' status (what their
+			// consumers serve), with no event of the graph's.
+			{&corev1.PodList{}, &corev1.PodList{}, nil},
 		} {
 			g.Expect(k8s.List(ctx, lists.api, lists.opts...)).To(Succeed())
 			g.Expect(m.GetCache().List(ctx, lists.cached, lists.opts...)).To(Succeed())
@@ -139,6 +142,13 @@ func flagSetUsedIn(ctx context.Context, k int) (*v1beta1.FeatureFlag, []client.O
 	}
 	for _, cm := range cms {
 		Eventually(ctx, contentOf(ctx, cm, ff)).ShouldNot(BeEmpty(), "ConfigMap %s", cm)
+		// kube-controller-manager creates the Deployment's pod when it
+		// gets to it; the pod's event would come in the middle of a count.
+		Eventually(ctx, func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(cm.Namespace))).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+		}).Should(Succeed(), "the pod of the Deployment in %s", cm.Namespace)
 	}
 	return ff, cms
 }
