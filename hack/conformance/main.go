@@ -87,6 +87,7 @@ func main() {
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
 	flag.IntVar(&o.parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
 	flag.IntVar(&o.measure, "measure", 0, "instead of the suite, the same work for either operator: N opted-in Deployments of one pod, timed and measured (admission latency by the API server's histogram, the manager's memory and CPU by the kubelet)")
+	flag.BoolVar(&o.migrate, "migrate", false, "instead of the suite, a live migration off the OpenFeature Operator (built from -ofo-dir) to flagplane, as docs/openfeature-operator.md says, with pods created, the flag set edited and every flagd asked throughout")
 	flag.Parse()
 	o.sets, o.writeDoc = sets, writeDoc
 	// The API server's warnings (admission's among them) are printed.
@@ -107,7 +108,7 @@ type options struct {
 	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator string
 	sets                                                          []string
 	parallel, measure                                             int
-	writeDoc                                                      bool
+	writeDoc, migrate                                             bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -118,10 +119,12 @@ func run(ctx context.Context, o options) error {
 	bin := filepath.Join(root, "bin")
 	ofoDir, chainsaw, flagdTag, reportPath, sets, parallel := o.ofoDir, o.chainsaw, o.flagdTag, o.report, o.sets, o.parallel
 	origin := "a checkout"
-	ofo := o.operator == "ofo"
+	ofo := o.operator == "ofo" || o.migrate
 	switch {
-	case o.operator != "flagplane" && !ofo:
+	case o.operator != "flagplane" && o.operator != "ofo":
 		return fmt.Errorf("-operator %q: flagplane or ofo", o.operator)
+	case o.migrate && ofoDir == "":
+		return errors.New("-migrate starts from the OpenFeature Operator, built from -ofo-dir, a checkout of open-feature-operator")
 	case ofo && ofoDir == "":
 		return errors.New("-operator ofo builds OFO's manager: it needs -ofo-dir, a checkout of open-feature-operator")
 	case ofo:
@@ -232,6 +235,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
+	if o.migrate {
+		return migrate(ctx, c, root, ofoDir, flagdTag, reportPath)
+	}
 	if o.measure > 0 {
 		startup := time.Since(installed)
 		operator, webhook, managerNS := "flagplane", "pods.flagplane.core.openfeature.dev", "flagplane-system"
