@@ -87,6 +87,7 @@ func main() {
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
 	flag.IntVar(&o.parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
 	flag.IntVar(&o.measure, "measure", 0, "instead of the suite, the same work for either operator: N opted-in Deployments of one pod, timed and measured (admission latency by the API server's histogram, the manager's memory and CPU by the kubelet)")
+	flag.BoolVar(&o.profile, "profile", false, "with -measure and flagplane: run the manager with --profiling and, after the work, read a 30 s CPU profile and its metrics from its metrics server (written beside -report)")
 	flag.BoolVar(&o.migrate, "migrate", false, "instead of the suite, a live migration off the OpenFeature Operator (built from -ofo-dir) to flagplane, as docs/openfeature-operator.md says, with pods created, the flag set edited and every flagd asked throughout")
 	flag.Parse()
 	o.sets, o.writeDoc = sets, writeDoc
@@ -108,7 +109,7 @@ type options struct {
 	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator string
 	sets                                                          []string
 	parallel, measure                                             int
-	writeDoc, migrate                                             bool
+	writeDoc, migrate, profile                                    bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -200,7 +201,8 @@ func run(ctx context.Context, o options) error {
 	}
 
 	say("starting a single-node cluster")
-	c, err := realnode.Start(ctx, realnode.Options{Log: os.Stdout, Images: images})
+	// -measure counts the manager's API requests in the API server's audit log.
+	c, err := realnode.Start(ctx, realnode.Options{Log: os.Stdout, Images: images, AuditLog: o.measure > 0})
 	if err != nil {
 		return err
 	}
@@ -218,6 +220,14 @@ func run(ctx context.Context, o options) error {
 	// node, so they request less.
 	helmArgs := []string{"--set", "sidecarConfiguration.image.tag=" + flagdTag, "--set", "managedBy=open-feature-operator",
 		"--set", "sidecarConfiguration.resources.requests.cpu=" + cpuRequest}
+	if o.measure > 0 {
+		// Like for like: OFO's manager runs one replica; flagplane's chart
+		// runs two by default (each keeps its graph and serves admission).
+		helmArgs = append(helmArgs, "--set", "controllerManager.replicas=1")
+		if o.profile {
+			helmArgs = append(helmArgs, "--set", "extraArgs={--profiling}")
+		}
+	}
 	for _, s := range sets {
 		helmArgs = append(helmArgs, "--set", s)
 	}
@@ -248,7 +258,15 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		table := fmt.Sprintf("%d Deployments of one pod, one FeatureFlag, file provider, on the real node:\n%s\n%s\n", o.measure, measureHeader, m)
+		if o.profile && !ofo {
+			if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+				return err
+			}
+			if err := profileManager(ctx, c, managerNS, filepath.Dir(reportPath)); err != nil {
+				return err
+			}
+		}
+		table := fmt.Sprintf("%d Deployments of one pod, one FeatureFlag, file provider, on the real node:\n%s\n%s\n", o.measure, header(m), m)
 		fmt.Print(table)
 		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
 			return err

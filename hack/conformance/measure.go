@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/realnode"
 )
 
@@ -32,12 +35,30 @@ type measurement struct {
 	admitP99                 float64
 	rssMiB, cpuMilli         float64 // the manager over the 30 s after the pods are Ready
 	restRSSMiB, restCPUMilli float64 // and over 30 s a minute later
+	// With an audit log (editAndChurn): one edit, to its flagd answer
+	// (-1: not within editServedBound), and the manager's requests for it;
+	// every pod deleted and made again, with the manager's requests per
+	// pod and its CPU and memory meanwhile.
+	editServed                 time.Duration
+	editRequests               int
+	churn                      time.Duration
+	requestsPerPod             float64
+	churnCPUMilli, churnRSSMiB float64
 }
 
 func (m measurement) String() string {
-	return fmt.Sprintf("| %s | %s | %s | %d (%d refused) | ≤ %s | ≤ %s | %.1f | %.0f | %.1f | %.0f |", m.operator, m.startup.Round(100*time.Millisecond),
+	row := fmt.Sprintf("| %s | %s | %s | %d (%d refused) | ≤ %s | ≤ %s | %.1f | %.0f | %.1f | %.0f |", m.operator, m.startup.Round(100*time.Millisecond),
 		m.podsReady.Round(100*time.Millisecond), m.admissions, m.refused, seconds(m.admitP50), seconds(m.admitP99),
 		m.rssMiB, m.cpuMilli, m.restRSSMiB, m.restCPUMilli)
+	if m.churn == 0 {
+		return row
+	}
+	served := "not within " + editServedBound.String()
+	if m.editServed >= 0 {
+		served = m.editServed.Round(100 * time.Millisecond).String()
+	}
+	return row + fmt.Sprintf(" %s | %d | %s | %.1f | %.0f | %.1f |", served, m.editRequests, m.churn.Round(100*time.Millisecond),
+		m.requestsPerPod, m.churnCPUMilli, m.churnRSSMiB)
 }
 
 func seconds(s float64) string {
@@ -48,6 +69,18 @@ func seconds(s float64) string {
 }
 
 const measureHeader = "| operator | install to webhook answering | N pods created to Ready | pod admissions | admission p50 | admission p99 | working set after Ready (MiB) | CPU after Ready (millicores, 30 s) | working set a minute later | CPU a minute later |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+
+// header is the table's header for m's columns.
+func header(m measurement) string {
+	if m.churn == 0 {
+		return measureHeader
+	}
+	head, sep, _ := strings.Cut(measureHeader, "\n")
+	return head + auditHeader + "\n" + sep + strings.Repeat("--:|", 6)
+}
+
+// auditHeader extends measureHeader's columns with editAndChurn's.
+const auditHeader = " edit to a pod's flagd serving it | the manager's API requests for the edit (Leases apart) | all pods deleted to all made again Ready | the manager's API requests per pod made again (Leases apart) | CPU meanwhile (millicores) | working set after (MiB) |"
 
 // measure runs the work and reads the figures; webhook is the name of the
 // operator's mutating pod webhook, managerNS its namespace.
@@ -130,8 +163,145 @@ spec:
 		return m, ctx.Err()
 	case <-time.After(time.Minute):
 	}
-	m.restRSSMiB, m.restCPUMilli, err = managerUse(ctx, c, managerNS)
-	return m, err
+	if m.restRSSMiB, m.restCPUMilli, err = managerUse(ctx, c, managerNS); err != nil || c.AuditLogPath == "" {
+		return m, err
+	}
+	return m, editAndChurn(ctx, c, &m, managerNS, n)
+}
+
+// editAndChurn, on a node with an audit log: one edit of the flag set,
+// timed until a pod's flagd serves it (flagd's own answer), and the
+// manager's API requests for it; then every pod of the work deleted at
+// once and made again by its ReplicaSet, with the manager's requests per
+// pod created and its CPU and memory meanwhile. The requests are the API
+// server's audit events whose user is a ServiceAccount of managerNS.
+func editAndChurn(ctx context.Context, c *realnode.Cluster, m *measurement, managerNS string, n int) error {
+	ip, err := c.Kubectl("-n", "measure", "get", "pods", "-l", "app=app-0", "-o", "jsonpath={.items[0].status.podIP}")
+	if err != nil || ip == "" {
+		return fmt.Errorf("the first pod's IP: %v %s", err, ip)
+	}
+	edited := time.Now()
+	if out, err := c.Kubectl("-n", "measure", "patch", "featureflag", "flags", "--type=merge",
+		"-p", `{"spec":{"flagSpec":{"flags":{"new-ui":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"}}}}}`); err != nil {
+		return fmt.Errorf("editing the flag set: %w\n%s", err, out)
+	}
+	m.editServed = -1
+	for time.Since(edited) < editServedBound {
+		askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		e, err := flagdapi.Resolve(askCtx, ip+":8013", flagdapi.Boolean, "new-ui", nil)
+		cancel()
+		if err == nil && e.Variant == "on" {
+			m.editServed = time.Since(edited)
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	sleepCtx(ctx, 10*time.Second) // what follows the edit: status, history
+	if m.editRequests, _, err = managerRequests(c.AuditLogPath, managerNS, edited, time.Now()); err != nil {
+		return err
+	}
+
+	before, err := managerStats(c, managerNS)
+	if err != nil {
+		return err
+	}
+	churned := time.Now()
+	if out, err := c.Kubectl("-n", "measure", "delete", "pods", "--all", "--wait=false"); err != nil {
+		return fmt.Errorf("deleting the pods: %w\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		out, err := c.Kubectl("-n", "measure", "get", "pods", "-o",
+			"jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
+		if err == nil && strings.Count(out, "\n") == n && strings.Count(out, "/True\n") == n && !strings.Contains(out, "Z/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d pods were not made again: %s", n, out)
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	m.churn = time.Since(churned)
+	sleepCtx(ctx, 15*time.Second) // the kubelet's next CPU reading
+	after, err := managerStats(c, managerNS)
+	if err != nil {
+		return err
+	}
+	if after.at.After(before.at) {
+		m.churnCPUMilli = float64(after.cpuNanos-before.cpuNanos) / 1e6 / after.at.Sub(before.at).Seconds()
+	}
+	m.churnRSSMiB = float64(after.workingSet) / (1 << 20)
+	requests, _, err := managerRequests(c.AuditLogPath, managerNS, churned, time.Now())
+	m.requestsPerPod = float64(requests) / float64(n)
+	return err
+}
+
+// editServedBound is how long an edit is waited for at a pod's flagd.
+const editServedBound = 100 * time.Second
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// managerRequests counts the API server's audit events of requests made
+// by a ServiceAccount of managerNS and completed within [from, to]: all of
+// them but the leader election's (Leases), and those apart. The others are
+// printed by verb and resource.
+func managerRequests(auditLog, managerNS string, from, to time.Time) (requests, leases int, err error) {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	prefix := "system:serviceaccount:" + managerNS + ":"
+	by := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e struct {
+			User           struct{ Username string } `json:"user"`
+			StageTimestamp time.Time                 `json:"stageTimestamp"`
+			Verb           string                    `json:"verb"`
+			RequestURI     string                    `json:"requestURI"`
+			ObjectRef      struct {
+				Resource, Subresource string
+			} `json:"objectRef"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return 0, 0, fmt.Errorf("reading the audit log: %w", err)
+		}
+		if !strings.HasPrefix(e.User.Username, prefix) || e.StageTimestamp.Before(from) || e.StageTimestamp.After(to) {
+			continue
+		}
+		if e.ObjectRef.Resource == "leases" {
+			leases++
+			continue
+		}
+		requests++
+		what := e.ObjectRef.Resource
+		if what == "" {
+			what, _, _ = strings.Cut(e.RequestURI, "?") // a non-resource URL
+		}
+		if e.ObjectRef.Subresource != "" {
+			what += "/" + e.ObjectRef.Subresource
+		}
+		by[e.Verb+" "+what]++
+	}
+	if len(by) > 0 {
+		keys := slices.Sorted(maps.Keys(by))
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+		}
+		say("the manager's requests from %s to %s: %s; leases %d", from.Format("15:04:05"), to.Format("15:04:05"), strings.Join(parts, ", "), leases)
+	}
+	return requests, leases, sc.Err()
 }
 
 // managerUse is the operator's working set, and its CPU over 30 s.

@@ -50,6 +50,11 @@ type Options struct {
 	CRDDirs []string
 	// KeepDir keeps the logs (copied out of the slot's directory) after Stop.
 	KeepDir bool
+	// AuditLog has the API server write an audit event, at level Metadata,
+	// for every request it completes, to Cluster.AuditLogPath: who made
+	// it, the verb, the resource and the answer, as the API server counts
+	// them.
+	AuditLog bool
 }
 
 // Cluster is a running single-node cluster. Its exported fields are set by
@@ -69,6 +74,9 @@ type Cluster struct {
 	KubeconfigPath string
 	// CAPath is the cluster CA's certificate.
 	CAPath string
+	// AuditLogPath is the API server's audit log (Options.AuditLog), one
+	// JSON event per line; empty without it.
+	AuditLogPath string
 	// Config is the admin rest.Config; Client a client of it that knows
 	// client-go's and flagplane's kinds.
 	Config *rest.Config
@@ -263,6 +271,16 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--kubelet-client-certificate="+kubeletClient, "--kubelet-client-key="+kubeletClientKey,
 		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false", "--v=1")
+	if c.opts.AuditLog {
+		policy := c.path("audit-policy.yaml")
+		// Metadata for every request, once, when its answer is sent.
+		const rules = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted, Panic]\nrules:\n- level: Metadata\n"
+		if err := os.WriteFile(policy, []byte(rules), 0o600); err != nil {
+			return err
+		}
+		c.AuditLogPath = c.path("audit.log")
+		api.argv = append(api.argv, "--audit-policy-file="+policy, "--audit-log-path="+c.AuditLogPath, "--audit-log-format=json")
+	}
 	for _, comp := range []*component{etcd, api} {
 		if err := comp.start(); err != nil {
 			return err
