@@ -76,7 +76,11 @@ var _ = Describe("confirmed delivery", func() {
 	It("says a pod serves a revision only once its flagd answers with it; a flagd that does not answer keeps the flag set from Ready, Stalled past the bound with an Event naming the pod, and Ready once it answers", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		ff := flagSet(ns, "checkout", "off")
-		create(ctx, ff, source(ns, "flags", "web", fixtures.FileRef("checkout")), deployment(ns, "web", appImage, nil))
+		// Without probes: the kubelet would restart the flagd this spec
+		// stops (SIGSTOP) once its liveness probe has failed long enough,
+		// which under load came before the status's bound had passed.
+		noProbes := func(s *v1beta1.FeatureFlagSource) { s.Spec.ProbesEnabled = ptr.To(false) }
+		create(ctx, ff, source(ns, "flags", "web", fixtures.FileRef("checkout"), noProbes), deployment(ns, "web", appImage, nil))
 		pod := readyPod(ctx, ns, "web")
 		Eventually(resolve(flagdAddr(pod))).Should(Equal(evaluated("off")))
 		Eventually(flagSetStatus(ctx, ff)).Should(And(HaveField("Confirmed", "1/1"),
