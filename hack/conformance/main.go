@@ -87,6 +87,7 @@ func main() {
 	flag.Var(&sets, "set", "a helm --set value for the install, after the defaults (repeatable)")
 	flag.IntVar(&o.parallel, "parallel", 0, "chainsaw's --parallel (0: chainsaw's default)")
 	flag.IntVar(&o.measure, "measure", 0, "instead of the suite, the same work for either operator: N opted-in Deployments of one pod, timed and measured (admission latency by the API server's histogram, the manager's memory and CPU by the kubelet)")
+	flag.StringVar(&o.scale, "scale", "", "with -measure: W:F, W Deployments of no replica and F FeatureFlags with a source each, created before the measured work (e.g. 1000:100)")
 	flag.BoolVar(&o.profile, "profile", false, "with -measure and flagplane: run the manager with --profiling and, after the work, read a 30 s CPU profile and its metrics from its metrics server (written beside -report)")
 	flag.BoolVar(&o.migrate, "migrate", false, "instead of the suite, a live migration off the OpenFeature Operator (built from -ofo-dir) to flagplane, as docs/openfeature-operator.md says, with pods created, the flag set edited and every flagd asked throughout")
 	flag.Parse()
@@ -106,10 +107,10 @@ func main() {
 const defaultOFOVersion = "v0.9.2"
 
 type options struct {
-	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator string
-	sets                                                          []string
-	parallel, measure                                             int
-	writeDoc, migrate, profile                                    bool
+	ofoDir, ofoVersion, chainsaw, flagdTag, report, doc, operator, scale string
+	sets                                                                 []string
+	parallel, measure                                                    int
+	writeDoc, migrate, profile                                           bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -254,6 +255,25 @@ func run(ctx context.Context, o options) error {
 		if ofo {
 			operator, webhook, managerNS = "OpenFeature Operator", "mutate.openfeature.dev", "open-feature-operator-system"
 		}
+		scaleLine := ""
+		if o.scale != "" {
+			sw, err := parseScale(o.scale)
+			if err != nil {
+				return err
+			}
+			say("creating %d Deployments of no replica and %d FeatureFlags with a source each", sw.workloads, sw.flagSets)
+			created, settled, err := sw.create(ctx, c, !ofo)
+			if err != nil {
+				return err
+			}
+			scaleLine = fmt.Sprintf("With %d Deployments (no replica) and %d FeatureFlags, each with a FeatureFlagSource, in namespace scale: created in %s",
+				sw.workloads, sw.flagSets, created.Round(100*time.Millisecond))
+			if !ofo {
+				scaleLine += fmt.Sprintf("; flagplane's %d ConfigMaps for them %s after", sw.flagSets, settled.Round(100*time.Millisecond))
+			}
+			scaleLine += ".\n"
+			say("%s", scaleLine)
+		}
 		m, err := measure(ctx, c, operator, webhook, managerNS, o.measure, startup)
 		if err != nil {
 			return err
@@ -266,7 +286,7 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 		}
-		table := fmt.Sprintf("%d Deployments of one pod, one FeatureFlag, file provider, on the real node:\n%s\n%s\n", o.measure, header(m), m)
+		table := fmt.Sprintf("%s%d Deployments of one pod, one FeatureFlag, file provider, on the real node:\n%s\n%s\n", scaleLine, o.measure, header(m), m)
 		fmt.Print(table)
 		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
 			return err

@@ -61,3 +61,28 @@ func mustDuration(t *testing.T, s string) time.Duration {
 	}
 	return d
 }
+
+// TestScaleWork: -scale W:F makes W Deployments of no replica spread over
+// F sources, each reading a FeatureFlag of its own, in chunks.
+func TestScaleWork(t *testing.T) {
+	for _, bad := range []string{"", "10", "0:1", "10:0", "10:11", "a:b"} {
+		if _, err := parseScale(bad); err == nil {
+			t.Errorf("-scale %q accepted", bad)
+		}
+	}
+	sw, err := parseScale("5:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := sw.manifests(4)
+	all := strings.Join(chunks, "---\n")
+	if len(chunks) != 3 {
+		t.Errorf("1 Namespace, 4 flag set objects and 5 Deployments in chunks of 4: %d chunks", len(chunks))
+	}
+	for what, want := range map[string]int{"kind: Deployment": 5, "kind: FeatureFlag\n": 2, "kind: FeatureFlagSource": 2,
+		"replicas: 0": 5, "featureflagsource: src-0}": 3, "featureflagsource: src-1}": 2, "source: flags-1, provider: file": 1} {
+		if got := strings.Count(all, what); got != want {
+			t.Errorf("%q: %d, want %d", what, got, want)
+		}
+	}
+}
