@@ -83,7 +83,7 @@ func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 
 // readyPod waits for the one pod of app that the kubelet reports Ready with
 // every container running.
-func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
+func readyPod(ctx context.Context, ns, app string, also ...types.GomegaMatcher) *corev1.Pod {
 	GinkgoHelper()
 	var pod corev1.Pod
 	Eventually(func(g Gomega) {
@@ -97,6 +97,9 @@ func readyPod(ctx context.Context, ns, app string) *corev1.Pod {
 		}
 		g.Expect(live).To(HaveLen(1))
 		g.Expect(live[0]).To(beReady())
+		for _, m := range also {
+			g.Expect(live[0]).To(m)
+		}
 		pod = live[0]
 	}).WithTimeout(podReadyTimeout).WithPolling(poll).Should(Succeed(), func() string { return podReport(ctx, ns) })
 	return &pod

@@ -130,7 +130,9 @@ var _ = Describe("a flag set of 2,500 flags, 1.2 MB rendered: more than a Config
 		Eventually(flagSetStatus(ctx, big)).Should(And(HaveField("Delivered", "1/1"),
 			HaveField("Consumers", ConsistOf(And(HaveField("Kind", "SyncSubscribers"), HaveField("Streams", int32(1)), HaveField("Current", int32(1))))),
 			HaveField("Unobserved.Workloads", int32(1))))
-		Expect(condition(ctx, big, v1beta1.ConditionReady)()).To(HaveField("Status", metav1.ConditionTrue))
+		// Ready once the pods' flagds confirm the revision too, which may
+		// come after the delivery.
+		Eventually(condition(ctx, big, v1beta1.ConditionReady)).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 })
 
