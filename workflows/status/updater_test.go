@@ -121,16 +121,7 @@ func TestFlagSetStatusWaitsForItsConfigMapWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			v, _ := workflowstest.World(t)
-			s := runtime.NewScheme()
-			_ = clientgoscheme.AddToScheme(s)
-			_ = v1beta1.AddToScheme(s)
-			cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlag{}).Build()
-			ff := &v1beta1.FeatureFlag{}
-			ffv, _ := v.FlagSet(key)
-			ffv.DeepCopyInto(ff)
-			ff.ResourceVersion, ff.Generation = "", tc.generation
-			ff.Status.ObservedGeneration = tc.applied
-			g.Expect(cluster.Create(ctx, ff)).To(Succeed())
+			cluster, ff := clusterWithFlagSet(t, v, key, tc.generation, tc.applied)
 			before := ff.ResourceVersion
 
 			failures := &workflows.WriteFailures{}
@@ -151,6 +142,25 @@ func TestFlagSetStatusWaitsForItsConfigMapWrites(t *testing.T) {
 			g.Expect(d.awaited).To(Equal([]string{"shop/" + cmName}), "the ConfigMap not created yet, awaited")
 		})
 	}
+}
+
+// clusterWithFlagSet is a cluster that holds the world's flag set key at
+// generation, its status at applied.
+func clusterWithFlagSet(t *testing.T, v *topology.View, key topology.Key, generation, applied int64) (client.Client, *v1beta1.FeatureFlag) {
+	t.Helper()
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1beta1.AddToScheme(s)
+	cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlag{}).Build()
+	ff := &v1beta1.FeatureFlag{}
+	ffv, _ := v.FlagSet(key)
+	ffv.DeepCopyInto(ff)
+	ff.ResourceVersion, ff.Generation = "", generation
+	ff.Status.ObservedGeneration = applied
+	if err := cluster.Create(context.Background(), ff); err != nil {
+		t.Fatal(err)
+	}
+	return cluster, ff
 }
 
 // landing is a Deliveries whose ConfigMap write reaches the cache at the
@@ -178,16 +188,7 @@ func TestFlagSetStatusIsNotWrittenFromBeforeAWriteLanded(t *testing.T) {
 	ctx := context.Background()
 	key := topology.FlagSetKey("shop", "flags")
 	v, _ := workflowstest.World(t)
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1beta1.AddToScheme(s)
-	cluster := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1beta1.FeatureFlag{}).Build()
-	ff := &v1beta1.FeatureFlag{}
-	ffv, _ := v.FlagSet(key)
-	ffv.DeepCopyInto(ff)
-	ff.ResourceVersion, ff.Generation = "", 2
-	ff.Status.ObservedGeneration = 1
-	g.Expect(cluster.Create(ctx, ff)).To(Succeed())
+	cluster, ff := clusterWithFlagSet(t, v, key, 2, 1)
 
 	cmKey, ok := v.ConfigMapByName("shop", topology.ConfigMapName(key))
 	g.Expect(ok).To(BeTrue(), "the world's source needs a ConfigMap in shop")
