@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -35,11 +35,12 @@ import (
 // Scheme is what a client given to Scan and Apply must know: client-go's
 // kinds, CRDs, and flagplane's API.
 func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
+	s, err := api.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("adding the CRD kinds to the scheme: %w", err)
 	}
 	return s, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/flagplane/flagplane/api"
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -75,7 +75,7 @@ func historyClient(kube *kubeFlags) (client.Client, string, func(error) error, e
 		return nil, "", nil, err
 	}
 	s := runtime.NewScheme()
-	if err := errors.Join(v1beta1.AddToScheme(s), deliveryv1alpha1.AddToScheme(s)); err != nil {
+	if err := api.AddToScheme(s); err != nil {
 		return nil, "", nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flagplane/flagplane/api"
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/inspect/rolloutstatus"
@@ -60,7 +61,7 @@ typed for one rollout never acts on the next.`,
 				return err
 			}
 			scheme := runtime.NewScheme()
-			if err := deliveryv1alpha1.AddToScheme(scheme); err != nil {
+			if err := api.AddToScheme(scheme); err != nil {
 				return err
 			}
 			c, err := client.New(cfg, client.Options{Scheme: scheme})

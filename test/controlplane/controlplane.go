@@ -18,14 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
-	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
-	flagplanev1beta1 "github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/test/internal/child"
 )
 
@@ -210,19 +207,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 }
 
 func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time) error {
-	cp.Scheme = k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(cp.Scheme); err != nil {
-		return fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return err
 	}
-	if err := deliveryv1alpha1.AddToScheme(cp.Scheme); err != nil {
-		return fmt.Errorf("adding flagplane's delivery kinds to the scheme: %w", err)
-	}
-	if err := policyv1alpha1.AddToScheme(cp.Scheme); err != nil {
-		return fmt.Errorf("adding flagplane's policy kinds to the scheme: %w", err)
-	}
-	if err := flagplanev1beta1.AddToScheme(cp.Scheme); err != nil {
-		return fmt.Errorf("adding flagplane's kinds to the scheme: %w", err)
-	}
+	cp.Scheme = scheme
 
 	etcdOut, err := cp.createLog(cp.EtcdLogPath)
 	if err != nil {

@@ -22,14 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
-	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
-	flagplanev1beta1 "github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/api"
 )
 
 // Options configures Start.
@@ -646,13 +643,7 @@ func (c *Cluster) logf(format string, args ...any) {
 }
 
 func newScheme() (*k8sruntime.Scheme, error) {
-	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, flagplanev1beta1.AddToScheme, policyv1alpha1.AddToScheme, deliveryv1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return api.NewScheme()
 }
 
 func httpOK(ctx context.Context, url string) bool {

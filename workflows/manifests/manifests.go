@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/flagplane/flagplane/api"
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -27,11 +27,7 @@ const (
 )
 
 var decoder = func() runtime.Decoder {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1beta1.AddToScheme(s)
-	_ = policyv1alpha1.AddToScheme(s)
-	_ = deliveryv1alpha1.AddToScheme(s)
+	s, _ := api.NewScheme()
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,8 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
-	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
+	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/controllers"
 	"github.com/flagplane/flagplane/metrics"
@@ -76,20 +74,7 @@ type Manager struct {
 
 // Scheme returns a scheme with client-go's kinds and flagplane's API.
 func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding client-go's kinds to the scheme: %w", err)
-	}
-	if err := deliveryv1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding flagplane's delivery kinds to the scheme: %w", err)
-	}
-	if err := policyv1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding flagplane's policy kinds to the scheme: %w", err)
-	}
-	if err := v1beta1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding flagplane's kinds to the scheme: %w", err)
-	}
-	return s, nil
+	return api.NewScheme()
 }
 
 // New builds a manager for the cluster of cfg. ctx bounds the setup (the

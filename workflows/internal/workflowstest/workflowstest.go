@@ -18,12 +18,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
@@ -103,9 +102,7 @@ func World(t testing.TB, existing ...client.Object) (*topology.View, client.Clie
 			t.Fatal(err)
 		}
 	}
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1beta1.AddToScheme(s)
+	s, _ := api.NewScheme()
 	return topo.Snapshot(), fake.NewClientBuilder().WithScheme(s).WithObjects(existing...).Build()
 }
 
