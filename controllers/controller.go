@@ -13,11 +13,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -147,7 +144,7 @@ type Controller struct {
 	rollouts  *workQueue[topology.Key]
 	stagingWF *staging.Reconciler
 	events    events.EventRecorder
-	// queues is the queue of each kind of the graph (graphKinds; queueOf).
+	// queues is the queue of each kind of the graph (kinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
 
 	configMapWF *configmaps.Reconciler
@@ -165,8 +162,11 @@ type Controller struct {
 	owners    restarts.Owners
 	podOwners podOwners
 
-	handlers []toolscache.ResourceEventHandlerRegistration
-	ready    atomic.Bool
+	// handlers are the registrations the start-up pass waits for, made
+	// before registered is set (registrar.go).
+	handlers   []toolscache.ResourceEventHandlerRegistration
+	registered atomic.Bool
+	ready      atomic.Bool
 	// workloadListeners hear of the workloads of every Delta.
 	workloadListeners []func([]topology.Key)
 	// failures are the generated objects whose last write failed, for status.
@@ -322,19 +322,12 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
 		}
 	}
-	if err := c.setupFlagds(ctx, mgr, writes); err != nil {
-		return nil, err
-	}
+	c.setupFlagds(mgr, writes)
 	if err := c.registerCallbacks(ctx, mgr); err != nil {
 		return nil, err
 	}
 	// Queued even before the startup pass, as sync reports are.
 	opts.Unrecorded.OnChange(c.enqueue)
-	if opts.SyncReportNamespace != "" {
-		if err := c.setupSyncReports(ctx, mgr, opts.SyncReportNamespace); err != nil {
-			return nil, err
-		}
-	}
 	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
 		return nil, fmt.Errorf("adding the workflows to the manager: %w", err)
 	}
@@ -367,51 +360,20 @@ func (c *Controller) ReadyCheck(_ *http.Request) error {
 // place (the statuses may still be being written).
 func (c *Controller) Ready() bool { return c.ready.Load() }
 
-// addHandler registers a typed handler on the informer of obj.
-func addHandler[T client.Object](ctx context.Context, c *Controller, obj T, h typedHandler[T]) error {
-	inf, err := c.cache.GetInformer(ctx, obj)
-	if err != nil {
-		return fmt.Errorf("getting the informer of %T: %w", obj, err)
-	}
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		return fmt.Errorf("adding the handler of %T: %w", obj, err)
-	}
-	c.handlers = append(c.handlers, reg)
-	return nil
-}
-
-// registerCallbacks wires the typed callbacks of every kind: the graph's
-// kinds from their table (graphKinds), which also routes their keys to
-// their queues, then the generated objects and pods.
+// registerCallbacks registers the kinds table (kinds.go): every informer
+// handler, and the queue of each kind of the graph.
 func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager) error {
-	kinds := append(c.graphKinds(mgr), c.rolloutKinds()...)
+	kinds := c.kinds(mgr)
 	c.route(kinds)
 	for _, k := range kinds {
 		if err := k.register(ctx, c); err != nil {
 			return err
 		}
 	}
-	if err := addHandler(ctx, c, &corev1.ConfigMap{}, c.configMapHandler()); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &rbacv1.Role{}, rbacHandler[*rbacv1.Role](c)); err != nil {
-		return err
-	}
-	if err := addHandler(ctx, c, &rbacv1.RoleBinding{}, rbacHandler[*rbacv1.RoleBinding](c)); err != nil {
-		return err
-	}
-	// Pods are resolved to their workload through ReplicaSets and Jobs;
-	// their metadata (owner references) is all that is needed.
-	for _, gvk := range []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), batchv1.SchemeGroupVersion.WithKind("Job")} {
-		meta := &metav1.PartialObjectMetadata{}
-		meta.SetGroupVersionKind(gvk)
-		if _, err := c.cache.GetInformer(ctx, meta); err != nil {
-			return fmt.Errorf("getting the %s metadata informer: %w", gvk.Kind, err)
-		}
-	}
-	// Workloads of other kinds come from their pods.
-	return addHandler(ctx, c, &corev1.Pod{}, c.podHandler())
+	// Handlers added later (a CRD installed after the start) are not
+	// waited for by the start-up pass.
+	c.registered.Store(true)
+	return nil
 }
 
 // dispatch puts the keys of a delta on the queues of the workflows that

@@ -51,9 +51,9 @@ func flagdCacheOptions(base cache.Options, managed labels.Selector) {
 	base.ByObject[&networkingv1.Ingress{}] = cache.ByObject{Label: managed}
 }
 
-// setupFlagds makes the Flagd workflow and its queue, and registers the
-// callbacks of Flagds and of what is generated for them.
-func (c *Controller) setupFlagds(ctx context.Context, mgr manager.Manager, events func(kind string) func(string)) error {
+// setupFlagds makes the Flagd workflow and its queue; the kinds table
+// registers the callbacks of Flagds and of what is generated for them.
+func (c *Controller) setupFlagds(mgr manager.Manager, events func(kind string) func(string)) {
 	c.flagdWF = &flagds.Reconciler{
 		Client: c.client, Live: mgr.GetAPIReader(), Options: c.opts.Flagd, RBAC: c.rbacWF,
 		Writes:   func(kind, verb string) { events(kind)(verb) },
@@ -64,12 +64,6 @@ func (c *Controller) setupFlagds(ctx context.Context, mgr manager.Manager, event
 	if c.opts.Metrics != nil {
 		c.flagds.observe = c.opts.Metrics.Reconciled
 	}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.Ingress{}} {
-		if err := addHandler(ctx, c, obj, c.flagdChildHandler()); err != nil {
-			return err
-		}
-	}
-	return c.registerRouteCallbacks(ctx, mgr)
 }
 
 // flagdChildHandler: an object generated for a Flagd was created, changed
@@ -134,25 +128,26 @@ func flagdChildChanged(old, new client.Object) bool {
 	return false
 }
 
-// registerRouteCallbacks watches the HTTPRoutes flagplane generates, in a
-// cache of their own (the manager's cannot be told about a kind whose CRD
-// may not exist yet), from the moment Gateway API's CRDs are installed.
-func (c *Controller) registerRouteCallbacks(ctx context.Context, mgr manager.Manager) error {
+// routesFrom adds the HTTPRoute line's handler to the informer of the
+// HTTPRoutes flagplane generates, in a cache of their own (the manager's
+// cannot be told about a kind whose CRD may not exist yet), from the
+// moment Gateway API's CRDs are installed.
+func (c *Controller) routesFrom(ctx context.Context, mgr manager.Manager, add addFunc[*unstructured.Unstructured]) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(HTTPRouteGroupKind, flagds.HTTPRouteGVK.Version)
 	if meta.IsNoMatchError(err) {
 		log.FromContext(ctx).Info("HTTPRoute CRD not installed: Flagds' HTTPRoutes wait until it is",
 			"checkingEvery", c.opts.GrantCRDPoll.String())
-		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return c.waitForRoutes(ctx, mgr) }))
+		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return c.waitForRoutes(ctx, mgr, add) }))
 	}
 	if err != nil {
 		return fmt.Errorf("looking up HTTPRoute: %w", err)
 	}
-	return c.watchRoutes(ctx, mgr)
+	return c.watchRoutes(ctx, mgr, add)
 }
 
 // waitForRoutes looks for the HTTPRoute CRD until it is installed, then
 // watches HTTPRoutes (see watchRoutes).
-func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) error {
+func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager, add addFunc[*unstructured.Unstructured]) error {
 	t := time.NewTicker(c.opts.GrantCRDPoll)
 	defer t.Stop()
 	for {
@@ -169,7 +164,7 @@ func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) err
 			log.FromContext(ctx).Error(err, "looking up HTTPRoute")
 			continue
 		}
-		if err := c.watchRoutes(ctx, mgr); err != nil {
+		if err := c.watchRoutes(ctx, mgr, add); err != nil {
 			return err
 		}
 		log.FromContext(ctx).Info("HTTPRoute CRD installed: watching the HTTPRoutes of Flagds")
@@ -178,10 +173,10 @@ func (c *Controller) waitForRoutes(ctx context.Context, mgr manager.Manager) err
 }
 
 // watchRoutes starts a cache of managed HTTPRoutes (in the manager's
-// namespaces) with the child callbacks on it, and once it has synced hands
+// namespaces) with the line's handler on it, and once it has synced hands
 // it to the Flagd workflow and reconciles every Flagd that asks for an
 // HTTPRoute.
-func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error {
+func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager, add addFunc[*unstructured.Unstructured]) error {
 	route := &unstructured.Unstructured{}
 	route.SetGroupVersionKind(flagds.HTTPRouteGVK)
 	var namespaces map[string]cache.Config
@@ -199,12 +194,8 @@ func (c *Controller) watchRoutes(ctx context.Context, mgr manager.Manager) error
 	if err != nil {
 		return fmt.Errorf("creating the HTTPRoute cache: %w", err)
 	}
-	inf, err := routes.GetInformer(ctx, route)
-	if err != nil {
-		return fmt.Errorf("getting the HTTPRoute informer: %w", err)
-	}
-	if _, err := inf.AddEventHandler(c.flagdRouteHandler()); err != nil {
-		return fmt.Errorf("adding the HTTPRoute handler: %w", err)
+	if err := add(ctx, routes, route); err != nil {
+		return err
 	}
 	if err := mgr.Add(routes); err != nil {
 		return fmt.Errorf("adding the HTTPRoute cache to the manager: %w", err)

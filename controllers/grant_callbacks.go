@@ -16,21 +16,22 @@ import (
 // reads for cross-namespace references from FeatureFlagSources to FeatureFlags.
 var ReferenceGrantGroupKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "ReferenceGrant"}
 
-// watchGrants adds h to the ReferenceGrant informer. When their CRD is not
-// installed yet, it looks for it every Options.GrantCRDPoll and starts
-// watching once Gateway API is installed, without a restart; meanwhile
-// cross-namespace references stay unresolved (and say so).
-func (c *Controller) watchGrants(ctx context.Context, mgr manager.Manager, h typedHandler[*unstructured.Unstructured]) error {
+// grantsFrom adds the ReferenceGrant line's handler to their informer.
+// When their CRD is not installed yet, it looks for it every
+// Options.GrantCRDPoll and starts watching once Gateway API is installed,
+// without a restart; meanwhile cross-namespace references stay unresolved
+// (and say so).
+func (c *Controller) grantsFrom(ctx context.Context, mgr manager.Manager, add addFunc[*unstructured.Unstructured]) error {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(ReferenceGrantGroupKind)
 	if meta.IsNoMatchError(err) {
 		log.FromContext(ctx).Info("ReferenceGrant CRD not installed: cross-namespace references will not resolve until it is",
 			"checkingEvery", c.opts.GrantCRDPoll.String())
-		return mgr.Add(&grantCRDWatcher{c: c, mapper: mgr.GetRESTMapper(), handler: h})
+		return mgr.Add(&grantCRDWatcher{c: c, mapper: mgr.GetRESTMapper(), add: add})
 	}
 	if err != nil {
 		return fmt.Errorf("looking up ReferenceGrant: %w", err)
 	}
-	return addHandler(ctx, c, grantObject(mapping), h)
+	return add(ctx, c.cache, grantObject(mapping))
 }
 
 func grantObject(mapping *meta.RESTMapping) *unstructured.Unstructured {
@@ -42,9 +43,9 @@ func grantObject(mapping *meta.RESTMapping) *unstructured.Unstructured {
 // grantCRDWatcher waits for the ReferenceGrant CRD, then watches
 // ReferenceGrants. Every replica runs it: every replica keeps the graph.
 type grantCRDWatcher struct {
-	c       *Controller
-	mapper  meta.RESTMapper
-	handler typedHandler[*unstructured.Unstructured]
+	c      *Controller
+	mapper meta.RESTMapper
+	add    addFunc[*unstructured.Unstructured]
 }
 
 func (w *grantCRDWatcher) NeedLeaderElection() bool { return false }
@@ -67,11 +68,7 @@ func (w *grantCRDWatcher) Start(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "looking up ReferenceGrant")
 			continue
 		}
-		inf, err := w.c.cache.GetInformer(ctx, grantObject(mapping))
-		if err == nil {
-			_, err = inf.AddEventHandler(w.handler)
-		}
-		if err != nil {
+		if err := w.add(ctx, w.c.cache, grantObject(mapping)); err != nil {
 			return fmt.Errorf("watching ReferenceGrants, whose CRD was installed: %w", err)
 		}
 		log.FromContext(ctx).Info("ReferenceGrant CRD installed: watching ReferenceGrants", "version", mapping.GroupVersionKind.Version)

@@ -5,13 +5,18 @@ import (
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	policyv1alpha1 "github.com/flagplane/flagplane/api/policy/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -21,51 +26,23 @@ import (
 // +kubebuilder:rbac:groups=policy.flagplane.dev,resources=featureflagsourcepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.flagplane.dev,resources=featureflagsourcepolicies/status,verbs=get;update;patch
 
-// The kinds whose informers edit the graph, each registered once, in
-// graphKinds: its informer type, which updates are relevant to the graph
+// The kinds table: every kind whose informer feeds the graph or a queue
+// is one line of kinds, and nothing else in this package registers an
+// informer handler (kinds_test.go). A line of a kind of the graph is a
+// graphKind: its informer type, which updates are relevant to the graph
 // (the kind's rule in topology/relevance.go, and the event the update
-// counts as), how an object enters and leaves the graph, and the queue that
-// reconciles the kind's keys when a Delta names them (queueOf). The
-// informer events of generated objects (ConfigMaps, RBAC, a Flagd's
-// children) and of pods do not edit the graph's objects the same way and
-// have their own handlers.
+// counts as), how an object enters and leaves the graph, and the queue
+// that reconciles the kind's keys when a Delta names them (queueOf). The
+// objects flagplane generates (ConfigMaps, RBAC, a Flagd's children), pods
+// and the sync servers' reports do not edit the graph's objects the same
+// way: their lines are watchedKinds, with a handler of their own
+// (registrar.go has both types).
 
-// graphKind is one kind of object whose informer edits the graph.
-type graphKind[T client.Object] struct {
-	// object is the informer's type.
-	object T
-	// name is the kind in the events counted (Metrics.Event).
-	name string
-	// change says what an update of an object with the same UID changed,
-	// as the event it counts as, or "" when nothing the graph reads did.
-	// A new UID is a re-creation, always relevant.
-	change func(old, new T) string
-	// upsert and remove edit the graph.
-	upsert func(*topology.Topology, T) (topology.Delta, error)
-	remove func(*topology.Topology, T) topology.Delta
-	// queue reconciles the keys of the kind that a Delta names (nil: none
-	// does).
-	queue *workQueue[topology.Key]
-	// edited and deleted, when set, hear of each created or changed
-	// object before the graph does, and of each deleted one.
-	edited  func(T)
-	deleted func(T)
-	// watch, when set, registers the handler itself: for a kind whose CRD
-	// may be installed after the manager starts (ReferenceGrant).
-	watch func(context.Context, typedHandler[T]) error
-}
-
-// registrar is a graphKind of any object type.
-type registrar interface {
-	register(ctx context.Context, c *Controller) error
-	// routes names the queue of the kind's keys, and the kind.
-	routes() (*workQueue[topology.Key], topology.Kind)
-}
-
-// graphKinds is the table of the kinds whose informers edit the graph.
-// Adding a kind adds its line here (and its topology file, its workflow).
-func (c *Controller) graphKinds(mgr manager.Manager) []registrar {
+// kinds is the table. Adding a kind adds its line here (and its topology
+// file, its workflow); docs/architecture.md, "Adding a new kind".
+func (c *Controller) kinds(mgr manager.Manager) []registrar {
 	return []registrar{
+		// The kinds of the graph.
 		graphKind[*v1beta1.FeatureFlag]{
 			object: &v1beta1.FeatureFlag{}, name: v1beta1.FeatureFlagKind, queue: c.statuses,
 			change: relevant(topology.FlagSetChanged, "spec-changed"),
@@ -104,8 +81,73 @@ func (c *Controller) graphKinds(mgr manager.Manager) []registrar {
 				return t.UpsertGrant(manifests.GrantFromReferenceGrant(u))
 			},
 			remove: byName[*unstructured.Unstructured]((*topology.Topology).DeleteGrant),
-			watch: func(ctx context.Context, h typedHandler[*unstructured.Unstructured]) error {
-				return c.watchGrants(ctx, mgr, h)
+			// Its CRD may be installed after the manager starts.
+			from: func(ctx context.Context, add addFunc[*unstructured.Unstructured]) error {
+				return c.grantsFrom(ctx, mgr, add)
+			},
+		},
+		// Staged rollouts (rollouts.go).
+		graphKind[*deliveryv1alpha1.FeatureFlagRolloutPolicy]{
+			object: &deliveryv1alpha1.FeatureFlagRolloutPolicy{}, name: deliveryv1alpha1.FeatureFlagRolloutPolicyKind, queue: c.rollouts,
+			change: rolloutPolicyChange,
+			upsert: (*topology.Topology).UpsertRolloutPolicy,
+			remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
+			// A promotion or an abort changes no plan: the policy is looked at again.
+			edited: func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+				c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
+			},
+		},
+		graphKind[*deliveryv1alpha1.FeatureFlagRevision]{
+			object: &deliveryv1alpha1.FeatureFlagRevision{}, name: deliveryv1alpha1.FeatureFlagRevisionKind,
+			change: func(_, _ *deliveryv1alpha1.FeatureFlagRevision) string { return "" }, // immutable
+			upsert: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) (topology.Delta, error) {
+				return t.UpsertRevision(r), nil
+			},
+			remove: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) topology.Delta {
+				return t.DeleteRevision(r.Namespace, r.Name, r.Spec.FlagSet, r.Spec.Revision)
+			},
+		},
+		graphKind[*corev1.Namespace]{
+			object: &corev1.Namespace{}, name: "Namespace",
+			// A namespaced install cannot read Namespaces: its namespace
+			// selectors match no namespace (docs/delivery.md).
+			clusterScoped: true,
+			change:        namespaceChange,
+			upsert: func(t *topology.Topology, ns *corev1.Namespace) (topology.Delta, error) {
+				return t.UpsertNamespace(ns.Name, ns.Labels), nil
+			},
+			remove: func(t *topology.Topology, ns *corev1.Namespace) topology.Delta { return t.DeleteNamespace(ns.Name) },
+		},
+
+		// What flagplane generates (generated_callbacks.go).
+		watchedKind[*corev1.ConfigMap]{object: &corev1.ConfigMap{}, name: "ConfigMap", handler: c.configMapHandler()},
+		watchedKind[*rbacv1.Role]{object: &rbacv1.Role{}, name: "Role", handler: rbacHandler[*rbacv1.Role](c)},
+		watchedKind[*rbacv1.RoleBinding]{object: &rbacv1.RoleBinding{}, name: "RoleBinding", handler: rbacHandler[*rbacv1.RoleBinding](c)},
+		// What is generated for a Flagd (flagd_callbacks.go).
+		watchedKind[client.Object]{object: &appsv1.Deployment{}, name: "Deployment of a Flagd", handler: c.flagdChildHandler()},
+		watchedKind[client.Object]{object: &corev1.Service{}, name: "Service", handler: c.flagdChildHandler()},
+		watchedKind[client.Object]{object: &networkingv1.Ingress{}, name: "Ingress", handler: c.flagdChildHandler()},
+		watchedKind[*unstructured.Unstructured]{
+			name: HTTPRouteGroupKind.Kind, handler: c.flagdRouteHandler(),
+			// A cache of its own, from the moment its CRD is installed.
+			from: func(ctx context.Context, add addFunc[*unstructured.Unstructured]) error {
+				return c.routesFrom(ctx, mgr, add)
+			},
+		},
+
+		// Pods (pod_callbacks.go), resolved to their workload through
+		// ReplicaSets and Jobs, of which the owner references are all
+		// that is read: their informers have no handler.
+		watchedKind[*metav1.PartialObjectMetadata]{object: metadataOf(appsv1.SchemeGroupVersion.WithKind("ReplicaSet")), name: "ReplicaSet"},
+		watchedKind[*metav1.PartialObjectMetadata]{object: metadataOf(batchv1.SchemeGroupVersion.WithKind("Job")), name: "Job"},
+		watchedKind[*corev1.Pod]{object: &corev1.Pod{}, name: "Pod", handler: c.podHandler()},
+
+		// The sync servers' reports, in a cache of their own
+		// (syncreport_callbacks.go).
+		watchedKind[*corev1.ConfigMap]{
+			name: "SyncReport", handler: c.syncReportHandler(c.opts.SyncReportNamespace),
+			from: func(ctx context.Context, add addFunc[*corev1.ConfigMap]) error {
+				return c.syncReportsFrom(ctx, mgr, add)
 			},
 		},
 	}
@@ -174,50 +216,27 @@ func flagdChange(old, new *v1beta1.Flagd) string {
 	return "annotations-changed" // the generated Service carries them
 }
 
-func (k graphKind[T]) routes() (*workQueue[topology.Key], topology.Kind) {
-	return k.queue, topology.Kind(k.name)
+// rolloutPolicyChange: what a FeatureFlagRolloutPolicy update changed.
+func rolloutPolicyChange(old, new *deliveryv1alpha1.FeatureFlagRolloutPolicy) string {
+	// Its annotations hold promotions and aborts.
+	if topology.RolloutPolicyChanged(old, new) || !maps.Equal(old.Annotations, new.Annotations) {
+		return "changed"
+	}
+	return ""
 }
 
-func (k graphKind[T]) register(ctx context.Context, c *Controller) error {
-	h := k.handler(c)
-	if k.watch != nil {
-		return k.watch(ctx, h)
+// namespaceChange: a Namespace's labels, which rollout steps select by.
+func namespaceChange(old, new *corev1.Namespace) string {
+	if maps.Equal(old.Labels, new.Labels) {
+		return ""
 	}
-	return addHandler(ctx, c, k.object, h)
+	return "labels-changed"
 }
 
-// handler turns the kind's informer events into graph edits.
-func (k graphKind[T]) handler(c *Controller) typedHandler[T] {
-	return typedHandler[T]{
-		onAdd: func(obj T) { k.upserted(c, obj, "created") },
-		onUpdate: func(old, new T) {
-			event := "created"
-			if old.GetUID() == new.GetUID() {
-				if event = k.change(old, new); event == "" {
-					return
-				}
-			}
-			k.upserted(c, new, event)
-		},
-		onDelete: func(obj T) {
-			c.event(k.name, "deleted")
-			if k.deleted != nil {
-				k.deleted(obj)
-			}
-			c.dispatch(k.remove(c.topo, obj))
-		},
-	}
-}
-
-func (k graphKind[T]) upserted(c *Controller, obj T, event string) {
-	c.event(k.name, event)
-	if k.edited != nil {
-		k.edited(obj)
-	}
-	d, err := k.upsert(c.topo, obj)
-	if err != nil {
-		log.Log.Error(err, "refused by the topology", k.name, obj.GetNamespace()+"/"+obj.GetName())
-		return
-	}
-	c.dispatch(d)
+// metadataOf is the metadata-only object of gvk, for an informer of
+// owner references.
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	return meta
 }

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,58 +17,9 @@ import (
 
 // The staged rollouts (issue 30): FeatureFlagRolloutPolicies, the
 // FeatureFlagRevisions whose content a plan serves, and the labels of
-// Namespaces enter the graph, which plans who serves what
+// Namespaces enter the graph (their lines in the kinds table, kinds.go), which plans who serves what
 // (topology.View.RolloutPlan); the rollouts queue moves each policy through
 // its steps (staging.Next) and writes its status, which the plan reads.
-
-// rolloutKinds are the graph kinds of staged rollouts.
-func (c *Controller) rolloutKinds() []registrar {
-	kinds := []registrar{
-		graphKind[*deliveryv1alpha1.FeatureFlagRolloutPolicy]{
-			object: &deliveryv1alpha1.FeatureFlagRolloutPolicy{}, name: deliveryv1alpha1.FeatureFlagRolloutPolicyKind, queue: c.rollouts,
-			change: func(old, new *deliveryv1alpha1.FeatureFlagRolloutPolicy) string {
-				if topology.RolloutPolicyChanged(old, new) || !maps.Equal(old.Annotations, new.Annotations) {
-					return "changed"
-				}
-				return ""
-			},
-			upsert: (*topology.Topology).UpsertRolloutPolicy,
-			remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
-			// A promotion or an abort changes no plan: the policy is looked at again.
-			edited: func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
-				c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
-			},
-		},
-		graphKind[*deliveryv1alpha1.FeatureFlagRevision]{
-			object: &deliveryv1alpha1.FeatureFlagRevision{}, name: deliveryv1alpha1.FeatureFlagRevisionKind,
-			change: func(_, _ *deliveryv1alpha1.FeatureFlagRevision) string { return "" }, // immutable
-			upsert: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) (topology.Delta, error) {
-				return t.UpsertRevision(r), nil
-			},
-			remove: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) topology.Delta {
-				return t.DeleteRevision(r.Namespace, r.Name, r.Spec.FlagSet, r.Spec.Revision)
-			},
-		},
-	}
-	if len(c.opts.Namespaces) == 0 {
-		// A namespaced install cannot read Namespaces: its namespace
-		// selectors match no namespace (docs/delivery.md).
-		kinds = append(kinds, graphKind[*corev1.Namespace]{
-			object: &corev1.Namespace{}, name: "Namespace",
-			change: func(old, new *corev1.Namespace) string {
-				if maps.Equal(old.Labels, new.Labels) {
-					return ""
-				}
-				return "labels-changed"
-			},
-			upsert: func(t *topology.Topology, ns *corev1.Namespace) (topology.Delta, error) {
-				return t.UpsertNamespace(ns.Name, ns.Labels), nil
-			},
-			remove: func(t *topology.Topology, ns *corev1.Namespace) topology.Delta { return t.DeleteNamespace(ns.Name) },
-		})
-	}
-	return kinds
-}
 
 // reconcileRollout reconciles a rollout policy (staging.Reconciler).
 func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) error {

@@ -25,7 +25,7 @@ import (
 // ConfigMaps are keyed by object, not by node, and have a queue of their own.
 
 // queueOf is the one queue that reconciles keys of k's kind (the table of
-// graphKinds; pod owners of other kinds on the workloads queue), or nil for
+// kinds; pod owners of other kinds on the workloads queue), or nil for
 // a kind that no queue reconciles (a ConfigMap node, a ReferenceGrant).
 func (c *Controller) queueOf(k topology.Key) *workQueue[topology.Key] {
 	if q, ok := c.queues[k.Kind]; ok {

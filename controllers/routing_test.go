@@ -28,7 +28,7 @@ func routingController() *Controller {
 	c.workloads = newWorkQueue("workloads", 1, none)
 	c.flagds = newWorkQueue("flagds", 1, none)
 	c.configMaps = newWorkQueue("configmaps", 1, func(context.Context, client.ObjectKey) error { return nil })
-	c.route(c.graphKinds(nil))
+	c.route(c.kinds(nil))
 	c.ready.Store(true)
 	return c
 }
@@ -73,7 +73,7 @@ func TestOneQueuePerKind(t *testing.T) {
 	c.dispatch(d)
 	f := &v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge", UID: "f"}}
 	f.Spec.FeatureFlagSource = "flags"
-	for _, k := range c.graphKinds(nil) {
+	for _, k := range c.kinds(nil) {
 		if flagds, ok := k.(graphKind[*v1beta1.Flagd]); ok {
 			flagds.handler(c).onAdd(f)
 		}

@@ -163,7 +163,7 @@ func newEditBench(b testing.TB, n int) *editBench {
 		}
 		return ""
 	}, e.c.enqueue)
-	e.c.route(e.c.graphKinds(nil))
+	e.c.route(e.c.kinds(nil))
 	e.c.ready.Store(true)
 
 	e.ff = &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flags", UID: "ff", Generation: 1}}

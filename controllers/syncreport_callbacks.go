@@ -23,8 +23,14 @@ import (
 // generated ConfigMap. A changed report queues the status of the flag sets
 // it concerns (before and after), which only the leader writes.
 
-// setupSyncReports starts the cache of the sync reports of namespace.
-func (c *Controller) setupSyncReports(ctx context.Context, mgr manager.Manager, namespace string) error {
+// syncReportsFrom starts the cache of the sync reports of the manager's
+// namespace, with the SyncReport line's handler on it; with no such
+// namespace (Options.SyncReportNamespace), none.
+func (c *Controller) syncReportsFrom(ctx context.Context, mgr manager.Manager, add addFunc[*corev1.ConfigMap]) error {
+	namespace := c.opts.SyncReportNamespace
+	if namespace == "" {
+		return nil
+	}
 	reports, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
@@ -35,12 +41,8 @@ func (c *Controller) setupSyncReports(ctx context.Context, mgr manager.Manager, 
 	if err != nil {
 		return fmt.Errorf("creating the sync report cache: %w", err)
 	}
-	inf, err := reports.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		return fmt.Errorf("getting the sync report informer: %w", err)
-	}
-	if _, err := inf.AddEventHandler(c.syncReportHandler(namespace)); err != nil {
-		return fmt.Errorf("adding the sync report handler: %w", err)
+	if err := add(ctx, reports, &corev1.ConfigMap{}); err != nil {
+		return err
 	}
 	if err := mgr.Add(reports); err != nil {
 		return fmt.Errorf("adding the sync report cache to the manager: %w", err)
