@@ -124,11 +124,11 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 		watchedKind[*rbacv1.Role]{object: &rbacv1.Role{}, name: "Role", handler: rbacHandler[*rbacv1.Role](c)},
 		watchedKind[*rbacv1.RoleBinding]{object: &rbacv1.RoleBinding{}, name: "RoleBinding", handler: rbacHandler[*rbacv1.RoleBinding](c)},
 		// What is generated for a Flagd (flagd_callbacks.go).
-		watchedKind[client.Object]{object: &appsv1.Deployment{}, name: "Deployment of a Flagd", handler: c.flagdChildHandler()},
+		watchedKind[client.Object]{object: &appsv1.Deployment{}, name: "Deployment", handler: c.flagdChildHandler()},
 		watchedKind[client.Object]{object: &corev1.Service{}, name: "Service", handler: c.flagdChildHandler()},
 		watchedKind[client.Object]{object: &networkingv1.Ingress{}, name: "Ingress", handler: c.flagdChildHandler()},
 		watchedKind[*unstructured.Unstructured]{
-			name: HTTPRouteGroupKind.Kind, handler: c.flagdRouteHandler(),
+			name: "HTTPRoute", handler: c.flagdRouteHandler(),
 			// A cache of its own, from the moment its CRD is installed.
 			from: func(ctx context.Context, add addFunc[*unstructured.Unstructured]) error {
 				return c.routesFrom(ctx, mgr, add)

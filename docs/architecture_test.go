@@ -239,7 +239,8 @@ func cobraUse(fn *ast.FuncDecl) (string, bool) {
 const (
 	kindsDir     = "controllers"
 	kindsResult  = "registrar" // a table returns []registrar
-	kindLine     = "graphKind"
+	kindLine     = "graphKind"   // a line of a kind of the graph
+	watchedLine  = "watchedKind" // a line of a kind that only feeds a queue or a lookup
 	kindsHeading = "## Adding a new kind"
 )
 
@@ -261,7 +262,8 @@ func checkKinds(t *testing.T, root, doc string) {
 // kinds are the kinds of the lines of the tables of the controllers:
 // the functions of the package that return []registrar (graphKinds,
 // rolloutKinds), however many there are. In their bodies, a line is
-//   - a graphKind[*pkg.T]{...} literal: the kind T; for an informer of
+//   - a graphKind[*pkg.T]{...} or watchedKind[*pkg.T]{...} literal: its
+//     name field when that is a string, else the kind T; for an informer of
 //     unstructured objects, its name field (a string, or V.Kind of a
 //     package-level composite literal V with a string Kind field);
 //   - a call of a function of the package that returns a graphKind (such
@@ -298,15 +300,17 @@ func kinds(t *testing.T, root, dir string) []string {
 				if !ok {
 					return true
 				}
-				if id, ok := idx.X.(*ast.Ident); !ok || id.Name != kindLine {
+				if id, ok := idx.X.(*ast.Ident); !ok || (id.Name != kindLine && id.Name != watchedLine) {
 					return true
 				}
 				k := typeName(idx.Index)
-				if k == "Unstructured" {
+				if name, ok := stringField(n, "name"); ok {
+					k = name
+				} else if k == "Unstructured" {
 					k = unstructuredKind(n, files)
 				}
 				if k == "" {
-					t.Errorf("%s: %s: cannot tell the kind of this %s line: teach kinds", dir, fn.Name.Name, kindLine)
+					t.Errorf("%s: %s: cannot tell the kind of this line: teach kinds", dir, fn.Name.Name)
 				} else {
 					out = append(out, k)
 				}
