@@ -41,9 +41,41 @@ var (
 func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string) {
 	errs := status.ValidateSource(src, defaultProvider)
 	var warnings []string
-	spec := &src.Spec
 	specPath := field.NewPath("spec")
+	for _, check := range sourceChecks {
+		checkErrs, checkWarnings := check(specPath, src, defaultProvider)
+		errs, warnings = append(errs, checkErrs...), append(warnings, checkWarnings...)
+	}
+	return errs, warnings
+}
 
+// sourceCheck is one rule about a FeatureFlagSource, under specPath (its
+// spec). It returns the errors and warnings it finds.
+type sourceCheck func(specPath *field.Path, src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string)
+
+// sourceChecks run in order after status.ValidateSource, and every one
+// runs: ValidateSourceSpec reports all they find, in their order.
+var sourceChecks = []sourceCheck{
+	checkSourceEntries,
+	checkSourcePorts,
+	checkSourceEnvVars,
+	checkSourceSyncProviderArgs,
+	checkSourceContextValues,
+	checkSourceHeaderToContextMappings,
+	checkSourceCORS,
+	checkSourceSidecarSettings,
+	checkSourceResources,
+	checkSourceTargetRefs,
+	sourceLengths,
+	checkSourceSecurityContext,
+}
+
+// checkSourceEntries checks every entry for its provider (validateEntry),
+// and warns of the settings its provider ignores and of a repeated entry.
+func checkSourceEntries(specPath *field.Path, src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	spec := &src.Spec
 	seen := map[string]int{}
 	for i, e := range spec.Sources {
 		p := specPath.Child("sources").Index(i)
@@ -57,7 +89,14 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			seen[id] = i
 		}
 	}
+	return errs, warnings
+}
 
+// checkSourcePorts: flagd's ports in the sidecar (the API's defaults where
+// unset) differ from each other and from its sync service's.
+func checkSourcePorts(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	spec := &src.Spec
 	ports := map[int32]string{}
 	for _, pp := range []struct {
 		name string
@@ -77,7 +116,13 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			ports[v] = "spec." + pp.name
 		}
 	}
+	return errs, nil
+}
 
+// checkSourceEnvVars: the env var prefix, and every env var's name with it.
+func checkSourceEnvVars(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	spec := &src.Spec
 	prefix := spec.EnvVarPrefix
 	if prefix == "" {
 		prefix = "FLAGD"
@@ -91,30 +136,64 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(specPath.Child("envVars").Index(i).Child("name"), e.Name, msg))
 		}
 	}
-	for i, a := range spec.SyncProviderArgs {
+	return errs, nil
+}
+
+// checkSourceSyncProviderArgs: every sync provider arg is key=value.
+func checkSourceSyncProviderArgs(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	for i, a := range src.Spec.SyncProviderArgs {
 		if k, _, ok := strings.Cut(a, "="); !ok || k == "" {
 			errs = append(errs, field.Invalid(specPath.Child("syncProviderArgs").Index(i), a, "must be key=value"))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(spec.ContextValues)) {
+	return errs, nil
+}
+
+// checkSourceContextValues: no context key is empty.
+func checkSourceContextValues(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(src.Spec.ContextValues)) {
 		if k == "" {
 			errs = append(errs, field.Invalid(specPath.Child("contextValues").Key(k), k, "a context key must not be empty"))
 		}
 	}
-	for _, h := range slices.Sorted(maps.Keys(spec.HeaderToContextMappings)) {
+	return errs, nil
+}
+
+// checkSourceHeaderToContextMappings: every header is an HTTP header name,
+// mapped to a context key that is not empty.
+func checkSourceHeaderToContextMappings(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	mappings := src.Spec.HeaderToContextMappings
+	for _, h := range slices.Sorted(maps.Keys(mappings)) {
 		p := specPath.Child("headerToContextMappings").Key(h)
 		for _, msg := range validation.IsHTTPHeaderName(h) {
 			errs = append(errs, field.Invalid(p, h, msg))
 		}
-		if spec.HeaderToContextMappings[h] == "" {
+		if mappings[h] == "" {
 			errs = append(errs, field.Invalid(p, "", "the context key must not be empty"))
 		}
 	}
-	for i, o := range spec.CORS {
+	return errs, nil
+}
+
+// checkSourceCORS: no CORS origin is blank.
+func checkSourceCORS(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	for i, o := range src.Spec.CORS {
 		if strings.TrimSpace(o) == "" {
 			errs = append(errs, field.Invalid(specPath.Child("cors").Index(i), o, "an origin must not be empty"))
 		}
 	}
+	return errs, nil
+}
+
+// checkSourceSidecarSettings: the log format, evaluator, socket path and
+// OpenTelemetry collector of the sidecar, where set, are ones flagd takes.
+func checkSourceSidecarSettings(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	spec := &src.Spec
 	if spec.LogFormat != "" && !slices.Contains(knownLogFormats, spec.LogFormat) {
 		errs = append(errs, field.NotSupported(specPath.Child("logFormat"), spec.LogFormat, knownLogFormats))
 	}
@@ -127,13 +206,27 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 	if u := spec.OtelCollectorUri; u != "" && (strings.ContainsAny(u, " \t\n") || strings.HasPrefix(u, ":")) {
 		errs = append(errs, field.Invalid(specPath.Child("otelCollectorUri"), u, "must be host:port or a URL of the collector"))
 	}
-	for name, req := range spec.Resources.Requests {
-		if lim, ok := spec.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
+	return errs, nil
+}
+
+// checkSourceResources: no request exceeds its limit.
+func checkSourceResources(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	resources := src.Spec.Resources
+	for name, req := range resources.Requests {
+		if lim, ok := resources.Limits[name]; ok && req.Cmp(lim) > 0 {
 			errs = append(errs, field.Invalid(specPath.Child("resources", "requests").Key(string(name)), req.String(),
 				"must not exceed the limit "+lim.String()))
 		}
 	}
-	for i, r := range spec.TargetRefs {
+	return errs, nil
+}
+
+// checkSourceTargetRefs: every target is named by a name of the source's
+// own namespace.
+func checkSourceTargetRefs(specPath *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	for i, r := range src.Spec.TargetRefs {
 		p := specPath.Child("targetRefs").Index(i).Child("name")
 		if strings.Contains(r.Name, "/") {
 			errs = append(errs, field.Invalid(p, r.Name, "a source targets workloads of its own namespace: a name, without a namespace"))
@@ -143,14 +236,20 @@ func ValidateSourceSpec(src *v1beta1.FeatureFlagSource, defaultProvider v1beta1.
 			errs = append(errs, field.Invalid(p, r.Name, msg))
 		}
 	}
-	lenErrs, lenWarnings := sourceLengths(specPath, src, defaultProvider)
-	errs, warnings = append(errs, lenErrs...), append(warnings, lenWarnings...)
-	if sc, ok := src.Annotations[injection.AnnotationSidecarSecurityContext]; ok {
-		if _, err := injection.ParseSecurityContextOverride(sc); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(injection.AnnotationSidecarSecurityContext), sc, err.Error()))
-		}
+	return errs, nil
+}
+
+// checkSourceSecurityContext: the sidecar securityContext annotation, where
+// the source carries it, is one the injection reads.
+func checkSourceSecurityContext(_ *field.Path, src *v1beta1.FeatureFlagSource, _ v1beta1.SyncProviderType) (field.ErrorList, []string) {
+	sc, ok := src.Annotations[injection.AnnotationSidecarSecurityContext]
+	if !ok {
+		return nil, nil
 	}
-	return errs, warnings
+	if _, err := injection.ParseSecurityContextOverride(sc); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(injection.AnnotationSidecarSecurityContext), sc, err.Error())}, nil
+	}
+	return nil, nil
 }
 
 // validateEntry checks the source of one entry for its provider.
