@@ -202,17 +202,49 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 		out.Unservable = "none of the entries of FeatureFlagSource " + out.Source.Namespace + "/" + out.Source.Name + " can be served"
 		return out
 	}
-	c := sc.Container
 	out.ConfigMaps = sc.ConfigMaps
-	for _, cm := range sc.ConfigMaps {
+	out.TooLarge = tooLargeForConfigMaps(v, sc.ConfigMaps)
+	ports := regularContainer(sc, opts)
+
+	labels := flagdLabels(f, io.Sidecar.Tag, opts.Generated)
+	owner := flagdOwner(f)
+	out.Deployment = desiredDeployment(f, sc, io.Sidecar.ImagePullSecrets, labels, owner, opts.Generated)
+	out.Service = desiredService(f, labels, owner, ports, opts)
+	out.Endpoints = serviceEndpoints(f, opts)
+	if f.Spec.Ingress.Enabled {
+		out.Ingress = desiredIngress(f, labels, owner, opts)
+		out.Endpoints = append(out.Endpoints, ingressEndpoints(out.Ingress, opts)...)
+	}
+	if f.Spec.GatewayApiRoutes.Enabled {
+		route := desiredHTTPRoute(f, labels, owner, opts)
+		out.Endpoints = append(out.Endpoints, routeEndpoints(f, route, opts)...)
+		out.HTTPRoute = toUnstructured(route)
+	}
+	if len(out.Endpoints) > 64 {
+		out.Endpoints = out.Endpoints[:64]
+	}
+	return out
+}
+
+// tooLargeForConfigMaps says which of the flag sets read from the generated
+// ConfigMaps cms are larger than a ConfigMap holds.
+func tooLargeForConfigMaps(v *topology.View, cms []topology.Key) []string {
+	var out []string
+	for _, cm := range cms {
 		if r, ok := v.FlagSetRendered(cm.FlagSet()); ok {
 			if o, over := r.Overflow(string(v1beta1.SyncProviderFile)); over {
-				out.TooLarge = append(out.TooLarge, o.Message(cm.FlagSet()))
+				out = append(out, o.Message(cm.FlagSet()))
 			}
 		}
 	}
+	return out
+}
 
-	// A regular container, with the OpenFeature Operator's port names.
+// regularContainer makes sc's container, the sidecar's, a regular
+// container with the OpenFeature Operator's port names, and returns the
+// ports flagd listens on.
+func regularContainer(sc injection.SourceContainer, opts Options) flagdPorts {
+	c := sc.Container
 	c.RestartPolicy = nil
 	ports := flagdPorts{
 		evaluation: sc.Port,
@@ -234,20 +266,24 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 		{Name: "ofrep", ContainerPort: ports.ofrep, Protocol: corev1.ProtocolTCP},
 		{Name: "sync", ContainerPort: ports.sync, Protocol: corev1.ProtocolTCP},
 	}
+	return ports
+}
 
-	labels := flagdLabels(f, io.Sidecar.Tag, opts.Generated)
-	owner := flagdOwner(f)
-	podAnnotations := flagdAnnotations(f, opts.Generated)
+// desiredDeployment runs sc's container, made regular (regularContainer), in
+// pods labelled like the Flagd's objects.
+func desiredDeployment(f *v1beta1.Flagd, sc injection.SourceContainer, pullSecretNames []string, labels map[string]string,
+	owner []metav1.OwnerReference, gen workflows.GeneratedMetadata) *appsv1.Deployment {
+	podAnnotations := flagdAnnotations(f, gen)
 	// The mark the OpenFeature Operator puts on pods whose flagd reads
 	// FeatureFlags itself, as the sidecar's pods get it.
 	maps.Copy(podAnnotations, sc.PodAnnotations)
 	var pullSecrets []corev1.LocalObjectReference
-	for _, s := range io.Sidecar.ImagePullSecrets {
+	for _, s := range pullSecretNames {
 		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})
 	}
-	out.Deployment = &appsv1.Deployment{
+	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: flagdMeta(f, labels, flagdAnnotations(f, opts.Generated), owner),
+		ObjectMeta: flagdMeta(f, labels, flagdAnnotations(f, gen), owner),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(f.Spec.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelApp: f.Name}},
@@ -255,29 +291,34 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: nilIfEmpty(podAnnotations)},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: f.Spec.ServiceAccountName,
-					Containers:         []corev1.Container{*c},
+					Containers:         []corev1.Container{*sc.Container},
 					Volumes:            sc.Volumes,
 					ImagePullSecrets:   pullSecrets,
 				},
 			},
 		},
 	}
+}
 
-	serviceAnnotations := flagdAnnotations(f, opts.Generated)
+// desiredService selects the Flagd's pods, with the operator's port numbers
+// targeting the ports flagd listens on. It carries the Flagd's own
+// annotations too, but kubectl's last-applied one.
+func desiredService(f *v1beta1.Flagd, labels map[string]string, owner []metav1.OwnerReference, ports flagdPorts, opts Options) *corev1.Service {
+	annotations := flagdAnnotations(f, opts.Generated)
 	for k, val := range f.Annotations {
 		if k != lastAppliedAnnotation {
-			serviceAnnotations[k] = val
+			annotations[k] = val
 		}
 	}
-	maps.Copy(serviceAnnotations, f.Spec.Annotations)
-	workflows.DropGitOpsKeys(serviceAnnotations)
+	maps.Copy(annotations, f.Spec.Annotations)
+	workflows.DropGitOpsKeys(annotations)
 	serviceType := f.Spec.ServiceType
 	if serviceType == "" {
 		serviceType = corev1.ServiceTypeClusterIP
 	}
-	out.Service = &corev1.Service{
+	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: flagdMeta(f, labels, serviceAnnotations, owner),
+		ObjectMeta: flagdMeta(f, labels, annotations, owner),
 		Spec: corev1.ServiceSpec{
 			Type:     serviceType,
 			Selector: map[string]string{LabelApp: f.Name},
@@ -289,38 +330,46 @@ func Desired(v *topology.View, key topology.Key, opts Options) *Objects {
 			},
 		},
 	}
+}
+
+// serviceEndpoints are the APIs the Flagd's Service serves, at its
+// cluster-local host name.
+func serviceEndpoints(f *v1beta1.Flagd, opts Options) []v1beta1.FlagdEndpoint {
+	var out []v1beta1.FlagdEndpoint
 	host := f.Name + "." + f.Namespace + ".svc"
 	for _, e := range []struct {
 		api  string
 		port int32
 	}{{APIEvaluation, opts.Port}, {APIOFREP, opts.OFREPPort}, {APISync, opts.SyncPort}, {APIManagement, opts.ManagementPort}} {
-		out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: e.api, Kind: "Service", Host: host, Port: e.port})
+		out = append(out, v1beta1.FlagdEndpoint{API: e.api, Kind: "Service", Host: host, Port: e.port})
 	}
+	return out
+}
 
-	if f.Spec.Ingress.Enabled {
-		out.Ingress = desiredIngress(f, labels, owner, opts)
-		for _, r := range out.Ingress.Spec.Rules {
-			for _, path := range r.HTTP.Paths {
-				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(path.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: path.Path})
-			}
+// ingressEndpoints are the APIs an Ingress serves: one per host and path.
+func ingressEndpoints(ing *networkingv1.Ingress, opts Options) []v1beta1.FlagdEndpoint {
+	var out []v1beta1.FlagdEndpoint
+	for _, r := range ing.Spec.Rules {
+		for _, path := range r.HTTP.Paths {
+			out = append(out, v1beta1.FlagdEndpoint{API: apiOfPort(path.Backend.Service.Port.Number, opts), Kind: "Ingress", Host: r.Host, Path: path.Path})
 		}
 	}
-	if f.Spec.GatewayApiRoutes.Enabled {
-		route := desiredHTTPRoute(f, labels, owner, opts)
-		hosts := f.Spec.GatewayApiRoutes.Hosts
-		if len(hosts) == 0 {
-			hosts = []string{""}
-		}
-		for _, h := range hosts {
-			for _, r := range route.Spec.Rules {
-				out.Endpoints = append(out.Endpoints, v1beta1.FlagdEndpoint{API: apiOfPort(int32(*r.BackendRefs[0].Port), opts), Kind: "HTTPRoute",
-					Host: h, Path: *r.Matches[0].Path.Value})
-			}
-		}
-		out.HTTPRoute = toUnstructured(route)
+	return out
+}
+
+// routeEndpoints are the APIs an HTTPRoute serves: one per host (or none
+// named) and rule.
+func routeEndpoints(f *v1beta1.Flagd, route *gatewayapiv1.HTTPRoute, opts Options) []v1beta1.FlagdEndpoint {
+	var out []v1beta1.FlagdEndpoint
+	hosts := f.Spec.GatewayApiRoutes.Hosts
+	if len(hosts) == 0 {
+		hosts = []string{""}
 	}
-	if len(out.Endpoints) > 64 {
-		out.Endpoints = out.Endpoints[:64]
+	for _, h := range hosts {
+		for _, r := range route.Spec.Rules {
+			out = append(out, v1beta1.FlagdEndpoint{API: apiOfPort(int32(*r.BackendRefs[0].Port), opts), Kind: "HTTPRoute",
+				Host: h, Path: *r.Matches[0].Path.Value})
+		}
 	}
 	return out
 }
