@@ -126,49 +126,7 @@ and serves besides, and each context is evaluated once per group.`,
 				}
 				return diffRevisions(cmd, &graph, args[0], revisions, contextsFile, output)
 			}
-			if file == "" {
-				return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
-			}
-			if err := checkOutput(output, diffFormats); err != nil {
-				return err
-			}
-			if err := graph.check(cmd); err != nil {
-				return err
-			}
-			in := cmd.InOrStdin()
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
-			// The namespace of objects that name none is known before the
-			// graph is read: a file that cannot be read is said first.
-			namespace, err := kube.namespace(graph.offline())
-			if err != nil {
-				return err
-			}
-			objects, err := readChanges(in, namespace)
-			if err != nil {
-				return fmt.Errorf("reading %s: %w", file, err)
-			}
-			var contexts []evaluate.Context
-			if cmd.Flags().Changed("contexts") {
-				if contexts, err = readContexts(contextsFile); err != nil {
-					return err
-				}
-			}
-			top, _, err := graph.load(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions(), contexts)
-			if err != nil {
-				return err
-			}
-			return writeChanges(cmd.OutOrStdout(), changes, output)
+			return diffFile(cmd, &graph, file, contextsFile, output)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the manifests to apply: FeatureFlags and FeatureFlagSources (- for standard input)")
@@ -180,6 +138,54 @@ and serves besides, and each context is evaluated once per group.`,
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(diffFormats))
 	graph.bind(cmd)
 	return cmd
+}
+
+// diffFile is diff -f FILE: the change each object of FILE would make, in
+// file order, on the graph of the cluster or of --from-dir (diff).
+func diffFile(cmd *cobra.Command, graph *graphFlags, file, contextsFile, output string) error {
+	if file == "" {
+		return fmt.Errorf("%w: give the manifests with -f FILE", errUsage)
+	}
+	if err := checkOutput(output, diffFormats); err != nil {
+		return err
+	}
+	if err := graph.check(cmd); err != nil {
+		return err
+	}
+	in := cmd.InOrStdin()
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	// The namespace of objects that name none is known before the
+	// graph is read: a file that cannot be read is said first.
+	namespace, err := graph.kube.namespace(graph.offline())
+	if err != nil {
+		return err
+	}
+	objects, err := readChanges(in, namespace)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	var contexts []evaluate.Context
+	if cmd.Flags().Changed("contexts") {
+		if contexts, err = readContexts(contextsFile); err != nil {
+			return err
+		}
+	}
+	top, _, err := graph.load(cmd.Context(), cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	changes, err := diff(top.Snapshot(), objects, injection.DefaultOptions(), contexts)
+	if err != nil {
+		return err
+	}
+	return writeChanges(cmd.OutOrStdout(), changes, output)
 }
 
 var diffFormats = []string{"text", "json", "yaml"}
