@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -25,11 +24,8 @@ import (
 
 	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/api/v1beta1"
-	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 	"github.com/flagplane/flagplane/workflows/flagds"
-	"github.com/flagplane/flagplane/workflows/injection"
-	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Scheme is what a client given to Scan and Apply must know: client-go's
@@ -101,98 +97,6 @@ func (s *scan) flagplanes(o client.Object) bool {
 }
 
 func (s *scan) add(f Finding) { s.r.Findings = append(s.r.Findings, f) }
-
-// ofoPod is a pod that runs the OpenFeature Operator's flagd sidecar: a
-// container named flagd, and not flagplane's injection.
-type ofoPod struct {
-	namespace, name string
-	owner           Object // the workload to roll, or the pod itself
-	configMaps      []string
-	kubernetesSync  bool
-	flagdProxy      bool
-}
-
-func (p ofoPod) key() string { return p.namespace + "/" + p.name }
-
-func (s *scan) ofoPods(ctx context.Context) ([]ofoPod, error) {
-	var out []ofoPod
-	err := each(ctx, s.c, &corev1.PodList{}, func(obj client.Object) error {
-		pod := obj.(*corev1.Pod)
-		if _, ours := pod.Annotations[restarts.AnnotationInjection]; ours {
-			return nil
-		}
-		var flagd *corev1.Container
-		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for i := range list {
-				if list[i].Name == injection.SidecarName {
-					flagd = &list[i]
-				}
-			}
-		}
-		if flagd == nil || !topology.OptedIn(pod.Annotations) {
-			return nil
-		}
-		args := strings.Join(flagd.Args, " ")
-		p := ofoPod{namespace: pod.Namespace, name: pod.Name,
-			kubernetesSync: pod.Annotations[ofoAllowKubernetesSync] == "true" || strings.Contains(args, `"provider":"kubernetes"`),
-			flagdProxy:     strings.Contains(args, ofoFlagdProxyService+".")}
-		for _, v := range pod.Spec.Volumes {
-			if v.ConfigMap != nil {
-				p.configMaps = append(p.configMaps, v.ConfigMap.Name)
-			}
-		}
-		owner, err := s.workloadOf(ctx, pod)
-		if err != nil {
-			return err
-		}
-		p.owner = owner
-		out = append(out, p)
-		return nil
-	})
-	return out, err
-}
-
-// workloadOf is the workload whose rollout replaces a pod: its controller,
-// or the ReplicaSet's Deployment; the pod itself when it has none.
-func (s *scan) workloadOf(ctx context.Context, pod *corev1.Pod) (Object, error) {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil {
-		return Object{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, nil
-	}
-	if ref.Kind == "ReplicaSet" {
-		rs := &metav1.PartialObjectMetadata{}
-		rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-		err := s.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, rs)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return Object{}, fmt.Errorf("reading ReplicaSet %s/%s: %w", pod.Namespace, ref.Name, err)
-		}
-		if up := metav1.GetControllerOf(rs); err == nil && up != nil {
-			ref = up
-		}
-	}
-	return Object{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}, nil
-}
-
-// usedBy lists the pods for which use is true.
-func (s *scan) usedBy(use func(ofoPod) bool) []string {
-	var out []string
-	for _, p := range s.pods {
-		if use(p) {
-			out = append(out, p.key())
-		}
-	}
-	return out
-}
-
-// removeUnlessUsed is a Remove finding, or InUse when pods use it.
-func removeUnlessUsed(f Finding, usedBy []string) Finding {
-	f.Action = Remove
-	if len(usedBy) > 0 {
-		f.Action, f.UsedBy = InUse, usedBy
-		f.Do = "roll the workloads of these pods (see the rows \"to do\"), then run flagplane migrate --apply again"
-	}
-	return f
-}
 
 func (s *scan) manager(ctx context.Context) error {
 	var list appsv1.DeploymentList
@@ -363,83 +267,6 @@ func (s *scan) configMaps(ctx context.Context) error {
 	})
 }
 
-// podsToRoll: one row per workload whose pods still run the OpenFeature
-// Operator's sidecar.
-func (s *scan) podsToRoll(context.Context) error {
-	byOwner := map[Object][]string{}
-	var owners []Object
-	for _, p := range s.pods {
-		if _, seen := byOwner[p.owner]; !seen {
-			owners = append(owners, p.owner)
-		}
-		byOwner[p.owner] = append(byOwner[p.owner], p.key())
-	}
-	for _, o := range owners {
-		f := Finding{Object: o, Action: Manual, UsedBy: byOwner[o],
-			What:  "pods that still run the OpenFeature Operator's flagd sidecar",
-			Means: "they read the flags the way the OpenFeature Operator set them up (its ConfigMaps, its ClusterRoleBinding or its flagd-proxy), which keeps those from being removed"}
-		switch o.Kind {
-		case "Deployment", "StatefulSet", "DaemonSet":
-			f.Do = fmt.Sprintf("kubectl rollout restart %s/%s -n %s: its new pods get flagplane's injection", strings.ToLower(o.Kind), o.Name, o.Namespace)
-		case "Pod":
-			f.Do = "delete and re-create the pod: flagplane's injector admits the new one"
-		default:
-			f.Do = fmt.Sprintf("replace its pods (owned by %s %s): their replacements get flagplane's injection", o.Kind, o.Name)
-		}
-		s.add(f)
-	}
-	return nil
-}
-
-// crds: flagplane serves FeatureFlags, FeatureFlagSources and
-// InProcessConfigurations from CRDs of the same names. Those the OpenFeature
-// Operator installed (helm uninstall keeps them) must be replaced by
-// flagplane's before it runs.
-func (s *scan) crds(ctx context.Context) error {
-	for _, name := range ofoCRDs {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		switch err := s.c.Get(ctx, client.ObjectKey{Name: name}, crd); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
-		}
-		obj := objectOf(crd, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
-		if extra := slices.DeleteFunc(slices.Clone(crd.Status.StoredVersions), func(v string) bool { return v == v1beta1.GroupVersion.Version }); len(extra) > 0 {
-			s.add(Finding{Object: obj, Action: Manual,
-				What:  "a CRD whose objects were stored in versions flagplane does not serve: " + strings.Join(extra, ", "),
-				Means: "flagplane's CRD serves v1beta1 only; the API server refuses to drop a version objects may still be stored in",
-				Do:    "rewrite every object in v1beta1 (kubectl get " + crd.Spec.Names.Plural + " -A -o json | kubectl replace -f -), then remove the other versions from the CRD's status.storedVersions"})
-		}
-		if isFlagplaneCRD(crd) {
-			continue
-		}
-		s.add(Finding{Object: obj, Action: Manual,
-			What:  "the OpenFeature Operator's CRD (" + managers(crd.ManagedFields) + ")",
-			Means: "the same kind and API as flagplane's, with the OpenFeature Operator's schema: flagplane's fields (targetRefs, selector, status) are pruned until its CRD is installed",
-			Do:    "install flagplane with kubectl apply --server-side --force-conflicts -k config/default: its CRDs take over the fields those managers own; your objects are kept"})
-	}
-	for name, kind := range ofoOnlyCRDs {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		switch err := s.c.Get(ctx, client.ObjectKey{Name: name}, crd); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
-		}
-		n, err := countOf(ctx, s.c, crd)
-		if err != nil {
-			return err
-		}
-		f := Finding{Object: objectOf(crd, "apiextensions.k8s.io/v1", "CustomResourceDefinition"), Action: Manual,
-			What: fmt.Sprintf("a kind of the OpenFeature Operator's that flagplane does not serve: %s (%d objects)", kind, n),
-			Do:   "when you no longer need them: kubectl delete crd " + name + " (which deletes its objects)"}
-		f.Means = "a kind of older OpenFeature Operator releases; nothing reads it"
-		s.add(f)
-	}
-	return nil
-}
-
 // flagdObjects finds what the OpenFeature Operator's manager made for a
 // Flagd: a Deployment, Service, Ingress or HTTPRoute named like it, labelled
 // as its, owned by the Flagd. flagplane makes its own of the same names and
@@ -496,61 +323,6 @@ func (s *scan) flagdObjects(ctx context.Context) error {
 	return nil
 }
 
-// isFlagplaneCRD: flagplane's CRDs have status conditions (and, for
-// FeatureFlagSource, targetRefs); the OpenFeature Operator's have an
-// empty status.
-func isFlagplaneCRD(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, v := range crd.Spec.Versions {
-		if v.Name != v1beta1.GroupVersion.Version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-			continue
-		}
-		status, ok := v.Schema.OpenAPIV3Schema.Properties["status"]
-		_, conditions := status.Properties["conditions"]
-		return ok && conditions
-	}
-	return false
-}
-
-// takenOver counts the custom resources flagplane serves as they are.
-func (s *scan) takenOver(ctx context.Context) error {
-	for _, kind := range []string{v1beta1.FeatureFlagKind, v1beta1.FeatureFlagSourceKind, "InProcessConfiguration", v1beta1.FlagdKind} {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind(kind + "List"))
-		n := 0
-		err := each(ctx, s.c, list, func(client.Object) error { n++; return nil })
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("listing %ss: %w", kind, err)
-		}
-		if n > 0 {
-			s.add(Finding{Object: Object{APIVersion: v1beta1.GroupVersion.String(), Kind: kind + "s"}, Count: n, Action: TakenOver})
-		}
-	}
-	return nil
-}
-
-func countOf(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
-	version := ""
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			version = v.Name
-		}
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
-	n := 0
-	err := each(ctx, c, list, func(client.Object) error { n++; return nil })
-	if meta.IsNoMatchError(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("counting %s: %w", crd.Spec.Names.Plural, err)
-	}
-	return n, nil
-}
-
 // each lists page by page and calls fn for every item.
 func each(ctx context.Context, c client.Client, list client.ObjectList, fn func(client.Object) error) error {
 	opts := &client.ListOptions{Limit: 500}
@@ -600,20 +372,4 @@ func subjects(subs []rbacv1.Subject, max int) string {
 		return strings.Join(out[:max], ", ") + fmt.Sprintf(" and %d more", len(out)-max)
 	}
 	return strings.Join(out, ", ")
-}
-
-// managers names the field managers of an object, for a message.
-func managers(entries []metav1.ManagedFieldsEntry) string {
-	var names []string
-	for _, e := range entries {
-		n := e.Manager + " (" + string(e.Operation) + ")"
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return "no field managers"
-	}
-	return "fields owned by " + strings.Join(names, ", ")
 }
