@@ -78,38 +78,23 @@ var _ admission.Handler = (*PodMutator)(nil)
 
 // Handle admits a pod, with the injection of its workload.
 func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
-		// Only creates are mutated: a pod's spec is immutable, and a pod
-		// that exists has whatever it was admitted with.
-		return admission.Allowed("flagplane mutates pods on creation only")
-	}
-	pod := &corev1.Pod{}
-	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
-	}
-	if _, done := pod.Annotations[restarts.AnnotationInjection]; done {
-		return admission.Allowed("injected already")
+	pod, resp, ok := podToInject(req)
+	if !ok {
+		return resp
 	}
 	ns := req.Namespace
 	if ns == "" {
 		ns = pod.Namespace
 	}
 	optedIn := topology.OptedIn(pod.Annotations)
-	res := p.Resolver.WorkloadOf(ctx, ns, pod)
-	if !res.OK {
-		if optedIn {
-			return admission.Allowed("no workload: " + res.Why).WithWarnings("flagplane injects nothing into this pod: " + res.Why)
-		}
-		return admission.Allowed("no workload: " + res.Why)
+	w, resp, ok := p.workloadToInject(ctx, ns, pod, optedIn)
+	if !ok {
+		return resp
 	}
-	if res.Workload.Kind.IsPodOwner() && !optedIn {
-		// Workloads known only through their pods opt in by annotation
-		// (targetRefs and selectors name Deployments, StatefulSets and DaemonSets).
-		return admission.Allowed(fmt.Sprintf("not opted in: %s is known only through its pods, which do not carry %s", res.Workload, v1beta1.AnnotationEnabled))
-	}
-	v := p.view(ctx, res.Workload, pod)
-	inj, refusal := injection.DesiredWithRefusal(v, res.Workload, p.Options)
-	warnings := append(status.AnnotationWarnings(v, res.Workload), inj.Warnings...)
+	dryRun := req.DryRun != nil && *req.DryRun
+	v := p.view(ctx, w, pod)
+	inj, refusal := injection.DesiredWithRefusal(v, w, p.Options)
+	warnings := append(status.AnnotationWarnings(v, w), inj.Warnings...)
 	// Set when the webhook refuses the sidecar: the fingerprint of the
 	// workload's injection as it stands, which the pod records (see above).
 	var refused string
@@ -118,46 +103,19 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		inj, refusal = inj.WithoutSidecar(), r
 		warnings = append(warnings, r.String())
 	}
-	if refusal != nil && (req.DryRun == nil || !*req.DryRun) {
-		p.recordRefusal(ctx, res.Workload, refusal)
+	if refusal != nil && !dryRun {
+		p.recordRefusal(ctx, w, refusal)
 	}
 	if inj.Empty() {
-		if optedIn && len(warnings) == 0 {
-			warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
-				res.Workload.Kind, res.Workload.Namespace, res.Workload.Name))
-		}
-		// The pod's record that the webhook saw it: should its workload be
-		// targeted later, the Healer tells "admitted before flagplane knew"
-		// from "the webhook was not reached" by it, whichever replica admitted it.
-		marks := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
-		why := "nothing to inject: no source or in-process configuration applies to " + res.Workload.String()
-		if refusal != nil {
-			marks[restarts.AnnotationRefused] = refusal.String()
-			why = "nothing injected into a pod of " + res.Workload.String() + ": " + refusal.String()
-		}
-		if refused != "" {
-			// The workload's injection is not empty: the webhook refused it.
-			delete(marks, restarts.AnnotationAdmitted)
-			marks[restarts.AnnotationInjection] = refused
-		}
-		return admission.Patched(why, annotate(pod, marks)...).WithWarnings(capWarnings(warnings)...)
+		return nothingInjected(pod, w, optedIn, refusal, refused, warnings)
 	}
 
 	// Every ConfigMap the pod mounts exists before it is admitted; one that
 	// cannot be made to exist is left out rather than mounted dangling. A
 	// dry run writes nothing and answers with the whole injection.
 	var incomplete []string
-	if req.DryRun == nil || !*req.DryRun {
-		var missing []topology.Key
-		for _, cm := range inj.ConfigMaps {
-			if err := p.ConfigMaps.Ensure(ctx, v, cm); err != nil {
-				log.FromContext(ctx).Error(err, "leaving a flag set out of a pod", "pod", ns+"/"+pod.GenerateName+pod.Name)
-				missing = append(missing, cm)
-				incomplete = append(incomplete, cm.FlagSet().Namespace+"/"+cm.FlagSet().Name)
-				warnings = append(warnings, fmt.Sprintf("flag set %s/%s left out of this pod: %v", cm.FlagSet().Namespace, cm.FlagSet().Name, err))
-			}
-		}
-		inj = inj.Without(missing...)
+	if !dryRun {
+		inj, incomplete, warnings = p.ensureConfigMaps(ctx, v, inj, ns, pod, warnings)
 	}
 
 	mutated := pod.DeepCopy()
@@ -183,20 +141,108 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(incomplete) > 0 {
 		mutated.Annotations[restarts.AnnotationIncomplete] = strings.Join(incomplete, ",")
 	}
-	if unresolved := unresolvedAnnotationRefs(v, res.Workload); len(unresolved) > 0 {
+	if unresolved := unresolvedAnnotationRefs(v, w); len(unresolved) > 0 {
 		// What it names but did not get: the healer rolls the workload
 		// once that resolves, as the warning promises.
 		mutated.Annotations[restarts.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
 	fitAnnotations(mutated.Annotations)
+	return injectedResponse(req, mutated, w, inj, refusal, incomplete, warnings)
+}
+
+// podToInject decodes the pod of an admission request. It answers the
+// request itself (ok false) for what is not a pod's creation, a pod it
+// cannot decode and a pod injected already.
+func podToInject(req admission.Request) (pod *corev1.Pod, resp admission.Response, ok bool) {
+	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
+		// Only creates are mutated: a pod's spec is immutable, and a pod
+		// that exists has whatever it was admitted with.
+		return nil, admission.Allowed("flagplane mutates pods on creation only"), false
+	}
+	pod = &corev1.Pod{}
+	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+		return nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err)), false
+	}
+	if _, done := pod.Annotations[restarts.AnnotationInjection]; done {
+		return nil, admission.Allowed("injected already"), false
+	}
+	return pod, admission.Response{}, true
+}
+
+// workloadToInject finds the workload of a pod of namespace ns. It answers
+// the request itself (ok false) when the pod has none, or when its
+// workload is known only through its pods and the pod does not opt in.
+func (p *PodMutator) workloadToInject(ctx context.Context, ns string, pod *corev1.Pod, optedIn bool) (topology.Key, admission.Response, bool) {
+	res := p.Resolver.WorkloadOf(ctx, ns, pod)
+	if !res.OK {
+		if optedIn {
+			return topology.Key{}, admission.Allowed("no workload: " + res.Why).WithWarnings("flagplane injects nothing into this pod: " + res.Why), false
+		}
+		return topology.Key{}, admission.Allowed("no workload: " + res.Why), false
+	}
+	if res.Workload.Kind.IsPodOwner() && !optedIn {
+		// Workloads known only through their pods opt in by annotation
+		// (targetRefs and selectors name Deployments, StatefulSets and DaemonSets).
+		return topology.Key{}, admission.Allowed(fmt.Sprintf("not opted in: %s is known only through its pods, which do not carry %s", res.Workload, v1beta1.AnnotationEnabled)), false
+	}
+	return res.Workload, admission.Response{}, true
+}
+
+// nothingInjected answers for a pod of w that gets no injection: it only
+// annotates the pod, with the refusal (and the fingerprint refused) when
+// the sidecar was refused.
+func nothingInjected(pod *corev1.Pod, w topology.Key, optedIn bool, refusal *injection.Refusal, refused string, warnings []string) admission.Response {
+	if optedIn && len(warnings) == 0 {
+		warnings = append(warnings, fmt.Sprintf("flagplane injects nothing: no source of %s %s/%s exists",
+			w.Kind, w.Namespace, w.Name))
+	}
+	// The pod's record that the webhook saw it: should its workload be
+	// targeted later, the Healer tells "admitted before flagplane knew"
+	// from "the webhook was not reached" by it, whichever replica admitted it.
+	marks := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
+	why := "nothing to inject: no source or in-process configuration applies to " + w.String()
+	if refusal != nil {
+		marks[restarts.AnnotationRefused] = refusal.String()
+		why = "nothing injected into a pod of " + w.String() + ": " + refusal.String()
+	}
+	if refused != "" {
+		// The workload's injection is not empty: the webhook refused it.
+		delete(marks, restarts.AnnotationAdmitted)
+		marks[restarts.AnnotationInjection] = refused
+	}
+	return admission.Patched(why, annotate(pod, marks)...).WithWarnings(capWarnings(warnings)...)
+}
+
+// ensureConfigMaps makes every ConfigMap inj mounts exist, and leaves out
+// of inj those it cannot: it returns inj without them, the flag sets left
+// out ("<namespace>/<name>") and warnings with one for each.
+func (p *PodMutator) ensureConfigMaps(ctx context.Context, v *topology.View, inj *injection.Injection, ns string, pod *corev1.Pod,
+	warnings []string) (*injection.Injection, []string, []string) {
+	var missing []topology.Key
+	var incomplete []string
+	for _, cm := range inj.ConfigMaps {
+		if err := p.ConfigMaps.Ensure(ctx, v, cm); err != nil {
+			log.FromContext(ctx).Error(err, "leaving a flag set out of a pod", "pod", ns+"/"+pod.GenerateName+pod.Name)
+			missing = append(missing, cm)
+			incomplete = append(incomplete, cm.FlagSet().Namespace+"/"+cm.FlagSet().Name)
+			warnings = append(warnings, fmt.Sprintf("flag set %s/%s left out of this pod: %v", cm.FlagSet().Namespace, cm.FlagSet().Name, err))
+		}
+	}
+	return inj.Without(missing...), incomplete, warnings
+}
+
+// injectedResponse is the patch from the requested pod to mutated, with
+// the warnings and, when allowed, what was injected for the decision's
+// log line (loggedDecisions).
+func injectedResponse(req admission.Request, mutated *corev1.Pod, w topology.Key, inj *injection.Injection,
+	refusal *injection.Refusal, incomplete, warnings []string) admission.Response {
 	raw, err := json.Marshal(mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(capWarnings(warnings)...)
 	if resp.Allowed {
-		// What was injected, for the decision's log line (loggedDecisions).
-		msg := injectedSummary(res.Workload, inj, incomplete)
+		msg := injectedSummary(w, inj, incomplete)
 		if refusal != nil {
 			msg += "; " + refusal.String()
 		}
