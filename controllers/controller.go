@@ -265,7 +265,35 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			}
 		}
 	}
-	events := mgr.GetEventRecorder("flagplane")
+	c.events = mgr.GetEventRecorder("flagplane")
+	c.newWorkflows(mgr, settings, writes)
+	c.newQueues()
+
+	// Rollouts (and the healer) compare a workload's pods with what they would get now.
+	if err := restarts.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, rbac.NameIndex, rbac.IndexByName); err != nil {
+			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
+		}
+	}
+	c.setupFlagds(mgr, writes)
+	if err := c.registerCallbacks(ctx, mgr); err != nil {
+		return nil, err
+	}
+	// Queued even before the startup pass, as sync reports are.
+	opts.Unrecorded.OnChange(c.enqueue)
+	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
+		return nil, fmt.Errorf("adding the workflows to the manager: %w", err)
+	}
+	return c, nil
+}
+
+// newWorkflows makes the workflows the queues reconcile with, and the
+// confirmer of what pods serve (unless Options.NoConfirm).
+func (c *Controller) newWorkflows(mgr manager.Manager, settings workflows.Settings, writes func(kind string) func(string)) {
+	opts, events := c.opts, c.events
 	c.configMapWF = &configmaps.Reconciler{Client: c.client, Settings: settings, Writes: writes("ConfigMap"), Events: events,
 		Live: mgr.GetAPIReader(), Failures: &c.failures, Unseen: &c.unseen}
 	c.statusWF = &status.Updater{Client: c.client, Settings: settings, Writes: writes("status"), Events: events, Failures: &c.failures,
@@ -300,38 +328,22 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		Owners:   workloadOfPod{owners: c.owners}, PrometheusGates: opts.PrometheusGates, NamespaceLabel: opts.PrometheusNamespaceLabel,
 		PodAddress: opts.PodAddress, CacheBehind: cacheBehindDelay,
 		Prober: &staging.Prober{Notify: func(k topology.Key) { c.rollouts.Add(k) }}}
+}
 
+// newQueues makes the workflow queues of the nodes and ConfigMaps (the
+// flagds queue is the Flagd kind's: setupFlagds).
+func (c *Controller) newQueues() {
+	opts := c.opts
 	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
 	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
 	c.rollouts = newWorkQueue("rollouts", opts.Workers, c.reconcileRollout)
-	c.events = events
 	c.deliveries.track(c.configMaps, &c.unseen, c.cachedConfigMapVersion, c.enqueue)
 	if opts.Metrics != nil {
 		c.configMaps.observe = opts.Metrics.Reconciled
 		c.statuses.observe = opts.Metrics.Reconciled
 		c.workloads.observe = opts.Metrics.Reconciled
 	}
-
-	// Rollouts (and the healer) compare a workload's pods with what they would get now.
-	if err := restarts.IndexPodsByController(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
-	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, rbac.NameIndex, rbac.IndexByName); err != nil {
-			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
-		}
-	}
-	c.setupFlagds(mgr, writes)
-	if err := c.registerCallbacks(ctx, mgr); err != nil {
-		return nil, err
-	}
-	// Queued even before the startup pass, as sync reports are.
-	opts.Unrecorded.OnChange(c.enqueue)
-	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
-		return nil, fmt.Errorf("adding the workflows to the manager: %w", err)
-	}
-	return c, nil
 }
 
 // Topology is the graph the controller maintains.

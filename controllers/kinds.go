@@ -77,10 +77,7 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 		graphKind[*unstructured.Unstructured]{
 			name:   ReferenceGrantGroupKind.Kind,
 			change: func(_, _ *unstructured.Unstructured) string { return "changed" },
-			upsert: func(t *topology.Topology, u *unstructured.Unstructured) (topology.Delta, error) {
-				return t.UpsertGrant(manifests.GrantFromReferenceGrant(u))
-			},
-			remove: byName[*unstructured.Unstructured]((*topology.Topology).DeleteGrant),
+			upsert: upsertGrant, remove: byName[*unstructured.Unstructured]((*topology.Topology).DeleteGrant),
 			// Its CRD may be installed after the manager starts.
 			from: func(ctx context.Context, add addFunc[*unstructured.Unstructured]) error {
 				return c.grantsFrom(ctx, mgr, add)
@@ -90,33 +87,21 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 		graphKind[*deliveryv1alpha1.FeatureFlagRolloutPolicy]{
 			object: &deliveryv1alpha1.FeatureFlagRolloutPolicy{}, name: deliveryv1alpha1.FeatureFlagRolloutPolicyKind, queue: c.rollouts,
 			change: rolloutPolicyChange,
-			upsert: (*topology.Topology).UpsertRolloutPolicy,
-			remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
+			upsert: (*topology.Topology).UpsertRolloutPolicy, remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
 			// A promotion or an abort changes no plan: the policy is looked at again.
-			edited: func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
-				c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
-			},
+			edited: c.rolloutPolicyEdited,
 		},
 		graphKind[*deliveryv1alpha1.FeatureFlagRevision]{
 			object: &deliveryv1alpha1.FeatureFlagRevision{}, name: deliveryv1alpha1.FeatureFlagRevisionKind,
 			change: func(_, _ *deliveryv1alpha1.FeatureFlagRevision) string { return "" }, // immutable
-			upsert: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) (topology.Delta, error) {
-				return t.UpsertRevision(r), nil
-			},
-			remove: func(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) topology.Delta {
-				return t.DeleteRevision(r.Namespace, r.Name, r.Spec.FlagSet, r.Spec.Revision)
-			},
+			upsert: upsertRevision, remove: deleteRevision,
 		},
 		graphKind[*corev1.Namespace]{
 			object: &corev1.Namespace{}, name: "Namespace",
 			// A namespaced install cannot read Namespaces: its namespace
 			// selectors match no namespace (docs/delivery.md).
 			clusterScoped: true,
-			change:        namespaceChange,
-			upsert: func(t *topology.Topology, ns *corev1.Namespace) (topology.Delta, error) {
-				return t.UpsertNamespace(ns.Name, ns.Labels), nil
-			},
-			remove: func(t *topology.Topology, ns *corev1.Namespace) topology.Delta { return t.DeleteNamespace(ns.Name) },
+			change:        namespaceChange, upsert: upsertNamespace, remove: deleteNamespace,
 		},
 
 		// What flagplane generates (generated_callbacks.go).
@@ -214,6 +199,26 @@ func flagdChange(old, new *v1beta1.Flagd) string {
 		return "spec-changed"
 	}
 	return "annotations-changed" // the generated Service carries them
+}
+
+func upsertGrant(t *topology.Topology, u *unstructured.Unstructured) (topology.Delta, error) {
+	return t.UpsertGrant(manifests.GrantFromReferenceGrant(u))
+}
+
+func upsertRevision(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) (topology.Delta, error) {
+	return t.UpsertRevision(r), nil
+}
+
+func deleteRevision(t *topology.Topology, r *deliveryv1alpha1.FeatureFlagRevision) topology.Delta {
+	return t.DeleteRevision(r.Namespace, r.Name, r.Spec.FlagSet, r.Spec.Revision)
+}
+
+func upsertNamespace(t *topology.Topology, ns *corev1.Namespace) (topology.Delta, error) {
+	return t.UpsertNamespace(ns.Name, ns.Labels), nil
+}
+
+func deleteNamespace(t *topology.Topology, ns *corev1.Namespace) topology.Delta {
+	return t.DeleteNamespace(ns.Name)
 }
 
 // rolloutPolicyChange: what a FeatureFlagRolloutPolicy update changed.

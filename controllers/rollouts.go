@@ -21,6 +21,13 @@ import (
 // (topology.View.RolloutPlan); the rollouts queue moves each policy through
 // its steps (staging.Next) and writes its status, which the plan reads.
 
+// rolloutPolicyEdited: a policy was created or changed; a promotion or an
+// abort changes no plan, so the policy is looked at again whatever the
+// graph says.
+func (c *Controller) rolloutPolicyEdited(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
+	c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
+}
+
 // reconcileRollout reconciles a rollout policy (staging.Reconciler).
 func (c *Controller) reconcileRollout(ctx context.Context, key topology.Key) error {
 	if key.Kind != topology.KindRolloutPolicy {

@@ -100,6 +100,35 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(m.Metrics.APIRequests().WrapTransport)
 
+	// The probes and the webhooks listen from now on, on the port asked for
+	// or (port 0) one the kernel picks: Addresses reports it.
+	if err := m.listen(o); err != nil {
+		m.unregister()
+		return nil, err
+	}
+	// Each step below sets up a part of the manager; the first that fails
+	// closes what the others opened.
+	probes, err := m.newControllerManager(cfg, scheme, o)
+	if err == nil {
+		var wo webhooks.Options
+		if wo, err = m.setupControllers(ctx, o); err == nil {
+			err = m.setupAdmission(ctx, o, wo)
+		}
+	}
+	if err == nil {
+		err = m.setupProbes(probes)
+	}
+	if err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// newControllerManager makes the controller-runtime manager: its cache,
+// leader election, the webhook server on the webhook listener, the
+// probes' checkers and the metrics server.
+func (m *Manager) newControllerManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (*probes, error) {
 	cacheOpts := cache.Options{}
 	if o.CacheSyncPeriod > 0 {
 		cacheOpts.SyncPeriod = &o.CacheSyncPeriod
@@ -118,12 +147,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if o.Profiling {
 		maps.Copy(extra, profilingHandlers())
 	}
-	// The probes and the webhooks listen from now on, on the port asked for
-	// or (port 0) one the kernel picks: Addresses reports it.
-	if err := m.listen(o); err != nil {
-		m.unregister()
-		return nil, err
-	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme,
 		Cache:  controllers.CacheOptions(cacheOpts, o.Generated),
@@ -135,24 +158,27 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true, // the process ends right after: let a standby take over at once
 	}
-	var webhooksServer *webhookServer
 	if m.webhookListener != nil {
-		webhooksServer = &webhookServer{listener: m.webhookListener, DefaultServer: webhook.NewServer(webhook.Options{
+		mgrOpts.WebhookServer = &webhookServer{listener: m.webhookListener, DefaultServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: m.webhookListener.Addr().(*net.TCPAddr).Port, CertDir: o.WebhookCertDir,
 		}).(*webhook.DefaultServer)}
-		mgrOpts.WebhookServer = webhooksServer
 	}
 	ctrlMgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
-		m.close()
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	probes := &probes{healthz: map[string]healthz.Checker{}, readyz: map[string]healthz.Checker{}, listener: m.healthListener}
 	m.Manager = probedManager{Manager: ctrlMgr, probes: probes}
 	if m.metricsServer, err = newMetricsServer(m.Manager, metricsOptions(o, extra)); err != nil {
-		m.close()
 		return nil, err
 	}
+	return probes, nil
+}
+
+// setupControllers makes the controllers, the sync server that shares
+// their graph and the revision history, and returns the options admission
+// is set up with.
+func (m *Manager) setupControllers(ctx context.Context, o Options) (webhooks.Options, error) {
 	// --- sync server (issue 7): shares the controllers' graph, hears their Deltas ---
 	// The operator-wide settings of the workflows, one value shared by the
 	// controllers, the sync server and admission: whether warnings about a
@@ -177,15 +203,48 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			o.Sync.SecretNamespace = o.Admission.Namespace
 		}
 		graphBuilt := func() bool { return m.Controller != nil && m.Controller.GraphBuilt() }
+		var err error
 		if m.Sync, err = syncserver.AddToManager(ctx, m.Manager, ctrlOpts.Topology, o.Sync, graphBuilt, m.Metrics); err != nil {
-			m.close()
-			return nil, fmt.Errorf("setting up the sync server: %w", err)
+			return webhooks.Options{}, fmt.Errorf("setting up the sync server: %w", err)
 		}
 		ctrlOpts.FlagSetListener = m.Sync
 		ctrlOpts.SyncReportNamespace = o.Sync.Namespace()
 	}
 	// --- end sync server ---
-	// The options the webhook injects with, which rollouts follow.
+	wo := m.admissionOptions(o, flagSets)
+	if o.Webhooks {
+		settings.Injection = wo.Injection
+	}
+	m.injection = settings.Injection
+	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
+	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
+	ctrlOpts.Namespaces = o.Namespaces
+	// What the history did not record, which the status of FeatureFlags says.
+	unrecorded := &workflows.UnrecordedRevisions{}
+	ctrlOpts.Unrecorded = unrecorded
+	var err error
+	if m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts); err != nil {
+		return webhooks.Options{}, err
+	}
+	// The revision history (issue 30): every accepted FeatureFlag spec
+	// recorded, on the leader, from the cache and the graph.
+	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
+		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, NamespaceLimit: o.RevisionNamespaceLimit,
+		Unrecorded: unrecorded, Workers: o.Workers,
+		// Its spec-author webhook vouches for the annotation a revision's
+		// createdBy is read from; without webhooks, nothing does.
+		TrustSpecAuthor: o.Webhooks}
+	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
+		return webhooks.Options{}, err
+	}
+	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
+	m.Metrics.WatchPending(m.Controller.Pending)
+	return wo, nil
+}
+
+// admissionOptions are the options the webhook injects with, which
+// rollouts follow.
+func (m *Manager) admissionOptions(o Options, flagSets *flagsets.Validator) webhooks.Options {
 	wo := o.Admission
 	wo.Injection.Sidecar = o.Sidecar
 	wo.Injection.InProcess = o.InProcess
@@ -203,68 +262,44 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			wo.Injection.SyncServerHeaders = tokens.HeadersFor
 		}
 	}
-	if o.Webhooks {
-		settings.Injection = wo.Injection
-	}
-	m.injection = settings.Injection
-	ctrlOpts.Flagd = flagdOptions(o, m.Sync)
-	ctrlOpts.GrantCRDPoll = o.GatewayAPIPoll
-	ctrlOpts.Namespaces = o.Namespaces
-	// What the history did not record, which the status of FeatureFlags says.
-	unrecorded := &workflows.UnrecordedRevisions{}
-	ctrlOpts.Unrecorded = unrecorded
-	m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts)
-	if err != nil {
-		m.close()
-		return nil, err
-	}
-	// The revision history (issue 30): every accepted FeatureFlag spec
-	// recorded, on the leader, from the cache and the graph.
-	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
-		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, NamespaceLimit: o.RevisionNamespaceLimit,
-		Unrecorded: unrecorded, Workers: o.Workers,
-		// Its spec-author webhook vouches for the annotation a revision's
-		// createdBy is read from; without webhooks, nothing does.
-		TrustSpecAuthor: o.Webhooks}
-	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
-		m.close()
-		return nil, err
-	}
-	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
-	m.Metrics.WatchPending(m.Controller.Pending)
+	return wo
+}
 
-	// Admission (the Pod injector and the validators) on every replica: a
-	// standby serves it too, from its own graph.
-	if o.Webhooks {
-		if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
-			m.close()
-			return nil, fmt.Errorf("setting up admission: %w", err)
-		}
-		// Ready only once the webhook server answers TLS: with certificates
-		// from a Secret (cert-manager) it starts only when they are there.
-		// An update then waits for a replica that serves admission before
-		// it stops an old one.
-		if err := m.AddReadyzCheck("webhook-server", m.GetWebhookServer().StartedChecker()); err != nil {
-			m.close()
-			return nil, fmt.Errorf("adding the webhook server's readiness check: %w", err)
-		}
+// setupAdmission sets up the Pod injector and the validators, on every
+// replica: a standby serves them too, from its own graph.
+func (m *Manager) setupAdmission(ctx context.Context, o Options, wo webhooks.Options) error {
+	if !o.Webhooks {
+		return nil
 	}
+	var err error
+	if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
+		return fmt.Errorf("setting up admission: %w", err)
+	}
+	// Ready only once the webhook server answers TLS: with certificates
+	// from a Secret (cert-manager) it starts only when they are there.
+	// An update then waits for a replica that serves admission before
+	// it stops an old one.
+	if err := m.AddReadyzCheck("webhook-server", m.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("adding the webhook server's readiness check: %w", err)
+	}
+	return nil
+}
 
+// setupProbes adds the liveness and readiness checks, and the server of
+// the probes on their listener.
+func (m *Manager) setupProbes(probes *probes) error {
 	if err := m.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		m.close()
-		return nil, fmt.Errorf("adding the liveness check: %w", err)
+		return fmt.Errorf("adding the liveness check: %w", err)
 	}
 	if err := m.AddReadyzCheck("topology", m.readyCheck); err != nil {
-		m.close()
-		return nil, fmt.Errorf("adding the readiness check: %w", err)
+		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if m.healthListener != nil {
-		if err := ctrlMgr.Add(probes.server()); err != nil {
-			m.close()
-			return nil, fmt.Errorf("adding the health probe server: %w", err)
+		if err := m.Add(probes.server()); err != nil {
+			return fmt.Errorf("adding the health probe server: %w", err)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // listen binds the listeners of the probes and of the webhooks (when on).
