@@ -24,6 +24,7 @@ import (
 	"github.com/flagplane/flagplane/workflows/configmaps"
 	"github.com/flagplane/flagplane/workflows/confirm"
 	"github.com/flagplane/flagplane/workflows/flagds"
+	"github.com/flagplane/flagplane/workflows/history"
 	"github.com/flagplane/flagplane/workflows/rbac"
 	"github.com/flagplane/flagplane/workflows/restarts"
 	"github.com/flagplane/flagplane/workflows/staging"
@@ -94,6 +95,12 @@ type Options struct {
 	// not record, and why: their status says it (RevisionRecorded), and a
 	// change puts them on the status queue.
 	Unrecorded *workflows.UnrecordedRevisions
+	// History, when set, records every accepted FeatureFlag spec as a
+	// revision (workflows/history), on the history queue: fed by the
+	// Deltas' flag sets, and by the events of FeatureFlags, revisions and
+	// rollout policies that concern the history and not the graph
+	// (history.go). Its Graph must be Topology.
+	History *history.Reconciler
 	// StartedUp, when set, is called once the start-up pass is over (every
 	// generated object and every status reconciled once), before the
 	// queues serve events: the manager gives the pass's garbage back to
@@ -135,6 +142,8 @@ type Controller struct {
 	configMaps *workQueue[client.ObjectKey]
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
+	// history records accepted specs (history.go; nil without Options.History).
+	history *workQueue[topology.Key]
 	// rollouts moves FeatureFlagRolloutPolicies through their steps (rollouts.go).
 	rollouts  *workQueue[topology.Key]
 	stagingWF *staging.Reconciler
@@ -273,6 +282,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			return nil, fmt.Errorf("indexing %T by name: %w", obj, err)
 		}
 	}
+	if opts.History != nil {
+		if err := history.IndexRevisions(ctx, mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+	}
 	c.setupFlagds(mgr, writes)
 	if err := c.registerCallbacks(ctx, mgr); err != nil {
 		return nil, err
@@ -333,11 +347,17 @@ func (c *Controller) newQueues() {
 	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
 	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
 	c.rollouts = newWorkQueue("rollouts", opts.Workers, c.reconcileRollout)
+	if opts.History != nil {
+		c.history = newWorkQueue("history", opts.Workers, c.reconcileHistory)
+	}
 	c.deliveries.track(c.configMaps, &c.unseen, c.cachedConfigMapVersion, c.enqueue)
 	if opts.Metrics != nil {
 		c.configMaps.observe = opts.Metrics.Reconciled
 		c.statuses.observe = opts.Metrics.Reconciled
 		c.workloads.observe = opts.Metrics.Reconciled
+		if c.history != nil {
+			c.history.observe = opts.Metrics.Reconciled
+		}
 	}
 }
 
@@ -402,6 +422,12 @@ func (c *Controller) dispatch(d topology.Delta) {
 	for k := range d.All() {
 		if k.Kind != topology.KindConfigMap {
 			c.enqueue(k)
+		}
+	}
+	// The history records the spec the graph now renders.
+	if c.history != nil {
+		for _, f := range d.Of(topology.KindFlagSet) {
+			c.history.Add(f)
 		}
 	}
 	// Sync server (issue 7): streams of flag sets whose content or readers changed.

@@ -50,6 +50,7 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 			// Edit-to-delivery times start at the informer event.
 			edited:  c.edits.edited,
 			deleted: func(ff *v1beta1.FeatureFlag) { c.edits.forget(topology.FlagSetKey(ff.Namespace, ff.Name)) },
+			ignored: c.flagSetMetadataChanged,
 		},
 		graphKind[*v1beta1.FeatureFlagSource]{
 			object: &v1beta1.FeatureFlagSource{}, name: v1beta1.FeatureFlagSourceKind, queue: c.statuses,
@@ -89,12 +90,13 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 			change: rolloutPolicyChange,
 			upsert: (*topology.Topology).UpsertRolloutPolicy, remove: byName[*deliveryv1alpha1.FeatureFlagRolloutPolicy]((*topology.Topology).DeleteRolloutPolicy),
 			// A promotion or an abort changes no plan: the policy is looked at again.
-			edited: c.rolloutPolicyEdited,
+			edited: c.rolloutPolicyEdited, deleted: c.historyOfPolicy, ignored: newOf(c.historyOfPolicy),
 		},
 		graphKind[*deliveryv1alpha1.FeatureFlagRevision]{
 			object: &deliveryv1alpha1.FeatureFlagRevision{}, name: deliveryv1alpha1.FeatureFlagRevisionKind,
 			change: func(_, _ *deliveryv1alpha1.FeatureFlagRevision) string { return "" }, // immutable
 			upsert: upsertRevision, remove: deleteRevision,
+			edited: c.historyOfRevision, deleted: c.historyOfRevision, ignored: newOf(c.historyOfRevision),
 		},
 		graphKind[*corev1.Namespace]{
 			object: &corev1.Namespace{}, name: "Namespace",
@@ -170,6 +172,11 @@ func relevant[T any](changed func(old, new T) bool, event string) func(old, new 
 		}
 		return ""
 	}
+}
+
+// newOf adapts a function of an object to the updates of it.
+func newOf[T any](fn func(T)) func(old, new T) {
+	return func(_, new T) { fn(new) }
 }
 
 // byName adapts a topology Delete method to the object deleted.

@@ -48,9 +48,11 @@ type graphKind[T client.Object] struct {
 	// does).
 	queue *workQueue[topology.Key]
 	// edited and deleted, when set, hear of each created or changed
-	// object before the graph does, and of each deleted one.
+	// object before the graph does, and of each deleted one; ignored, of
+	// each update the graph does not read (change says "").
 	edited  func(T)
 	deleted func(T)
+	ignored func(old, new T)
 	// from, when set, says where and when the kind's informer is had (see
 	// attach): for a kind whose CRD may be installed after the manager
 	// starts (ReferenceGrant).
@@ -130,6 +132,9 @@ func (k graphKind[T]) handler(c *Controller) typedHandler[T] {
 			event := "created"
 			if old.GetUID() == new.GetUID() {
 				if event = k.change(old, new); event == "" {
+					if k.ignored != nil {
+						k.ignored(old, new)
+					}
 					return
 				}
 			}

@@ -26,6 +26,7 @@ import (
 // graph says.
 func (c *Controller) rolloutPolicyEdited(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) {
 	c.rollouts.Add(topology.RolloutPolicyKey(p.Namespace, p.Name))
+	c.historyOfPolicy(p)
 }
 
 // reconcileRollout reconciles a rollout policy (staging.Reconciler).

@@ -66,6 +66,9 @@ func (c *Controller) run(ctx context.Context) error {
 		c.rollouts.Add(k)
 	}
 	go c.rollouts.run(ctx)
+	if c.history != nil {
+		go c.history.run(ctx)
+	}
 	go c.flagds.run(ctx)
 	c.workloads.run(ctx)
 	return nil

@@ -9,12 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
@@ -60,10 +55,8 @@ const (
 	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
-// cacheBehindDelay is how long a reconcile waits for what the cache or
-// the graph has not seen yet (its own last write; a FeatureFlag the cache
-// holds that the graph's informer handler has not taken yet): usually
-// milliseconds.
+// cacheBehindDelay is how long a reconcile waits for what the cache has
+// not seen yet (its own last write): usually milliseconds.
 const cacheBehindDelay = 100 * time.Millisecond
 
 // Graph is what the history reads of the topology.
@@ -106,8 +99,6 @@ type Reconciler struct {
 	// it, anyone who may edit a FeatureFlag could write the annotation, and
 	// createdBy stays empty.
 	TrustSpecAuthor bool
-	// Workers reconcile FeatureFlags at once (default 2).
-	Workers int
 
 	// warned is, per FeatureFlag, the invalid limit it was warned about:
 	// one Event per value, not one per reconcile.
@@ -135,69 +126,40 @@ const pendingTimeout = 30 * time.Second
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// SetupWithManager indexes revisions by flag set and registers the
-// controller: a FeatureFlag is reconciled when it changes, when a revision
-// of its name does (its own, or one to adopt) and when a rollout policy
-// that targets it does; every FeatureFlag of a namespace whose spec is not
-// recorded is reconciled when a revision of the namespace changes (a
-// deletion may make room). It runs on the leader only.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
-	if err := IndexRevisions(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	workers := r.Workers
-	if workers <= 0 {
-		workers = 2
-	}
-	err := builder.ControllerManagedBy(mgr).Named(Name).
-		For(&v1beta1.FeatureFlag{}).
-		// By spec.flagSet rather than by owner: a revision without a
-		// controller (one to adopt) is its flag set's business too.
-		Watches(&deliveryv1alpha1.FeatureFlagRevision{}, handler.EnqueueRequestsFromMapFunc(r.revisionToFlagSets)).
-		Watches(&deliveryv1alpha1.FeatureFlagRolloutPolicy{}, handler.EnqueueRequestsFromMapFunc(policyToFlagSet)).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: workers,
-			RecoverPanic:            ptr.To(true),
-			NeedLeaderElection:      ptr.To(true),
-			// Each manager of a process (tests, the demo) has its own.
-			SkipNameValidation: ptr.To(true),
-		}).
-		Complete(r)
-	if err != nil {
-		return fmt.Errorf("setting up the revision history: %w", err)
-	}
-	return nil
-}
+// The history is reconciled on a queue of the controllers (fed by the
+// graph's Deltas, which name a FeatureFlag once the graph holds its
+// rendering) on the leader only. Besides the Deltas, the controllers put
+// a FeatureFlag on it when an update the graph does not read changes what
+// the history reads (its annotations), and for the revisions and rollout
+// policies that concern it (FlagSetsOfRevision, FlagSetOfPolicy). The
+// revisions must be indexed by flag set (IndexRevisions) for List.
 
-// revisionToFlagSets maps a revision to the FeatureFlag of its
-// spec.flagSet, whoever controls it, and to the FeatureFlags of its
-// namespace whose spec is not recorded.
-func (r *Reconciler) revisionToFlagSets(_ context.Context, obj client.Object) []reconcile.Request {
-	rev, ok := obj.(*deliveryv1alpha1.FeatureFlagRevision)
-	if !ok {
-		return nil
-	}
-	var out []reconcile.Request
+// FlagSetsOfRevision are the FeatureFlags a revision's event concerns: the
+// FeatureFlag of its spec.flagSet, whoever controls it (its own, or one
+// to adopt), and the FeatureFlags of its namespace whose spec is not
+// recorded (a deletion may make room). It also tells the reconciler that
+// the cache holds the revision (see awaiting).
+func (r *Reconciler) FlagSetsOfRevision(rev *deliveryv1alpha1.FeatureFlagRevision) []topology.Key {
+	var out []topology.Key
 	if rev.Spec.FlagSet != "" {
 		r.seen(types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}, rev.Name)
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rev.Namespace, Name: rev.Spec.FlagSet}})
+		out = append(out, topology.FlagSetKey(rev.Namespace, rev.Spec.FlagSet))
 	}
 	for _, k := range r.unrecorded().InNamespace(rev.Namespace) {
 		if k.Name != rev.Spec.FlagSet {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: k.Namespace, Name: k.Name}})
+			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// policyToFlagSet maps a rollout policy to the FeatureFlag it targets: the
+// FlagSetOfPolicy is the FeatureFlag a rollout policy targets: the
 // revisions its status names are kept.
-func policyToFlagSet(_ context.Context, obj client.Object) []reconcile.Request {
-	p, ok := obj.(*deliveryv1alpha1.FeatureFlagRolloutPolicy)
-	if !ok || p.Spec.TargetRef.Kind != v1beta1.FeatureFlagKind || p.Spec.TargetRef.Name == "" {
-		return nil
+func FlagSetOfPolicy(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) (topology.Key, bool) {
+	if p.Spec.TargetRef.Kind != v1beta1.FeatureFlagKind || p.Spec.TargetRef.Name == "" {
+		return topology.Key{}, false
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.TargetRef.Name}}}
+	return topology.FlagSetKey(p.Namespace, p.Spec.TargetRef.Name), true
 }
 
 // unrecorded is where the reconciler remembers the specs it did not
@@ -231,9 +193,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	v := r.Graph.Snapshot()
 	rendered, ok := v.RenderedOf(ff)
 	if !ok {
-		// The graph takes the object in an informer handler of its own,
-		// apart from this controller's: its rendering is on its way.
-		return reconcile.Result{RequeueAfter: cacheBehindDelay}, nil
+		// The graph has not taken this spec yet: the Delta of its edit
+		// puts the FeatureFlag on the queue again once it has.
+		return reconcile.Result{}, nil
 	}
 	// Who wrote the spec and why: the object as of the write that made
 	// the spec, which the graph holds (a later metadata-only write does

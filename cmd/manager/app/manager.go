@@ -222,19 +222,16 @@ func (m *Manager) setupControllers(ctx context.Context, o Options) (webhooks.Opt
 	// What the history did not record, which the status of FeatureFlags says.
 	unrecorded := &workflows.UnrecordedRevisions{}
 	ctrlOpts.Unrecorded = unrecorded
-	var err error
-	if m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts); err != nil {
-		return webhooks.Options{}, err
-	}
 	// The revision history (issue 30): every accepted FeatureFlag spec
 	// recorded, on the leader, from the cache and the graph.
-	hist := &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: m.Controller.Topology(),
+	ctrlOpts.History = &history.Reconciler{Client: client.WithFieldOwner(m.GetClient(), v1beta1.FieldManager), Graph: ctrlOpts.Topology,
 		Events: m.GetEventRecorder("flagplane"), DefaultLimit: o.RevisionHistoryLimit, NamespaceLimit: o.RevisionNamespaceLimit,
-		Unrecorded: unrecorded, Workers: o.Workers,
+		Unrecorded: unrecorded,
 		// Its spec-author webhook vouches for the annotation a revision's
 		// createdBy is read from; without webhooks, nothing does.
 		TrustSpecAuthor: o.Webhooks}
-	if err := hist.SetupWithManager(ctx, m.Manager); err != nil {
+	var err error
+	if m.Controller, err = controllers.New(ctx, m.Manager, ctrlOpts); err != nil {
 		return webhooks.Options{}, err
 	}
 	m.Metrics.WatchTopology(func() map[topology.Kind]int { return m.Controller.Topology().Snapshot().Counts() })
