@@ -142,6 +142,8 @@ type Controller struct {
 	configMaps *workQueue[client.ObjectKey]
 	statuses   *workQueue[topology.Key]
 	workloads  *workQueue[topology.Key]
+	// heal is the healer's queue (healer.go; nil until AddHealer).
+	heal *healing
 	// history records accepted specs (history.go; nil without Options.History).
 	history *workQueue[topology.Key]
 	// rollouts moves FeatureFlagRolloutPolicies through their steps (rollouts.go).

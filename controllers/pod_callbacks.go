@@ -30,9 +30,11 @@ func (c *Controller) podHandler() typedHandler[*corev1.Pod] {
 		onAdd: func(pod *corev1.Pod) {
 			c.onPodChanged(pod)
 			c.podToConfirm(pod)
+			c.podToHeal(pod)
 		},
 		onUpdate: func(old, new *corev1.Pod) {
 			c.onPodChanged(new)
+			c.podToHeal(new)
 			if old.Status.PodIP != new.Status.PodIP || podReady(old) != podReady(new) || new.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 				c.podToConfirm(new)
 			}

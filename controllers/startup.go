@@ -69,6 +69,7 @@ func (c *Controller) run(ctx context.Context) error {
 	if c.history != nil {
 		go c.history.run(ctx)
 	}
+	go c.runHealer(ctx)
 	go c.flagds.run(ctx)
 	c.workloads.run(ctx)
 	return nil

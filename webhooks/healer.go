@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -63,14 +61,14 @@ const (
 // get it). Pods are checked as their events arrive and every
 // Resync. Only the leader heals.
 //
-// The Healer is the Reconciler of a controller-runtime controller named
-// "healer" (SetupWithManager, healer_controller.go), keyed by workload.
+// The controllers run the Healer on a queue of theirs keyed by workload
+// (controllers.Controller.AddHealer), with Resync and Workers: pod events,
+// the workloads of every Delta and every pod each Resync feed it.
 type Healer struct {
 	Graph    Graph
 	Resolver restarts.Owners
-	// Cache is the manager's cache: the pod informer, and what Heal reads
-	// unless Reader is set.
-	Cache  cache.Cache
+	// Cache is the manager's cache: what Heal reads unless Reader is set.
+	Cache  client.Reader
 	Reader client.Reader
 	// Client writes the restarts.
 	Client  client.Client
@@ -95,9 +93,6 @@ type Healer struct {
 	// targetedSince is when this process saw each targeted workload become
 	// targeted: a pod older than that predates its targeting.
 	targetedSince map[topology.Key]time.Time
-	// queue is the controller's while it runs (on the leader): the
-	// workloads of Deltas go there.
-	queue workqueue.TypedRateLimitingInterface[topology.Key]
 }
 
 // WorkloadsChanged hears the workloads of every Delta (see
@@ -127,14 +122,7 @@ func (h *Healer) WorkloadsChanged(workloads []topology.Key) {
 			delete(h.targetedSince, w)
 		}
 	}
-	q := h.queue
 	h.mu.Unlock()
-	if q == nil {
-		return // not running (not the leader yet): when it starts, it looks at every pod
-	}
-	for _, w := range workloads {
-		q.Add(w)
-	}
 }
 
 func (h *Healer) now() time.Time {
@@ -143,6 +131,10 @@ func (h *Healer) now() time.Time {
 	}
 	return time.Now()
 }
+
+// NeedsLook tells whether a pod lacks (part of) its injection by its
+// annotations.
+func (h *Healer) NeedsLook(pod *corev1.Pod) bool { return needsLook(pod) }
 
 // needsLook tells whether a pod lacks (part of) its injection by its annotations.
 func needsLook(pod metav1.Object) bool {

@@ -133,7 +133,7 @@ func DefaultOptions() Options {
 		Heal:                           true,
 		HealResync:                     time.Minute,
 		HealBackoff:                    5 * time.Minute,
-		HealWorkers:                    defaultHealWorkers,
+		HealWorkers:                    2,
 		FlagsValidation:                true,
 	}
 }
@@ -211,7 +211,9 @@ type TLSConfigurable interface {
 // Setup registers flagplane's admission with mgr: its webhooks on mgr's
 // webhook server (the Pod injector, the FeatureFlag spec author, the
 // validators), the certificate manager (self-managed mode), the
-// healer, and a readiness check that the certificate is served. The graph g
+// healer (Admission.Healer, which the caller runs on the controllers'
+// queue: controllers.Controller.AddHealer), and a readiness check that
+// the certificate is served. The graph g
 // is the controllers', which must have been given the same injection
 // options (workflows.Settings.Injection) so that rollouts follow what the
 // webhook injects.
@@ -299,12 +301,6 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 			Resync:    o.HealResync,
 			Backoff:   o.HealBackoff,
 			Workers:   o.HealWorkers,
-		}
-		if err := a.Healer.SetupWithManager(mgr); err != nil {
-			return nil, err
-		}
-		if n, ok := g.(interface{ OnWorkloadsChanged(func([]topology.Key)) }); ok {
-			n.OnWorkloadsChanged(a.Healer.WorkloadsChanged)
 		}
 	}
 	return a, nil

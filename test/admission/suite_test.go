@@ -80,6 +80,7 @@ func startOperator() *runningOperator {
 	Expect(err).NotTo(HaveOccurred())
 	a, err := webhooks.Setup(ctx, mgr, c, opts)
 	Expect(err).NotTo(HaveOccurred())
+	c.AddHealer(a.Healer, a.Healer.Resync, a.Healer.Workers)
 	rec := &recordingConfigMaps{next: a.PodMutator.ConfigMaps}
 	a.PodMutator.ConfigMaps = rec
 	op := &runningOperator{admission: a, configMaps: rec, cancel: cancel, done: make(chan struct{})}

@@ -272,6 +272,9 @@ func (m *Manager) setupAdmission(ctx context.Context, o Options, wo webhooks.Opt
 	if m.Admission, err = webhooks.Setup(ctx, m.Manager, m.Controller, wo); err != nil {
 		return fmt.Errorf("setting up admission: %w", err)
 	}
+	if h := m.Admission.Healer; h != nil {
+		m.Controller.AddHealer(h, h.Resync, h.Workers)
+	}
 	// Ready only once the webhook server answers TLS: with certificates
 	// from a Secret (cert-manager) it starts only when they are there.
 	// An update then waits for a replica that serves admission before
