@@ -107,19 +107,11 @@ func (p *RolloutPlan) revisionAt(step int) string {
 }
 
 // RolloutPlan is the plan of a flag set, nil when no rollout policy targets
-// it. The view computes it once.
+// it: the one the last edit of the graph computed (updatePlans), shared by
+// every reader. It must not be modified.
 func (v *View) RolloutPlan(f Key) *RolloutPlan {
-	if v.state.rolloutsByFlagSet.len() == 0 || !v.state.rolloutsByFlagSet.has(f) {
-		return nil
-	}
-	if v.plans == nil {
-		return v.state.plan(f)
-	}
-	if p, ok := v.plans.Load(f); ok {
-		return p.(*RolloutPlan)
-	}
-	p, _ := v.plans.LoadOrStore(f, v.state.plan(f))
-	return p.(*RolloutPlan)
+	p, _ := v.state.plans.get(f)
+	return p
 }
 
 func (st *state) plan(f Key) *RolloutPlan {

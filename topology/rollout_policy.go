@@ -119,6 +119,31 @@ func (edit *tx) markStaged(f Key) {
 	}
 }
 
+// updatePlans computes, once an edit is done, the plan of every staged
+// flag set, for every reader of the views that follow: what a plan reads
+// (the flag set's rendering and revisions, its policy, its consumers
+// through every source and provider, their labels and their namespaces')
+// is spread over the whole graph, an edit may change a plan and no
+// output (a consumer's step while its rollout is complete), and rollout
+// policies are few.
+func (edit *tx) updatePlans() {
+	if edit.state.rolloutsByFlagSet.len() == 0 && edit.state.plans.len() == 0 {
+		return
+	}
+	for f := range edit.state.plans.all() {
+		if !edit.state.rolloutsByFlagSet.has(f) {
+			edit.state.plans.del(edit.owner, f)
+		}
+	}
+	for f := range edit.state.rolloutsByFlagSet.all() {
+		if p := edit.state.plan(f); p != nil {
+			edit.state.plans.set(edit.owner, f, p)
+		} else {
+			edit.state.plans.del(edit.owner, f)
+		}
+	}
+}
+
 // markPlansOfConsumers marks, at the end of an edit, the plans of the flag
 // sets that a changed workload or Flagd consumes through a source: a
 // consumer that comes or goes, or whose labels change, can move others

@@ -156,6 +156,10 @@ type state struct {
 	flagdsByNs pmap[nsKey, pset[Key]]
 	// rolloutsByFlagSet: flag set → FeatureFlagRolloutPolicies targeting it.
 	rolloutsByFlagSet pmap[Key, pset[Key]]
+	// plans: staged flag set → its rollout plan, computed once per edit
+	// (updatePlans, rebuilds and what-ifs included) and read by every
+	// reader of the plan (View.RolloutPlan), as a flag set's rendering is.
+	plans pmap[Key, *RolloutPlan]
 	// revisions: the recorded revisions of flag sets (revisions.go), which
 	// are not nodes.
 	revisions pmap[revKey, *revisionRec]
@@ -211,11 +215,13 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 		return Delta{}, err
 	}
 	if edit.noDelta {
+		edit.updatePlans()
 		return Delta{}, nil
 	}
 	edit.markSourcesOfWorkloads()
 	edit.markPoliciesOfConsumers()
 	edit.markPlansOfConsumers()
+	edit.updatePlans()
 	return edit.delta, nil
 }
 
@@ -303,6 +309,7 @@ func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *stat
 			panic(fmt.Sprintf("topology: rebuilding after a failed edit of %s: %v", k, err))
 		}
 	}
+	edit.updatePlans()
 	return edit.state
 }
 
@@ -313,7 +320,7 @@ func (t *Topology) Snapshot() *View {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shared = true
-	return &View{state: t.state, plans: new(sync.Map)}
+	return &View{state: t.state}
 }
 
 // DOT renders the current graph; it equals t.Snapshot().DOT().

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"slices"
-	"sync"
 
 	gonum "gonum.org/v1/gonum/graph"
 
@@ -15,8 +14,6 @@ import (
 // are the topology's own and must not be modified.
 type View struct {
 	state *state
-	// plans memoises the rollout plans computed from the view (RolloutPlan).
-	plans *sync.Map
 }
 
 // DefaultSyncProvider is the provider of a spec.sources entry that names
