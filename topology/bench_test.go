@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
@@ -251,67 +255,104 @@ func (ev benchEvent) prepare(picks []benchPick) []benchActions {
 // benchPicks is how many objects an event benchmark cycles through.
 const benchPicks = 2048
 
-// BenchmarkIncremental measures events applied to the topology.
-//
-// A symmetric event is applied and undone, both timed. Any other event is
-// applied to a batch of distinct objects, timed, with the setup and undo of
-// the whole batch untimed, so that stopping the timer (which reads memory
-// statistics) does not come between events.
+// BenchmarkIncremental measures events applied to the topology
+// (benchEventOn).
 func BenchmarkIncremental(b *testing.B) {
 	for _, n := range benchSizes(b) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			for _, ev := range benchEvents {
 				b.Run(ev.name, func(b *testing.B) {
 					c := clusterOf(b, n)
-					s := topologySink{tb: b, t: c.top.fork()}
-					actions := ev.prepare(c.picks(benchPicks, ev.perWorkload, ev.modes))
-					batch := min(eventsPerOp, len(actions))
-					if ev.undo != nil {
-						batch = eventsPerOp
-					}
-					b.ReportAllocs()
-					b.ResetTimer()
-					next := 0
-					for range b.N {
-						if ev.undo != nil {
-							for e := 0; e < batch; e += 2 {
-								a := actions[next%len(actions)]
-								next++
-								a.timed(s)
-								a.undo(s)
-							}
-							continue
-						}
-						// A window of at most len(actions) holds each object once.
-						window := make([]benchActions, batch)
-						for e := range window {
-							window[e] = actions[(next+e)%len(actions)]
-						}
-						next += batch
-						if ev.before != nil {
-							b.StopTimer()
-							for _, a := range window {
-								a.before(s)
-							}
-							b.StartTimer()
-						}
-						for _, a := range window {
-							a.timed(s)
-						}
-						b.StopTimer()
-						for _, a := range window {
-							if a.after != nil {
-								a.after(s)
-							}
-						}
-						b.StartTimer()
-					}
-					b.ReportMetric(float64(batch), "events/op")
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/event")
+					benchEventOn(b, c, c.top.fork(), ev)
 				})
 			}
 		})
 	}
+}
+
+// stagedPolicies is how many rollout policies BenchmarkIncrementalStaged
+// adds, one on a flag set of each of as many namespaces.
+const stagedPolicies = 10
+
+// BenchmarkIncrementalStaged measures the events of BenchmarkIncremental
+// on the same cluster with stagedPolicies rollout policies, whose plans
+// every edit computes again (updatePlans): compare its ns/event with
+// BenchmarkIncremental's in the same run.
+func BenchmarkIncrementalStaged(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			c := clusterOf(b, n)
+			staged := c.top.fork()
+			for nsi := range min(stagedPolicies, benchNamespaces) {
+				ff := benchFlagSet(nsi, 0, "on")
+				p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ff.Namespace, Name: "staged"}}
+				p.Spec.TargetRef = deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: v1beta1.FeatureFlagKind, Name: ff.Name}
+				p.Spec.Steps = []deliveryv1alpha1.RolloutStep{{Percentage: ptr.To[int32](50)}, {Percentage: ptr.To[int32](100)}}
+				if _, err := staged.UpsertRolloutPolicy(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, ev := range benchEvents {
+				b.Run(ev.name, func(b *testing.B) {
+					benchEventOn(b, c, staged.fork(), ev)
+				})
+			}
+		})
+	}
+}
+
+// benchEventOn times ev on top, a fork of c's topology.
+//
+// A symmetric event is applied and undone, both timed. Any other event is
+// applied to a batch of distinct objects, timed, with the setup and undo of
+// the whole batch untimed, so that stopping the timer (which reads memory
+// statistics) does not come between events.
+func benchEventOn(b *testing.B, c *benchCluster, top *Topology, ev benchEvent) {
+	s := topologySink{tb: b, t: top}
+	actions := ev.prepare(c.picks(benchPicks, ev.perWorkload, ev.modes))
+	batch := min(eventsPerOp, len(actions))
+	if ev.undo != nil {
+		batch = eventsPerOp
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	next := 0
+	for range b.N {
+		if ev.undo != nil {
+			for e := 0; e < batch; e += 2 {
+				a := actions[next%len(actions)]
+				next++
+				a.timed(s)
+				a.undo(s)
+			}
+			continue
+		}
+		// A window of at most len(actions) holds each object once.
+		window := make([]benchActions, batch)
+		for e := range window {
+			window[e] = actions[(next+e)%len(actions)]
+		}
+		next += batch
+		if ev.before != nil {
+			b.StopTimer()
+			for _, a := range window {
+				a.before(s)
+			}
+			b.StartTimer()
+		}
+		for _, a := range window {
+			a.timed(s)
+		}
+		b.StopTimer()
+		for _, a := range window {
+			if a.after != nil {
+				a.after(s)
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(batch), "events/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/event")
 }
 
 // BenchmarkRebuild measures the same events handled by a controller that

@@ -119,29 +119,107 @@ func (edit *tx) markStaged(f Key) {
 	}
 }
 
-// updatePlans computes, once an edit is done, the plan of every staged
-// flag set, for every reader of the views that follow: what a plan reads
-// (the flag set's rendering and revisions, its policy, its consumers
-// through every source and provider, their labels and their namespaces')
-// is spread over the whole graph, an edit may change a plan and no
-// output (a consumer's step while its rollout is complete), and rollout
-// policies are few.
-func (edit *tx) updatePlans() {
-	if edit.state.rolloutsByFlagSet.len() == 0 && edit.state.plans.len() == 0 {
+// updatePlans computes, once the edit of k is done, the plan of every
+// staged flag set whose plan the edit may have changed, for every reader
+// of the views that follow. What a plan reads is the flag set's rendering
+// and revisions, its policy, and its consumers through every source and
+// provider, with their labels and their namespaces'. An edit can change a
+// plan and no output (a consumer's step once the rollout completed), so
+// the flag sets are found from the edited object k as well as from the
+// Delta (plansTouched); every plan when all is set (a namespace's labels,
+// a rebuild, a what-if, which computes no Delta).
+func (edit *tx) updatePlans(k Key, all bool) {
+	st := edit.state
+	if st.rolloutsByFlagSet.len() == 0 && st.plans.len() == 0 {
 		return
 	}
-	for f := range edit.state.plans.all() {
-		if !edit.state.rolloutsByFlagSet.has(f) {
-			edit.state.plans.del(edit.owner, f)
+	var touched []Key
+	if all || k == (Key{}) {
+		touched = st.rolloutsByFlagSet.keys()
+	} else {
+		touched = edit.plansTouched(k)
+	}
+	for f := range st.plans.all() {
+		if !st.rolloutsByFlagSet.has(f) {
+			touched = append(touched, f) // its last policy went
 		}
 	}
-	for f := range edit.state.rolloutsByFlagSet.all() {
-		if p := edit.state.plan(f); p != nil {
-			edit.state.plans.set(edit.owner, f, p)
-		} else {
-			edit.state.plans.del(edit.owner, f)
+	slices.SortFunc(touched, compareKeys)
+	for _, f := range slices.Compact(touched) {
+		old, _ := st.plans.get(f)
+		var p *RolloutPlan
+		if st.rolloutsByFlagSet.has(f) {
+			p = st.plan(f)
+		}
+		for _, w := range old.readers() {
+			indexDel(edit.owner, &st.planReaders, w, f)
+		}
+		if p == nil {
+			st.plans.del(edit.owner, f)
+			continue
+		}
+		st.plans.set(edit.owner, f, p)
+		for _, w := range p.readers() {
+			indexAdd(edit.owner, &st.planReaders, w, f)
 		}
 	}
+}
+
+// plansTouched lists the flag sets whose plan the edit of k may have
+// changed: the flag sets of k and of the Delta's keys, and those whose
+// plan lists a workload or Flagd of them (it may have stopped reading).
+func (edit *tx) plansTouched(k Key) []Key {
+	st := edit.state
+	var out []Key
+	of := func(key Key) {
+		switch {
+		case key.Kind == KindFlagSet:
+			out = append(out, key)
+		case key.Kind == KindConfigMap:
+			out = append(out, key.FlagSet())
+		case key.Kind == KindRolloutPolicy:
+			if n, ok := st.g.node(key); ok && n.payload.rollout != nil {
+				out = append(out, rolloutTarget(n.payload.rollout))
+			}
+		case key.Kind == KindSource:
+			out = append(out, st.refsOfSource(key)...)
+		case key.Kind.IsWorkload() || key.Kind == KindFlagd:
+			for _, s := range st.consumerSources(key) {
+				out = append(out, st.refsOfSource(s)...)
+			}
+			out = append(out, indexGet(st.planReaders, key)...)
+		}
+	}
+	of(k)
+	for key := range edit.delta.All() {
+		of(key)
+	}
+	return out
+}
+
+// refsOfSource lists the flag sets a source's spec.sources entries name.
+func (st *state) refsOfSource(s Key) []Key {
+	n, ok := st.g.node(s)
+	if !ok || n.payload.source == nil {
+		return nil
+	}
+	out := make([]Key, 0, len(n.payload.source.refs))
+	for _, r := range n.payload.source.refs {
+		out = append(out, r.FlagSet)
+	}
+	return out
+}
+
+// readers lists the workloads and Flagds a plan names (nil plan: none).
+func (p *RolloutPlan) readers() []Key {
+	if p == nil {
+		return nil
+	}
+	out := slices.Clone(p.Unstaged)
+	for _, c := range p.Consumers {
+		out = append(out, c.Workloads...)
+	}
+	return out
 }
 
 // markPlansOfConsumers marks, at the end of an edit, the plans of the flag

@@ -160,6 +160,9 @@ type state struct {
 	// (updatePlans, rebuilds and what-ifs included) and read by every
 	// reader of the plan (View.RolloutPlan), as a flag set's rendering is.
 	plans pmap[Key, *RolloutPlan]
+	// planReaders: workload or Flagd → staged flag sets whose plan names
+	// it (RolloutPlan.readers), for the edit that changes it.
+	planReaders pmap[Key, pset[Key]]
 	// revisions: the recorded revisions of flag sets (revisions.go), which
 	// are not nodes.
 	revisions pmap[revKey, *revisionRec]
@@ -215,13 +218,13 @@ func (t *Topology) apply(k Key, fn func(*tx) error) (Delta, error) {
 		return Delta{}, err
 	}
 	if edit.noDelta {
-		edit.updatePlans()
+		edit.updatePlans(k, true)
 		return Delta{}, nil
 	}
 	edit.markSourcesOfWorkloads()
 	edit.markPoliciesOfConsumers()
 	edit.markPlansOfConsumers()
-	edit.updatePlans()
+	edit.updatePlans(k, false)
 	return edit.delta, nil
 }
 
@@ -309,7 +312,7 @@ func (st *state) rebuilt(owner token, k Key, before payload, existed bool) *stat
 			panic(fmt.Sprintf("topology: rebuilding after a failed edit of %s: %v", k, err))
 		}
 	}
-	edit.updatePlans()
+	edit.updatePlans(k, true)
 	return edit.state
 }
 
