@@ -13,6 +13,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -50,8 +51,11 @@ type Reconciler struct {
 
 // Reconcile brings the ConfigMap namespace/name in line with the graph. It
 // makes no request when the cluster already holds the desired content.
+//
+// The logger of ctx names the ConfigMap (its caller's, see
+// workflows.LogKey); Reconcile adds its FeatureFlag.
 func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace, name string) error {
-	logger := log.FromContext(ctx).WithValues("ConfigMap", namespace+"/"+name)
+	logger := log.FromContext(ctx)
 	current := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, current)
 	switch {
@@ -81,6 +85,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		r.count("delete")
 		return nil
 	}
+	fs := key.FlagSet()
+	logger = logger.WithValues("FeatureFlag", klog.KRef(fs.Namespace, fs.Name))
 
 	desired, err := Desired(v, key, r.Settings)
 	if why := kept(err); why != nil {
@@ -143,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 			return err
 		}
 	}
-	logger.Info("applied ConfigMap", "flagSet", key.FlagSet().String(), "created", current == nil)
+	logger.Info("applied ConfigMap", "created", current == nil)
 	return nil
 }
 

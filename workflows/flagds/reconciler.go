@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -72,10 +73,10 @@ type routeReader struct{ client.Reader }
 // asks for is reported as waiting for them.
 func (r *Reconciler) SetRoutes(reader client.Reader) { r.routes.Store(&routeReader{reader}) }
 
-// Reconcile brings the objects and status of a Flagd in line with the graph.
+// Reconcile brings the objects and status of a Flagd in line with the
+// graph. The logger of ctx names the Flagd (its caller's, see
+// workflows.LogKey); a line about one of its objects names that object.
 func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, key topology.Key) error {
-	logger := log.FromContext(ctx).WithValues("Flagd", key.Namespace+"/"+key.Name)
-	ctx = log.IntoContext(ctx, logger)
 	f := &v1beta1.Flagd{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, f); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -203,7 +204,7 @@ func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (boo
 		if !exists || !gen.Owns(c.current.GetLabels()) || !metav1.IsControlledBy(c.current, f) {
 			return false, nil
 		}
-		logger.Info("deleting what the Flagd no longer asks for", "kind", c.kind)
+		logger.Info("deleting what the Flagd no longer asks for", c.kind, klog.KRef(key.Namespace, key.Name))
 		uid := c.current.GetUID()
 		if err := r.Client.Delete(ctx, c.current, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return false, fmt.Errorf("deleting %s %s/%s: %w", c.kind, key.Namespace, key.Name, err)
@@ -228,14 +229,14 @@ func (r *Reconciler) ensure(ctx context.Context, f *v1beta1.Flagd, c child) (boo
 		if err := r.write(ctx, c); err != nil {
 			return false, err
 		}
-		logger.Info("created", "kind", c.kind)
+		logger.Info("created", c.kind, klog.KRef(key.Namespace, key.Name))
 		return true, nil
 	}
 	if !gen.Owns(c.current.GetLabels()) {
 		return false, gen.NotManaged(c.kind, key.Namespace, key.Name)
 	}
 	if why := driftOf(c.current, c.desired); why != "" {
-		logger.Info("applying", "kind", c.kind, "because", why)
+		logger.Info("applying", c.kind, klog.KRef(key.Namespace, key.Name), "because", why)
 		return true, r.write(ctx, c)
 	}
 	return true, nil

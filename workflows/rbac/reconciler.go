@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -45,9 +46,11 @@ type Reconciler struct {
 	Failures *workflows.WriteFailures
 }
 
-// Reconcile brings the RBAC of a workload in line with the graph.
+// Reconcile brings the RBAC of a workload (or a Flagd) in line with the
+// graph. The logger of ctx names the workload (its caller's, see
+// workflows.LogKey).
 func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
-	logger := log.FromContext(ctx).WithValues("workload", workload.String())
+	logger := log.FromContext(ctx)
 	roles, bindings := Desired(v, workload, r.Generated)
 	name := Name(workload)
 	wantNS := map[string]bool{}
@@ -85,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 	}
 	for i := range haveBindings.Items {
 		if b := &haveBindings.Items[i]; !wantNS[b.Namespace] && r.Generated.Owns(b.Labels) {
-			logger.Info("deleting RoleBinding the workload no longer needs", "namespace", b.Namespace)
+			logger.Info("deleting RoleBinding the workload no longer needs", "RoleBinding", klog.KObj(b))
 			if err := r.delete(ctx, b); err != nil {
 				errs = append(errs, err)
 			}
@@ -98,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 	}
 	for i := range haveRoles.Items {
 		if role := &haveRoles.Items[i]; !wantNS[role.Namespace] && r.Generated.Owns(role.Labels) {
-			logger.Info("deleting Role the workload no longer needs", "namespace", role.Namespace)
+			logger.Info("deleting Role the workload no longer needs", "Role", klog.KObj(role))
 			if err := r.delete(ctx, role); err != nil {
 				errs = append(errs, err)
 			}

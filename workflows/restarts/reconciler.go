@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -35,7 +36,8 @@ type Reconciler struct {
 }
 
 // Reconcile restarts the workload when one of its current pods has another
-// injection than it would get now and a rollout is asked for.
+// injection than it would get now and a rollout is asked for. The logger
+// of ctx names the workload (its caller's, see workflows.LogKey).
 func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload topology.Key) error {
 	if _, ok := v.Workload(workload); !ok {
 		return nil
@@ -57,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, workload t
 		if err := Restart(ctx, r.Client, obj, now()); err != nil {
 			return err
 		}
-		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "workload", workload.String(), "pod", pod.Name)
+		log.FromContext(ctx).Info("restarted workload: its flagd injection changed", "Pod", klog.KRef(pod.Namespace, pod.Name))
 		workflows.Normal(r.Events, obj, workflows.EventRestarted, workflows.ActionRollout,
 			"restarted by flagplane: the flagd configuration of its pods changed (rolloutOnChange); pod %s has another than it would get now", pod.Name)
 		return nil

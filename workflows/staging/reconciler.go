@@ -67,7 +67,9 @@ type Reconciler struct {
 	CacheBehind time.Duration
 }
 
-// Reconcile reconciles the FeatureFlagRolloutPolicy of key.
+// Reconcile reconciles the FeatureFlagRolloutPolicy of key. The logger of
+// ctx names the policy (its caller's, see workflows.LogKey); its line
+// names the FeatureFlag it rolls out too.
 func (r *Reconciler) Reconcile(ctx context.Context, key topology.Key) error {
 	p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, p); err != nil {
@@ -77,7 +79,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key topology.Key) error {
 		}
 		return fmt.Errorf("reading FeatureFlagRolloutPolicy %s: %w", key, err)
 	}
-	logger := log.FromContext(ctx).WithValues("FeatureFlagRolloutPolicy", klog.KObj(p))
 	v := r.Graph.Snapshot()
 	f := topology.FlagSetKey(p.Namespace, p.Spec.TargetRef.Name)
 	plan := v.RolloutPlan(f)
@@ -127,8 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key topology.Key) error {
 				workflows.Normal(r.Events, next, e.Reason, workflows.ActionRollout, "%s", e.Note)
 			}
 		}
-		logger.Info("rollout", "phase", res.Status.Phase, "step", res.Status.Step, "rollout", res.Status.Rollout,
-			"target", topology.ShortRevision(res.Status.TargetRevision), "message", res.Status.Message)
+		log.FromContext(ctx).Info("rollout", "FeatureFlag", klog.KRef(f.Namespace, f.Name),
+			"phase", res.Status.Phase, "step", res.Status.Step, "rollout", res.Status.Rollout, "target", topology.ShortRevision(res.Status.TargetRevision), "message", res.Status.Message)
 	}
 	if res.RequeueAfter > 0 {
 		return workflows.RequeueAfter(res.RequeueAfter)
