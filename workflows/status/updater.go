@@ -23,7 +23,9 @@ import (
 )
 
 // Updater writes the status of FeatureFlags, FeatureFlagSources and
-// InProcessConfigurations, only when it differs from what they have.
+// InProcessConfigurations, only when it differs from what they have. It
+// logs through the logger of its context, which names the object of the
+// key (its caller's, see workflows.LogKey).
 type Updater struct {
 	// Client reads from the informer cache and writes to the API server.
 	Client client.Client
@@ -101,7 +103,7 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 		}
 	}
 	ff.Status = desired
-	if err := u.write(ctx, key, ff); err != nil {
+	if err := u.write(ctx, key, ff, "revision", desired.Revision, "delivered", desired.Delivered, "confirmed", desired.Confirmed); err != nil {
 		return err
 	}
 	return confirmAgain(desired)
@@ -265,7 +267,9 @@ func (u *Updater) get(ctx context.Context, key topology.Key, obj client.Object) 
 	return nil
 }
 
-func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object) error {
+// write writes the status of obj, the object of key; a write is logged at
+// V(1) with kv, what it says.
+func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object, kv ...any) error {
 	before := obj.GetResourceVersion()
 	err := u.Client.Status().Update(ctx, obj)
 	if apierrors.IsNotFound(err) {
@@ -276,7 +280,7 @@ func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object
 		// user's edit of its spec): the status computed from that version
 		// is not written, and the key goes again once the cache has the
 		// change. Not a failure: nobody else writes this status.
-		log.FromContext(ctx).V(1).Info("status write raced a change of the object; again once the cache has it", "key", key.String())
+		log.FromContext(ctx).V(1).Info("status write raced a change of the object; again once the cache has it")
 		return fmt.Errorf("status of %s: the object was changed since the cached version (%w): %w", key, err, ErrCacheBehind)
 	}
 	if err != nil {
@@ -291,6 +295,7 @@ func (u *Updater) write(ctx context.Context, key topology.Key, obj client.Object
 	if u.Writes != nil {
 		u.Writes("status")
 	}
+	log.FromContext(ctx).V(1).Info("status written", kv...)
 	return nil
 }
 
