@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
@@ -67,6 +68,8 @@ type Pod struct {
 	UID string
 	// Namespace is its tenant's: its reads count against it.
 	Namespace string
+	// Name names it in the logs.
+	Name string
 	// Address is host:port of its flagd's sync service.
 	Address string
 }
@@ -325,13 +328,20 @@ func (p *Prober) read(st *podState) {
 			p.schedule(st)
 		}
 	}
+	pod := st.pod
 	p.dispatch()
 	p.mu.Unlock()
-	if p.log.V(2).Enabled() {
-		p.log.V(2).Info("read a consumer's flagd", "pod", st.pod.Namespace+"/"+st.pod.UID, "changed", changed, "error", r.Err)
+	if !changed || forgotten || len(tell) == 0 {
+		return
 	}
-	if changed && !forgotten && len(tell) > 0 && p.Notify != nil {
-		slices.SortFunc(tell, topology.Key.Compare)
+	slices.SortFunc(tell, topology.Key.Compare)
+	if logger := p.log.V(1); logger.Enabled() {
+		for _, f := range tell {
+			logger.Info("a consumer's flagd answered anew", "FeatureFlag", klog.KRef(f.Namespace, f.Name), "Pod", klog.KRef(pod.Namespace, pod.Name),
+				"revisions", r.Served.FlagSets[f.Namespace+"/"+f.Name].Revisions, "error", r.Err)
+		}
+	}
+	if p.Notify != nil {
 		p.Notify(tell)
 	}
 }

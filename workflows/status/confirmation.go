@@ -311,7 +311,7 @@ func (c *Confirmer) pods(ctx context.Context, namespace string, readers []topolo
 			continue
 		}
 		container := injection.SidecarName
-		p := podRead{name: pod.Name, pod: confirm.Pod{UID: string(pod.UID), Namespace: pod.Namespace}, ready: isReady(pod)}
+		p := podRead{name: pod.Name, pod: confirm.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}, ready: isReady(pod)}
 		switch {
 		case sidecar && !hasSidecar(pod):
 			p.notAsked = "has no flagd sidecar (it was created before the sidecar was injected)"
