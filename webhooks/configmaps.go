@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
@@ -69,6 +70,8 @@ func (e *ConfigMapEnsurer) Ensure(ctx context.Context, v *topology.View, key top
 		return nil
 	}
 	_, err, _ := e.group.Do(ok.String(), func() (any, error) {
+		// The reconciler's logger names the ConfigMap, as the controllers' does.
+		ctx := log.IntoContext(ctx, log.FromContext(ctx).WithValues(workflows.LogKey(key)))
 		applied := false
 		r := &configmaps.Reconciler{Client: e.client, Live: e.live, Settings: e.settings, Writes: func(verb string) {
 			if verb == "apply" || verb == "create" {

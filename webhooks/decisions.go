@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -36,11 +37,13 @@ func logDecision(logger logr.Logger, req admission.Request, resp admission.Respo
 	if resp.Allowed && !logger.V(1).Enabled() {
 		return
 	}
-	kv := []any{"kind", req.Kind.Kind, "namespace", req.Namespace}
-	if req.Name != "" {
-		kv = append(kv, "name", req.Name)
-	} else if generateName := generateNameOf(req); generateName != "" {
-		kv = append(kv, "generateName", generateName) // a pod of a ReplicaSet or DaemonSet
+	// The object under its kind, as namespace/name (workflows.LogKey); the
+	// kind alone too, to find every decision about a kind.
+	kv := []any{"kind", req.Kind.Kind, req.Kind.Kind, klog.KRef(req.Namespace, req.Name)}
+	if req.Name == "" {
+		if generateName := generateNameOf(req); generateName != "" {
+			kv = append(kv, "generateName", generateName) // a pod of a ReplicaSet or DaemonSet
+		}
 	}
 	kv = append(kv, "operation", string(req.Operation), "dryRun", req.DryRun != nil && *req.DryRun,
 		"user", req.UserInfo.Username, "allowed", resp.Allowed)

@@ -32,6 +32,12 @@ func logLines(v int) (context.Context, *[]map[string]any) {
 	return log.IntoContext(context.Background(), logger), &lines
 }
 
+// object is how a JSON line names an object: under its kind,
+// {"name","namespace"} (klog.KRef).
+func object(namespace, name string) map[string]any {
+	return map[string]any{"namespace": namespace, "name": name}
+}
+
 // TestDecisionsAreLogged: every admission decision of the Pod injector and
 // of the validators is logged with what it was about and what it decided:
 // an allowed one at V(1) (--zap-log-level=debug), a denied one at V(0).
@@ -70,7 +76,7 @@ func TestDecisionsAreLogged(t *testing.T) {
 
 		g.Expect(*lines).To(HaveExactElements(
 			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("level", BeEquivalentTo(1)),
-				HaveKeyWithValue("kind", "Pod"), HaveKeyWithValue("namespace", "shop"), HaveKeyWithValue("generateName", "web-5d4f8-"),
+				HaveKeyWithValue("kind", "Pod"), HaveKeyWithValue("Pod", object("shop", "")), HaveKeyWithValue("generateName", "web-5d4f8-"),
 				HaveKeyWithValue("operation", "CREATE"), HaveKeyWithValue("dryRun", false), HaveKeyWithValue("allowed", true),
 				HaveKeyWithValue("user", "system:serviceaccount:kube-system:replicaset-controller"),
 				HaveKeyWithValue("reason", And(HavePrefix("injected for deployment:shop/web: flagd sidecar "),
@@ -79,9 +85,9 @@ func TestDecisionsAreLogged(t *testing.T) {
 			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("generateName", "plain-1-"), HaveKeyWithValue("dryRun", true),
 				HaveKeyWithValue("reason", "nothing to inject: no source or in-process configuration applies to deployment:shop/plain"),
 				HaveKeyWithValue("patches", BeEquivalentTo(1))),
-			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("kind", "FeatureFlag"), HaveKeyWithValue("name", "checkout"),
+			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("kind", "FeatureFlag"), HaveKeyWithValue("FeatureFlag", object("shop", "checkout")),
 				HaveKeyWithValue("user", "alice"), HaveKeyWithValue("allowed", true), HaveKeyWithValue("reason", "valid"), Not(HaveKey("generateName"))),
-			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("kind", "FeatureFlagSource"), HaveKeyWithValue("name", "flags"),
+			And(HaveKeyWithValue("msg", "admission allowed"), HaveKeyWithValue("kind", "FeatureFlagSource"), HaveKeyWithValue("FeatureFlagSource", object("shop", "flags")),
 				HaveKeyWithValue("dryRun", true), HaveKeyWithValue("reason", "valid")),
 		))
 	})
@@ -99,7 +105,7 @@ func TestDecisionsAreLogged(t *testing.T) {
 
 		g.Expect(*lines).To(HaveExactElements(
 			And(HaveKeyWithValue("msg", "admission denied"), HaveKeyWithValue("level", BeEquivalentTo(0)),
-				HaveKeyWithValue("kind", "FeatureFlag"), HaveKeyWithValue("namespace", "shop"), HaveKeyWithValue("name", "checkout"),
+				HaveKeyWithValue("kind", "FeatureFlag"), HaveKeyWithValue("FeatureFlag", object("shop", "checkout")),
 				HaveKeyWithValue("operation", "CREATE"), HaveKeyWithValue("dryRun", false), HaveKeyWithValue("allowed", false),
 				HaveKeyWithValue("code", BeEquivalentTo(422)),
 				HaveKeyWithValue("reason", ContainSubstring(`spec.flagSpec.flags[f].defaultVariant: Invalid value: "of"`))),

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -222,7 +223,9 @@ func (p *PodMutator) ensureConfigMaps(ctx context.Context, v *topology.View, inj
 	var incomplete []string
 	for _, cm := range inj.ConfigMaps {
 		if err := p.ConfigMaps.Ensure(ctx, v, cm); err != nil {
-			log.FromContext(ctx).Error(err, "leaving a flag set out of a pod", "pod", ns+"/"+pod.GenerateName+pod.Name)
+			fs := cm.FlagSet()
+			log.FromContext(ctx).Error(err, "leaving a flag set out of a pod", "FeatureFlag", klog.KRef(fs.Namespace, fs.Name),
+				"Pod", klog.KRef(ns, pod.Name), "generateName", pod.GenerateName)
 			missing = append(missing, cm)
 			incomplete = append(incomplete, cm.FlagSet().Namespace+"/"+cm.FlagSet().Name)
 			warnings = append(warnings, fmt.Sprintf("flag set %s/%s left out of this pod: %v", cm.FlagSet().Namespace, cm.FlagSet().Name, err))

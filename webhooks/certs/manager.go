@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -166,7 +167,7 @@ func (m *Manager) ensureSecret(ctx context.Context) (*Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
-		log.FromContext(ctx).Info("renewing the webhook certificates", "action", action.String(), "reason", why, "secret", key.String())
+		log.FromContext(ctx).Info("renewing the webhook certificates", "action", action.String(), "reason", why, "Secret", klog.KRef(key.Namespace, key.Name))
 		if exists {
 			secret.Data = data
 			err = m.writer.Update(ctx, secret)
