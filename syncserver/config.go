@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -235,7 +236,8 @@ func (c Config) Namespace() string {
 // Options.Ready); observer may be nil. It returns the server, to be given
 // to the controllers as their controllers.Options.FlagSetListener. With
 // NamespaceTokenKeySecret it reads (or creates) the Secret with mgr's
-// API reader and client, within ctx.
+// API reader and client, within ctx. The server and its sync report log
+// through the logger of ctx.
 func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c Config, ready func() bool, observer Observer) (*Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -256,7 +258,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 			return nil, err
 		}
 		if created {
-			mgr.GetLogger().Info("generated the sync server's namespace-token key", "secret", ns+"/"+name)
+			log.FromContext(ctx).Info("generated the sync server's namespace-token key", "Secret", klog.KRef(ns, name))
 		}
 		chain = append(chain, keys)
 	}
@@ -282,7 +284,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 		Authenticator:    chain,
 		Ready:            ready,
 		Observer:         observer,
-		Log:              mgr.GetLogger(),
+		Log:              log.FromContext(ctx),
 	})
 	if err != nil {
 		return nil, err
@@ -292,7 +294,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, topo Snapshotter, c 
 	}
 	replica, uid := ReplicaIdentity()
 	reporter := &Reporter{Server: srv, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: c.Namespace(), Replica: replica, Owner: uid,
-		Log: mgr.GetLogger().WithName("syncreport")}
+		Log: log.FromContext(ctx).WithName("syncreport")}
 	if err := mgr.Add(reporter); err != nil {
 		return nil, fmt.Errorf("adding the sync report to the manager: %w", err)
 	}

@@ -243,7 +243,7 @@ func (r *Reporter) Publish(ctx context.Context) error {
 	}
 	if truncated > 0 && truncated != r.truncated {
 		r.Log.Info("the sync report is truncated: the streams of some flag sets are not in their status",
-			"entries", len(rep.Entries)+rep.Truncated, "left out", truncated, "shards", MaxReportShards)
+			"entries", len(rep.Entries)+rep.Truncated, "leftOut", truncated, "shards", MaxReportShards)
 	}
 	r.truncated = truncated
 	var errs []error

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/klog/v2"
 
 	"github.com/flagplane/flagplane/topology"
 )
@@ -142,7 +143,7 @@ func New(topo Snapshotter, opts Options) (*Server, error) {
 	s.hub.maxMessage = opts.MaxMessageSize
 	s.hub.tooLarge = func(flagSet topology.Key, size int) {
 		s.log.Error(nil, "not sending a flag set larger than the maximum message size: its subscribers keep the last content that fitted",
-			"flagSet", flagSet.Namespace+"/"+flagSet.Name, "bytes", size, "max", opts.MaxMessageSize)
+			"FeatureFlag", klog.KRef(flagSet.Namespace, flagSet.Name), "bytes", size, "max", opts.MaxMessageSize)
 	}
 	if opts.Observer != nil {
 		s.hub.pushed = opts.Observer.SyncPushed
@@ -356,7 +357,7 @@ func (s *Server) authorize(ctx context.Context, bodySelector string) (_ topology
 	}
 	v := s.hub.topo.Snapshot()
 	if !Entitled(v, id.Namespace, flagSet) {
-		s.log.V(1).Info("refused a subscriber", "identity", id.String(), "selector", sel)
+		s.log.V(1).Info("refused a subscriber", "FeatureFlag", klog.KRef(flagSet.Namespace, flagSet.Name), "identity", id.String())
 		return flagSet, id, v, status.Errorf(codes.PermissionDenied, permissionDeniedExplanation, id.Namespace, sel)
 	}
 	return flagSet, id, v, nil
@@ -371,7 +372,7 @@ func (s *Server) SyncFlags(req *syncv1.SyncFlagsRequest, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
-	log := s.log.WithValues("flagSet", flagSet.Namespace+"/"+flagSet.Name, "identity", id.String())
+	log := s.log.WithValues("FeatureFlag", klog.KRef(flagSet.Namespace, flagSet.Name), "identity", id.String())
 	conn := ""
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		conn = p.Addr.String()
