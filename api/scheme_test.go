@@ -47,7 +47,7 @@ func TestGroupsRegisterHereOnly(t *testing.T) {
 		module + "api/policy/v1alpha1":   true,
 		module + "api/delivery/v1alpha1": true,
 	}
-	root := filepath.Join("..")
+	root := ".."
 	fset := token.NewFileSet()
 	var files int
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -130,7 +133,9 @@ type Metrics interface {
 
 // Controller owns the topology and the workflow queues.
 type Controller struct {
-	topo   *topology.Topology
+	topo *topology.Topology
+	// log is the logger of the controllers, from the context of New.
+	log    logr.Logger
 	client client.Client
 	cache  cache.Cache
 	opts   Options
@@ -263,6 +268,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		cache:  mgr.GetCache(),
 		opts:   opts,
 		owners: restarts.Owners{Reader: mgr.GetCache()},
+		log:    log.FromContext(ctx).WithName("controllers"),
 	}
 	writes := func(kind string) func(string) {
 		return func(verb string) {
@@ -345,12 +351,12 @@ func (c *Controller) newWorkflows(mgr manager.Manager, settings workflows.Settin
 // flagds queue is the Flagd kind's: setupFlagds).
 func (c *Controller) newQueues() {
 	opts := c.opts
-	c.configMaps = newWorkQueue("configmaps", opts.Workers, c.reconcileConfigMap)
-	c.statuses = newWorkQueue("status", opts.Workers, c.reconcileStatus)
-	c.workloads = newWorkQueue("workloads", opts.Workers, c.reconcileWorkload)
-	c.rollouts = newWorkQueue("rollouts", opts.Workers, c.reconcileRollout)
+	c.configMaps = newWorkQueue(c.log, "configmaps", opts.Workers, c.reconcileConfigMap)
+	c.statuses = newWorkQueue(c.log, "status", opts.Workers, c.reconcileStatus)
+	c.workloads = newWorkQueue(c.log, "workloads", opts.Workers, c.reconcileWorkload)
+	c.rollouts = newWorkQueue(c.log, "rollouts", opts.Workers, c.reconcileRollout)
 	if opts.History != nil {
-		c.history = newWorkQueue("history", opts.Workers, c.reconcileHistory)
+		c.history = newWorkQueue(c.log, "history", opts.Workers, c.reconcileHistory)
 	}
 	c.deliveries.track(c.configMaps, &c.unseen, c.cachedConfigMapVersion, c.enqueue)
 	if opts.Metrics != nil {

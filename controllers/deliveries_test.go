@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,7 +46,7 @@ func TestDeliveriesEndTheWaitByAnEvent(t *testing.T) {
 			var unseen workflows.UnseenWrites
 			var d deliveries
 			var q *workQueue[client.ObjectKey]
-			q = newWorkQueue("configmaps", 1, func(context.Context, client.ObjectKey) error {
+			q = newWorkQueue(logr.Discard(), "configmaps", 1, func(context.Context, client.ObjectKey) error {
 				tc.reconcile(q, &unseen)
 				return nil
 			})

@@ -60,7 +60,7 @@ func (c *Controller) setupFlagds(mgr manager.Manager, events func(kind string) f
 		Events:   mgr.GetEventRecorder("flagplane"),
 		Failures: &c.failures,
 	}
-	c.flagds = newWorkQueue("flagds", c.opts.Workers, c.reconcileFlagd)
+	c.flagds = newWorkQueue(c.log, "flagds", c.opts.Workers, c.reconcileFlagd)
 	if c.opts.Metrics != nil {
 		c.flagds.observe = c.opts.Metrics.Reconciled
 	}

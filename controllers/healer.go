@@ -55,7 +55,7 @@ func (c *Controller) AddHealer(h Healer, resync time.Duration, workers int) {
 		workers = c.opts.Workers
 	}
 	c.heal = &healing{healer: h, resync: resync, pods: c.cache,
-		queue: newWorkQueue(HealerQueue, workers, func(ctx context.Context, w topology.Key) error {
+		queue: newWorkQueue(c.log, HealerQueue, workers, func(ctx context.Context, w topology.Key) error {
 			retryIn, err := h.Heal(ctx, w)
 			if err == nil && retryIn > 0 {
 				return workflows.RequeueAfter(retryIn)

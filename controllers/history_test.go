@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,8 +37,8 @@ func TestHistoryIsFedByTheGraph(t *testing.T) {
 	c := routingController()
 	c.opts.History = &history.Reconciler{Graph: c.topo}
 	none := func(context.Context, topology.Key) error { return nil }
-	c.history = newWorkQueue("history", 1, none)
-	c.rollouts = newWorkQueue("rollouts", 1, none)
+	c.history = newWorkQueue(logr.Discard(), "history", 1, none)
+	c.rollouts = newWorkQueue(logr.Discard(), "rollouts", 1, none)
 	var ffLine graphKind[*v1beta1.FeatureFlag]
 	var revLine graphKind[*deliveryv1alpha1.FeatureFlagRevision]
 	var policyLine graphKind[*deliveryv1alpha1.FeatureFlagRolloutPolicy]

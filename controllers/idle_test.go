@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -14,7 +16,7 @@ func TestPendingKeysUntilReconciledWithoutRetry(t *testing.T) {
 	g := NewWithT(t)
 	var mu sync.Mutex
 	results := map[string][]error{"flaky": {errors.New("boom"), nil}, "bad": {reconcile.TerminalError(errors.New("never"))}}
-	q := newWorkQueue("test", 1, func(_ context.Context, key string) error {
+	q := newWorkQueue(logr.Discard(), "test", 1, func(_ context.Context, key string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(results[key]) == 0 {

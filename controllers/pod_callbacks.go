@@ -4,9 +4,10 @@ import (
 	"context"
 	"sync"
 
+	"github.com/flagplane/flagplane/workflows"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
 )
@@ -112,7 +113,8 @@ func (c *Controller) onPodChanged(pod *corev1.Pod) {
 	c.event(string(w.Kind), "pod-changed")
 	d, err := c.topo.UpsertWorkload(w)
 	if err != nil {
-		log.Log.Error(err, "refused by the topology", "workload", w.Key().String())
+		kind, ref := workflows.LogKey(w.Key())
+		c.log.Error(err, "refused by the topology", kind, ref)
 		return
 	}
 	c.dispatch(d)

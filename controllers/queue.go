@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/go-logr/logr"
 
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -55,7 +58,7 @@ type workQueue[T comparable] struct {
 	ended func(key T)
 }
 
-func newWorkQueue[T comparable](name string, workers int, reconcileKey func(context.Context, T) error) *workQueue[T] {
+func newWorkQueue[T comparable](logger logr.Logger, name string, workers int, reconcileKey func(context.Context, T) error) *workQueue[T] {
 	rateLimiter := workqueue.DefaultTypedControllerRateLimiter[T]()
 	q := &workQueue[T]{
 		name: name,
@@ -69,7 +72,7 @@ func newWorkQueue[T comparable](name string, workers int, reconcileKey func(cont
 		}
 		return err
 	}
-	logger := log.Log.WithName("controllers").WithValues("workflow", name)
+	logger = logger.WithValues("workflow", name)
 	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[T]{
 		Reconciler:              reconcile.TypedFunc[T](q.reconcileKey),
 		MaxConcurrentReconciles: max(workers, 1),
@@ -86,7 +89,7 @@ func newWorkQueue[T comparable](name string, workers int, reconcileKey func(cont
 			if key == nil {
 				return logger
 			}
-			return logger.WithValues("key", *key)
+			return logger.WithValues(logValues(*key)...)
 		},
 	})
 	if err != nil {
@@ -145,7 +148,7 @@ func (q *workQueue[T]) reconcileKey(ctx context.Context, key T) (reconcile.Resul
 // the controller starts) and puts it on the queue again where the controller
 // would: after a failure (with backoff) or when asked to run again later.
 func (q *workQueue[T]) process(ctx context.Context, key T) {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workflow", q.name, "key", key))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workflow", q.name).WithValues(logValues(key)...))
 	res, err := q.reconcileKey(ctx, key)
 	switch {
 	case err == nil && res.RequeueAfter > 0:
@@ -168,4 +171,18 @@ func (q *workQueue[T]) reconcileSafely(ctx context.Context, key T, reconcileKey 
 		}
 	}()
 	return reconcileKey(ctx, key)
+}
+
+// logValues are the keys that name the object of a queue's key in the
+// logs, as every workflow names it (workflows.LogKey): its kind, and its
+// namespace/name.
+func logValues(key any) []any {
+	switch k := key.(type) {
+	case topology.Key:
+		kind, ref := workflows.LogKey(k)
+		return []any{kind, ref}
+	case client.ObjectKey:
+		return []any{"ConfigMap", klog.KRef(k.Namespace, k.Name)}
+	}
+	return []any{"key", key}
 }

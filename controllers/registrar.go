@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/flagplane/flagplane/topology"
 )
@@ -157,7 +157,7 @@ func (k graphKind[T]) upserted(c *Controller, obj T, event string) {
 	}
 	d, err := k.upsert(c.topo, obj)
 	if err != nil {
-		log.Log.Error(err, "refused by the topology", k.name, obj.GetNamespace()+"/"+obj.GetName())
+		c.log.Error(err, "refused by the topology", k.name, klog.KObj(obj))
 		return
 	}
 	c.dispatch(d)

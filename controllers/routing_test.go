@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +26,10 @@ import (
 func routingController() *Controller {
 	c := &Controller{topo: topology.New()}
 	none := func(context.Context, topology.Key) error { return nil }
-	c.statuses = newWorkQueue("status", 1, none)
-	c.workloads = newWorkQueue("workloads", 1, none)
-	c.flagds = newWorkQueue("flagds", 1, none)
-	c.configMaps = newWorkQueue("configmaps", 1, func(context.Context, client.ObjectKey) error { return nil })
+	c.statuses = newWorkQueue(logr.Discard(), "status", 1, none)
+	c.workloads = newWorkQueue(logr.Discard(), "workloads", 1, none)
+	c.flagds = newWorkQueue(logr.Discard(), "flagds", 1, none)
+	c.configMaps = newWorkQueue(logr.Discard(), "configmaps", 1, func(context.Context, client.ObjectKey) error { return nil })
 	c.route(c.kinds(nil))
 	c.ready.Store(true)
 	return c

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,12 +146,12 @@ func newEditBench(b testing.TB, n int) *editBench {
 	e.c = &Controller{topo: topology.New(settings.FlagSets.TopologyOptions()...), client: cluster}
 	e.c.statusWF = &status.Updater{Client: cluster, Settings: settings, Failures: &e.c.failures, Deliveries: &e.c.deliveries,
 		Writes: func(string) { e.statusWrites++ }}
-	e.c.statuses = newWorkQueue("status", 1, e.c.reconcileStatus)
-	e.c.workloads = newWorkQueue("workloads", 1, func(context.Context, topology.Key) error { return nil })
-	e.c.flagds = newWorkQueue("flagds", 1, func(context.Context, topology.Key) error { return nil })
+	e.c.statuses = newWorkQueue(logr.Discard(), "status", 1, e.c.reconcileStatus)
+	e.c.workloads = newWorkQueue(logr.Discard(), "workloads", 1, func(context.Context, topology.Key) error { return nil })
+	e.c.flagds = newWorkQueue(logr.Discard(), "flagds", 1, func(context.Context, topology.Key) error { return nil })
 	// The ConfigMap workflow, as far as the status sees it: the write is
 	// made (outside the clock, in edit) and on its way to the cache.
-	e.c.configMaps = newWorkQueue("configmaps", 1, func(_ context.Context, key client.ObjectKey) error {
+	e.c.configMaps = newWorkQueue(logr.Discard(), "configmaps", 1, func(_ context.Context, key client.ObjectKey) error {
 		replaced := ""
 		if cm, ok := cluster.objs[memKey{kind: fmt.Sprintf("%T", &corev1.ConfigMap{}), key: key}]; ok {
 			replaced = cm.GetResourceVersion()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/klog/v2"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/flagplane/flagplane/workflows/status"
@@ -62,7 +63,7 @@ func (c *Controller) syncReportHandler(namespace string) typedHandler[*corev1.Co
 		if !gone {
 			var err error
 			if r, err = status.DecodeSyncReport(cm.Data); err != nil {
-				log.Log.WithName("syncreport").Error(err, "ignoring a sync report", "configMap", cm.Namespace+"/"+cm.Name)
+				c.log.WithName("syncreport").Error(err, "ignoring a sync report", "ConfigMap", klog.KObj(cm))
 			}
 		}
 		// Queued even before the startup pass: a report may arrive while it

@@ -238,7 +238,7 @@ func cobraUse(fn *ast.FuncDecl) (string, bool) {
 // When the tables change shape, these names and kinds are what to adapt.
 const (
 	kindsDir     = "controllers"
-	kindsResult  = "registrar" // a table returns []registrar
+	kindsResult  = "registrar"   // a table returns []registrar
 	kindLine     = "graphKind"   // a line of a kind of the graph
 	watchedLine  = "watchedKind" // a line of a kind that only feeds a queue or a lookup
 	kindsHeading = "## Adding a new kind"

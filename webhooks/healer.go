@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -231,7 +232,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		reason, why = EventTargeted, "was admitted without "+culprit.Annotations[restarts.AnnotationUnresolved]+
 			", which its annotations name and which did not resolve then"
 	}
-	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "pod", culprit.Name, "reason", reason)
+	log.FromContext(ctx).Info("restarted a workload whose pod runs without its flags", "Pod", klog.KObj(culprit), "reason", reason)
 	// The note names flag sets and sources, which can pass an Event's
 	// limit: Warn cuts it.
 	workflows.Warn(h.Events, obj, reason, "Heal",

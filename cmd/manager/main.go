@@ -38,14 +38,15 @@ func run() error {
 		fmt.Println("flagplane manager", version)
 		return nil
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	ctrl.Log.Info("flagplane manager", "version", version)
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	logger.Info("flagplane manager", "version", version)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	ctx := ctrl.SetupSignalHandler()
+	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
 	mgr, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		return err

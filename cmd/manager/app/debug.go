@@ -9,7 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
-	ctrl "sigs.k8s.io/controller-runtime"
+	"github.com/go-logr/logr"
 
 	"github.com/flagplane/flagplane/inspect/explain"
 	"github.com/flagplane/flagplane/inspect/topodump"
@@ -103,11 +103,11 @@ func profilingHandlers() map[string]http.Handler {
 // releaseStartupMemory collects the start-up's garbage and returns the
 // freed memory to the operating system at once (the runtime would do it
 // over minutes), and logs what it released.
-func releaseStartupMemory() {
+func releaseStartupMemory(logger logr.Logger) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&after)
-	ctrl.Log.WithName("startup").Info("start-up memory returned to the system",
+	logger.Info("start-up memory returned to the system",
 		"heapInUseBefore", before.HeapInuse, "heapInUseAfter", after.HeapInuse, "released", after.HeapReleased)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -193,7 +194,7 @@ func (m *Manager) setupControllers(ctx context.Context, o Options) (webhooks.Opt
 		// The start-up lists every object and reconciles each once: a
 		// heap at its peak, most of it garbage once the pass is over,
 		// which the runtime would return to the system only slowly.
-		StartedUp:       releaseStartupMemory,
+		StartedUp:       func() { releaseStartupMemory(log.FromContext(ctx).WithName("startup")) },
 		PodAddress:      o.PodAddress,
 		PrometheusGates: o.PrometheusGates, PrometheusNamespaceLabel: o.PrometheusNamespaceLabel,
 		NoConfirm: !o.ConfirmDelivery, ConfirmBound: o.ConfirmBound,
