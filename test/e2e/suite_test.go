@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	uberzap "go.uber.org/zap"
+
 	"github.com/flagplane/flagplane/test/node"
 	"github.com/flagplane/flagplane/test/operator"
 )
@@ -27,7 +29,9 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// The manager's lines go to the spec's output, and as JSON, as the
+	// manager writes them in a cluster, to managerLogs (logs_test.go).
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.RawZapOpts(uberzap.WrapCore(managerLogs.tee))))
 	var err error
 	w, err = startWorld(ctx, GinkgoWriter, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
