@@ -1,0 +1,500 @@
+// Command testtimes records how long each package's tests take, and each
+// step of make test, in a file; and prints them as a table.
+//
+//	go test -json ./... | testtimes record -file bin/test-times.tsv -step test-unit
+//	testtimes mark -file bin/test-times.tsv vet start
+//	testtimes print -file bin/test-times.tsv
+//
+// record reads go test -json (test2json events) on its standard input and
+// writes the test output on its standard output, the Output fields
+// verbatim, as go test without -json would: each package's output once the
+// package is done, all of it for a package that failed, and its last line
+// ("ok  ...", "?   ... [no test files]") for one that passed. With -v it
+// writes all the output of every package, with -stream every line as it
+// comes (one package at a time, as when fuzzing). Lines that are not
+// events (the go command's own, with 2>&1) are passed on as they come, and
+// so is the output of a build. It appends a row to the file for each
+// package, and exits with status 1 when a package failed, did not build or
+// did not finish.
+//
+// mark appends the start or the end of a step (a Make target), and print
+// prints the steps in the order they started, with their wall time, and
+// then every package, slowest first.
+//
+// The file holds one run: its rows are those of the run named by
+// FLAGPLANE_TEST_TIMES_RUN (the Makefile sets it to the time make started,
+// in Unix nanoseconds), and a row of another run empties the file first.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// runEnv names the run a row belongs to.
+const runEnv = "FLAGPLANE_TEST_TIMES_RUN"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	fs := flag.NewFlagSet("testtimes "+os.Args[1], flag.ExitOnError)
+	file := fs.String("file", "bin/test-times.tsv", "the file of times")
+	switch os.Args[1] {
+	case "record":
+		step := fs.String("step", "", "the step the packages are tested in, as the table shows it")
+		verbose := fs.Bool("v", false, "write the output of every package, not only of those that failed")
+		stream := fs.Bool("stream", false, "write every line of output as it comes, not package by package")
+		_ = fs.Parse(os.Args[2:])
+		// An interrupt stops go test, which then ends its output: read it
+		// to the end, so that what it printed is written and recorded.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
+		rec := recorder{
+			out: bufio.NewWriter(os.Stdout), step: *step, verbose: *verbose, stream: *stream,
+			save: func(r row) error { return appendRow(*file, r) },
+		}
+		ok, err := rec.run(os.Stdin)
+		if err != nil {
+			fatal(err)
+		}
+		if !ok {
+			os.Exit(1)
+		}
+	case "mark":
+		_ = fs.Parse(os.Args[2:])
+		if fs.NArg() != 2 || (fs.Arg(1) != "start" && fs.Arg(1) != "end") {
+			usage()
+		}
+		if err := appendRow(*file, row{run: os.Getenv(runEnv), kind: fs.Arg(1), step: fs.Arg(0), at: time.Now()}); err != nil {
+			fatal(err)
+		}
+	case "print":
+		stopped := fs.Bool("stopped", false, "make stopped just now (a failure, an interrupt): count a step without an end, and the time after the last step, to now")
+		run := fs.String("run", "", "print nothing but this run's times")
+		_ = fs.Parse(os.Args[2:])
+		rows, err := readRows(*file)
+		if errors.Is(err, os.ErrNotExist) && *run != "" {
+			err = nil
+		}
+		if err != nil {
+			fatal(err)
+		}
+		if *run != "" && (len(rows) == 0 || rows[0].run != *run) {
+			fmt.Printf(">> test times (%s): none recorded in this run\n", *file)
+			return
+		}
+		w := bufio.NewWriter(os.Stdout)
+		printTable(w, *file, rows, time.Now(), *stopped)
+		if err := w.Flush(); err != nil {
+			fatal(err)
+		}
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage: testtimes record [-file F] [-step S] [-v] [-stream] < go test -json output
+       testtimes mark [-file F] STEP start|end
+       testtimes print [-file F] [-stopped] [-run RUN]`)
+	os.Exit(2)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "testtimes:", err)
+	os.Exit(1)
+}
+
+// A row of the file: a package's result (kind pkg), or the start or end of
+// a step. Tab-separated: run, kind, step, package, result, seconds (go
+// test's elapsed time of the package), at (when it was written, Unix
+// nanoseconds).
+type row struct {
+	run, kind, step, pkg, result string
+	seconds                      float64
+	at                           time.Time
+}
+
+func (r row) String() string {
+	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+	return strings.Join([]string{clean(r.run), r.kind, clean(r.step), clean(r.pkg), r.result,
+		strconv.FormatFloat(r.seconds, 'f', 3, 64), strconv.FormatInt(r.at.UnixNano(), 10)}, "\t") + "\n"
+}
+
+func parseRow(line string) (row, error) {
+	f := strings.Split(line, "\t")
+	if len(f) != 7 {
+		return row{}, fmt.Errorf("%d fields, want 7: %q", len(f), line)
+	}
+	seconds, err := strconv.ParseFloat(f[5], 64)
+	if err != nil {
+		return row{}, err
+	}
+	at, err := strconv.ParseInt(f[6], 10, 64)
+	if err != nil {
+		return row{}, err
+	}
+	return row{run: f[0], kind: f[1], step: f[2], pkg: f[3], result: f[4], seconds: seconds, at: time.Unix(0, at)}, nil
+}
+
+// appendRow appends r to the file, in one write (rows of concurrent
+// writers do not mix). When the file's first row is of another run, the
+// file is emptied first.
+func appendRow(path string, r row) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if r.run != "" {
+		if first, err := firstRun(path); err == nil && first != r.run {
+			flags |= os.O_TRUNC
+		}
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(r.String()); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// firstRun is the run of the file's first row; an error when there is none.
+func firstRun(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	run, _, _ := strings.Cut(line, "\t")
+	return run, nil
+}
+
+func readRows(path string) ([]row, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		r, err := parseRow(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// event is a test2json event (go doc test2json), and the go command's
+// build events (ImportPath, build-output, build-fail).
+type event struct {
+	Time        time.Time
+	Action      string
+	Package     string
+	ImportPath  string
+	Test        string
+	Elapsed     float64
+	Output      string
+	FailedBuild string
+}
+
+// pkgState is what record holds of a package until it is done.
+type pkgState struct {
+	start  time.Time
+	last   time.Time
+	output []string
+	// summary is the package's last line of its own (no test named): for a
+	// package that passed, the "ok" line go test prints.
+	summary string
+}
+
+type recorder struct {
+	out     *bufio.Writer
+	step    string
+	verbose bool
+	stream  bool
+	save    func(row) error
+
+	pkgs  map[string]*pkgState
+	order []string // packages in the order they started, for the end of input
+}
+
+// run reads the events of in to its end; ok is false when a package failed,
+// did not build or did not finish.
+func (r *recorder) run(in io.Reader) (ok bool, err error) {
+	r.pkgs = map[string]*pkgState{}
+	ok = true
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, readErr := br.ReadString('\n')
+		if line != "" {
+			fine, err := r.line(line)
+			if err != nil {
+				return false, err
+			}
+			ok = ok && fine
+		}
+		if readErr == io.EOF {
+			break
+		}
+		if readErr != nil {
+			return false, readErr
+		}
+	}
+	// Packages that never ended: go test was killed, or its output cut.
+	for _, name := range r.order {
+		p := r.pkgs[name]
+		if p == nil {
+			continue
+		}
+		ok = false
+		r.write(p.output...)
+		r.write(fmt.Sprintf("testtimes: %s did not finish\n", name))
+		seconds := 0.0
+		if !p.start.IsZero() && p.last.After(p.start) {
+			seconds = p.last.Sub(p.start).Seconds()
+		}
+		if err := r.save(row{run: os.Getenv(runEnv), kind: "pkg", step: r.step, pkg: name, result: "unfinished",
+			seconds: seconds, at: time.Now()}); err != nil {
+			return false, err
+		}
+	}
+	return ok, r.out.Flush()
+}
+
+// line handles one line of input; fine is false when it ends a package
+// that failed (a test, or its build).
+func (r *recorder) line(line string) (fine bool, err error) {
+	var e event
+	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil || e.Action == "" {
+		r.write(line)
+		return true, r.out.Flush()
+	}
+	switch {
+	case e.Action == "build-output":
+		r.write(e.Output)
+		return true, r.out.Flush()
+	case e.Action == "build-fail":
+		// The package's fail event (FailedBuild) follows.
+		return true, nil
+	case e.Package == "":
+		return true, nil
+	}
+	p := r.pkgs[e.Package]
+	if p == nil {
+		p = &pkgState{start: e.Time}
+		r.pkgs[e.Package] = p
+		r.order = append(r.order, e.Package)
+	}
+	if !e.Time.IsZero() {
+		p.last = e.Time
+	}
+	if e.Action == "output" {
+		if r.stream {
+			r.write(e.Output)
+			return true, r.out.Flush()
+		}
+		p.output = append(p.output, e.Output)
+		if e.Test == "" {
+			p.summary = e.Output
+		}
+		return true, nil
+	}
+	if e.Test != "" || (e.Action != "pass" && e.Action != "fail" && e.Action != "skip") {
+		return true, nil
+	}
+	// The package is done.
+	delete(r.pkgs, e.Package)
+	result := map[string]string{"pass": "ok", "fail": "FAIL", "skip": "no tests"}[e.Action]
+	if e.FailedBuild != "" {
+		result = "build failed"
+	}
+	switch {
+	case r.stream:
+	case e.Action == "fail" || r.verbose:
+		r.write(p.output...)
+	default:
+		r.write(p.summary)
+	}
+	if err := r.out.Flush(); err != nil {
+		return false, err
+	}
+	return e.Action != "fail", r.save(row{run: os.Getenv(runEnv), kind: "pkg", step: r.step, pkg: e.Package,
+		result: result, seconds: e.Elapsed, at: time.Now()})
+}
+
+func (r *recorder) write(s ...string) {
+	for _, s := range s {
+		_, _ = r.out.WriteString(s)
+	}
+}
+
+// step is a step of a run, from its marks.
+type step struct {
+	name       string
+	start, end time.Time
+}
+
+// printTable prints the steps of rows in the order they started, each with
+// its wall time from the end of the step before (or the run's start) to
+// its own end, and how much of it went to its prerequisites (what make
+// ran for it before its recipe); then every package, slowest first.
+//
+// A step without an end is counted to the last row of the file, or to now
+// when stopped (make stopped just now); when stopped, the time after the
+// last step's end is a row of its own (make stopped while it built the
+// next step's prerequisites).
+func printTable(w io.Writer, file string, rows []row, now time.Time, stopped bool) {
+	var steps []*step
+	byName := map[string]*step{}
+	var pkgs []row
+	noTests := 0
+	runStart, last := time.Time{}, time.Time{}
+	for _, r := range rows {
+		if ns, err := strconv.ParseInt(r.run, 10, 64); err == nil && runStart.IsZero() {
+			runStart = time.Unix(0, ns)
+		}
+		if r.at.After(last) {
+			last = r.at
+		}
+		switch r.kind {
+		case "start":
+			s := &step{name: r.step, start: r.at}
+			steps = append(steps, s)
+			byName[r.step] = s
+		case "end":
+			if s := byName[r.step]; s != nil {
+				s.end = r.at
+			}
+		case "pkg":
+			if r.result == "no tests" {
+				noTests++
+				continue
+			}
+			pkgs = append(pkgs, r)
+		}
+	}
+	if stopped {
+		last = now
+	}
+
+	fmt.Fprintf(w, ">> test times (%s)\n", file)
+	if len(steps) > 0 {
+		t := table{header: []string{"step", "result", "wall", "prerequisites"}, right: []bool{false, false, true, true}}
+		prev := runStart
+		for _, s := range steps {
+			end, result := s.end, "ok"
+			if end.IsZero() {
+				end, result = last, "unfinished"
+				if stopped {
+					result = "stopped"
+				}
+			}
+			before := time.Duration(0)
+			if !prev.IsZero() && s.start.After(prev) {
+				before = s.start.Sub(prev)
+			}
+			t.add(s.name, result, minutes(end.Sub(s.start)+before), minutes(before))
+			prev = end
+		}
+		if stopped && !steps[len(steps)-1].end.IsZero() {
+			t.add("(after "+steps[len(steps)-1].name+")", "stopped", minutes(now.Sub(prev)), "")
+		}
+		if !runStart.IsZero() {
+			t.add("total", "", minutes(last.Sub(runStart)), "")
+		}
+		t.write(w, "   ")
+	}
+
+	slices.SortStableFunc(pkgs, func(a, b row) int {
+		switch {
+		case a.seconds > b.seconds:
+			return -1
+		case a.seconds < b.seconds:
+			return 1
+		}
+		return strings.Compare(a.step+" "+a.pkg, b.step+" "+b.pkg)
+	})
+	if len(pkgs) > 0 {
+		fmt.Fprintln(w, ">> packages, slowest first (go test's time of each: its tests' run, not its build)")
+		t := table{header: []string{"time", "result", "step", "package"}, right: []bool{true, false, false, false}}
+		for _, p := range pkgs {
+			t.add(strconv.FormatFloat(p.seconds, 'f', 1, 64)+"s", p.result, p.step, p.pkg)
+		}
+		t.write(w, "   ")
+	}
+	if noTests > 0 {
+		fmt.Fprintf(w, "   packages without test files: %d\n", noTests)
+	}
+	if len(steps) == 0 && len(pkgs) == 0 {
+		fmt.Fprintln(w, "   nothing recorded")
+	}
+}
+
+// minutes formats a step's time: 14m02s, 41s.
+func minutes(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	if s < 60 {
+		return fmt.Sprintf("%ds", s)
+	}
+	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// table is text in aligned columns.
+type table struct {
+	header []string
+	right  []bool
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer, indent string) {
+	widths := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-len(c))
+			switch {
+			case t.right[i]:
+				b.WriteString(pad + c)
+			case i == len(r)-1:
+				b.WriteString(c)
+			default:
+				b.WriteString(c + pad)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
