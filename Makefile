@@ -70,6 +70,28 @@ export KUBEBUILDER_ASSETS := $(BIN)
 
 GINKGO_FLAGS ?=
 TEST_TIMEOUT ?= 30m
+# Test times (hack/testtimes). Every go test of make test runs with -json
+# through testtimes record, which prints what go test without -json would
+# (the output of a package that fails, the "ok" line of one that passes)
+# and appends each package's time and result to TEST_TIMES; each step of
+# make test marks its start and end there. make test prints the table at
+# its end, and so do test-unit, fuzz-short and test-integration when make
+# is asked for them last; make test-times prints the last run's. The run
+# is the time the first make started: a run's first mark or package
+# empties the file of the run before.
+TESTTIMES := $(BIN)/testtimes
+TEST_TIMES := $(BIN)/test-times.tsv
+# testtimes record's flags: -v prints the output of every package, as
+# go test -v would, not only of those that fail.
+TEST_OUTPUT_FLAGS ?=
+# testtimes print's flags (make test-times): -stopped, right after make
+# stopped, counts the unfinished step to now; -run <run> prints nothing
+# but that run (.ci/run).
+TEST_TIMES_FLAGS ?=
+ifndef FLAGPLANE_TEST_TIMES_RUN
+FLAGPLANE_TEST_TIMES_RUN := $(shell date +%s%N)
+endif
+export FLAGPLANE_TEST_TIMES_RUN
 BENCH_TIME ?= 1x
 # Each fan-out run makes 10 edits one at a time and a burst of 10 per size.
 FANOUT_BENCH_TIME ?= 1x
@@ -110,23 +132,29 @@ manifests: $(CONTROLLER_GEN) $(HELM_STAMP) ## Generate CRDs (config/crd/bases) a
 	go run ./hack/manifests -helm $(BIN)/helm
 
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated code or manifests differ from what is committed.
+verify-generated: $(TESTTIMES) generate manifests ## Fail when generated code or manifests differ from what is committed.
+	$(step-start)
 	@changed=$$(git status --porcelain -- api config charts); \
 	if [ -n "$$changed" ]; then \
 	  echo "generated files differ from what is committed: run 'make generate manifests' and commit the result" >&2; \
 	  echo "$$changed" >&2; git --no-pager diff -- api config charts | head -40 >&2; exit 1; fi
+	$(step-end)
 
 .PHONY: fmt
 fmt: ## Format the Go code.
 	go fmt ./...
 
 .PHONY: vet
-vet: ## Vet the Go code.
+vet: $(TESTTIMES) ## Vet the Go code.
+	$(step-start)
 	go vet ./...
+	$(step-end)
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Lint the Go code, tests and hack/ included, with golangci-lint (.golangci.yml).
+lint: $(TESTTIMES) $(GOLANGCI_LINT) ## Lint the Go code, tests and hack/ included, with golangci-lint (.golangci.yml).
+	$(step-start)
 	$(GOLANGCI_LINT) run ./...
+	$(step-end)
 
 .PHONY: install-crds
 install-crds: ## Apply the CRDs to the cluster of the current kubeconfig.
@@ -214,7 +242,28 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner.
+test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
+	@$(TESTTIMES) print -file $(TEST_TIMES)
+
+.PHONY: test-times
+test-times: $(TESTTIMES) ## Print the test times of the last run (TEST_TIMES): each step's wall time, and each package's time and result, slowest first.
+	@$(TESTTIMES) print -file $(TEST_TIMES) $(TEST_TIMES_FLAGS)
+
+$(TESTTIMES): $(wildcard hack/testtimes/*.go)
+	@mkdir -p $(BIN)
+	go build -o $@ ./hack/testtimes
+
+# step-start and step-end are the first and the last line of the recipe of
+# each step of make test: they mark its start and end in TEST_TIMES, and
+# step-end prints the table when make was asked for the step last and it
+# tests packages. TEST_RECORD pipes go test -json into testtimes record,
+# followed by the label of the packages' step in the table.
+step-start = @$(TESTTIMES) mark -file $(TEST_TIMES) $@ start
+define step-end
+@$(TESTTIMES) mark -file $(TEST_TIMES) $@ end
+$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES))
+endef
+TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -229,11 +278,14 @@ CHART_VALUE_SETS := \
 	"namespaced.enabled=true,namespaced.teamObjects=false,namespaced.extraNamespaces={team-a-jobs}"
 
 .PHONY: argocd-health
-argocd-health: $(ARGOCD_HEALTH_STAMP) ## Run every health_test.yaml of config/gitops/argocd with Argo CD's own Lua health code (hack/tools/argocdhealth).
+argocd-health: $(TESTTIMES) $(ARGOCD_HEALTH_STAMP) ## Run every health_test.yaml of config/gitops/argocd with Argo CD's own Lua health code (hack/tools/argocdhealth).
+	$(step-start)
 	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
+	$(step-end)
 
 .PHONY: test-chart
-test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with its defaults and other value sets.
+test-chart: $(TESTTIMES) $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with its defaults and other value sets.
+	$(step-start)
 	@for set in $(CHART_VALUE_SETS); do \
 	  args=""; if [ -n "$$set" ]; then args="--set $$set"; fi; \
 	  echo ">> helm lint / template charts/flagplane $$args"; \
@@ -241,6 +293,7 @@ test-chart: $(HELM_STAMP) ## helm lint and helm template charts/flagplane, with 
 	    { $(BIN)/helm lint --strict charts/flagplane --namespace flagplane-system $$args; exit 1; }; \
 	  $(BIN)/helm template flagplane charts/flagplane --namespace flagplane-system $$args >/dev/null; \
 	done
+	$(step-end)
 
 # Packages under test/ that need no control plane (plain Go tests): they
 # run with the unit tests.
@@ -254,14 +307,18 @@ RACE_SUITES := ./test/reconcile ./test/accounting
 PLAIN_TESTS := ./test/image ./test/realnode
 
 .PHONY: test-unit
-test-unit: ## Unit, golden and property tests of the pure packages, with the race detector.
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES)
+test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages, with the race detector.
+	$(step-start)
+	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES) $(TEST_RECORD) test-unit
+	$(step-end)
 
 .PHONY: test-integration
-test-integration: controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS)
+test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
+	$(step-start)
+	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
+	go test -json -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
+	go test -json -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
+	$(step-end)
 
 .PHONY: health-testdata
 health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state, and check them with both runners.
@@ -310,7 +367,8 @@ define run-fuzz
 	@for t in $(1); do \
 	  for try in 1 2; do \
 	    echo ">> $${t##*:} ($${t%:*}) for $(2)"; \
-	    if FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test $${t%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(2) 2>&1 | tee $(BIN)/fuzz-last.log; then break; fi; \
+	    if FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $${t%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(2) 2>&1 \
+	      $(TEST_RECORD) "$@:$${t##*:}" -stream | tee $(BIN)/fuzz-last.log; then break; fi; \
 	    if [ $$try -eq 1 ] && grep -q 'context deadline exceeded' $(BIN)/fuzz-last.log && ! grep -q 'Failing input written' $(BIN)/fuzz-last.log; then \
 	      echo ">> $${t##*:}: the fuzz deadline race of go.dev/issue/75804, no failing input: once more"; continue; fi; \
 	    exit 1; \
@@ -319,16 +377,18 @@ define run-fuzz
 endef
 
 .PHONY: fuzz
-fuzz: ## Fuzz every target of the module (func Fuzz* in a _test.go file), one go test -fuzz each, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
+fuzz: $(TESTTIMES) ## Fuzz every target of the module (func Fuzz* in a _test.go file), one go test -fuzz each, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
 	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
 
 .PHONY: fuzz-short
-fuzz-short: ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s); run the admission extremes without the race detector; print the longest admissions.
+fuzz-short: $(TESTTIMES) ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s); run the admission extremes without the race detector; print the longest admissions.
+	$(step-start)
 	$(call run-fuzz,$(ADMISSION_FUZZ),$(FUZZ_SHORT_TIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$'
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
+	$(step-end)
 
 .PHONY: fuzz-report
 fuzz-report: ## Print the longest admission of each path the last fuzz run saw, with its input (FUZZ_TIMINGS).
@@ -471,9 +531,11 @@ $(CHAINSAW):
 chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
 
 .PHONY: conformance
-conformance: realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
+conformance: $(TESTTIMES) realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
+	$(step-start)
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
+	$(step-end)
 
 .PHONY: bench-ofo
 bench-ofo: realnode $(CHAINSAW) ## The OpenFeature Operator itself on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. Builds OFO's manager from it, installs it as its Makefile does (kustomize config/default; cert-manager's Secrets and CA bundles made by the command) and runs OFO's own suite against OFO: the control of make conformance. Then the same work under each operator, one after the other on fresh nodes: OFO_BENCH_PODS opted-in Deployments, with admission latency from the API server's histogram and the manager's memory and CPU from the kubelet.
@@ -538,7 +600,9 @@ $(ARGOCD_HEALTH_STAMP): hack/tools/argocdhealth/go.mod hack/tools/argocdhealth/m
 ##@ Control plane (built from Go modules into bin/)
 
 .PHONY: controlplane
-controlplane: $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP) $(GATEWAY_API_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (once per machine and version); fetch Gateway API's CRDs.
+controlplane: $(TESTTIMES) $(ETCD_STAMP) $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP) $(GATEWAY_API_STAMP) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (once per machine and version); fetch Gateway API's CRDs.
+	$(step-start)
+	$(step-end)
 
 .PHONY: gateway-api-crds
 gateway-api-crds: $(GATEWAY_API_STAMP) ## Copy Gateway API's standard CRDs (ReferenceGrant, HTTPRoute, ...) from its Go module into bin/gateway-api-crds.
