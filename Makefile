@@ -357,27 +357,40 @@ ADMISSION_FUZZ := ./webhooks:FuzzFlagSetValidator ./webhooks:FuzzSourceValidator
 	./test/admissionfuzz:FuzzRolloutPolicyCRD
 FUZZ_TIMINGS := $(BIN)/fuzz-admission-timings.tsv
 
-# run-fuzz fuzzes each <package>:<name> of $(1) for $(2). A run that fails
+# run-fuzz fuzzes each <package>:<name> of $(1) for $(2). Each package's
+# test binary is built once, instrumented for fuzzing (go test -c -fuzz),
+# and run for each of its targets as go test -fuzz runs it: in the
+# package's folder, with the inputs it finds interesting kept in the Go
+# cache, through test2json. A run that fails
 # with nothing but "context deadline exceeded" and writes no failing input
 # is Go's fuzz coordinator racing its own -fuzztime deadline on a loaded
 # machine (go.dev/issue/75804, fixed in Go 1.27), not a finding: it is run
 # once more. Any other failure, or the same one twice, fails.
 define run-fuzz
-	@mkdir -p $(BIN) && rm -f $(FUZZ_TIMINGS)
-	@for t in $(1); do \
+	@mkdir -p $(BIN)/fuzz && rm -f $(FUZZ_TIMINGS)
+	@fuzzcache=$$(go env GOCACHE)/fuzz; built=; \
+	for t in $(1); do \
+	  pkg=$${t%:*}; name=$${t##*:}; \
+	  if [ "$$pkg" != "$$built" ]; then \
+	    read -r dir path <<< "$$(go list -f '{{.Dir}} {{.ImportPath}}' $$pkg)"; \
+	    bin=$(BIN)/fuzz/$$(echo $$path | tr / _).test; \
+	    echo ">> building $$path's tests for fuzzing"; \
+	    go test -c -fuzz "^$$name$$" -o $$bin $$pkg; built=$$pkg; \
+	  fi; \
 	  for try in 1 2; do \
-	    echo ">> $${t##*:} ($${t%:*}) for $(2)"; \
-	    if FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $${t%:*} -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(2) 2>&1 \
-	      $(TEST_RECORD) "$@:$${t##*:}" -stream | tee $(BIN)/fuzz-last.log; then break; fi; \
+	    echo ">> $$name ($$pkg) for $(2)"; \
+	    if (cd $$dir && FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go tool test2json -t -p $$path $$bin -test.v=test2json -test.paniconexit0 \
+	          -test.run '^$$' -test.fuzz "^$$name$$" -test.fuzztime $(2) -test.fuzzcachedir $$fuzzcache/$$path) 2>&1 \
+	        $(TEST_RECORD) "$@:$$name" -stream | tee $(BIN)/fuzz-last.log; then break; fi; \
 	    if [ $$try -eq 1 ] && grep -q 'context deadline exceeded' $(BIN)/fuzz-last.log && ! grep -q 'Failing input written' $(BIN)/fuzz-last.log; then \
-	      echo ">> $${t##*:}: the fuzz deadline race of go.dev/issue/75804, no failing input: once more"; continue; fi; \
+	      echo ">> $$name: the fuzz deadline race of go.dev/issue/75804, no failing input: once more"; continue; fi; \
 	    exit 1; \
 	  done; \
 	done
 endef
 
 .PHONY: fuzz
-fuzz: $(TESTTIMES) ## Fuzz every target of the module (func Fuzz* in a _test.go file), one go test -fuzz each, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
+fuzz: $(TESTTIMES) ## Fuzz every target of the module (func Fuzz* in a _test.go file), one at a time, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
 	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
 	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
