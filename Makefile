@@ -245,6 +245,14 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
 	@$(TESTTIMES) print -file $(TEST_TIMES)
 
+# go test vets each package before testing it, with a few of go vet's
+# checks. make test runs go vet ./... first: every check, on the same
+# packages and test files, built alike. So its go tests without the race
+# detector leave that out; those with it (which build the files of
+# //go:build race, that go vet ./... leaves out) keep it.
+GO_TEST_VET ?=
+test: GO_TEST_VET := -vet=off
+
 .PHONY: test-times
 test-times: $(TESTTIMES) ## Print the test times of the last run (TEST_TIMES): each step's wall time, and each package's time and result, slowest first.
 	@$(TESTTIMES) print -file $(TEST_TIMES) $(TEST_TIMES_FLAGS)
@@ -316,8 +324,8 @@ test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages,
 test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	$(step-start)
 	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
-	go test -json -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
-	go test -json -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
+	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
+	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
 	$(step-end)
 
 .PHONY: health-testdata
@@ -392,14 +400,14 @@ endef
 .PHONY: fuzz
 fuzz: $(TESTTIMES) ## Fuzz every target of the module (func Fuzz* in a _test.go file), one at a time, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
 	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
 
 .PHONY: fuzz-short
 fuzz-short: $(TESTTIMES) ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s); run the admission extremes without the race detector; print the longest admissions.
 	$(step-start)
 	$(call run-fuzz,$(ADMISSION_FUZZ),$(FUZZ_SHORT_TIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
 	$(step-end)
 
