@@ -313,18 +313,30 @@ RACE_SUITES := ./test/reconcile ./test/accounting
 # Plain Go tests under test/ (no Ginkgo flags): the image, built by make image;
 # the real node's own tests (it starts, serves, and leaves nothing behind).
 PLAIN_TESTS := ./test/image ./test/realnode
+# go test starts the packages it is given in that order, two at a time
+# (-p, the cores). The slowest (make test's table of test times) are given
+# first, so that none starts last and runs alone while the other core
+# idles; go test drops a package given twice.
+UNIT_FIRST := ./webhooks ./topology ./test/admissionfuzz ./workflows ./syncserver ./controllers
+INTEGRATION_FIRST := ./test/realinstall ./test/install ./test/flagd ./test/security
+# The packages of $(1) that exist and have tests.
+with-tests = $(foreach p,$(1),$(if $(wildcard $(p)/*_test.go),$(p)))
 
 .PHONY: test-unit
 test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages, with the race detector.
 	$(step-start)
-	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES) $(TEST_RECORD) test-unit
+	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) \
+	  $(call with-tests,$(UNIT_FIRST)) \
+	  $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES) $(TEST_RECORD) test-unit
 	$(step-end)
 
 .PHONY: test-integration
 test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	$(step-start)
 	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
-	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
+	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) \
+	  $(call with-tests,$(filter-out $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),$(INTEGRATION_FIRST))) \
+	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
 	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
 	$(step-end)
 
