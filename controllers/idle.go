@@ -71,7 +71,12 @@ func (p *pending[T]) len() int {
 func (c *Controller) Idle() bool { return c.Pending() == 0 }
 
 // Pending counts the keys of all queues that wait, are being reconciled, or
-// wait for a retry.
+// wait for a retry: those of the graph's workflows and of the history,
+// whose reconciles write revisions and may put a status on its queue.
 func (c *Controller) Pending() int {
-	return c.configMaps.pending.len() + c.statuses.pending.len() + c.workloads.pending.len() + c.flagds.pending.len()
+	n := c.configMaps.pending.len() + c.statuses.pending.len() + c.workloads.pending.len() + c.flagds.pending.len()
+	if c.history != nil {
+		n += c.history.pending.len()
+	}
+	return n
 }
