@@ -68,6 +68,8 @@ var notRunnable = map[string]string{
 	"flagplane topology --url https://127.0.0.1:8443 --token \"$TOKEN\" --insecure-skip-tls-verify > topology.dot": "needs the port-forward to an installed manager's metrics Service, and its token",
 	"flagplane explain deploy/web -n shop --url https://127.0.0.1:8443 --token-file ./token":                       "needs the port-forward to an installed manager's metrics Service, and a token file",
 	"go test ./test/docs -count=1 -ginkgo.v":                                                                       "runs this very suite",
+	`kubectl logs -n flagplane-system -l app.kubernetes.io/name=flagplane,app.kubernetes.io/component=manager --tail=-1 --prefix | grep -E '"FeatureFlag":\{"name":"shop-flags","namespace":"shop"\}'`:           "reads the logs of an installed manager's pods, and the demo runs the manager in-process; test/e2e runs this grep over the manager's lines after an edit ('the logs of one FeatureFlag edit')",
+	`kubectl logs -n flagplane-system -l app.kubernetes.io/name=flagplane,app.kubernetes.io/component=manager --tail=-1 | jq -cR 'fromjson? | select(.FeatureFlag == {"namespace":"shop","name":"shop-flags"})'`: "reads the logs of an installed manager's pods, and the demo runs the manager in-process; the grep above it is run by test/e2e",
 }
 
 // exampleOutput are the commands whose output the docs show only as an
