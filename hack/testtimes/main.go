@@ -19,7 +19,10 @@
 //
 // mark appends the start or the end of a step (a Make target), and print
 // prints the steps in the order they started, with their wall time, and
-// then every package, slowest first.
+// then every package, slowest first, and last why each failing package
+// failed: the lines of its output that say so (Ginkgo's [FAILED] blocks,
+// the testing package's messages, a panic), so that the end of a long
+// log, which may be all a reader of it sees, names the failure.
 //
 // The file holds one run: its rows are those of the run named by
 // FLAGPLANE_TEST_TIMES_RUN (the Makefile sets it to the time make started,
@@ -36,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -341,9 +345,75 @@ func (r *recorder) line(line string) (fine bool, err error) {
 	if err := r.out.Flush(); err != nil {
 		return false, err
 	}
+	if e.Action == "fail" {
+		if why := failureExcerpt(p.output); why != "" {
+			if err := r.save(row{run: os.Getenv(runEnv), kind: "why", step: r.step, pkg: e.Package,
+				result: strconv.Quote(why), at: time.Now()}); err != nil {
+				return false, err
+			}
+		}
+	}
 	return e.Action != "fail", r.save(row{run: os.Getenv(runEnv), kind: "pkg", step: r.step, pkg: e.Package,
 		result: result, seconds: e.Elapsed, at: time.Now()})
 }
+
+// maxExcerptLines bounds the lines failureExcerpt keeps of one package.
+const maxExcerptLines = 80
+
+// ansi matches the terminal's color codes, which Ginkgo writes.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// failureExcerpt is what a failed package's output says of its failures:
+// each Ginkgo [FAILED] block up to the line that places it ("In [It] at:
+// ..."), the testing package's messages (file_test.go:N: ...) and
+// "--- FAIL" lines, and a panic with the lines after it; without color,
+// at most maxExcerptLines.
+func failureExcerpt(output []string) string {
+	var lines []string
+	for _, o := range output {
+		lines = append(lines, strings.Split(strings.TrimSuffix(ansi.ReplaceAllString(o, ""), "\n"), "\n")...)
+	}
+	var out []string
+	seen := map[string]bool{}
+	keep := func(l string) {
+		if len(out) < maxExcerptLines {
+			out = append(out, l)
+		}
+	}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "[FAILED]") && !strings.HasPrefix(t, "[FAILED] in ["):
+			// The block, to its place; a block printed twice (in the
+			// spec's report and in the summary) is kept once.
+			end := i
+			for end+1 < len(lines) && end-i < 40 && !strings.HasPrefix(strings.TrimSpace(lines[end]), "In [") {
+				end++
+			}
+			block := strings.Join(lines[i:end+1], "\n")
+			if !seen[block] {
+				seen[block] = true
+				for _, b := range lines[i : end+1] {
+					keep(b)
+				}
+			}
+			i = end
+		case strings.HasPrefix(t, "--- FAIL") || testingMessage.MatchString(l):
+			keep(l)
+		case strings.HasPrefix(t, "panic:"):
+			for _, b := range lines[i:min(i+12, len(lines))] {
+				keep(b)
+			}
+			i += 11
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// testingMessage is a message of t.Error, t.Fatal or t.Log in a failing
+// test's output: indented, and placed by its file and line.
+var testingMessage = regexp.MustCompile(`^\s+\S+_test\.go:\d+: `)
 
 func (r *recorder) write(s ...string) {
 	for _, s := range s {
@@ -369,7 +439,7 @@ type step struct {
 func printTable(w io.Writer, file string, rows []row, now time.Time, stopped bool) {
 	var steps []*step
 	byName := map[string]*step{}
-	var pkgs []row
+	var pkgs, whys []row
 	noTests := 0
 	runStart, last := time.Time{}, time.Time{}
 	for _, r := range rows {
@@ -388,6 +458,8 @@ func printTable(w io.Writer, file string, rows []row, now time.Time, stopped boo
 			if s := byName[r.step]; s != nil {
 				s.end = r.at
 			}
+		case "why":
+			whys = append(whys, r)
 		case "pkg":
 			if r.result == "no tests" {
 				noTests++
@@ -450,6 +522,16 @@ func printTable(w io.Writer, file string, rows []row, now time.Time, stopped boo
 	}
 	if len(steps) == 0 && len(pkgs) == 0 {
 		fmt.Fprintln(w, "   nothing recorded")
+	}
+	for _, r := range whys {
+		why, err := strconv.Unquote(r.result)
+		if err != nil {
+			why = r.result
+		}
+		fmt.Fprintf(w, ">> why %s failed (%s)\n", r.pkg, r.step)
+		for _, l := range strings.Split(why, "\n") {
+			fmt.Fprintln(w, "   "+l)
+		}
 	}
 }
 

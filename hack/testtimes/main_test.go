@@ -87,6 +87,7 @@ func TestRecord(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
 	wantRows := "example.com/fake/broken build failed 0s\n" +
+		"example.com/fake/fail \"    fail_test.go:7: want 2, got 3\\n--- FAIL: TestBad (0.00s)\" 0s\n" +
 		"example.com/fake/fail FAIL 4ms\n" +
 		"example.com/fake/notests no tests 0s\n" +
 		"example.com/fake/pass ok 318ms"
@@ -196,9 +197,47 @@ func TestCommand(t *testing.T) {
 		"   0.3s  ok            test-unit         example.com/fake/pass\n" +
 		"   0.0s  FAIL          test-unit         example.com/fake/fail\n" +
 		"   0.0s  build failed  test-unit         example.com/fake/broken\n" +
-		"   packages without test files: 1\n"
+		"   packages without test files: 1\n" +
+		">> why example.com/fake/fail failed (test-unit)\n" +
+		"       fail_test.go:7: want 2, got 3\n" +
+		"   --- FAIL: TestBad (0.00s)\n"
 	if out != want {
 		t.Errorf("print:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestFailureExcerpt: of a Ginkgo suite's verbose output, in color, the
+// excerpt is each [FAILED] block to the line that places it, once, without
+// color, and the --- FAIL line; not the passing specs' lines.
+func TestFailureExcerpt(t *testing.T) {
+	red, plain := "\x1b[38;5;9m\x1b[1m", "\x1b[0m"
+	output := []string{
+		"=== RUN   TestSuite\n",
+		"  STEP: deleting the FeatureFlag @ 11/29/26 22:49:22.515\n",
+		"\u2022 [PASSED] a spec that passed\n",
+		"  " + red + "[FAILED] in [It] - /src/delivery_test.go:48 @ 11/29/26 22:51:30" + plain + "\n",
+		red + "\u2022 [FAILED] [120.001 seconds]" + plain + "\n",
+		"  " + red + "[FAILED] Timed out after 120.001s.\n",
+		"  the real kubelet says it cannot refresh the volume\n",
+		"  Expected\n      <[]v1.Event | len:0, cap:0>: []\n  to contain element matching\n      <*matchers.AndMatcher>\n" + plain,
+		"  In [It] at: /src/delivery_test.go:48 @ 11/29/26 22:51:30\n",
+		"------------------------------\n",
+		"Summarizing 1 Failure:\n",
+		"  [FAIL] delivery on a real node [It] file: ...\n",
+		"--- FAIL: TestSuite (346.24s)\n",
+		"FAIL\n",
+	}
+	got := failureExcerpt(output)
+	want := "  [FAILED] Timed out after 120.001s.\n" +
+		"  the real kubelet says it cannot refresh the volume\n" +
+		"  Expected\n      <[]v1.Event | len:0, cap:0>: []\n  to contain element matching\n      <*matchers.AndMatcher>\n" +
+		"  In [It] at: /src/delivery_test.go:48 @ 11/29/26 22:51:30\n" +
+		"--- FAIL: TestSuite (346.24s)"
+	if got != want {
+		t.Errorf("excerpt:\n%s\nwant:\n%s", got, want)
+	}
+	if got := failureExcerpt([]string{"ok  \texample.com/fake/pass\t0.318s\n"}); got != "" {
+		t.Errorf("excerpt of output that names no failure: %q, want none", got)
 	}
 }
 
