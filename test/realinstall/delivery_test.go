@@ -48,7 +48,7 @@ var _ = Describe("delivery on a real node", func() {
 		Eventually(eventsAbout(ctx, ns, pod.Name)).WithTimeout(deliveryTimeout).Should(ContainElement(And(
 			HaveField("Reason", "FailedMount"), HaveField("Note", ContainSubstring(`configmap "`+cm+`" not found`)))),
 			"the real kubelet says it cannot refresh the volume")
-		Consistently(resolve(addr)).WithTimeout(3*suiteSyncFrequency()+5*time.Second).Should(Equal(evaluated("on")), "flagd serves the last projection")
+		Consistently(resolve(addr)).WithTimeout(3*suiteSyncFrequency()+5*time.Second).WithPolling(poll).Should(Equal(evaluated("on")), "flagd serves the last projection")
 	})
 
 	It("kubernetes: flagd reads the FeatureFlag from the API server with the pod's own service account, under the Role flagplane grants; deleting the workload revokes it", func(ctx SpecContext) {

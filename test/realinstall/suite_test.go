@@ -64,6 +64,12 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
+	// Gomega polls every 10 ms by default: 100 requests a second to a
+	// pod's flagd or the API server, for as long as a wait lasts, on a
+	// machine that also runs the node and another suite. A quarter second
+	// is fine enough for waits counted in seconds.
+	SetDefaultEventuallyPollingInterval(poll)
+	SetDefaultConsistentlyPollingInterval(poll)
 	var err error
 	root, err = controlplane.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
