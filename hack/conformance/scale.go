@@ -81,32 +81,53 @@ spec:
 	return chunks
 }
 
-// create applies the work and, for flagplane, waits until every flag set
-// has its ConfigMap in namespace scale. It returns how long the objects
-// took to create and the wait after.
-func (s scaleWork) create(ctx context.Context, c *realnode.Cluster, flagplane bool) (created, settled time.Duration, err error) {
+// create applies the work, waits until kube-controller-manager has made
+// the ReplicaSet of every Deployment of it (under either operator, so that
+// its backlog does not fall into the measured work), and, for flagplane,
+// until every flag set has its ConfigMap in namespace scale. It returns
+// how long the objects took to create, and each wait after.
+func (s scaleWork) create(ctx context.Context, c *realnode.Cluster, flagplane bool) (created, replicaSets, settled time.Duration, err error) {
 	began := time.Now()
 	for _, chunk := range s.manifests(500) {
 		if out, err := c.KubectlWithInput(strings.NewReader(chunk), "create", "-f", "-", "-o", "name"); err != nil {
-			return 0, 0, fmt.Errorf("creating the scale work: %w\n%s", err, tail(out))
+			return 0, 0, 0, fmt.Errorf("creating the scale work: %w\n%s", err, tail(out))
 		}
 	}
 	created = time.Since(began)
-	if !flagplane {
-		return created, 0, nil
+	if replicaSets, err = waitForCount(ctx, c, "replicasets", "", s.workloads); err != nil {
+		return created, 0, 0, fmt.Errorf("kube-controller-manager did not make the ReplicaSets of the scale work: %w", err)
 	}
-	deadline := time.Now().Add(15 * time.Minute)
+	if !flagplane {
+		return created, replicaSets, 0, nil
+	}
+	if settled, err = waitForCount(ctx, c, "configmaps", "app.kubernetes.io/managed-by", s.flagSets); err != nil {
+		return created, replicaSets, 0, fmt.Errorf("flagplane did not generate the ConfigMaps of the scale work: %w", err)
+	}
+	return created, replicaSets, settled, nil
+}
+
+// waitForCount waits, at most 20 minutes, until namespace scale holds n
+// objects of resource (with label selector when not ""), and says how long
+// that took.
+func waitForCount(ctx context.Context, c *realnode.Cluster, resource, selector string, n int) (time.Duration, error) {
+	began := time.Now()
+	deadline := began.Add(20 * time.Minute)
+	args := []string{"-n", "scale", "get", resource, "-o", "name"}
+	if selector != "" {
+		args = append(args, "-l", selector)
+	}
 	for {
-		out, err := c.Kubectl("-n", "scale", "get", "configmaps", "-l", "app.kubernetes.io/managed-by", "-o", "name")
-		if err == nil && strings.Count(out, "\n") >= s.flagSets {
-			return created, time.Since(began) - created, nil
+		out, err := c.Kubectl(args...)
+		have := strings.Count(out, "\n")
+		if err == nil && have >= n {
+			return time.Since(began), nil
 		}
 		if time.Now().After(deadline) {
-			return created, 0, fmt.Errorf("flagplane did not generate the %d ConfigMaps of the scale work: %d", s.flagSets, strings.Count(out, "\n"))
+			return 0, fmt.Errorf("%d of %d %s after %s", have, n, resource, time.Since(began).Round(time.Second))
 		}
-		sleepCtx(ctx, time.Second)
+		sleepCtx(ctx, 2*time.Second)
 		if ctx.Err() != nil {
-			return created, 0, ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 }
