@@ -590,7 +590,7 @@ bench-ofo: realnode $(CHAINSAW) ## The OpenFeature Operator itself on the real n
 	@cat $(BIN)/conformance/measure-flagplane.md; tail -n 1 $(BIN)/conformance/measure-ofo.md
 
 .PHONY: migrate-ofo
-migrate-ofo: realnode ## A live migration off the OpenFeature Operator on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. OFO runs two Deployments (file and kubernetes providers) while pods are created, the flag set edited and every flagd asked; then docs/openfeature-operator.md's steps are followed. Reports the pods admitted with and without flagd and refused, and any flagd answer older than one it gave before.
+migrate-ofo: realnode ## A live migration off the OpenFeature Operator on the real node, not in make test: OFO_DIR=<a checkout of open-feature-operator>. OFO runs two Deployments (file and kubernetes providers) while pods are created, the flag set edited and every flagd asked; then docs/openfeature-operator.md's steps are followed, and the way back to OFO. Reports the pods admitted with and without flagd and refused, and any flagd answer older than one it gave before.
 	@test -n "$(OFO_DIR)" || { echo "OFO_DIR is not set: make migrate-ofo OFO_DIR=<a checkout of open-feature-operator> (OFO's manager is built from it)" >&2; exit 1; }
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance -migrate -ofo-dir "$(OFO_DIR)" -doc "" -report $(BIN)/conformance/migrate.md $(CONFORMANCE_FLAGS)

@@ -44,6 +44,10 @@ type measurement struct {
 	churn                      time.Duration
 	requestsPerPod             float64
 	churnCPUMilli, churnRSSMiB float64
+	// kubeServed is, after the churn, an edit to the flagd of a pod that
+	// reads the flag set with the kubernetes provider serving it (-1: not
+	// within editServedBound).
+	kubeServed time.Duration
 }
 
 func (m measurement) String() string {
@@ -57,8 +61,12 @@ func (m measurement) String() string {
 	if m.editServed >= 0 {
 		served = m.editServed.Round(100 * time.Millisecond).String()
 	}
-	return row + fmt.Sprintf(" %s | %d | %s | %.1f | %.0f | %.1f |", served, m.editRequests, m.churn.Round(100*time.Millisecond),
-		m.requestsPerPod, m.churnCPUMilli, m.churnRSSMiB)
+	kubeServed := "not within " + editServedBound.String()
+	if m.kubeServed >= 0 {
+		kubeServed = m.kubeServed.Round(100 * time.Millisecond).String()
+	}
+	return row + fmt.Sprintf(" %s | %d | %s | %.1f | %.0f | %.1f | %s |", served, m.editRequests, m.churn.Round(100*time.Millisecond),
+		m.requestsPerPod, m.churnCPUMilli, m.churnRSSMiB, kubeServed)
 }
 
 func seconds(s float64) string {
@@ -76,11 +84,11 @@ func header(m measurement) string {
 		return measureHeader
 	}
 	head, sep, _ := strings.Cut(measureHeader, "\n")
-	return head + auditHeader + "\n" + sep + strings.Repeat("--:|", 6)
+	return head + auditHeader + "\n" + sep + strings.Repeat("--:|", 7)
 }
 
 // auditHeader extends measureHeader's columns with editAndChurn's.
-const auditHeader = " edit to a pod's flagd serving it | the manager's API requests for the edit (Leases apart) | all pods deleted to all made again Ready | the manager's API requests per pod made again (Leases apart) | CPU meanwhile (millicores) | working set after (MiB) |"
+const auditHeader = " edit to a pod's flagd serving it | the manager's API requests for the edit (Leases apart) | all pods deleted to all made again Ready | the manager's API requests per pod made again (Leases apart) | CPU meanwhile (millicores) | working set after (MiB) | edit to a kubernetes-provider pod's flagd serving it |"
 
 // measure runs the work and reads the figures; webhook is the name of the
 // operator's mutating pod webhook, managerNS its namespace.
@@ -239,8 +247,75 @@ func editAndChurn(ctx context.Context, c *realnode.Cluster, m *measurement, mana
 	}
 	m.churnRSSMiB = float64(after.workingSet) / (1 << 20)
 	requests, _, err := managerRequests(c.AuditLogPath, managerNS, churned, time.Now())
+	if err != nil {
+		return err
+	}
 	m.requestsPerPod = float64(requests) / float64(n)
+	m.kubeServed, err = kubernetesEditServed(ctx, c)
 	return err
+}
+
+// kubernetesEditServed adds, after everything else was measured, a
+// FeatureFlagSource with the kubernetes provider and a Deployment of one
+// pod that reads the flag set through it (flagd watches the FeatureFlag
+// with the pod's ServiceAccount, under the RBAC the operator grants), and
+// times one edit to that flagd serving it.
+func kubernetesEditServed(ctx context.Context, c *realnode.Cluster) (time.Duration, error) {
+	work := fmt.Sprintf(`apiVersion: core.openfeature.dev/v1beta1
+kind: FeatureFlagSource
+metadata: {name: kube-source, namespace: measure}
+spec:
+  sources: [{source: flags, provider: kubernetes}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kube-app, namespace: measure}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: kube-app, namespace: measure}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: kube-app}}
+  template:
+    metadata:
+      labels: {app: kube-app}
+      annotations: {openfeature.dev/enabled: "true", openfeature.dev/featureflagsource: kube-source}
+    spec:
+      serviceAccountName: kube-app
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {name: app, image: %s, command: [sleep, "3600"], resources: {requests: {cpu: 5m}}}
+`, realnode.BusyboxImage)
+	if out, err := c.KubectlWithInput(strings.NewReader(work), "apply", "-f", "-"); err != nil {
+		return 0, fmt.Errorf("creating the kubernetes-provider work: %w\n%s", err, out)
+	}
+	if out, err := c.Kubectl("-n", "measure", "rollout", "status", "deployment/kube-app", "--timeout=5m"); err != nil {
+		return 0, fmt.Errorf("the kubernetes-provider pod: %w\n%s", err, out)
+	}
+	ip, err := c.Kubectl("-n", "measure", "get", "pods", "-l", "app=kube-app", "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].status.podIP}")
+	if err != nil || ip == "" {
+		return 0, fmt.Errorf("the kubernetes-provider pod's IP: %v %s", err, ip)
+	}
+	// The flag set serves "on" since the first edit; this one turns it off.
+	edited := time.Now()
+	if out, err := c.Kubectl("-n", "measure", "patch", "featureflag", "flags", "--type=merge",
+		"-p", `{"spec":{"flagSpec":{"flags":{"new-ui":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"off"}}}}}`); err != nil {
+		return 0, fmt.Errorf("editing the flag set: %w\n%s", err, out)
+	}
+	for time.Since(edited) < editServedBound {
+		askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		e, err := flagdapi.Resolve(askCtx, ip+":8013", flagdapi.Boolean, "new-ui", nil)
+		cancel()
+		if err == nil && e.Variant == "off" {
+			return time.Since(edited), nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return -1, nil
 }
 
 // editServedBound is how long an edit is waited for at a pod's flagd.

@@ -35,7 +35,9 @@ import (
 // `flagplane migrate`, OFO uninstalled, flagplane installed with
 // `kubectl apply --server-side --force-conflicts -k` of an overlay of
 // config/default, the workloads `flagplane migrate` names rolled, and
-// `flagplane migrate --apply` until nothing of OFO is left.
+// `flagplane migrate --apply` until nothing of OFO is left. Then the way
+// back, with the same work running: flagplane's objects deleted but its
+// CRDs, OFO installed again, and the Deployments rolled under it.
 //
 // What is reported comes from the real counterparts: the API server's
 // answer to each pod create (admitted with a flagd container, without one,
@@ -74,7 +76,8 @@ type migrationRun struct {
 	// behind the value written last.
 	stale    map[string]map[string]int
 	perPhase map[string]int
-	// bare are the creation times of the Jobs whose pod came without flagd.
+	// bare are the creation times of the Jobs whose pod came without
+	// flagd, on the way to flagplane (the way back's are in created).
 	bare []time.Time
 	// began is when OFO's uninstall began.
 	began time.Time
@@ -171,10 +174,15 @@ func migrate(ctx context.Context, c *realnode.Cluster, root, ofoDir, flagdTag, r
 	took := time.Since(began)
 	m.setPhase("after")
 	sleep(ctx, 30*time.Second)
+
+	back, err := m.wayBack(ctx, ofoDir)
+	if err != nil {
+		return err
+	}
 	stop()
 	wg.Wait()
 
-	report := m.report(took, window, left)
+	report := m.report(took, window, left, back)
 	fmt.Print(report)
 	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
 		return err
@@ -324,7 +332,7 @@ func (m *migrationRun) classify(ctx context.Context, name, phase string, at time
 		m.created[phase] = map[string]int{}
 	}
 	m.created[phase][outcome]++
-	if outcome == "without flagd" {
+	if outcome == "without flagd" && slices.Index(phases, phase) < slices.Index(phases, "flagplane uninstalled") {
 		m.bare = append(m.bare, at)
 	}
 	m.mu.Unlock()
@@ -544,10 +552,73 @@ patches:
 	}
 }
 
-// phases in the order they run.
-var phases = []string{"OFO", "look", "OFO uninstalled", "flagplane installing", "flagplane installed", "rolled", "clean-up", "after"}
+// wayBackRun is what the way back took: from the start of flagplane's
+// uninstall to OFO's webhook answering (window), and to the Deployments
+// rolled under OFO (took).
+type wayBackRun struct{ window, took time.Duration }
 
-func (m *migrationRun) report(took, window time.Duration, left bool) string {
+// wayBack moves the same cluster back to OFO, with the same work running,
+// by the steps of docs/openfeature-operator.md, "Moving back to the
+// OpenFeature Operator": flagplane's objects deleted but its CRDs, OFO
+// installed as before (its CRDs applied over flagplane's), the
+// Deployments rolled so that OFO injects their pods.
+func (m *migrationRun) wayBack(ctx context.Context, ofoDir string) (wayBackRun, error) {
+	var back wayBackRun
+	began := time.Now()
+	m.setPhase("flagplane uninstalled")
+	if err := m.uninstallFlagplane(ctx); err != nil {
+		return back, err
+	}
+	uninstalled := time.Now()
+	m.setPhase("OFO installing")
+	if err := installOFO(ctx, m.c, ofoDir); err != nil {
+		return back, err
+	}
+	back.window = time.Since(uninstalled)
+	m.setPhase("OFO installed")
+	sleep(ctx, 10*time.Second)
+	m.setPhase("rolled back")
+	for _, d := range []string{"web-file", "web-kube"} {
+		if out, err := m.c.Kubectl("-n", migrateNS, "rollout", "restart", "deployment/"+d); err != nil {
+			return back, fmt.Errorf("rolling %s: %w\n%s", d, err, out)
+		}
+	}
+	for _, d := range []string{"web-file", "web-kube"} {
+		if out, err := m.c.Kubectl("-n", migrateNS, "rollout", "status", "deployment/"+d, "--timeout=5m"); err != nil {
+			return back, fmt.Errorf("rolling %s back under OFO: %w\n%s", d, err, out)
+		}
+	}
+	back.took = time.Since(began)
+	m.setPhase("after, back")
+	sleep(ctx, 30*time.Second)
+	return back, nil
+}
+
+// uninstallFlagplane deletes flagplane's objects of config/default but its
+// CRDs, which hold the FeatureFlags both operators read.
+func (m *migrationRun) uninstallFlagplane(ctx context.Context) error {
+	out, err := m.c.Kubectl("kustomize", filepath.Join(m.root, "config", "default"))
+	if err != nil {
+		return fmt.Errorf("kubectl kustomize: %w\n%s", err, out)
+	}
+	var keep []string
+	for doc := range strings.SplitSeq(out, "\n---\n") {
+		if !strings.Contains(doc, "kind: CustomResourceDefinition\n") {
+			keep = append(keep, doc)
+		}
+	}
+	say("$ kubectl delete --ignore-not-found -f - (flagplane's objects of config/default but its CRDs)")
+	if out, err := m.c.KubectlWithInput(strings.NewReader(strings.Join(keep, "\n---\n")), "delete", "--ignore-not-found", "--wait=true", "--timeout=3m", "-f", "-"); err != nil {
+		return fmt.Errorf("uninstalling flagplane: %w\n%s", err, out)
+	}
+	return ctx.Err()
+}
+
+// phases in the order they run: the move to flagplane, and the way back.
+var phases = []string{"OFO", "look", "OFO uninstalled", "flagplane installing", "flagplane installed", "rolled", "clean-up", "after",
+	"flagplane uninstalled", "OFO installing", "OFO installed", "rolled back", "after, back"}
+
+func (m *migrationRun) report(took, window time.Duration, left bool, back wayBackRun) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
@@ -570,6 +641,8 @@ func (m *migrationRun) report(took, window time.Duration, left bool) string {
 		fmt.Fprintf(&b, "- pods admitted without flagd were created from %s to %s after OFO's uninstall began\n",
 			m.bare[0].Sub(m.began).Round(100*time.Millisecond), m.bare[len(m.bare)-1].Sub(m.began).Round(100*time.Millisecond))
 	}
+	fmt.Fprintf(&b, "- the way back, flagplane's uninstall to the Deployments rolled under OFO: %s; flagplane uninstalled to OFO's webhook answering: %s\n",
+		back.took.Round(time.Second), back.window.Round(100*time.Millisecond))
 	if left {
 		b.WriteString("- `flagplane migrate --apply` still found something of OFO after 10 runs\n")
 	}

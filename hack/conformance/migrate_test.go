@@ -35,8 +35,11 @@ func TestMigrationRecord(t *testing.T) {
 	m.created["OFO uninstalled"] = map[string]int{"without flagd": 1}
 	m.began = time.Now()
 	m.bare = []time.Time{m.began.Add(3 * time.Second)}
-	r := m.report(time.Minute, 5*time.Second, false)
+	m.created["OFO installing"] = map[string]int{"without flagd": 2}
+	r := m.report(time.Minute, 5*time.Second, false, wayBackRun{window: 7 * time.Second, took: 40 * time.Second})
 	for _, want := range []string{"| OFO | 2 | 0 | 0 | 3 | 0 | 0 |", "| OFO uninstalled | 0 | 1 | 0 | 0 | 0 | 0 |",
+		"| OFO installing | 0 | 2 | 0 | 0 | 0 | 0 |", "| **all** | 2 | 3 | 0 | 6 | | |",
+		"the way back, flagplane's uninstall to the Deployments rolled under OFO: 40s; flagplane uninstalled to OFO's webhook answering: 7s",
 		"| after | 0 | 0 | 0 | 3 | 2 | 0 |", "older than one the same flagd gave before: **1**", "pod pod-a answered 3 after 4"} {
 		if !strings.Contains(r, want) {
 			t.Errorf("the report lacks %q:\n%s", want, r)
