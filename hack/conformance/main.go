@@ -270,7 +270,14 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			say("creating %d Deployments of no replica and %d FeatureFlags with a source each", sw.workloads, sw.flagSets)
+			scaleBegan := time.Now()
 			created, replicaSets, settled, err := sw.create(ctx, c, !ofo)
+			if err != nil {
+				return err
+			}
+			// What the manager asked of the API server meanwhile (printed
+			// by verb and resource).
+			requests, _, err := managerRequests(c.AuditLogPath, managerNS, scaleBegan, time.Now())
 			if err != nil {
 				return err
 			}
@@ -279,7 +286,7 @@ func run(ctx context.Context, o options) error {
 			if !ofo {
 				scaleLine += fmt.Sprintf("; flagplane's %d ConfigMaps for them %s after", sw.flagSets, settled.Round(100*time.Millisecond))
 			}
-			scaleLine += ".\n"
+			scaleLine += fmt.Sprintf("; the manager's API requests meanwhile, Leases apart: %d.\n", requests)
 			say("%s", scaleLine)
 		}
 		m, err := measure(ctx, c, operator, webhook, managerNS, o.measure, startup)
