@@ -24,6 +24,7 @@ import (
 
 	"github.com/flagplane/flagplane/api"
 	"github.com/flagplane/flagplane/test/internal/child"
+	"github.com/flagplane/flagplane/test/internal/scratch"
 )
 
 // DefaultControllers are the kube-controller-manager controllers run when
@@ -148,6 +149,8 @@ type ControlPlane struct {
 	scheduler *child.Process
 
 	watchdog *watchdog
+	// scratch is Dir, locked for as long as this process lives.
+	scratch *scratch.Dir
 
 	stopOnce sync.Once
 	stopErr  error
@@ -181,11 +184,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		opts.CRDDirectoryPaths = append(opts.CRDDirectoryPaths, crds)
 	}
 
-	dir, err := os.MkdirTemp("", "flagplane-controlplane-")
+	// A directory a dead run left (its etcd's data, its logs) goes first.
+	scratchDir, err := scratch.Make("flagplane-controlplane-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the control plane's directory: %w", err)
 	}
+	dir := scratchDir.Path
 	cp := &ControlPlane{
+		scratch:                  scratchDir,
 		Dir:                      dir,
 		KubeconfigPath:           filepath.Join(dir, "kubeconfig"),
 		ControllerManagerLogPath: filepath.Join(dir, "kube-controller-manager.log"),
@@ -499,9 +505,12 @@ func (cp *ControlPlane) Stop() error {
 			_ = f.Close()
 		}
 		if cp.keepDir {
+			if err := cp.scratch.Keep(); err != nil {
+				errs = append(errs, fmt.Errorf("keeping %s: %w", cp.Dir, err))
+			}
 			cp.logf("control plane stopped in %s; kept %s", time.Since(began).Round(time.Millisecond), cp.Dir)
 		} else {
-			if err := os.RemoveAll(cp.Dir); err != nil {
+			if err := cp.scratch.Remove(); err != nil {
 				errs = append(errs, fmt.Errorf("removing %s: %w", cp.Dir, err))
 			}
 			cp.logf("control plane stopped in %s", time.Since(began).Round(time.Millisecond))

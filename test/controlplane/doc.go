@@ -34,5 +34,7 @@
 // dies without calling Stop (a panic outside Ginkgo, `go test -timeout`, a
 // signal), the child processes are killed anyway: kube-controller-manager
 // and kube-scheduler through the parent-death signal, etcd and kube-apiserver through a small
-// watchdog that notices when the test process is gone.
+// watchdog that notices when the test process is gone. Its directory
+// (etcd's data, the logs) cannot be removed by a process that is gone: the
+// next control plane started on the machine removes it (test/internal/scratch).
 package controlplane

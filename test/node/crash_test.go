@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/internal/scratch"
 	"github.com/flagplane/flagplane/test/node"
 )
 
@@ -126,6 +127,15 @@ var _ = Describe("the node's processes", func() {
 		}
 		Eventually(func() []int { return processesMentioning(cpDir) }).WithTimeout(10*time.Second).Should(BeEmpty(),
 			"the helper's control plane outlived it")
+
+		By("the next run removes the directories the helper left (its lock on them died with it)")
+		Expect(nodeDir).To(BeADirectory())
+		Expect(cpDir).To(BeADirectory())
+		Expect(scratch.Reap("flagplane-node-")).To(ContainElement(nodeDir))
+		Expect(scratch.Reap("flagplane-controlplane-")).To(ContainElement(cpDir))
+		Expect(nodeDir).NotTo(BeAnExistingFile())
+		Expect(cpDir).NotTo(BeAnExistingFile())
+		Expect(cp.Dir).To(BeADirectory(), "this suite's own control plane, whose process lives, keeps its directory")
 	}, NodeTimeout(4*time.Minute))
 })
 

@@ -22,16 +22,19 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/internal/scratch"
 	"github.com/flagplane/flagplane/test/node/internal/mountns"
 )
 
 // Node is a running agent. See the package documentation.
 type Node struct {
-	opts   Options
-	dir    string
-	cp     *controlplane.ControlPlane
-	client kubernetes.Interface // as the node's own user
-	admin  kubernetes.Interface // for setting up and removing the node only
+	opts Options
+	dir  string
+	// scratch is dir, locked for as long as this process lives.
+	scratch *scratch.Dir
+	cp      *controlplane.ControlPlane
+	client  kubernetes.Interface // as the node's own user
+	admin   kubernetes.Interface // for setting up and removing the node only
 
 	facts      nodeFacts
 	serviceEnv []envVar
@@ -64,16 +67,18 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, opts Options) (*N
 	if err := opts.complete(cp); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "flagplane-node-")
+	// A directory a dead run left (its pods' files, its logs) goes first.
+	scratchDir, err := scratch.Make("flagplane-node-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the node's directory: %w", err)
 	}
+	dir := scratchDir.Path
 	// The pods' directories are bind-mounted into processes that may run
 	// as any user: the path to them must be traversable.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, dir: dir, cp: cp, runners: map[types.UID]*podRunner{}, imageIDs: map[string]string{}}
+	n := &Node{opts: opts, dir: dir, scratch: scratchDir, cp: cp, runners: map[types.UID]*podRunner{}, imageIDs: map[string]string{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.start(ctx); err != nil {
 		if stopErr := n.Stop(); stopErr != nil {
@@ -233,8 +238,11 @@ func (n *Node) Stop() error {
 			}
 		}
 		if n.opts.KeepDir {
+			if err := n.scratch.Keep(); err != nil {
+				errs = append(errs, fmt.Errorf("keeping %s: %w", n.dir, err))
+			}
 			n.logf("node %s stopped; kept %s", n.opts.Name, n.dir)
-		} else if err := os.RemoveAll(n.dir); err != nil {
+		} else if err := n.scratch.Remove(); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", n.dir, err))
 		}
 		n.stopErr = errors.Join(errs...)
