@@ -365,9 +365,10 @@ var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // failureExcerpt is what a failed package's output says of its failures:
 // each Ginkgo [FAILED] block up to the line that places it ("In [It] at:
-// ..."), the testing package's messages (file_test.go:N: ...) and
-// "--- FAIL" lines, and a panic with the lines after it; without color,
-// at most maxExcerptLines.
+// ..."), the testing package's messages (file_test.go:N: ...), "--- FAIL"
+// lines, a flag the test binary does not know (a plain test given
+// Ginkgo's flags), and a panic with the lines after it; without color, at
+// most maxExcerptLines.
 func failureExcerpt(output []string) string {
 	var lines []string
 	for _, o := range output {
@@ -399,7 +400,7 @@ func failureExcerpt(output []string) string {
 				}
 			}
 			i = end
-		case strings.HasPrefix(t, "--- FAIL") || testingMessage.MatchString(l):
+		case strings.HasPrefix(t, "--- FAIL") || strings.HasPrefix(t, "flag provided but not defined") || testingMessage.MatchString(l):
 			keep(l)
 		case strings.HasPrefix(t, "panic:"):
 			for _, b := range lines[i:min(i+12, len(lines))] {

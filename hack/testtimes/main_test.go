@@ -236,6 +236,9 @@ func TestFailureExcerpt(t *testing.T) {
 	if got != want {
 		t.Errorf("excerpt:\n%s\nwant:\n%s", got, want)
 	}
+	if got := failureExcerpt([]string{"flag provided but not defined: -ginkgo.v\n", "Usage of /tmp/x.test:\n", "  -test.v\n"}); got != "flag provided but not defined: -ginkgo.v" {
+		t.Errorf("excerpt of a plain test given Ginkgo's flags: %q", got)
+	}
 	if got := failureExcerpt([]string{"ok  \texample.com/fake/pass\t0.318s\n"}); got != "" {
 		t.Errorf("excerpt of output that names no failure: %q, want none", got)
 	}
