@@ -14,8 +14,8 @@ import (
 type wayBackRun struct{ window, took time.Duration }
 
 // wayBack moves the same cluster back to OFO, with the same work running,
-// by the steps of docs/openfeature-operator.md, "Moving back to the
-// OpenFeature Operator": flagplane's objects deleted but its CRDs, OFO
+// by the steps of docs/openfeature-operator.md, "The way back, run
+// live": flagplane's objects deleted but its CRDs, OFO
 // installed as before (its CRDs applied over flagplane's), the
 // Deployments rolled so that OFO injects their pods.
 func (m *migrationRun) wayBack(ctx context.Context, ofoDir string) (wayBackRun, error) {
