@@ -126,8 +126,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) $(HELM_STAMP) ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from the markers of every package; keep config/ and charts/flagplane one source (hack/manifests).
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) $(HELM_STAMP) ## Generate CRDs (config/crd/bases; the fleet hub's in config/fleet/crd) and RBAC (config/rbac/role.yaml) from the markers of every package; keep config/ and charts/flagplane one source (hack/manifests).
+	$(CONTROLLER_GEN) crd paths="{./api/v1beta1/...,./api/policy/...,./api/delivery/...}" output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/fleet/... output:crd:artifacts:config=config/fleet/crd
 	$(CONTROLLER_GEN) rbac:roleName=flagplane-manager paths=./... output:rbac:artifacts:config=config/rbac
 	go run ./hack/manifests -helm $(BIN)/helm
 

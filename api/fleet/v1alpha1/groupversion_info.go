@@ -1,0 +1,44 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "fleet.flagplane.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// Kinds of this group.
+const (
+	FeatureFlagPlacementKind = "FeatureFlagPlacement"
+	FleetGrantKind           = "FleetGrant"
+)
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&FeatureFlagPlacement{}, &FeatureFlagPlacementList{},
+		&FleetGrant{}, &FleetGrantList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// Labels the hub puts on the copies it writes into a member.
+const (
+	// PlacementLabel on a member's FeatureFlag names the hub's
+	// FeatureFlagPlacement (in the same namespace) that placed it. The hub
+	// deletes, updates and reports only copies that carry it, and its
+	// admission policy on the member refuses its writes of any other.
+	PlacementLabel = "fleet.flagplane.dev/placement"
+)
+
+// FieldManager is the field manager of the hub's writes into members.
+const FieldManager = "flagplane-fleet"
