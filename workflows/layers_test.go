@@ -15,7 +15,9 @@ import (
 // it expects, so status imports configmaps and rbac and never the reverse;
 // staging reads what consumers hold through status (status.CopiesOf), the
 // one answer the delivery status gives too, and what their flagds answer
-// through it as well (status.ConfirmObserved, over confirm).
+// through it as well (status.ConfirmObserved, over confirm). The fleet
+// hub's workflow reads only what members' flagplane wrote, so it needs
+// none of the single cluster's delivery.
 var layers = map[string][]string{
 	"workflows":                        {"flagsets", "injection", "flagdversion"},
 	"workflows/flagdversion":           {},
@@ -32,6 +34,7 @@ var layers = map[string][]string{
 	"workflows/staging":                {"workflows", "flagsets", "injection", "flagdversion", "status", "configmaps", "rbac", "outbound", "confirm"},
 	"workflows/outbound":               {},
 	"workflows/confirm":                {"flagsets", "outbound"},
+	"workflows/fleet":                  {"workflows", "flagsets", "injection", "flagdversion"},
 	"workflows/internal/workflowstest": {"workflows", "flagsets", "injection", "flagdversion", "manifests", "configmaps", "rbac"},
 }
 

@@ -1,0 +1,19 @@
+// Package fleet is the fleet hub's workflow: it places a FeatureFlag of the
+// hub onto the member clusters a FeatureFlagPlacement selects, and reports,
+// per cluster, which revision the member's copy holds and whether the
+// member's own flagplane confirms that its pods serve it.
+//
+// The rules are pure functions of what the hub reads, so that they can be
+// tested without clusters:
+//
+//   - Select (select.go) picks the clusters of a placement among the
+//     inventory's ClusterProfiles, and says which of them the placement's
+//     namespace is granted (FleetGrants of the inventory's namespace).
+//   - Copy and Differs (copy.go) are the copy the hub writes into a member
+//     and whether a member's copy still holds the hub's content.
+//   - Observe (state.go) is what the hub says of one cluster.
+//
+// Reconciler (reconciler.go) applies them: it writes, corrects or deletes
+// the copies through the members' clients, under the hub's identity on each
+// member, and writes the placement's status.
+package fleet
