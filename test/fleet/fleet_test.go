@@ -1,0 +1,391 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
+	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
+	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/fixtures"
+	fleetwf "github.com/flagplane/flagplane/workflows/fleet"
+)
+
+// hubIdentity is the member's name for the hub, as config/fleet/member
+// makes it.
+const hubIdentity = "system:serviceaccount:flagplane-fleet:flagplane-fleet"
+
+func grant(name string, namespaces []string, selector map[string]string) *fleetv1alpha1.FleetGrant {
+	return &fleetv1alpha1.FleetGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: inventoryNS},
+		Spec: fleetv1alpha1.FleetGrantSpec{Namespaces: namespaces,
+			ClusterSelector: metav1.LabelSelector{MatchLabels: selector}}}
+}
+
+func placement(ns, name, flagSet string, selector map[string]string) *fleetv1alpha1.FeatureFlagPlacement {
+	return &fleetv1alpha1.FeatureFlagPlacement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: fleetv1alpha1.FeatureFlagPlacementSpec{
+			TargetRef:       fleetv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: "FeatureFlag", Name: flagSet},
+			ClusterSelector: metav1.LabelSelector{MatchLabels: selector}}}
+}
+
+// states reads the placement's status as cluster → state.
+func states(ctx context.Context, key client.ObjectKey) map[string]fleetv1alpha1.ClusterPlacementStatus {
+	var p fleetv1alpha1.FeatureFlagPlacement
+	if err := hubC.Get(ctx, key, &p); err != nil {
+		return nil
+	}
+	out := map[string]fleetv1alpha1.ClusterPlacementStatus{}
+	for _, c := range p.Status.Clusters {
+		out[c.Cluster] = c
+	}
+	return out
+}
+
+func stateOf(ctx context.Context, key client.ObjectKey, cluster string) func() fleetv1alpha1.ClusterState {
+	return func() fleetv1alpha1.ClusterState { return states(ctx, key)[cluster].State }
+}
+
+// memberCopy reads a member's FeatureFlag as its admin sees it.
+func memberCopy(ctx context.Context, m *memberCluster, ns, name string) (*v1beta1.FeatureFlag, error) {
+	var ff v1beta1.FeatureFlag
+	err := m.cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)
+	return &ff, err
+}
+
+// servedBy is the revision a member's flagplane says its copy serves, once
+// it is Ready for the copy's newest spec.
+func servedBy(ctx context.Context, m *memberCluster, ns, name string) func() string {
+	return func() string {
+		ff, err := memberCopy(ctx, m, ns, name)
+		if err != nil {
+			return ""
+		}
+		ready := meta.FindStatusCondition(ff.Status.Conditions, v1beta1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != ff.Generation {
+			return ""
+		}
+		return ff.Status.Revision
+	}
+}
+
+func editHub(ctx context.Context, ns, name, variant string) string {
+	var rev string
+	Eventually(func() error {
+		var ff v1beta1.FeatureFlag
+		if err := hubC.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff); err != nil {
+			return err
+		}
+		f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
+		f.DefaultVariant = variant
+		ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+		rev = fleetwf.Revision(&ff)
+		return hubC.Update(ctx, &ff)
+	}).Should(Succeed())
+	return rev
+}
+
+var _ = Describe("a fleet hub", Ordered, func() {
+	const flagSet = "checkout"
+	key := client.ObjectKey{Namespace: teamA, Name: "checkout-everywhere"}
+	var rev1 string
+
+	BeforeAll(func(ctx SpecContext) {
+		ff := fixtures.FlagSet(teamA, flagSet, "off")
+		Expect(hubC.Create(ctx, ff)).To(Succeed())
+		rev1 = fleetwf.Revision(ff)
+		Expect(rev1).NotTo(BeEmpty())
+		Expect(hubC.Create(ctx, placement(teamA, key.Name, flagSet, nil))).To(Succeed())
+	})
+
+	It("places the FeatureFlag on every granted member, under its identity there, and each confirms it", func(ctx SpecContext) {
+		for _, m := range members {
+			Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev1),
+				"member %s serves the hub's revision, as its own flagplane computes it", m.name)
+			ff, err := memberCopy(ctx, m, teamA, flagSet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ff.Labels).To(HaveKeyWithValue(fleetv1alpha1.PlacementLabel, key.Name))
+			Expect(ff.Annotations).To(HaveKeyWithValue(deliveryv1alpha1.SpecAuthorAnnotation, hubIdentity),
+				"the member's API server authenticated the hub's writer as its ServiceAccount")
+		}
+		Eventually(func() string {
+			var p fleetv1alpha1.FeatureFlagPlacement
+			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
+			return p.Status.Current + " " + p.Status.Revision
+		}).WithTimeout(time.Minute).Should(Equal("2/2 " + rev1))
+		for _, m := range members {
+			st := states(ctx, key)[m.name]
+			Expect(st.State).To(Equal(fleetv1alpha1.ClusterCurrent))
+			Expect(st.Revision).To(Equal(rev1))
+			Expect(st.LastHeard).NotTo(BeNil())
+		}
+	})
+
+	It("writes nothing where the placement's namespace has no grant", func(ctx SpecContext) {
+		Expect(hubC.Create(ctx, fixtures.FlagSet(teamB, flagSet, "on"))).To(Succeed())
+		bKey := client.ObjectKey{Namespace: teamB, Name: "b"}
+		Expect(hubC.Create(ctx, placement(teamB, bKey.Name, flagSet, nil))).To(Succeed())
+		for _, m := range members {
+			Eventually(stateOf(ctx, bKey, m.name)).Should(Equal(fleetv1alpha1.ClusterNotGranted))
+		}
+		Consistently(func() bool {
+			for _, m := range members {
+				if _, err := memberCopy(ctx, m, teamB, flagSet); !apierrors.IsNotFound(err) {
+					return false
+				}
+			}
+			return true
+		}).WithTimeout(3 * time.Second).Should(BeTrue())
+	})
+
+	It("is confined on each member to FeatureFlags it placed, in granted namespaces", func(ctx SpecContext) {
+		m := members[0]
+		for _, q := range []struct{ verb, resource, ns, want string }{
+			{"update", "featureflags.core.openfeature.dev", teamA, "yes"},
+			{"create", "featureflags.core.openfeature.dev", teamB, "no"},
+			{"create", "configmaps", teamA, "no"},
+			{"list", "secrets", teamA, "no"},
+			{"create", "featureflagsources.core.openfeature.dev", teamA, "no"},
+			{"list", "featureflags.core.openfeature.dev", "", "no"},
+		} {
+			args := []string{"auth", "can-i", q.verb, q.resource, "--as", hubIdentity}
+			if q.ns != "" {
+				args = append(args, "-n", q.ns)
+			} else {
+				args = append(args, "--all-namespaces")
+			}
+			out, _ := m.cp.Kubectl(args...)
+			Expect(strings.TrimSpace(out)).To(Equal(q.want), "%v", args)
+		}
+		// RBAC allows FeatureFlags in team-a; the member's admission policy
+		// still refuses one the hub did not place.
+		mine := fixtures.FlagSet(teamA, "members-own", "on")
+		Expect(m.cp.Client.Create(ctx, mine)).To(Succeed())
+		asHub := rest.CopyConfig(m.cp.Config)
+		asHub.Impersonate = rest.ImpersonationConfig{UserName: hubIdentity}
+		hc, err := client.New(asHub, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hc.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+		mine.Spec.FlagSpec.Flags[fixtures.FlagKey] = v1beta1.Flag{State: "ENABLED",
+			Variants: mine.Spec.FlagSpec.Flags[fixtures.FlagKey].Variants, DefaultVariant: "off"}
+		err = hc.Update(ctx, mine)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("the fleet hub may write only the FeatureFlags it placed"))
+		Expect(hc.Delete(ctx, mine)).NotTo(Succeed())
+	})
+
+	It("takes an edit on the hub to every member, confirmed there", func(ctx SpecContext) {
+		rev2 := editHub(ctx, teamA, flagSet, "on")
+		Expect(rev2).NotTo(Equal(rev1))
+		for _, m := range members {
+			Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev2))
+			Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		}
+		Expect(states(ctx, key)[members[0].name].Revision).To(Equal(rev2))
+	})
+
+	It("puts back a member's copy edited by hand, or reports it under drift Report", func(ctx SpecContext) {
+		m := members[0]
+		hubRev := fleetwf.Revision(hubFlagSet(ctx, teamA, flagSet))
+		handEdit(ctx, m, teamA, flagSet)
+		Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(hubRev),
+			"drift Correct writes the hub's spec back")
+
+		changePlacement(ctx, key, func(p *fleetv1alpha1.FeatureFlagPlacement) { p.Spec.Drift = fleetv1alpha1.DriftReport })
+		edited := handEdit(ctx, m, teamA, flagSet)
+		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterDrifted))
+		Expect(states(ctx, key)[m.name].Message).To(ContainSubstring("drift: Report leaves it"))
+		Consistently(func() string {
+			ff, err := memberCopy(ctx, m, teamA, flagSet)
+			Expect(err).NotTo(HaveOccurred())
+			return fleetwf.Revision(ff)
+		}).WithTimeout(3 * time.Second).Should(Equal(edited))
+
+		changePlacement(ctx, key, func(p *fleetv1alpha1.FeatureFlagPlacement) { p.Spec.Drift = fleetv1alpha1.DriftCorrect })
+		Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(hubRev))
+		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+	})
+
+	It("shows a member cut off as Unknown with its last word; the member keeps serving and converges on rejoin", func(ctx SpecContext) {
+		prod := members[1]
+		before := servedBy(ctx, prod, teamA, flagSet)()
+		Expect(before).NotTo(BeEmpty())
+		prod.fwd.Cut()
+		DeferCleanup(prod.fwd.Rejoin)
+		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		st := states(ctx, key)[prod.name]
+		Expect(st.LastHeard).NotTo(BeNil())
+		Expect(st.Message).To(ContainSubstring("no word from the member's API server"))
+
+		rev3 := editHub(ctx, teamA, flagSet, "off")
+		Eventually(servedBy(ctx, members[0], teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev3))
+		Eventually(func() string {
+			var p fleetv1alpha1.FeatureFlagPlacement
+			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
+			return p.Status.Current
+		}).Should(Equal("1/2"), "the cut-off member never counts as current")
+		Consistently(stateOf(ctx, key, prod.name)).WithTimeout(3 * time.Second).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		Expect(servedBy(ctx, prod, teamA, flagSet)()).To(Equal(before), "the member keeps serving its last revision")
+
+		prod.fwd.Rejoin()
+		Eventually(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev3))
+		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+	})
+
+	It("reaches a member again after its credentials are rotated", func(ctx SpecContext) {
+		m := members[0]
+		// A new ServiceAccount of the same name: every token of the old one
+		// is refused from now on.
+		out, err := m.cp.Kubectl("delete", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = m.cp.Kubectl("create", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		Expect(err).NotTo(HaveOccurred(), out)
+		writeToken(ctx, m)
+		rev := editHub(ctx, teamA, flagSet, "on")
+		Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev))
+		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+	})
+
+	It("leaves the members serving while the hub is down, and writes nothing that regresses when it returns", func(ctx SpecContext) {
+		generations := func() map[string]int64 {
+			out := map[string]int64{}
+			for _, m := range members {
+				ff, err := memberCopy(ctx, m, teamA, flagSet)
+				Expect(err).NotTo(HaveOccurred())
+				out[m.name] = ff.Generation
+			}
+			return out
+		}
+		served := func() map[string]string {
+			out := map[string]string{}
+			for _, m := range members {
+				out[m.name] = servedBy(ctx, m, teamA, flagSet)()
+			}
+			return out
+		}
+		hubRev := fleetwf.Revision(hubFlagSet(ctx, teamA, flagSet))
+		Eventually(served).Should(HaveEach(hubRev))
+		before := generations()
+
+		stopHub()
+		Consistently(served).WithTimeout(3*time.Second).Should(HaveEach(hubRev), "members serve without the hub")
+		stopHub = startHub()
+		Eventually(func() string {
+			var p fleetv1alpha1.FeatureFlagPlacement
+			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
+			return p.Status.Current
+		}).Should(Equal("2/2"))
+		Consistently(generations).WithTimeout(5*time.Second).Should(Equal(before),
+			"a hub that returns to the same objects writes nothing into the members")
+
+		rev := editHub(ctx, teamA, flagSet, "off")
+		for _, m := range members {
+			Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev))
+		}
+	})
+
+	It("deletes the copy of a cluster it no longer selects, and leaves the copies of a cluster that left the inventory", func(ctx SpecContext) {
+		dev, prod := members[0], members[1]
+		changePlacement(ctx, key, func(p *fleetv1alpha1.FeatureFlagPlacement) {
+			p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}
+		})
+		Eventually(func() bool {
+			_, err := memberCopy(ctx, prod, teamA, flagSet)
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		Eventually(func() []string {
+			var names []string
+			for n := range states(ctx, key) {
+				names = append(names, n)
+			}
+			return names
+		}).Should(ConsistOf(dev.name))
+
+		Expect(hubC.Delete(ctx, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{
+			Namespace: inventoryNS, Name: dev.name}})).To(Succeed())
+		Eventually(func() map[string]fleetv1alpha1.ClusterPlacementStatus { return states(ctx, key) }).Should(BeEmpty())
+		Consistently(func() error {
+			_, err := memberCopy(ctx, dev, teamA, flagSet)
+			return err
+		}).WithTimeout(3*time.Second).Should(Succeed(), "the hub lets go of a cluster that left; its copy stays")
+		Eventually(func() bool {
+			var evs corev1.EventList
+			Expect(hubC.List(ctx, &evs, client.InNamespace(teamA))).To(Succeed())
+			for _, e := range evs.Items {
+				if e.Reason == fleetwf.EventClusterLeft && strings.Contains(e.Message, dev.name) {
+					return true
+				}
+			}
+			return false
+		}).Should(BeTrue())
+	})
+})
+
+// changePlacement changes a placement's spec, again on a conflict with the
+// hub's status writes.
+func changePlacement(ctx context.Context, key client.ObjectKey, change func(*fleetv1alpha1.FeatureFlagPlacement)) {
+	Eventually(func() error {
+		var p fleetv1alpha1.FeatureFlagPlacement
+		if err := hubC.Get(ctx, key, &p); err != nil {
+			return err
+		}
+		change(&p)
+		return hubC.Update(ctx, &p)
+	}).Should(Succeed())
+}
+
+func hubFlagSet(ctx context.Context, ns, name string) *v1beta1.FeatureFlag {
+	var ff v1beta1.FeatureFlag
+	Expect(hubC.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)).To(Succeed())
+	return &ff
+}
+
+// handEdit changes a member's copy as its admin would, and returns the
+// revision it then holds.
+func handEdit(ctx context.Context, m *memberCluster, ns, name string) string {
+	var rev string
+	Eventually(func() error {
+		ff, err := memberCopy(ctx, m, ns, name)
+		if err != nil {
+			return err
+		}
+		f := ff.Spec.FlagSpec.Flags[fixtures.FlagKey]
+		f.Metadata = []byte(`{"hand":"` + time.Now().Format(time.RFC3339Nano) + `"}`)
+		ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
+		rev = fleetwf.Revision(ff)
+		return m.cp.Client.Update(ctx, ff)
+	}).Should(Succeed())
+	return rev
+}
+
+// dumpOnFailure prints what the hub and the members hold, for a failed
+// spec.
+var _ = AfterEach(func(ctx SpecContext) {
+	if !CurrentSpecReport().Failed() {
+		return
+	}
+	var ps fleetv1alpha1.FeatureFlagPlacementList
+	if err := hubC.List(ctx, &ps); err == nil {
+		for _, p := range ps.Items {
+			GinkgoWriter.Printf("placement %s/%s status: %+v\n", p.Namespace, p.Name, p.Status)
+		}
+	}
+	for _, m := range members {
+		var ffs v1beta1.FeatureFlagList
+		if err := m.cp.Client.List(ctx, &ffs); err == nil {
+			for _, ff := range ffs.Items {
+				GinkgoWriter.Printf("member %s: %s/%s labels %v status %+v\n", m.name, ff.Namespace, ff.Name, ff.Labels, ff.Status)
+			}
+		}
+	}
+})
