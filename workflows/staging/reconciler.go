@@ -157,11 +157,12 @@ func (r *Reconciler) cacheBehind() time.Duration {
 // pods serve the revision, not once it was written.
 func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.Key, plan *topology.RolloutPlan) map[string]string {
 	obs := r.Observed(ctx)
-	copies := status.CopiesOf(v, f, obs)
+	consumers := v.ConsumersOf(f)
+	copies := status.CopiesOf(consumers, obs)
 	co, confirms := obs.(status.ConfirmObserved)
 	confirmable := map[string][]topology.Key{}
 	if confirms {
-		for _, c := range status.ConfirmableReaders(v, f) {
+		for _, c := range consumers.Readers {
 			confirmable[c.Namespace] = c.Workloads
 		}
 	}

@@ -78,28 +78,6 @@ type Confirmer struct {
 	lastPrune time.Time
 }
 
-// ConfirmableReaders are, by namespace, the workloads and Flagds whose
-// pods' flagd can say which revision of f they serve: those that read it
-// from a copy flagplane writes, and not also with the kubernetes provider.
-// What flagd reads itself from the API server names no revision, and
-// flagd answers a flag of f from whichever of its sources it read last:
-// such a reader is counted in status.unobserved instead.
-func ConfirmableReaders(v *topology.View, f topology.Key) []topology.PlanConsumer {
-	readers, kubernetes := v.Readers(f)
-	if len(kubernetes) == 0 {
-		return readers
-	}
-	out := make([]topology.PlanConsumer, 0, len(readers))
-	for _, r := range readers {
-		ws := slices.DeleteFunc(slices.Clone(r.Workloads), func(w topology.Key) bool { return slices.Contains(kubernetes, w) })
-		if len(ws) > 0 {
-			r.Workloads = ws
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 type heldKey struct {
 	flagSet   topology.Key
 	namespace string
@@ -361,22 +339,22 @@ func (c *Confirmer) address(pod *corev1.Pod, container string, port int32) (stri
 // count ("<confirmed>/<pods>"; "" when none is asked). The revision
 // planned for a namespace is the plan's under a staged rollout, else
 // revision; copies say whether the namespace's copies hold it.
-func confirmation(v *topology.View, f topology.Key, revision string, flags int, copies *CopiesReader, plan *topology.RolloutPlan, obs ConfirmObserved) (string, []v1beta1.NamespaceServing) {
-	readers := ConfirmableReaders(v, f)
+func confirmation(c topology.Consumers, revision string, flags int, copies *CopiesReader, obs ConfirmObserved) (string, []v1beta1.NamespaceServing) {
 	var all []v1beta1.NamespaceServing
 	var pods, confirmed int32
-	for _, r := range readers {
+	for _, r := range c.Readers {
 		if len(r.Workloads) == 0 {
 			continue
 		}
 		want, n := revision, flags
-		if plan.Staged() {
-			want = plan.RevisionFor(r.Namespace)
+		if c.Staged {
+			planned := copyPlan(c, r.Namespace)
+			want = planned.Revision
 			if want != revision {
-				n = RenderedFlags(v, f, want)
+				n = flagsOf(planned.Served.Content)
 			}
 		}
-		ns := obs.Confirm(f, r.Namespace, r.Workloads, want, n, copies.In(r.Namespace).Held() == want)
+		ns := obs.Confirm(c.FlagSet, r.Namespace, r.Workloads, want, n, copies.In(r.Namespace).Held() == want)
 		if ns.Pods == 0 && ns.Starting == 0 && ns.NotAsked == 0 {
 			continue
 		}
@@ -402,10 +380,16 @@ func RenderedFlags(v *topology.View, f topology.Key, revision string) int {
 	if !ok {
 		return 1
 	}
+	return flagsOf(r.Content)
+}
+
+// flagsOf is how many flags a rendering's content has (1 when it cannot
+// tell: "" is a revision the graph does not know).
+func flagsOf(content string) int {
 	var doc struct {
 		Flags map[string]json.RawMessage `json:"flags"`
 	}
-	if json.Unmarshal([]byte(r.Content), &doc) != nil {
+	if json.Unmarshal([]byte(content), &doc) != nil {
 		return 1
 	}
 	return len(doc.Flags)

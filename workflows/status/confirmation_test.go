@@ -281,7 +281,7 @@ spec:
 `))).To(Succeed())
 	v := topo.Snapshot()
 	f := topology.FlagSetKey("shop", "flags")
-	g.Expect(ConfirmableReaders(v, f)).To(Equal([]topology.PlanConsumer{{Namespace: "shop",
+	g.Expect(v.ConsumersOf(f).Readers).To(Equal([]topology.PlanConsumer{{Namespace: "shop",
 		Workloads: []topology.Key{topology.WorkloadKey(topology.KindDeployment, "shop", "web")}}}))
 	ff, _ := v.FlagSet(f)
 	obs := confirmObserved{Applied: workflowstest.Applied{View: v, Settings: workflows.DefaultSettings()}, asked: map[string][]topology.Key{},

@@ -19,60 +19,57 @@ const maxConsumers = 32
 // delivery gives a flag set's revision (its rendering's) and, over the
 // consumers whose revision flagplane observes, which hold it: "<up to
 // date>/<all>" and the consumers, those behind first. The consumers are its
-// generated ConfigMaps as the cache holds them, and the sync server's
-// streams of each subscriber namespace (syncConsumer). A consumer keeps its
-// Since while it holds the same revision.
-func delivery(v *topology.View, key topology.Key, rendered topology.Rendered, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
-	revision := rendered.Revision
+// generated ConfigMaps as the cache holds them (copies), and the sync
+// server's streams of each subscriber namespace (syncConsumer). A consumer
+// keeps its Since while it holds the same revision.
+func delivery(facts topology.FlagSetFacts, copies *CopiesReader, obs Observed, prev []v1beta1.ConsumerRevision) (string, string, []v1beta1.ConsumerRevision) {
+	revision := facts.Rendered.Revision
 	if revision == "" {
 		return "", "", nil
 	}
-	name := topology.ConfigMapName(key)
+	c := facts.Consumers
 	// Up to date is holding what the plan gives the namespace: the flag
 	// set's revision, unless a rollout holds the namespace at another.
-	plan := v.RolloutPlan(key)
 	want := func(ns string) string {
-		if !plan.Staged() {
+		if !c.Staged {
 			return revision
 		}
-		s, _ := v.ServedFor(key, ns)
-		return s.Revision
+		return copyPlan(c, ns).Served.Revision
 	}
-	copies := CopiesOf(v, key, obs)
 	planned := map[string]string{}
 	var consumers []v1beta1.ConsumerRevision
 	upToDate := 0
-	for _, ns := range v.ConsumerNamespaces(key) {
+	for _, ns := range c.ConfigMaps {
 		held := copies.In(ns)
 		if !held.ConfigMap {
 			continue
 		}
 		wantRevision := want(ns)
 		planned[ns] = wantRevision
-		c := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: name}
+		cr := v1beta1.ConsumerRevision{Kind: "ConfigMap", Namespace: ns, Name: c.ConfigMapName}
 		if held.ConfigMapHeld {
-			c.Revision = held.ConfigMapRevision
+			cr.Revision = held.ConfigMapRevision
 		}
-		if c.Revision == wantRevision {
+		if cr.Revision == wantRevision {
 			upToDate++
 		}
-		c.Since = sinceOf(prev, c, time.Time{})
-		consumers = append(consumers, c)
+		cr.Since = sinceOf(prev, cr, time.Time{})
+		consumers = append(consumers, cr)
 	}
 	var syncs []SyncSubscribers
 	if so, ok := obs.(SyncObserved); ok {
-		syncs = so.SyncSubscribers(key)
+		syncs = so.SyncSubscribers(facts.Key)
 	}
 	for _, subs := range syncs {
-		c, at, ok := syncConsumer(key, subs, want(subs.Namespace))
+		cr, at, ok := syncConsumer(facts.Key, subs, want(subs.Namespace))
 		if !ok {
 			continue
 		}
-		if c.Revision == want(subs.Namespace) {
+		if cr.Revision == want(subs.Namespace) {
 			upToDate++
 		}
-		c.Since = sinceOf(prev, c, at)
-		consumers = append(consumers, c)
+		cr.Since = sinceOf(prev, cr, at)
+		consumers = append(consumers, cr)
 	}
 	if len(consumers) == 0 {
 		return revision, "", nil
@@ -127,42 +124,12 @@ func syncConsumer(flagSet topology.Key, subs SyncSubscribers, revision string) (
 	return c, behind.Since, true
 }
 
-// unobserved counts the readers of a flag set whose revision flagplane
-// cannot ask: the workloads and Flagds that read it with the kubernetes
-// provider (flagd watches the FeatureFlag itself, and nothing tells
-// flagplane which revision it holds), and the workloads whose in-process
-// SDKs read it (View.InProcessReaders).
-func unobserved(v *topology.View, flagSet topology.Key) *v1beta1.UnobservedConsumers {
-	var readers []topology.Key
-	for _, s := range v.SourcesOfFlagSet(flagSet) {
-		if v.DeliversWith(s, flagSet, string(v1beta1.SyncProviderKubernetes)) {
-			readers = append(readers, s)
-		}
-	}
-	var workloads, flagds int
-	switch len(readers) {
-	case 0:
-	case 1:
-		// One source: its targets counted, not listed.
-		workloads, _ = v.FirstWorkloadsOfSource(readers[0], 0)
-		flagds = len(v.FlagdsOfSource(readers[0]))
-	default:
-		// Several: a workload two of them target is one reader.
-		seen := map[topology.Key]struct{}{}
-		for _, s := range readers {
-			for _, k := range append(v.WorkloadsOfSource(s), v.FlagdsOfSource(s)...) {
-				seen[k] = struct{}{}
-			}
-		}
-		for k := range seen {
-			if k.Kind == topology.KindFlagd {
-				flagds++
-			} else {
-				workloads++
-			}
-		}
-	}
-	inProcess := len(v.InProcessReaders(flagSet))
+// unobserved says why the readers of a flag set whose revision flagplane
+// cannot ask (topology.UnobservedReaders) are not among its consumers: the
+// workloads and Flagds that read it with the kubernetes provider, and the
+// workloads whose in-process SDKs read it; nil when there are none.
+func unobserved(u topology.UnobservedReaders) *v1beta1.UnobservedConsumers {
+	workloads, flagds, inProcess := u.Workloads, u.Flagds, u.InProcess
 	if workloads+flagds+inProcess == 0 {
 		return nil
 	}

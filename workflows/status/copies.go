@@ -52,19 +52,19 @@ func (c Copies) Held() string {
 
 // CopiesReader reads the Copies of one flag set, namespace by namespace.
 type CopiesReader struct {
-	v    *topology.View
-	f    topology.Key
+	c    topology.Consumers
 	obs  Observed
 	sync map[string]*SyncSubscribers
 }
 
-// CopiesOf reads what the copies of flag set f hold, from obs (the
+// CopiesOf reads what the copies of a flag set hold, against what its
+// consumers are to hold (topology.View.ConsumersOf), from obs (the
 // generated ConfigMaps as the cache holds them; the sync server's streams
 // when obs is a SyncObserved).
-func CopiesOf(v *topology.View, f topology.Key, obs Observed) *CopiesReader {
-	r := &CopiesReader{v: v, f: f, obs: obs, sync: map[string]*SyncSubscribers{}}
+func CopiesOf(c topology.Consumers, obs Observed) *CopiesReader {
+	r := &CopiesReader{c: c, obs: obs, sync: map[string]*SyncSubscribers{}}
 	if so, ok := obs.(SyncObserved); ok {
-		for _, subs := range so.SyncSubscribers(f) {
+		for _, subs := range so.SyncSubscribers(c.FlagSet) {
 			if subs.Streams() > 0 {
 				r.sync[subs.Namespace] = &subs
 			}
@@ -74,42 +74,52 @@ func CopiesOf(v *topology.View, f topology.Key, obs Observed) *CopiesReader {
 }
 
 // In is what the copies in namespace hold. A ConfigMap's content is read
-// only when it is not the content the plan gives the namespace
-// (topology.View.ServedFor), which is the common case compared instead.
+// only when it is not the content its namespace is to serve
+// (topology.CopyPlan.Served), which is the common case compared instead.
 func (r *CopiesReader) In(namespace string) Copies {
 	c := Copies{Namespace: namespace, Sync: r.sync[namespace]}
-	if !r.v.ConfigMapNeeded(topology.ConfigMapKey(r.f, namespace)) {
+	planned := copyPlan(r.c, namespace)
+	if !planned.ConfigMap {
 		return c
 	}
 	c.ConfigMap = true
-	data, ok := r.obs.ConfigMapData(namespace, topology.ConfigMapName(r.f))
+	data, ok := r.obs.ConfigMapData(namespace, r.c.ConfigMapName)
 	if !ok {
 		return c
 	}
-	held, ok := data[topology.ConfigMapDataKey(r.f)]
+	held, ok := data[r.c.ConfigMapDataKey]
 	if !ok {
 		return c
 	}
 	c.ConfigMapHeld = true
-	if s, ok := r.v.ServedFor(r.f, namespace); ok && !s.Held && s.Content == held {
+	if s := planned.Served; r.c.InGraph && !s.Held && s.Content == held {
 		c.ConfigMapRevision = s.Revision
 	} else {
-		c.ConfigMapRevision = heldRevision(r.v, r.f, held)
+		c.ConfigMapRevision = heldRevision(r.c, held)
 	}
 	return c
 }
 
-// heldRevision is the revision of content a ConfigMap of flag set f holds:
+// copyPlan is what the copies of a flag set in namespace are to hold.
+func copyPlan(c topology.Consumers, namespace string) topology.CopyPlan {
+	if p, ok := c.Copies[namespace]; ok {
+		return p
+	}
+	return c.Elsewhere
+}
+
+// heldRevision is the revision of content a ConfigMap of a flag set holds:
 // the revision it names, once shown (flagsets.RevisionOfServed, or the
 // graph rendering that revision to exactly this content); else its hash,
 // which is the revision of content written before revisions were served
 // in it and matches nothing else (content edited by hand).
-func heldRevision(v *topology.View, f topology.Key, held string) string {
+func heldRevision(c topology.Consumers, held string) string {
+	f := c.FlagSet
 	if r := flagsets.RevisionOfServed(held, f.Namespace, f.Name); r != "" {
 		return r
 	}
 	if claimed := flagsets.ServedRevision(held); claimed != "" {
-		if rendered, ok := v.RevisionRendered(f, claimed); ok && rendered.Content == held {
+		if rendered, ok := c.Recorded(claimed); ok && rendered.Content == held {
 			return rendered.Revision
 		}
 	}

@@ -21,7 +21,9 @@
 //     projection of a ConfigMap into a pod is in no count. While the
 //     revision history does not record its accepted spec (HistoryObserved,
 //     workflows.UnrecordedRevisions), a RevisionRecorded False condition
-//     says why;
+//     says why. What it reads of the graph is gathered in one pass
+//     (topology.View.FlagSetFacts), and the status is computed from that
+//     value;
 //   - DesiredSource: a FeatureFlagSource's Accepted (ValidateSource: what
 //     the CRD schema cannot check), ResolvedRefs, ReferrersPermitted and
 //     Programmed (every generated ConfigMap, Role and RoleBinding of its

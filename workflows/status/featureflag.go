@@ -14,25 +14,27 @@ import (
 )
 
 // DesiredFlagSet is the status a FeatureFlag should have. Its revision,
-// validity and warnings are the graph's rendering of ff
-// (topology.View.RenderFlagSet: made once per edit; ff may be a copy, as
-// the cache gives it). obs gives the generated ConfigMaps as the cache
-// holds them and the sync server's streams as its replicas report them,
-// for the revision each holds (Revision, Delivered, Consumers); what reads
-// the flag set unobserved is counted in Unobserved.
+// validity and warnings are the graph's rendering of ff (made once per
+// edit; ff may be a copy, as the cache gives it), and the rest of what it
+// reads of the graph is gathered with it in one pass
+// (topology.View.FlagSetFacts). obs gives the generated ConfigMaps as the
+// cache holds them and the sync server's streams as its replicas report
+// them, for the revision each holds (Revision, Delivered, Consumers); what
+// reads the flag set unobserved is counted in Unobserved.
 func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1beta1.FeatureFlagStatus {
-	key := topology.FlagSetKey(ff.Namespace, ff.Name)
-	rendered := v.RenderFlagSet(ff)
+	facts := v.FlagSetFacts(ff)
+	key, rendered := facts.Key, facts.Rendered
 	status := *ff.Status.DeepCopy()
 	status.ObservedGeneration = ff.Generation
 	status.Flags = int32(len(ff.Spec.FlagSpec.Flags))
-	status.Sources = int32(len(v.SourcesOfFlagSet(key)))
-	status.Namespaces = v.ConsumerNamespaces(key)
-	status.Revision, status.Delivered, status.Consumers = delivery(v, key, rendered, obs, ff.Status.Consumers)
-	status.Unobserved = unobserved(v, key)
+	status.Sources = int32(facts.Sources)
+	status.Namespaces = facts.Consumers.ConfigMaps
+	copies := CopiesOf(facts.Consumers, obs)
+	status.Revision, status.Delivered, status.Consumers = delivery(facts, copies, obs, ff.Status.Consumers)
+	status.Unobserved = unobserved(facts.Unobserved)
 	status.Confirmed, status.Serving = "", nil
 	if co, ok := obs.(ConfirmObserved); ok && rendered.Err == nil && status.Revision != "" {
-		status.Confirmed, status.Serving = confirmation(v, key, status.Revision, int(status.Flags), CopiesOf(v, key, obs), v.RolloutPlan(key), co)
+		status.Confirmed, status.Serving = confirmation(facts.Consumers, status.Revision, int(status.Flags), copies, co)
 	}
 	cond := metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted,
 		Message: "flag set is valid", ObservedGeneration: ff.Generation}
@@ -51,7 +53,7 @@ func DesiredFlagSet(v *topology.View, ff *v1beta1.FeatureFlag, obs Observed) v1b
 	if h, ok := obs.(HistoryObserved); ok {
 		recordedCondition(&status.Conditions, h, key, ff.Generation)
 	}
-	verdict := flagSetVerdict(ff.Namespace, status, obs, tooLarge(v, key, rendered), v.RolloutPlan(key))
+	verdict := flagSetVerdict(ff.Namespace, status, obs, tooLarge(facts), facts.Plan, facts.Consumers)
 	workflows.SetHealth(&status.Conditions, ff.Generation, verdict)
 	return status
 }
@@ -75,31 +77,30 @@ func recordedCondition(conditions *[]metav1.Condition, h HistoryObserved, key to
 
 // tooLarge says which consumers of a flag set cannot get it as it is
 // rendered now, because it is larger than their delivery mode carries
-// (topology.Rendered.Overflow): the generated ConfigMaps of file-provider
-// consumers, the sync streams of flagd-proxy consumers. They keep the last
-// content that fitted. "" when every consumer can get it.
-func tooLarge(v *topology.View, key topology.Key, rendered topology.Rendered) string {
+// (topology.FlagSetFacts.TooLarge): the generated ConfigMaps of
+// file-provider consumers, the sync streams of flagd-proxy consumers. They
+// keep the last content that fitted. "" when every consumer can get it.
+func tooLarge(facts topology.FlagSetFacts) string {
 	var msgs []string
-	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFile)); over {
+	c, t := facts.Consumers, facts.TooLarge
+	if t.File != "" {
 		var cms []string
-		for _, ns := range v.ConsumerNamespaces(key) {
-			if v.ConfigMapNeeded(topology.ConfigMapKey(key, ns)) {
-				cms = append(cms, ns+"/"+topology.ConfigMapName(key))
+		for _, ns := range c.ConfigMaps {
+			if c.Copies[ns].ConfigMap {
+				cms = append(cms, ns+"/"+c.ConfigMapName)
 			}
 		}
 		if len(cms) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s; ConfigMap(s) %s keep the last content that fitted", o.Message(key), summarize(cms, 5)))
+			msgs = append(msgs, fmt.Sprintf("%s; ConfigMap(s) %s keep the last content that fitted", t.File, summarize(cms, 5)))
 		}
 	}
-	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFlagdProxy)); over {
+	if t.FlagdProxy != "" {
 		var readers []string
-		for _, s := range v.SourcesOfFlagSet(key) {
-			if v.DeliversWith(s, key, string(v1beta1.SyncProviderFlagdProxy)) && len(v.TargetNamespaces(s)) > 0 {
-				readers = append(readers, s.Namespace+"/"+s.Name)
-			}
+		for _, s := range t.ProxySources {
+			readers = append(readers, s.Namespace+"/"+s.Name)
 		}
 		if len(readers) > 0 {
-			msgs = append(msgs, fmt.Sprintf("%s; the sync streams of FeatureFlagSource(s) %s keep the last content that fitted", o.Message(key), summarize(readers, 5)))
+			msgs = append(msgs, fmt.Sprintf("%s; the sync streams of FeatureFlagSource(s) %s keep the last content that fitted", t.FlagdProxy, summarize(readers, 5)))
 		}
 	}
 	return strings.Join(msgs, "; and ")
@@ -114,7 +115,7 @@ func tooLarge(v *topology.View, key topology.Key, rendered topology.Rendered) st
 // Consistent is left out: flagd serves a flag set with probable mistakes.
 // So is what reads it unobserved (the kubernetes provider's flagd, which
 // reports nothing).
-func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed, tooLarge string, plan *topology.RolloutPlan) workflows.Verdict {
+func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Observed, tooLarge string, plan *topology.RolloutPlan, consumers topology.Consumers) workflows.Verdict {
 	if v := workflows.Judge(status.Conditions, []string{v1beta1.ConditionAccepted}, false, ""); v.Health != workflows.Ready {
 		return v
 	}
@@ -124,11 +125,11 @@ func flagSetVerdict(namespace string, status v1beta1.FeatureFlagStatus, obs Obse
 	}
 	// Under a rollout, a consumer is behind when it does not hold what the
 	// plan gives it.
-	staged := plan.Staged() && plan.Target == status.Revision && plan.Stable != plan.Target &&
+	staged := consumers.Staged && plan.Target == status.Revision && plan.Stable != plan.Target &&
 		plan.Phase != deliveryv1alpha1.PhaseCompleted
 	wanted := func(c v1beta1.ConsumerRevision) string {
 		if staged {
-			return plan.RevisionFor(c.Namespace)
+			return copyPlan(consumers, c.Namespace).Revision
 		}
 		return status.Revision
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
 )
 
@@ -33,13 +34,13 @@ func TestFlagSetVerdictKeepsOtherNamespacesAnswers(t *testing.T) {
 	}}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1beta1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonAccepted})
 
-	own := flagSetVerdict("platform", st, refused{}, "", nil)
+	own := flagSetVerdict("platform", st, refused{}, "", nil, topology.Consumers{})
 	g.Expect(own.Health).To(Equal(workflows.Stalled))
 	g.Expect(own.Reason).To(Equal(v1beta1.ReasonDeliveryFailed))
 	g.Expect(own.Message).To(ContainSubstring("exceeded quota"))
 
 	st.Consumers = st.Consumers[1:]
-	other := flagSetVerdict("platform", st, refused{}, "", nil)
+	other := flagSetVerdict("platform", st, refused{}, "", nil, topology.Consumers{})
 	g.Expect(other.Health).To(Equal(workflows.Stalled))
 	g.Expect(other.Message).To(ContainSubstring("ConfigMap team/flagd.platform.flags"))
 	g.Expect(other.Message).NotTo(ContainSubstring("quota"))

@@ -179,16 +179,16 @@ func TestUnobserved(t *testing.T) {
 		}
 	}
 	key := topology.FlagSetKey("shop", "checkout")
-	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil())
+	g.Expect(unobservedOf(topo.Snapshot(), key)).To(BeNil())
 
 	source("files", "file", "batch")
-	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil(), "the file provider is observed")
+	g.Expect(unobservedOf(topo.Snapshot(), key)).To(BeNil(), "the file provider is observed")
 
 	source("a", "kubernetes", "web")
-	g.Expect(unobserved(topo.Snapshot(), key)).To(HaveField("Workloads", int32(1)))
+	g.Expect(unobservedOf(topo.Snapshot(), key)).To(HaveField("Workloads", int32(1)))
 
 	source("b", "kubernetes", "web", "api")
-	u := unobserved(topo.Snapshot(), key)
+	u := unobservedOf(topo.Snapshot(), key)
 	g.Expect(u.Workloads).To(Equal(int32(2)), "web is read once, though two sources deliver it")
 	g.Expect(u.Flagds).To(BeZero())
 	g.Expect(u.Reason).To(ContainSubstring("kubernetes provider"))
@@ -228,7 +228,7 @@ func TestUnobservedInProcess(t *testing.T) {
 	workload("shop", "batch", "all")
 	workload("other", "thief", "sdk")
 
-	u := unobserved(topo.Snapshot(), key)
+	u := unobservedOf(topo.Snapshot(), key)
 	g.Expect(u).NotTo(BeNil())
 	g.Expect(u.InProcess).To(Equal(int32(2)), "web and api; batch's selector names no flag set, other may not read it")
 	g.Expect(u.Workloads).To(BeZero())
@@ -241,7 +241,7 @@ func TestUnobservedInProcess(t *testing.T) {
 		Spec: v1beta1.InProcessConfigurationSpec{Selector: "core.openfeature.dev/shop/other"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Has(key)).To(BeTrue())
-	g.Expect(unobserved(topo.Snapshot(), key)).To(BeNil())
+	g.Expect(unobservedOf(topo.Snapshot(), key)).To(BeNil())
 }
 
 // A shard's encoding stays within MaxSyncReportBytes whatever its names:
@@ -284,4 +284,10 @@ func TestSyncReportShardsFitAConfigMap(t *testing.T) {
 	g.Expect(len(few[0].Entries) + few[0].Truncated).To(Equal(MaxSyncReportEntries))
 	g.Expect(few[0].Truncated).To(BeNumerically(">", 0))
 	g.Expect((&SyncReport{Replica: "x"}).Shards(10, MaxSyncReportBytes, 50)).To(BeEmpty())
+}
+
+// unobservedOf is what the status of flag set key in v counts unobserved.
+func unobservedOf(v *topology.View, key topology.Key) *v1beta1.UnobservedConsumers {
+	ff, _ := v.FlagSet(key)
+	return unobserved(v.FlagSetFacts(ff).Unobserved)
 }
