@@ -6,6 +6,7 @@ import (
 
 // FeatureFlagRolloutPolicySpec is the desired state of a FeatureFlagRolloutPolicy.
 // +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef cannot change: the status describes that flag set's rollout; create another policy for another FeatureFlag"
+// +kubebuilder:validation:XValidation:rule="self.steps.all(s, has(s.clusterSelector)) || self.steps.all(s, !has(s.clusterSelector))",message="either every step selects clusters (a fleet hub's policy) or none does"
 type FeatureFlagRolloutPolicySpec struct {
 	// TargetRef is the FeatureFlag whose edits the policy stages, in the
 	// policy's namespace.
@@ -50,7 +51,7 @@ type FlagSetTargetReference struct {
 
 // RolloutStep adds consumers to a rollout and says how long they serve the
 // new revision before the next step starts.
-// +kubebuilder:validation:XValidation:rule="[has(self.namespaceSelector), has(self.workloadSelector), has(self.percentage)].filter(x, x).size() == 1",message="a step selects consumers with exactly one of namespaceSelector, workloadSelector and percentage"
+// +kubebuilder:validation:XValidation:rule="[has(self.namespaceSelector), has(self.workloadSelector), has(self.percentage), has(self.clusterSelector)].filter(x, x).size() == 1",message="a step selects consumers with exactly one of namespaceSelector, workloadSelector, percentage and clusterSelector"
 type RolloutStep struct {
 	// Name names the step in status and in the CLI.
 	// +optional
@@ -75,6 +76,12 @@ type RolloutStep struct {
 	// +kubebuilder:validation:Maximum=100
 	Percentage *int32 `json:"percentage,omitempty"`
 
+	// ClusterSelector selects member clusters by their ClusterProfile's
+	// labels: a fleet hub stages an edit cluster by cluster. A policy's
+	// steps either all select clusters (on a fleet hub) or none do; a
+	// member's flagplane does not accept a policy of cluster steps.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 	// Pause is how long the step's consumers serve the new revision, with
 	// every gate holding, before the next step starts.
 	// +optional
@@ -90,7 +97,7 @@ type RolloutStep struct {
 }
 
 // GateType is a health gate flagplane checks.
-// +kubebuilder:validation:Enum=PodsReady;Restarts;EvaluationErrors;Prometheus
+// +kubebuilder:validation:Enum=PodsReady;Restarts;EvaluationErrors;Prometheus;Confirmed
 type GateType string
 
 // Gate types.
@@ -108,6 +115,11 @@ const (
 	GateEvaluationErrors GateType = "EvaluationErrors"
 	// GatePrometheus fails when a Prometheus query's value is more than Max.
 	GatePrometheus GateType = "Prometheus"
+	// GateConfirmed, on a fleet hub, fails when a cluster of a started
+	// step does not confirm the new revision (its copy's status, as the
+	// member's flagplane writes it) within the gate's For of the step's
+	// start. A cluster the hub cannot reach does not confirm.
+	GateConfirmed GateType = "Confirmed"
 )
 
 // Gate is a health check of the consumers that serve the new revision.
@@ -248,9 +260,24 @@ type StepStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Consumers []ConsumerStatus `json:"consumers,omitempty"`
+	// Clusters are the member clusters the step adds, on a fleet hub.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Clusters []ClusterRevision `json:"clusters,omitempty"`
 	// More is how many consumers the list leaves out.
 	// +optional
 	More int32 `json:"more,omitempty"`
+}
+
+// ClusterRevision is one member cluster of a fleet hub's rollout.
+type ClusterRevision struct {
+	// Cluster is the ClusterProfile's name.
+	Cluster string `json:"cluster"`
+	// Planned is the revision the plan gives it now.
+	Planned string `json:"planned"`
+	// Serving is the revision the member confirms ("" when not known).
+	// +optional
+	Serving string `json:"serving,omitempty"`
 }
 
 // ConsumerStatus is one consumer of a rollout: a namespace's copy of the
@@ -327,4 +354,7 @@ const (
 	ReasonGateFailed           = "GateFailed"
 	ReasonAborted              = "Aborted"
 	ReasonCompleted            = "Completed"
+	// ReasonClusterSteps: a member's flagplane was given a policy whose
+	// steps select clusters, which only a fleet hub stages.
+	ReasonClusterSteps = "ClusterSteps"
 )

@@ -54,11 +54,11 @@ type ClusterState string
 
 // The states of a cluster in a placement's status.
 const (
-	// ClusterCurrent: the member's copy holds the hub's revision, and the
+	// ClusterCurrent: the member's copy holds the planned revision, and the
 	// member's flagplane says its consumers serve it (its Ready).
 	ClusterCurrent ClusterState = "Current"
 	// ClusterBehind: the copy is written, or being written, and the member
-	// does not confirm the hub's revision yet.
+	// does not confirm the planned revision yet.
 	ClusterBehind ClusterState = "Behind"
 	// ClusterDrifted: the member's copy was changed by someone other than
 	// the hub; with drift Report the hub leaves it.
@@ -81,6 +81,11 @@ type ClusterPlacementStatus struct {
 	// State summarises the cluster, see ClusterState.
 	// +kubebuilder:validation:Enum=Current;Behind;Drifted;Unknown;NotGranted;Conflict
 	State ClusterState `json:"state"`
+	// Planned is the revision the hub plans for the cluster: the hub's
+	// FeatureFlag's, or, while a fleet rollout has not reached the
+	// cluster's step (or after a halt), the stable one.
+	// +optional
+	Planned string `json:"planned,omitempty"`
 	// Revision is the revision the member's copy holds, as the member's
 	// flagplane reports it (the copy's status.revision).
 	// +optional

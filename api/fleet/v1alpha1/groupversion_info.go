@@ -38,6 +38,14 @@ const (
 	// deletes, updates and reports only copies that carry it, and its
 	// admission policy on the member refuses its writes of any other.
 	PlacementLabel = "fleet.flagplane.dev/placement"
+
+	// PlacedRevisionAnnotation on a member's copy is the revision of the
+	// spec the hub last wrote there: a copy whose content no longer has
+	// that revision was edited in the member (drift). It is the hub's
+	// record of its own write on an object it owns, in the one place that
+	// a member and the hub both see; which placement owns which copy is
+	// PlacementLabel.
+	PlacedRevisionAnnotation = "fleet.flagplane.dev/placed-revision"
 )
 
 // FieldManager is the field manager of the hub's writes into members.
