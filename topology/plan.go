@@ -136,6 +136,11 @@ func (st *state) planWith(f Key, p *deliveryv1alpha1.FeatureFlagRolloutPolicy) *
 		plan.Problem, plan.ProblemReason = "FeatureFlag "+f.Name+" does not exist", deliveryv1alpha1.ReasonTargetNotFound
 		return plan
 	}
+	if slices.ContainsFunc(p.Spec.Steps, func(s deliveryv1alpha1.RolloutStep) bool { return s.ClusterSelector != nil }) {
+		plan.Problem = "its steps select clusters (clusterSelector): a fleet hub stages such a policy across member clusters; in a member it stages nothing"
+		plan.ProblemReason = deliveryv1alpha1.ReasonClusterSteps
+		return plan
+	}
 	consumers, unstaged := st.planConsumers(f)
 	plan.Unstaged = unstaged
 	st.selectSteps(f, p, consumers)

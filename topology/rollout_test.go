@@ -388,3 +388,21 @@ func TestRolloutPlanReadsLegacyRevisions(t *testing.T) {
 	g.Expect(SameRevision(v1[:12]+"0", v1)).To(BeFalse())
 	g.Expect(SameRevision(v1, v1[:12]+strings.Repeat("0", 20))).To(BeFalse(), "two full revisions are compared whole")
 }
+
+// A member is given a policy whose steps select clusters: it stages
+// nothing there, says why, and every consumer gets each edit as without a
+// policy.
+func TestRolloutPlanOfClusterStepsStagesNothing(t *testing.T) {
+	g := NewWithT(t)
+	must := must(t)
+	topo := stagedCluster(t, "v1")
+	f := fsK("flags", "flags")
+	policy := rolloutPolicy("flags", "fleet", "flags",
+		deliveryv1alpha1.RolloutStep{ClusterSelector: matchLabels("env", "dev")})
+	must(topo.UpsertRolloutPolicy(withStatus(policy, "v1", "v1", deliveryv1alpha1.PhaseCompleted, 1)))
+	must(topo.UpsertFlagSet(newFlagSet("flags", "flags", "v2")))
+	plan := topo.Snapshot().RolloutPlan(f)
+	g.Expect(plan.ProblemReason).To(Equal(deliveryv1alpha1.ReasonClusterSteps))
+	g.Expect(plan.Problem).To(ContainSubstring("fleet hub"))
+	g.Expect(planned(topo.Snapshot())).To(Equal(map[string]string{"a": "v2", "b": "v2", "c": "v2", "d": "v2"}))
+}

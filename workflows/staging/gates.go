@@ -195,6 +195,9 @@ func Unsupported(gates []deliveryv1alpha1.Gate, prometheus bool) string {
 		if g.Type == deliveryv1alpha1.GatePrometheus && !prometheus {
 			return "gate Prometheus is off in this manager (its --prometheus-gates): no rollout of this policy can be judged by it"
 		}
+		if g.Type == deliveryv1alpha1.GateConfirmed {
+			return "gate Confirmed judges member clusters: only a fleet hub evaluates it; in one cluster, Ready and the steps already wait for confirmation"
+		}
 	}
 	return ""
 }
