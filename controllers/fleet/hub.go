@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	fleetwf "github.com/flagplane/flagplane/workflows/fleet"
@@ -89,6 +90,7 @@ func Add(mgr manager.Manager, o Options) (*Hub, error) {
 			builder.WithPredicates(inInventory)).
 		Watches(&fleetv1alpha1.FleetGrant{}, handler.EnqueueRequestsFromMapFunc(pl.all),
 			builder.WithPredicates(inInventory)).
+		Watches(&deliveryv1alpha1.FeatureFlagRolloutPolicy{}, handler.EnqueueRequestsFromMapFunc(pl.ofPolicy)).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(pl.ofMemberEvent))).
 		WithOptions(controllerOptions(4)).
 		Complete(pl); err != nil {
@@ -144,7 +146,8 @@ type placements struct {
 }
 
 func (p *placements) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{}, p.wf.Reconcile(ctx, req.NamespacedName)
+	again, err := p.wf.Reconcile(ctx, req.NamespacedName)
+	return reconcile.Result{RequeueAfter: again}, err
 }
 
 // ofFlagSet queues the placements that target a hub FeatureFlag.
@@ -160,6 +163,17 @@ func (p *placements) ofFlagSet(ctx context.Context, obj client.Object) []reconci
 		}
 	}
 	return out
+}
+
+// ofPolicy queues the placements of a rollout policy's FeatureFlag.
+func (p *placements) ofPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
+	pol, ok := obj.(*deliveryv1alpha1.FeatureFlagRolloutPolicy)
+	if !ok {
+		return nil
+	}
+	target := &v1beta1.FeatureFlag{}
+	target.Namespace, target.Name = pol.Namespace, pol.Spec.TargetRef.Name
+	return p.ofFlagSet(ctx, target)
 }
 
 // ofMemberEvent queues the placement that wrote a member's FeatureFlag, or

@@ -18,12 +18,19 @@ func Copy(hub *v1beta1.FeatureFlag, placement string) *v1beta1.FeatureFlag {
 	return &v1beta1.FeatureFlag{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "FeatureFlag"},
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: hub.Namespace,
-			Name:      hub.Name,
-			Labels:    map[string]string{fleetv1alpha1.PlacementLabel: placement},
+			Namespace:   hub.Namespace,
+			Name:        hub.Name,
+			Labels:      map[string]string{fleetv1alpha1.PlacementLabel: placement},
+			Annotations: map[string]string{fleetv1alpha1.PlacedRevisionAnnotation: Revision(hub)},
 		},
 		Spec: *hub.Spec.DeepCopy(),
 	}
+}
+
+// Edited says whether a member's copy was changed in the member since the
+// hub last wrote it: its content no longer has the revision the hub wrote.
+func Edited(member *v1beta1.FeatureFlag) bool {
+	return Revision(member) != member.Annotations[fleetv1alpha1.PlacedRevisionAnnotation]
 }
 
 // Placed says whether member is a copy that placement wrote.
@@ -43,20 +50,13 @@ func Revision(ff *v1beta1.FeatureFlag) string {
 	return rev
 }
 
-// Differs says whether a member's copy no longer holds the hub's content:
-// compared by what each renders to, so that a member's admission defaults
-// do not count as an edit.
-func Differs(hub, member *v1beta1.FeatureFlag) bool {
-	return Revision(hub) != Revision(member)
-}
-
-// withLabels returns labels plus the placement label, for an update that
-// keeps a member copy's other labels.
-func withLabels(current map[string]string, placement string) map[string]string {
-	out := maps.Clone(current)
+// with returns m plus key=value, for an update that keeps a member copy's
+// other labels and annotations.
+func with(m map[string]string, key, value string) map[string]string {
+	out := maps.Clone(m)
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[fleetv1alpha1.PlacementLabel] = placement
+	out[key] = value
 	return out
 }

@@ -9,8 +9,11 @@
 //   - Select (select.go) picks the clusters of a placement among the
 //     inventory's ClusterProfiles, and says which of them the placement's
 //     namespace is granted (FleetGrants of the inventory's namespace).
-//   - Copy and Differs (copy.go) are the copy the hub writes into a member
-//     and whether a member's copy still holds the hub's content.
+//   - Copy, Revision and Edited (copy.go) are the copy the hub writes into
+//     a member, the content hash both sides compute alike, and whether a
+//     member's copy was edited there since the hub wrote it.
+//   - Begin, Planned and Advance (rollout.go) stage an edit cluster by
+//     cluster under a FeatureFlagRolloutPolicy whose steps select clusters.
 //   - Observe (state.go) is what the hub says of one cluster.
 //
 // Reconciler (reconciler.go) applies them: it writes, corrects or deletes

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
@@ -38,14 +39,17 @@ func TestSelectPicksByLabelsAndGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Selected{{"dev", true}, {"prod-eu", false}, {"prod-us", true}}
+	want := []Selected{{Cluster: "dev", Granted: true}, {Cluster: "prod-eu"}, {Cluster: "prod-us", Granted: true}}
 	if len(got) != len(want) {
 		t.Fatalf("Select = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if got[i].Cluster != want[i].Cluster || got[i].Granted != want[i].Granted {
 			t.Errorf("Select[%d] = %v, want %v", i, got[i], want[i])
 		}
+	}
+	if got[2].Labels["region"] != "us" {
+		t.Errorf("Select keeps no labels of prod-us: %v", got[2].Labels)
 	}
 	p.Namespace = "team-c"
 	got, _ = Select(p, profiles, grants)
@@ -103,9 +107,10 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("revisions %q and %q", rev, other)
 	}
 	reach := Reach{Engaged: true, Reachable: true, LastHeard: now.Add(-time.Second)}
-	base := Observation{Selected: Selected{"dev", true}, Reach: reach, HubRevision: rev,
+	base := Observation{Selected: Selected{Cluster: "dev", Granted: true}, Reach: reach, Planned: rev,
 		Namespace: "team-a", Placement: "p", Drift: fleetv1alpha1.DriftCorrect, Now: now}
-	edited := memberCopy(flagSet("off"), "p", other, true)
+	edited := memberCopy(hub, "p", rev, true)
+	edited.Spec = flagSet("off").Spec
 	foreign := memberCopy(hub, "p", rev, true)
 	foreign.Labels = nil
 	cases := []struct {
@@ -128,6 +133,8 @@ func TestObserve(t *testing.T) {
 		{"never heard", func(o *Observation) { o.Reach = Reach{Err: "no token"} }, fleetv1alpha1.ClusterUnknown, "never heard"},
 		{"drifted, reported", func(o *Observation) { o.Copy, o.Drift = edited, fleetv1alpha1.DriftReport }, fleetv1alpha1.ClusterDrifted, "Report leaves it"},
 		{"not ours", func(o *Observation) { o.Copy = foreign }, fleetv1alpha1.ClusterConflict, "did not write"},
+		{"stale, not edited", func(o *Observation) { o.Copy = memberCopy(flagSet("off"), "p", other, true) }, fleetv1alpha1.ClusterBehind, "serves revision"},
+		{"edited, to be corrected", func(o *Observation) { o.Copy = edited }, fleetv1alpha1.ClusterDrifted, "edited there"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -144,18 +151,77 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-func TestWroteLast(t *testing.T) {
-	at := func(s int) *metav1.Time { t := metav1.NewTime(time.Unix(int64(s), 0)); return &t }
-	ff := &v1beta1.FeatureFlag{}
-	ff.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: fleetv1alpha1.FieldManager, Time: at(10)},
-		{Manager: "flagplane", Subresource: "status", Time: at(30)},
+func TestRolloutStepByStep(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	pause := metav1.Duration{Duration: 10 * time.Second}
+	p := &deliveryv1alpha1.FeatureFlagRolloutPolicy{Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+		Steps: []deliveryv1alpha1.RolloutStep{
+			{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, Pause: &pause},
+			{Name: "staging", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}},
+		},
+		Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateConfirmed, For: &metav1.Duration{Duration: time.Minute}}},
+	}}
+	if !ClusterSteps(p) {
+		t.Fatal("ClusterSteps = false")
 	}
-	if !wroteLast(ff) {
-		t.Error("only the hub wrote the spec: wroteLast = false")
+	if got := StepOf(p.Spec.Steps, map[string]string{"env": "prod"}); got != 2 {
+		t.Errorf("StepOf(prod) = %d, want 2 (the rest)", got)
 	}
-	ff.ManagedFields = append(ff.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl-edit", Time: at(20)})
-	if wroteLast(ff) {
-		t.Error("kubectl-edit wrote after the hub: wroteLast = true")
+	p.Status = Begin(p, "r1", now)
+	if p.Status.Phase != deliveryv1alpha1.PhaseCompleted || p.Status.StableRevision != "r1" {
+		t.Fatalf("the first revision seen: %+v", p.Status)
+	}
+	st := Begin(p, "r2", now)
+	if st.Phase != deliveryv1alpha1.PhaseProgressing || st.StableRevision != "r1" || st.TargetRevision != "r2" || st.Step != 0 {
+		t.Fatalf("an edit: %+v", st)
+	}
+	if Planned(&st, 0) != "r2" || Planned(&st, 1) != "r1" || Planned(&st, 2) != "r1" {
+		t.Errorf("planned: dev %s staging %s rest %s", Planned(&st, 0), Planned(&st, 1), Planned(&st, 2))
+	}
+	cluster := func(name string, step int, state fleetv1alpha1.ClusterState, rev string) RolloutCluster {
+		return RolloutCluster{Cluster: name, Step: step, Status: fleetv1alpha1.ClusterPlacementStatus{State: state, Revision: rev}}
+	}
+	clusters := []RolloutCluster{cluster("dev", 0, fleetv1alpha1.ClusterBehind, "r1"), cluster("staging", 1, fleetv1alpha1.ClusterCurrent, "r1")}
+	Advance(p, &st, clusters, now.Add(time.Second))
+	if st.Step != 0 || st.StepServedAt != nil {
+		t.Fatalf("dev does not serve r2 yet, but: %+v", st)
+	}
+	clusters[0] = cluster("dev", 0, fleetv1alpha1.ClusterCurrent, "r2")
+	again, _ := Advance(p, &st, clusters, now.Add(2*time.Second))
+	if st.Step != 0 || st.StepServedAt == nil || again <= 0 {
+		t.Fatalf("dev serves r2: the pause runs, but: %+v, again %s", st, again)
+	}
+	Advance(p, &st, clusters, now.Add(13*time.Second))
+	if st.Step != 1 || Planned(&st, 1) != "r2" {
+		t.Fatalf("the pause is over: step 2 starts, but: %+v", st)
+	}
+	clusters[1] = cluster("staging", 1, fleetv1alpha1.ClusterUnknown, "r1")
+	Advance(p, &st, clusters, now.Add(30*time.Second))
+	if st.Phase != deliveryv1alpha1.PhaseProgressing {
+		t.Fatalf("within the gate's bound, an Unknown cluster is waited for: %+v", st)
+	}
+	_, notes := Advance(p, &st, clusters, now.Add(80*time.Second))
+	if st.Phase != deliveryv1alpha1.PhaseHalted || len(notes) != 1 || !strings.Contains(notes[0], "cluster staging did not confirm") {
+		t.Fatalf("staging never confirmed: the gate halts, but: %+v %v", st, notes)
+	}
+	if Planned(&st, 0) != "r1" || Planned(&st, 1) != "r1" {
+		t.Error("a halt plans the stable revision for every cluster")
+	}
+	p.Status = st
+	if again := Begin(p, "r2", now.Add(90*time.Second)); again.Phase != deliveryv1alpha1.PhaseHalted {
+		t.Errorf("the halted revision does not start again by itself: %+v", again)
+	}
+	if back := Begin(p, "r1", now.Add(90*time.Second)); back.Phase != deliveryv1alpha1.PhaseCompleted || back.TargetRevision != "r1" {
+		t.Errorf("an edit back to the stable revision ends the rollout: %+v", back)
+	}
+	for i := 0; i < 2; i++ {
+		clusters[i] = cluster(clusters[i].Cluster, i, fleetv1alpha1.ClusterCurrent, "r3")
+	}
+	p.Status = Begin(p, "r3", now.Add(100*time.Second))
+	Advance(p, &p.Status, clusters, now.Add(101*time.Second))
+	Advance(p, &p.Status, clusters, now.Add(112*time.Second))
+	Advance(p, &p.Status, clusters, now.Add(113*time.Second))
+	if p.Status.Phase != deliveryv1alpha1.PhaseCompleted || p.Status.StableRevision != "r3" || Planned(&p.Status, 2) != "r3" {
+		t.Errorf("every step served: completed, r3 stable, the rest gets it: %+v", p.Status)
 	}
 }

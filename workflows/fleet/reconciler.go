@@ -58,41 +58,50 @@ type Reconciler struct {
 	Events events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	specs specs
 }
 
 // Reconcile brings every selected member's copy of the placement's target
-// to the hub's content, deletes the copies of clusters it no longer
-// selects, and writes the placement's status.
-func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) error {
+// to the revision planned for it (the hub's, or, under a fleet rollout,
+// the stable one until the cluster's step starts), deletes the copies of
+// clusters it no longer selects, and writes the placement's status (and
+// the rollout policy's). It returns how soon to look again (0: when
+// something changes).
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
 	var p fleetv1alpha1.FeatureFlagPlacement
 	if err := r.Hub.Get(ctx, key, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.removeCopies(ctx, key, nil, nil)
+			return 0, r.removeCopies(ctx, key, nil, nil)
 		}
-		return err
+		return 0, err
 	}
 	var hub v1beta1.FeatureFlag
 	err := r.Hub.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.TargetRef.Name}, &hub)
 	if apierrors.IsNotFound(err) {
-		return r.writeStatus(ctx, &p, notAccepted(&p, "TargetNotFound",
+		return 0, r.writeStatus(ctx, &p, notAccepted(&p, "TargetNotFound",
 			fmt.Sprintf("FeatureFlag %s/%s does not exist on the hub; member copies are left as they are",
 				p.Namespace, p.Spec.TargetRef.Name)))
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	selected, inventory, err := r.selected(ctx, &p)
 	if err != nil {
-		return r.writeStatus(ctx, &p, notAccepted(&p, "InvalidSelector", err.Error()))
+		return 0, r.writeStatus(ctx, &p, notAccepted(&p, "InvalidSelector", err.Error()))
 	}
 	hubRev := Revision(&hub)
+	ro, err := r.rollout(ctx, &p, hubRev)
+	if err != nil {
+		return 0, err
+	}
 	status := fleetv1alpha1.FeatureFlagPlacementStatus{ObservedGeneration: p.Generation, Revision: hubRev}
 	keep := map[string]bool{}
 	for _, s := range selected {
 		if s.Granted {
 			keep[s.Cluster] = true
 		}
-		status.Clusters = append(status.Clusters, r.place(ctx, &p, &hub, hubRev, s))
+		status.Clusters = append(status.Clusters, r.place(ctx, &p, &hub, ro.planned(s, hubRev), s))
 	}
 	for _, cluster := range r.Members.Engaged() {
 		if !inventory[cluster] {
@@ -104,7 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) er
 	}
 	r.reportLeft(&p, selected)
 	summarise(&status, p.Generation)
-	return r.writeStatus(ctx, &p, status)
+	again, err := r.advance(ctx, ro, selected, status.Clusters)
+	if err != nil {
+		return 0, err
+	}
+	return again, r.writeStatus(ctx, &p, status)
 }
 
 // selected lists the placement's clusters among the inventory's profiles,
@@ -126,11 +139,11 @@ func (r *Reconciler) selected(ctx context.Context, p *fleetv1alpha1.FeatureFlagP
 	return sel, inventory, err
 }
 
-// place brings one cluster's copy to the hub's content, as far as the
+// place brings one cluster's copy to its planned revision, as far as the
 // drift policy allows, and observes it.
 func (r *Reconciler) place(ctx context.Context, p *fleetv1alpha1.FeatureFlagPlacement, hub *v1beta1.FeatureFlag,
-	hubRev string, s Selected) fleetv1alpha1.ClusterPlacementStatus {
-	o := Observation{Selected: s, HubRevision: hubRev, Namespace: p.Namespace, Placement: p.Name,
+	planned string, s Selected) fleetv1alpha1.ClusterPlacementStatus {
+	o := Observation{Selected: s, Planned: planned, Namespace: p.Namespace, Placement: p.Name,
 		Drift: p.Spec.Drift, Now: r.now()}
 	if !s.Granted {
 		return Observe(o)
@@ -146,16 +159,18 @@ func (r *Reconciler) place(ctx context.Context, p *fleetv1alpha1.FeatureFlagPlac
 		return Observe(o)
 	}
 	o.Copy = copyOf
-	if reach.Reachable {
-		wrote, err := r.write(ctx, c, p, hub, hubRev, copyOf, s.Cluster)
-		if err != nil {
-			st := Observe(o)
-			st.Message = fmt.Sprintf("writing the copy: %v", err)
-			return st
-		}
-		o.Wrote = wrote
+	if !reach.Reachable {
+		return Observe(o)
 	}
-	return Observe(o)
+	want, err := r.specOf(ctx, hub, planned)
+	if err == nil {
+		o.Wrote, err = r.write(ctx, c, p, want, planned, copyOf, s.Cluster)
+	}
+	st := Observe(o)
+	if err != nil {
+		st.Message = fmt.Sprintf("writing the copy: %v", err)
+	}
+	return st
 }
 
 func (r *Reconciler) memberCopy(ctx context.Context, c client.Client, hub *v1beta1.FeatureFlag) (*v1beta1.FeatureFlag, error) {
@@ -173,50 +188,33 @@ func (r *Reconciler) memberCopy(ctx context.Context, c client.Client, hub *v1bet
 // write creates the copy, or corrects it under drift Correct, and says
 // whether it wrote.
 func (r *Reconciler) write(ctx context.Context, c client.Client, p *fleetv1alpha1.FeatureFlagPlacement,
-	hub *v1beta1.FeatureFlag, hubRev string, current *v1beta1.FeatureFlag, cluster string) (bool, error) {
+	want *v1beta1.FeatureFlag, wantRev string, current *v1beta1.FeatureFlag, cluster string) (bool, error) {
 	switch {
 	case current == nil:
-		if err := c.Create(ctx, Copy(hub, p.Name), client.FieldOwner(fleetv1alpha1.FieldManager)); err != nil {
+		if err := c.Create(ctx, Copy(want, p.Name), client.FieldOwner(fleetv1alpha1.FieldManager)); err != nil {
 			workflows.Warn(r.Events, p, EventWriteFailed, actionPlace, "creating the copy in cluster %s: %v", cluster, err)
 			return false, err
 		}
-		workflows.Normal(r.Events, p, EventPlaced, actionPlace, "placed revision %s in cluster %s", short(hubRev), cluster)
+		workflows.Normal(r.Events, p, EventPlaced, actionPlace, "placed revision %s in cluster %s", short(wantRev), cluster)
 		return true, nil
 	case !Placed(current, p.Name):
 		return false, nil
-	case Revision(current) == hubRev:
+	case Revision(current) == wantRev:
 		return false, nil
-	case p.Spec.Drift == fleetv1alpha1.DriftReport && !wroteLast(current):
+	case p.Spec.Drift == fleetv1alpha1.DriftReport && Edited(current):
 		return false, nil
 	}
 	updated := current.DeepCopy()
-	updated.Spec = *hub.Spec.DeepCopy()
-	updated.Labels = withLabels(current.Labels, p.Name)
+	updated.Spec = *want.Spec.DeepCopy()
+	updated.Labels = with(current.Labels, fleetv1alpha1.PlacementLabel, p.Name)
+	updated.Annotations = with(current.Annotations, fleetv1alpha1.PlacedRevisionAnnotation, wantRev)
 	if err := c.Update(ctx, updated, client.FieldOwner(fleetv1alpha1.FieldManager)); err != nil {
 		workflows.Warn(r.Events, p, EventWriteFailed, actionPlace, "updating the copy in cluster %s: %v", cluster, err)
 		return false, err
 	}
 	workflows.Normal(r.Events, p, EventCorrected, actionPlace, "wrote revision %s in cluster %s (it held %s)",
-		short(hubRev), cluster, short(Revision(current)))
+		short(wantRev), cluster, short(Revision(current)))
 	return true, nil
-}
-
-// wroteLast says whether the copy's newest spec write was the hub's own,
-// so that under drift Report a hub edit still reaches a copy nobody else
-// touched.
-func wroteLast(ff *v1beta1.FeatureFlag) bool {
-	var newest *metav1.ManagedFieldsEntry
-	for i := range ff.ManagedFields {
-		m := &ff.ManagedFields[i]
-		if m.Subresource != "" || m.Time == nil {
-			continue
-		}
-		if newest == nil || m.Time.After(newest.Time.Time) ||
-			(m.Time.Equal(newest.Time) && m.Manager == fleetv1alpha1.FieldManager) {
-			newest = m
-		}
-	}
-	return newest != nil && newest.Manager == fleetv1alpha1.FieldManager
 }
 
 // removeCopies deletes the copies that the placement key wrote in the
@@ -334,12 +332,7 @@ func notAccepted(p *fleetv1alpha1.FeatureFlagPlacement, reason, msg string) flee
 // conditions' transition times kept where their status did not change.
 func (r *Reconciler) writeStatus(ctx context.Context, p *fleetv1alpha1.FeatureFlagPlacement,
 	st fleetv1alpha1.FeatureFlagPlacementStatus) error {
-	for i := range st.Conditions {
-		if old := meta.FindStatusCondition(p.Status.Conditions, st.Conditions[i].Type); old != nil &&
-			old.Status == st.Conditions[i].Status {
-			st.Conditions[i].LastTransitionTime = old.LastTransitionTime
-		}
-	}
+	keepTransitions(st.Conditions, p.Status.Conditions)
 	keepHeard(&st, &p.Status)
 	if equality.Semantic.DeepEqual(p.Status, st) {
 		return nil
@@ -347,6 +340,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *fleetv1alpha1.FeatureFl
 	updated := p.DeepCopy()
 	updated.Status = st
 	return r.Hub.Status().Update(ctx, updated)
+}
+
+// keepTransitions keeps the old transition times of conditions whose
+// status did not change.
+func keepTransitions(conditions, old []metav1.Condition) {
+	for i := range conditions {
+		if was := meta.FindStatusCondition(old, conditions[i].Type); was != nil && was.Status == conditions[i].Status {
+			conditions[i].LastTransitionTime = was.LastTransitionTime
+		}
+	}
 }
 
 // keepHeard keeps the last status's LastHeard of a cluster whose state is

@@ -17,6 +17,8 @@ type Selected struct {
 	Cluster string
 	// Granted says whether the placement's namespace may place there.
 	Granted bool
+	// Labels are the ClusterProfile's labels, which rollout steps select.
+	Labels map[string]string
 }
 
 // Select returns the clusters among profiles that the placement's
@@ -37,7 +39,7 @@ func Select(p *fleetv1alpha1.FeatureFlagPlacement, profiles []cpv1alpha1.Cluster
 		if !sel.Matches(set) {
 			continue
 		}
-		out = append(out, Selected{Cluster: cp.Name, Granted: anyMatches(granted, set)})
+		out = append(out, Selected{Cluster: cp.Name, Granted: anyMatches(granted, set), Labels: cp.Labels})
 	}
 	slices.SortFunc(out, func(a, b Selected) int {
 		if a.Cluster < b.Cluster {

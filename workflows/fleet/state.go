@@ -30,8 +30,10 @@ type Observation struct {
 	// Copy is the member's FeatureFlag of the placement's target, nil when
 	// it has none.
 	Copy *v1beta1.FeatureFlag
-	// HubRevision is the revision of the hub's FeatureFlag.
-	HubRevision string
+	// Planned is the revision planned for the cluster: the hub's
+	// FeatureFlag's, or under a fleet rollout the stable one until the
+	// cluster's step starts.
+	Planned string
 	// Namespace is the placement's namespace.
 	Namespace string
 	// Placement is the placement's name.
@@ -58,6 +60,7 @@ func Observe(o Observation) fleetv1alpha1.ClusterPlacementStatus {
 		st.Message = fmt.Sprintf("no FleetGrant grants namespace %q this cluster", o.Namespace)
 		return st
 	}
+	st.Planned = o.Planned
 	if o.Copy != nil {
 		st.Revision = o.Copy.Status.Revision
 		st.Delivered = o.Copy.Status.Delivered
@@ -76,10 +79,10 @@ func Observe(o Observation) fleetv1alpha1.ClusterPlacementStatus {
 		st.State = fleetv1alpha1.ClusterConflict
 		st.Message = fmt.Sprintf("the member has a FeatureFlag %s/%s that this placement did not write; the hub leaves it",
 			o.Copy.Namespace, o.Copy.Name)
-	case !o.Wrote && Revision(o.Copy) != o.HubRevision:
+	case !o.Wrote && Edited(o.Copy):
 		st.State = fleetv1alpha1.ClusterDrifted
-		st.Message = fmt.Sprintf("the member's copy was edited there: it holds revision %s, the hub's is %s",
-			short(Revision(o.Copy)), short(o.HubRevision))
+		st.Message = fmt.Sprintf("the member's copy was edited there: it holds revision %s, the planned one is %s",
+			short(Revision(o.Copy)), short(o.Planned))
 		if o.Drift == fleetv1alpha1.DriftReport {
 			st.Message += "; drift: Report leaves it"
 		}
@@ -98,9 +101,9 @@ func served(o Observation) (fleetv1alpha1.ClusterState, string) {
 	if o.Wrote || c.Status.ObservedGeneration != c.Generation {
 		return fleetv1alpha1.ClusterBehind, "the member's flagplane has not seen the copy's newest spec yet"
 	}
-	if c.Status.Revision != o.HubRevision {
+	if c.Status.Revision != o.Planned {
 		return fleetv1alpha1.ClusterBehind, fmt.Sprintf("the member serves revision %s, not %s yet",
-			short(c.Status.Revision), short(o.HubRevision))
+			short(c.Status.Revision), short(o.Planned))
 	}
 	ready := meta.FindStatusCondition(c.Status.Conditions, v1beta1.ConditionReady)
 	if ready == nil {
