@@ -256,6 +256,60 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 	})
 
+	It("stages an edit cluster by cluster, and a failing gate returns every cluster to the stable revision", func(ctx SpecContext) {
+		dev, prod := members[0], members[1]
+		stable := fleetwf.Revision(hubFlagSet(ctx, teamA, flagSet))
+		Eventually(func() []string {
+			return []string{servedBy(ctx, dev, teamA, flagSet)(), servedBy(ctx, prod, teamA, flagSet)()}
+		}).
+			WithTimeout(time.Minute).Should(HaveEach(stable))
+		pause := metav1.Duration{Duration: 3 * time.Second}
+		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "dev-then-prod"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+				TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: "FeatureFlag", Name: flagSet},
+				Steps: []deliveryv1alpha1.RolloutStep{
+					{Name: "dev", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}, Pause: &pause},
+					{Name: "prod", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+				},
+				Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateConfirmed, For: &metav1.Duration{Duration: 8 * time.Second}}},
+			}}
+		Expect(hubC.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(hubC.Delete(ctx, policy))).To(Succeed()) })
+		phase := func() deliveryv1alpha1.RolloutPhase {
+			Expect(hubC.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+			return policy.Status.Phase
+		}
+		Eventually(phase).Should(Equal(deliveryv1alpha1.PhaseCompleted))
+
+		// dev first; prod keeps the stable revision until dev has served
+		// the edit for the step's pause.
+		target := editHub(ctx, teamA, flagSet, "on")
+		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target))
+		Expect(servedBy(ctx, prod, teamA, flagSet)()).To(Equal(stable), "prod waits for dev's step")
+		Expect(states(ctx, key)[prod.name].Planned).To(Equal(stable))
+		Eventually(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target))
+		Eventually(phase).Should(Equal(deliveryv1alpha1.PhaseCompleted))
+		Expect(policy.Status.StableRevision).To(Equal(target))
+
+		// prod cut off during the next edit: dev gets it, prod's step
+		// starts and never confirms, the gate fails, and dev returns to
+		// the stable revision (its spec from dev's own history).
+		prod.fwd.Cut()
+		DeferCleanup(prod.fwd.Rejoin)
+		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		halted := editHub(ctx, teamA, flagSet, "off")
+		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(halted))
+		Eventually(phase).WithTimeout(time.Minute).Should(Equal(deliveryv1alpha1.PhaseHalted))
+		Expect(policy.Status.Message).To(ContainSubstring("cluster prod did not confirm"))
+		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target),
+			"the halt writes the stable spec back to dev")
+		prod.fwd.Rejoin()
+		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		Consistently(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(3*time.Second).Should(Equal(target),
+			"prod never gets the halted revision")
+		Expect(phase()).To(Equal(deliveryv1alpha1.PhaseHalted))
+	})
+
 	It("leaves the members serving while the hub is down, and writes nothing that regresses when it returns", func(ctx SpecContext) {
 		generations := func() map[string]int64 {
 			out := map[string]int64{}
