@@ -4,6 +4,9 @@
 //
 // It watches the whole cluster by default, or only the namespaces of
 // --namespaces; run with -h for every flag, --version for its version.
+// With --fleet-hub it runs as a fleet hub instead: only the controllers
+// that place the hub's FeatureFlags onto the member clusters of the
+// inventory (controllers/fleet).
 package main
 
 import (
@@ -47,6 +50,13 @@ func run() error {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), logger)
+	if opts.Fleet.Hub {
+		hub, err := app.NewHub(cfg, opts)
+		if err != nil {
+			return err
+		}
+		return hub.Start(ctx)
+	}
 	mgr, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		return err

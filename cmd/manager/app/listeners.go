@@ -64,22 +64,34 @@ func (m *Manager) Addresses() Addresses {
 // metrics and sync servers once they start), so that the harness of a
 // process reads the ports it got.
 func (m *Manager) logListening(ctx context.Context) {
+	logServers(ctx, func() []server {
+		a := m.Addresses()
+		return []server{
+			{"health", a.Health, m.healthListener != nil},
+			{"webhook", a.Webhook, m.webhookListener != nil},
+			{"metrics", a.Metrics, m.metricsServer != nil},
+			{"sync", a.Sync, m.Sync != nil},
+		}
+	})
+}
+
+// server is one server of a manager: its name, its address ("" while it
+// does not listen yet), and whether it is on at all.
+type server struct {
+	name, addr string
+	on         bool
+}
+
+// logServers logs "listening" once for each server that is on, as it
+// comes to listen, until every one did or ctx is done.
+func logServers(ctx context.Context, servers func() []server) {
 	logger := log.FromContext(ctx)
 	logged := map[string]bool{}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
-		a := m.Addresses()
 		pending := false
-		for _, s := range []struct {
-			name, addr string
-			on         bool
-		}{
-			{"health", a.Health, m.healthListener != nil},
-			{"webhook", a.Webhook, m.webhookListener != nil},
-			{"metrics", a.Metrics, m.metricsServer != nil},
-			{"sync", a.Sync, m.Sync != nil},
-		} {
+		for _, s := range servers() {
 			switch {
 			case !s.on || logged[s.name]:
 			case s.addr == "":

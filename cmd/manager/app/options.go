@@ -132,6 +132,10 @@ type Options struct {
 	// (--prometheus-namespace-label, default "namespace").
 	PrometheusNamespaceLabel string
 
+	// Fleet runs the manager as a fleet hub instead (--fleet-* flags,
+	// fleet_flags.go; NewHub).
+	Fleet FleetOptions
+
 	// GatewayAPIPoll is how often to look for Gateway API's CRDs
 	// (ReferenceGrant, HTTPRoute) while they are not installed; 15s when
 	// zero. Not a flag: tests shorten it.
@@ -170,6 +174,7 @@ func DefaultOptions() Options {
 		RevisionNamespaceLimit:   history.DefaultNamespaceLimit,
 		ConfirmDelivery:          true,
 		ConfirmBound:             status.DefaultConfirmBound,
+		Fleet:                    defaultFleetOptions(),
 	}
 }
 
@@ -226,6 +231,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Admission.ValidatingWebhookConfiguration, "validating-webhook-configuration", o.Admission.ValidatingWebhookConfiguration,
 		"ValidatingWebhookConfiguration whose caBundle the manager keeps (self-managed certificates)")
 	o.Sync.BindFlags(fs)
+	o.bindFleetFlags(fs)
 }
 
 func (o *Options) bindQuantity(fs *flag.FlagSet, name string, res corev1.ResourceName, limit bool, usage string) {
@@ -276,6 +282,7 @@ func (o Options) Validate() error {
 	}
 	errs = append(errs, o.validateOFO()...)
 	errs = append(errs, o.validateFlagd()...)
+	errs = append(errs, o.validateFleet()...)
 	if o.Webhooks {
 		wo := o.Admission
 		wo.Injection.Sidecar = injection.DefaultSidecarOptions() // o.Sidecar is checked above
