@@ -38,6 +38,11 @@
 // list the revisions flagplane recorded of a FeatureFlag (every spec it
 // accepted), print one, and write one back (see package history).
 //
+//	flagplane fleet status ff/NAME [-o text|json]
+//
+// says, from a fleet hub, where a FeatureFlag stands on each member
+// cluster its FeatureFlagPlacements select (see package fleetstatus).
+//
 //	flagplane completion bash|zsh|fish|powershell
 //
 // writes a shell's completion script. Installed on PATH as kubectl-flagplane
@@ -153,10 +158,17 @@ tells what reaches what and why.`,
 	}
 	_ = root.MarkPersistentFlagFilename("kubeconfig")
 	root.AddCommand(newTopologyCmd(kube), newExplainCmd(kube), newDiffCmd(kube), newMigrateCmd(kube), newRolloutCmd(kube))
-	root.AddCommand(newHistoryCmd(kube), newRollbackCmd(kube))
-	// Examples say the command as it is run.
-	for _, c := range root.Commands() {
+	root.AddCommand(newHistoryCmd(kube), newRollbackCmd(kube), newFleetCmd(kube))
+	// Examples say the command as it is run, a subcommand's too.
+	var sayDisplay func(c *cobra.Command)
+	sayDisplay = func(c *cobra.Command) {
 		c.Example = strings.ReplaceAll(c.Example, "  flagplane ", "  "+display+" ")
+		for _, sub := range c.Commands() {
+			sayDisplay(sub)
+		}
+	}
+	for _, c := range root.Commands() {
+		sayDisplay(c)
 	}
 	return root
 }
