@@ -19,12 +19,13 @@ import (
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/fleetenv"
 	fleetwf "github.com/flagplane/flagplane/workflows/fleet"
 )
 
 // hubIdentity is the member's name for the hub, as config/fleet/member
 // makes it.
-const hubIdentity = "system:serviceaccount:flagplane-fleet:flagplane-fleet"
+const hubIdentity = fleetenv.HubIdentity
 
 func grant(name string, namespaces []string, selector map[string]string) *fleetv1alpha1.FleetGrant {
 	return &fleetv1alpha1.FleetGrant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: inventoryNS},
@@ -57,15 +58,15 @@ func stateOf(ctx context.Context, key client.ObjectKey, cluster string) func() f
 }
 
 // memberCopy reads a member's FeatureFlag as its admin sees it.
-func memberCopy(ctx context.Context, m *memberCluster, ns, name string) (*v1beta1.FeatureFlag, error) {
+func memberCopy(ctx context.Context, m *fleetenv.Member, ns, name string) (*v1beta1.FeatureFlag, error) {
 	var ff v1beta1.FeatureFlag
-	err := m.cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)
+	err := m.CP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)
 	return &ff, err
 }
 
 // servedBy is the revision a member's flagplane says its copy serves, once
 // it is Ready for the copy's newest spec.
-func servedBy(ctx context.Context, m *memberCluster, ns, name string) func() string {
+func servedBy(ctx context.Context, m *fleetenv.Member, ns, name string) func() string {
 	return func() string {
 		ff, err := memberCopy(ctx, m, ns, name)
 		if err != nil {
@@ -111,7 +112,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 	It("places the FeatureFlag on every granted member, under its identity there, and each confirms it", func(ctx SpecContext) {
 		for _, m := range members {
 			Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev1),
-				"member %s serves the hub's revision, as its own flagplane computes it", m.name)
+				"member %s serves the hub's revision, as its own flagplane computes it", m.Name)
 			ff, err := memberCopy(ctx, m, teamA, flagSet)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ff.Labels).To(HaveKeyWithValue(fleetv1alpha1.PlacementLabel, key.Name))
@@ -124,7 +125,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			return p.Status.Current + " " + p.Status.Revision
 		}).WithTimeout(time.Minute).Should(Equal("2/2 " + rev1))
 		for _, m := range members {
-			st := states(ctx, key)[m.name]
+			st := states(ctx, key)[m.Name]
 			Expect(st.State).To(Equal(fleetv1alpha1.ClusterCurrent))
 			Expect(st.Revision).To(Equal(rev1))
 			Expect(st.LastHeard).NotTo(BeNil())
@@ -136,7 +137,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		bKey := client.ObjectKey{Namespace: teamB, Name: "b"}
 		Expect(hubC.Create(ctx, placement(teamB, bKey.Name, flagSet, nil))).To(Succeed())
 		for _, m := range members {
-			Eventually(stateOf(ctx, bKey, m.name)).Should(Equal(fleetv1alpha1.ClusterNotGranted))
+			Eventually(stateOf(ctx, bKey, m.Name)).Should(Equal(fleetv1alpha1.ClusterNotGranted))
 		}
 		Consistently(func() bool {
 			for _, m := range members {
@@ -164,16 +165,16 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			} else {
 				args = append(args, "--all-namespaces")
 			}
-			out, _ := m.cp.Kubectl(args...)
+			out, _ := m.CP.Kubectl(args...)
 			Expect(strings.TrimSpace(out)).To(Equal(q.want), "%v", args)
 		}
 		// RBAC allows FeatureFlags in team-a; the member's admission policy
 		// still refuses one the hub did not place.
 		mine := fixtures.FlagSet(teamA, "members-own", "on")
-		Expect(m.cp.Client.Create(ctx, mine)).To(Succeed())
-		asHub := rest.CopyConfig(m.cp.Config)
+		Expect(m.CP.Client.Create(ctx, mine)).To(Succeed())
+		asHub := rest.CopyConfig(m.CP.Config)
 		asHub.Impersonate = rest.ImpersonationConfig{UserName: hubIdentity}
-		hc, err := client.New(asHub, client.Options{Scheme: scheme})
+		hc, err := client.New(asHub, client.Options{Scheme: fl.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(hc.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
 		mine.Spec.FlagSpec.Flags[fixtures.FlagKey] = v1beta1.Flag{State: "ENABLED",
@@ -189,9 +190,9 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		Expect(rev2).NotTo(Equal(rev1))
 		for _, m := range members {
 			Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev2))
-			Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+			Eventually(stateOf(ctx, key, m.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 		}
-		Expect(states(ctx, key)[members[0].name].Revision).To(Equal(rev2))
+		Expect(states(ctx, key)[members[0].Name].Revision).To(Equal(rev2))
 	})
 
 	It("puts back a member's copy edited by hand, or reports it under drift Report", func(ctx SpecContext) {
@@ -203,8 +204,8 @@ var _ = Describe("a fleet hub", Ordered, func() {
 
 		changePlacement(ctx, key, func(p *fleetv1alpha1.FeatureFlagPlacement) { p.Spec.Drift = fleetv1alpha1.DriftReport })
 		edited := handEdit(ctx, m, teamA, flagSet)
-		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterDrifted))
-		Expect(states(ctx, key)[m.name].Message).To(ContainSubstring("drift: Report leaves it"))
+		Eventually(stateOf(ctx, key, m.Name)).Should(Equal(fleetv1alpha1.ClusterDrifted))
+		Expect(states(ctx, key)[m.Name].Message).To(ContainSubstring("drift: Report leaves it"))
 		Consistently(func() string {
 			ff, err := memberCopy(ctx, m, teamA, flagSet)
 			Expect(err).NotTo(HaveOccurred())
@@ -213,17 +214,17 @@ var _ = Describe("a fleet hub", Ordered, func() {
 
 		changePlacement(ctx, key, func(p *fleetv1alpha1.FeatureFlagPlacement) { p.Spec.Drift = fleetv1alpha1.DriftCorrect })
 		Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(hubRev))
-		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		Eventually(stateOf(ctx, key, m.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 	})
 
 	It("shows a member cut off as Unknown with its last word; the member keeps serving and converges on rejoin", func(ctx SpecContext) {
 		prod := members[1]
 		before := servedBy(ctx, prod, teamA, flagSet)()
 		Expect(before).NotTo(BeEmpty())
-		prod.fwd.Cut()
-		DeferCleanup(prod.fwd.Rejoin)
-		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
-		st := states(ctx, key)[prod.name]
+		prod.Fwd.Cut()
+		DeferCleanup(prod.Fwd.Rejoin)
+		Eventually(stateOf(ctx, key, prod.Name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		st := states(ctx, key)[prod.Name]
 		Expect(st.LastHeard).NotTo(BeNil())
 		Expect(st.Message).To(ContainSubstring("no word from the member's API server"))
 
@@ -234,26 +235,26 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
 			return p.Status.Current
 		}).Should(Equal("1/2"), "the cut-off member never counts as current")
-		Consistently(stateOf(ctx, key, prod.name)).WithTimeout(3 * time.Second).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		Consistently(stateOf(ctx, key, prod.Name)).WithTimeout(3 * time.Second).Should(Equal(fleetv1alpha1.ClusterUnknown))
 		Expect(servedBy(ctx, prod, teamA, flagSet)()).To(Equal(before), "the member keeps serving its last revision")
 
-		prod.fwd.Rejoin()
+		prod.Fwd.Rejoin()
 		Eventually(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev3))
-		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		Eventually(stateOf(ctx, key, prod.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 	})
 
 	It("reaches a member again after its credentials are rotated", func(ctx SpecContext) {
 		m := members[0]
 		// A new ServiceAccount of the same name: every token of the old one
 		// is refused from now on.
-		out, err := m.cp.Kubectl("delete", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		out, err := m.CP.Kubectl("delete", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
 		Expect(err).NotTo(HaveOccurred(), out)
-		out, err = m.cp.Kubectl("create", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		out, err = m.CP.Kubectl("create", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
 		Expect(err).NotTo(HaveOccurred(), out)
-		writeToken(ctx, m)
+		Expect(fl.WriteToken(ctx, m)).To(Succeed())
 		rev := editHub(ctx, teamA, flagSet, "on")
 		Eventually(servedBy(ctx, m, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(rev))
-		Eventually(stateOf(ctx, key, m.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		Eventually(stateOf(ctx, key, m.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 	})
 
 	It("stages an edit cluster by cluster, and a failing gate returns every cluster to the stable revision", func(ctx SpecContext) {
@@ -286,7 +287,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		target := editHub(ctx, teamA, flagSet, "on")
 		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target))
 		Expect(servedBy(ctx, prod, teamA, flagSet)()).To(Equal(stable), "prod waits for dev's step")
-		Expect(states(ctx, key)[prod.name].Planned).To(Equal(stable))
+		Expect(states(ctx, key)[prod.Name].Planned).To(Equal(stable))
 		Eventually(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target))
 		Eventually(phase).Should(Equal(deliveryv1alpha1.PhaseCompleted))
 		Expect(policy.Status.StableRevision).To(Equal(target))
@@ -294,17 +295,17 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		// prod cut off during the next edit: dev gets it, prod's step
 		// starts and never confirms, the gate fails, and dev returns to
 		// the stable revision (its spec from dev's own history).
-		prod.fwd.Cut()
-		DeferCleanup(prod.fwd.Rejoin)
-		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		prod.Fwd.Cut()
+		DeferCleanup(prod.Fwd.Rejoin)
+		Eventually(stateOf(ctx, key, prod.Name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
 		halted := editHub(ctx, teamA, flagSet, "off")
 		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(halted))
 		Eventually(phase).WithTimeout(time.Minute).Should(Equal(deliveryv1alpha1.PhaseHalted))
 		Expect(policy.Status.Message).To(ContainSubstring("cluster prod did not confirm"))
 		Eventually(servedBy(ctx, dev, teamA, flagSet)).WithTimeout(time.Minute).Should(Equal(target),
 			"the halt writes the stable spec back to dev")
-		prod.fwd.Rejoin()
-		Eventually(stateOf(ctx, key, prod.name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		prod.Fwd.Rejoin()
+		Eventually(stateOf(ctx, key, prod.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 		Consistently(servedBy(ctx, prod, teamA, flagSet)).WithTimeout(3*time.Second).Should(Equal(target),
 			"prod never gets the halted revision")
 		Expect(phase()).To(Equal(deliveryv1alpha1.PhaseHalted))
@@ -316,14 +317,14 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			for _, m := range members {
 				ff, err := memberCopy(ctx, m, teamA, flagSet)
 				Expect(err).NotTo(HaveOccurred())
-				out[m.name] = ff.Generation
+				out[m.Name] = ff.Generation
 			}
 			return out
 		}
 		served := func() map[string]string {
 			out := map[string]string{}
 			for _, m := range members {
-				out[m.name] = servedBy(ctx, m, teamA, flagSet)()
+				out[m.Name] = servedBy(ctx, m, teamA, flagSet)()
 			}
 			return out
 		}
@@ -331,9 +332,9 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		Eventually(served).Should(HaveEach(hubRev))
 		before := generations()
 
-		stopHub()
+		Expect(fl.StopHub()).To(Succeed())
 		Consistently(served).WithTimeout(3*time.Second).Should(HaveEach(hubRev), "members serve without the hub")
-		stopHub = startHub()
+		Expect(fl.StartHub()).To(Succeed())
 		Eventually(func() string {
 			var p fleetv1alpha1.FeatureFlagPlacement
 			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
@@ -363,10 +364,10 @@ var _ = Describe("a fleet hub", Ordered, func() {
 				names = append(names, n)
 			}
 			return names
-		}).Should(ConsistOf(dev.name))
+		}).Should(ConsistOf(dev.Name))
 
 		Expect(hubC.Delete(ctx, &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{
-			Namespace: inventoryNS, Name: dev.name}})).To(Succeed())
+			Namespace: inventoryNS, Name: dev.Name}})).To(Succeed())
 		Eventually(func() map[string]fleetv1alpha1.ClusterPlacementStatus { return states(ctx, key) }).Should(BeEmpty())
 		Consistently(func() error {
 			_, err := memberCopy(ctx, dev, teamA, flagSet)
@@ -376,7 +377,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			var evs corev1.EventList
 			Expect(hubC.List(ctx, &evs, client.InNamespace(teamA))).To(Succeed())
 			for _, e := range evs.Items {
-				if e.Reason == fleetwf.EventClusterLeft && strings.Contains(e.Message, dev.name) {
+				if e.Reason == fleetwf.EventClusterLeft && strings.Contains(e.Message, dev.Name) {
 					return true
 				}
 			}
@@ -406,7 +407,7 @@ func hubFlagSet(ctx context.Context, ns, name string) *v1beta1.FeatureFlag {
 
 // handEdit changes a member's copy as its admin would, and returns the
 // revision it then holds.
-func handEdit(ctx context.Context, m *memberCluster, ns, name string) string {
+func handEdit(ctx context.Context, m *fleetenv.Member, ns, name string) string {
 	var rev string
 	Eventually(func() error {
 		ff, err := memberCopy(ctx, m, ns, name)
@@ -417,7 +418,7 @@ func handEdit(ctx context.Context, m *memberCluster, ns, name string) string {
 		f.Metadata = []byte(`{"hand":"` + time.Now().Format(time.RFC3339Nano) + `"}`)
 		ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
 		rev = fleetwf.Revision(ff)
-		return m.cp.Client.Update(ctx, ff)
+		return m.CP.Client.Update(ctx, ff)
 	}).Should(Succeed())
 	return rev
 }
@@ -436,9 +437,9 @@ var _ = AfterEach(func(ctx SpecContext) {
 	}
 	for _, m := range members {
 		var ffs v1beta1.FeatureFlagList
-		if err := m.cp.Client.List(ctx, &ffs); err == nil {
+		if err := m.CP.Client.List(ctx, &ffs); err == nil {
 			for _, ff := range ffs.Items {
-				GinkgoWriter.Printf("member %s: %s/%s labels %v status %+v\n", m.name, ff.Namespace, ff.Name, ff.Labels, ff.Status)
+				GinkgoWriter.Printf("member %s: %s/%s labels %v status %+v\n", m.Name, ff.Namespace, ff.Name, ff.Labels, ff.Status)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package fleet
+package fleetenv
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"sync"
 )
 
-// forwarder passes TCP connections to a member's API server, so that a
+// Forwarder passes TCP connections to a member's API server, so that a
 // spec can cut the member off from the hub (and only from the hub: the
 // member's own flagplane talks to its API server directly) and let it
 // rejoin.
-type forwarder struct {
+type Forwarder struct {
 	ln     net.Listener
 	target string
 
@@ -20,22 +20,24 @@ type forwarder struct {
 	conns map[net.Conn]bool
 }
 
-func newForwarder(target string) (*forwarder, error) {
+// NewForwarder listens on a port of 127.0.0.1 the kernel picks and passes
+// what it accepts to target (host:port).
+func NewForwarder(target string) (*Forwarder, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	f := &forwarder{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	f := &Forwarder{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	go f.serve()
 	return f, nil
 }
 
-// Addr is the forwarder's host:port; the API server's certificate is for
+// Addr is the Forwarder's host:port; the API server's certificate is for
 // 127.0.0.1, so TLS holds through it.
-func (f *forwarder) Addr() string { return f.ln.Addr().String() }
+func (f *Forwarder) Addr() string { return f.ln.Addr().String() }
 
 // Cut closes every connection and refuses new ones until Rejoin.
-func (f *forwarder) Cut() {
+func (f *Forwarder) Cut() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cut = true
@@ -45,15 +47,16 @@ func (f *forwarder) Cut() {
 }
 
 // Rejoin lets connections through again.
-func (f *forwarder) Rejoin() {
+func (f *Forwarder) Rejoin() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cut = false
 }
 
-func (f *forwarder) Close() { _ = f.ln.Close(); f.Cut() }
+// Close stops listening and closes every connection.
+func (f *Forwarder) Close() { _ = f.ln.Close(); f.Cut() }
 
-func (f *forwarder) serve() {
+func (f *Forwarder) serve() {
 	for {
 		c, err := f.ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -66,7 +69,7 @@ func (f *forwarder) serve() {
 	}
 }
 
-func (f *forwarder) pass(c net.Conn) {
+func (f *Forwarder) pass(c net.Conn) {
 	if !f.track(c) {
 		_ = c.Close()
 		return
@@ -91,7 +94,7 @@ func (f *forwarder) pass(c net.Conn) {
 	f.mu.Unlock()
 }
 
-func (f *forwarder) track(c net.Conn) bool {
+func (f *Forwarder) track(c net.Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cut {

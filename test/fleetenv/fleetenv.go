@@ -1,0 +1,374 @@
+// Package fleetenv runs a fleet for tests, benchmarks and the demo: a hub
+// control plane with the fleet's CRDs and the inventory's, member control
+// planes each running flagplane, the hub's identity on each member as
+// config/fleet/member makes it, ClusterProfiles whose access provider is
+// the inventory's own secretreader plugin, and the hub's manager.
+//
+// Each member is reached through a Forwarder, so that a caller can cut it
+// off from the hub alone. Everything started is stopped by Stop, in the
+// reverse order.
+package fleetenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flagplane/flagplane/api"
+	"github.com/flagplane/flagplane/cmd/manager/app"
+	fleethub "github.com/flagplane/flagplane/controllers/fleet"
+	"github.com/flagplane/flagplane/test/controlplane"
+	"github.com/flagplane/flagplane/test/operator"
+)
+
+// InventoryNamespace holds the ClusterProfiles, the FleetGrants and the
+// Secrets the secretreader plugin reads.
+const InventoryNamespace = "fleet-system"
+
+// HubIdentity is the member's name for the hub, as config/fleet/member
+// makes it.
+const HubIdentity = "system:serviceaccount:flagplane-fleet:flagplane-fleet"
+
+// Options configure Start.
+type Options struct {
+	// Root is the repository root.
+	Root string
+	// Log receives the control planes' progress.
+	Log io.Writer
+	// Members are started in this order.
+	Members []MemberSpec
+	// Namespaces are created on the hub and in every member.
+	Namespaces []string
+	// Heartbeat and ProbeTimeout of the hub (1 s each when zero).
+	Heartbeat, ProbeTimeout time.Duration
+	// Dir holds the plugin, the hub's kubeconfig for it, and the members'
+	// files; a temporary folder, removed by Stop, when empty.
+	Dir string
+}
+
+// MemberSpec is one member cluster: its ClusterProfile's name and labels,
+// and the namespaces where the hub's Role is applied.
+type MemberSpec struct {
+	Name    string
+	Labels  map[string]string
+	Granted []string
+}
+
+// Member is a running member cluster.
+type Member struct {
+	MemberSpec
+	CP  *controlplane.ControlPlane
+	Op  *operator.Operator
+	Fwd *Forwarder
+}
+
+// Fleet is a running hub and its members.
+type Fleet struct {
+	Hub     *controlplane.ControlPlane
+	Client  client.Client
+	Scheme  *runtime.Scheme
+	Members []*Member
+	// Access is the hub's access provider configuration.
+	Access *access.Config
+
+	opts    Options
+	cleanup []func() error
+	stopHub func() error
+}
+
+// Start starts the hub's control plane and every member, and registers
+// the members in the inventory. The hub's manager is started by StartHub.
+// On error what was started is stopped.
+func Start(ctx context.Context, o Options) (f *Fleet, err error) {
+	f = &Fleet{opts: o}
+	defer func() {
+		if err != nil {
+			_ = f.Stop()
+			f = nil
+		}
+	}()
+	if f.opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "flagplane-fleet-")
+		if err != nil {
+			return nil, err
+		}
+		f.opts.Dir = dir
+		f.defer_(func() error { return os.RemoveAll(dir) })
+	}
+	if err := f.startHubControlPlane(ctx); err != nil {
+		return nil, err
+	}
+	plugin, err := f.buildPlugin()
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := f.hubKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	f.Access = access.New([]access.Provider{{Name: "secretreader", ExecConfig: &clientcmdapi.ExecConfig{
+		APIVersion: "client.authentication.k8s.io/v1", Command: plugin, ProvideClusterInfo: true,
+		Env:             []clientcmdapi.ExecEnvVar{{Name: "KUBECONFIG", Value: kubeconfig}},
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
+	for _, spec := range o.Members {
+		m, err := f.startMember(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", spec.Name, err)
+		}
+		f.Members = append(f.Members, m)
+		if err := f.Register(ctx, m); err != nil {
+			return nil, fmt.Errorf("registering member %s: %w", spec.Name, err)
+		}
+	}
+	return f, nil
+}
+
+func (f *Fleet) defer_(fn func() error) { f.cleanup = append(f.cleanup, fn) }
+
+// Stop stops the hub's manager, the members and the control planes.
+func (f *Fleet) Stop() error {
+	var errs []error
+	if f.stopHub != nil {
+		errs = append(errs, f.StopHub())
+	}
+	for i := len(f.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, f.cleanup[i]())
+	}
+	f.cleanup = nil
+	return errors.Join(errs...)
+}
+
+func (f *Fleet) startHubControlPlane(ctx context.Context) error {
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return err
+	}
+	if err := cpv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	f.Scheme = scheme
+	inventory, err := moduleDir(f.opts.Root, "sigs.k8s.io/cluster-inventory-api")
+	if err != nil {
+		return err
+	}
+	hub, err := controlplane.Start(ctx, controlplane.Options{RootDir: f.opts.Root, Log: f.opts.Log, NoControllerManager: true,
+		CRDDirectoryPaths: []string{filepath.Join(f.opts.Root, "config", "fleet", "crd"), filepath.Join(inventory, "config", "crd", "bases")}})
+	if err != nil {
+		return fmt.Errorf("the hub: %w", err)
+	}
+	f.Hub = hub
+	f.defer_(hub.Stop)
+	if f.Client, err = client.New(hub.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	return createNamespaces(ctx, f.Client, append([]string{InventoryNamespace}, f.opts.Namespaces...))
+}
+
+// StartHub starts the hub's manager with flagplane's fleet controllers.
+func (f *Fleet) StartHub() error {
+	mgr, err := ctrl.NewManager(f.Hub.Config, ctrl.Options{Scheme: f.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	hb, pt := f.opts.Heartbeat, f.opts.ProbeTimeout
+	if hb == 0 {
+		hb = time.Second
+	}
+	if pt == 0 {
+		pt = time.Second
+	}
+	if _, err := fleethub.Add(mgr, fleethub.Options{InventoryNamespace: InventoryNamespace, Access: f.Access,
+		Heartbeat: hb, ProbeTimeout: pt}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	var stopErr error
+	f.stopHub = func() error {
+		once.Do(func() { cancel(); stopErr = <-done })
+		return stopErr
+	}
+	return nil
+}
+
+// StopHub stops the hub's manager (the hub's API server keeps running).
+func (f *Fleet) StopHub() error {
+	if f.stopHub == nil {
+		return nil
+	}
+	err := f.stopHub()
+	f.stopHub = nil
+	return err
+}
+
+// startMember starts a control plane running flagplane, and sets up the
+// hub's identity on it as config/fleet/member says: the ServiceAccount and
+// the admission policy, and the Role in the granted namespaces only.
+func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{RootDir: f.opts.Root, Log: f.opts.Log,
+		WebhookInstallOptions: operator.WebhookInstallOptions(f.opts.Root)})
+	if err != nil {
+		return nil, err
+	}
+	f.defer_(cp.Stop)
+	dir, err := os.MkdirTemp(f.opts.Dir, spec.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	op, err := operator.Start(ctx, cp, operator.Options{Dir: dir, Configure: func(o *app.Options) {
+		o.ConfirmDelivery = true
+		o.Registry = prometheus.NewRegistry() // one manager per member in this process
+	}})
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{MemberSpec: spec, CP: cp, Op: op}
+	f.defer_(func() error { return m.Op.Stop() })
+	if err := createNamespaces(ctx, cp.Client, f.opts.Namespaces); err != nil {
+		return nil, err
+	}
+	memberDir := filepath.Join(f.opts.Root, "config", "fleet", "member")
+	if out, err := cp.Kubectl("apply", "-f", filepath.Join(memberDir, "identity.yaml")); err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	for _, ns := range spec.Granted {
+		if out, err := cp.Kubectl("apply", "-n", ns, "-f", filepath.Join(memberDir, "role.yaml")); err != nil {
+			return nil, fmt.Errorf("%w: %s", err, out)
+		}
+	}
+	u, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	if m.Fwd, err = NewForwarder(u.Host); err != nil {
+		return nil, err
+	}
+	f.defer_(func() error { m.Fwd.Close(); return nil })
+	return m, nil
+}
+
+// Register writes the member's ClusterProfile (reached through its
+// Forwarder) and the Secret with a token of the hub's identity there.
+func (f *Fleet) Register(ctx context.Context, m *Member) error {
+	if err := f.WriteToken(ctx, m); err != nil {
+		return err
+	}
+	labels := map[string]string{"x-k8s.io/cluster-manager": "flagplane-test"}
+	for k, v := range m.Labels {
+		labels[k] = v
+	}
+	cp := &cpv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: InventoryNamespace, Labels: labels},
+		Spec: cpv1alpha1.ClusterProfileSpec{DisplayName: m.Name, ClusterManager: cpv1alpha1.ClusterManager{Name: "flagplane-test"}}}
+	if err := f.Client.Create(ctx, cp); err != nil {
+		return err
+	}
+	ext, err := json.Marshal(map[string]string{"clusterName": m.Name})
+	if err != nil {
+		return err
+	}
+	cp.Status.AccessProviders = []cpv1alpha1.AccessProvider{{Name: "secretreader", Cluster: clientcmdv1.Cluster{
+		Server: "https://" + m.Fwd.Addr(), CertificateAuthorityData: m.CP.Config.CAData,
+		Extensions: []clientcmdv1.NamedExtension{{Name: "client.authentication.k8s.io/exec",
+			Extension: runtime.RawExtension{Raw: ext}}}}}}
+	cp.Status.Conditions = []metav1.Condition{}
+	return f.Client.Status().Update(ctx, cp)
+}
+
+// WriteToken puts a fresh token of the member's flagplane-fleet
+// ServiceAccount into the hub's Secret for the member.
+func (f *Fleet) WriteToken(ctx context.Context, m *Member) error {
+	cs, err := kubernetes.NewForConfig(m.CP.Config)
+	if err != nil {
+		return err
+	}
+	expiry := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts("flagplane-fleet").CreateToken(ctx, "flagplane-fleet",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: InventoryNamespace},
+		Data: map[string][]byte{"token": []byte(tr.Status.Token)}}
+	if err := f.Client.Create(ctx, sec); err != nil {
+		if client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+		return f.Client.Update(ctx, sec)
+	}
+	return nil
+}
+
+// buildPlugin builds the inventory's secretreader exec plugin.
+func (f *Fleet) buildPlugin() (string, error) {
+	plugin := filepath.Join(f.opts.Dir, "secretreader")
+	cmd := exec.Command("go", "build", "-o", plugin, "sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin")
+	cmd.Dir = f.opts.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the secretreader plugin: %w: %s", err, out)
+	}
+	return plugin, nil
+}
+
+// hubKubeconfig writes an admin kubeconfig of the hub whose namespace is
+// the inventory's, for the secretreader plugin.
+func (f *Fleet) hubKubeconfig() (string, error) {
+	cfg, err := clientcmd.LoadFromFile(f.Hub.KubeconfigPath)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cfg.Contexts {
+		c.Namespace = InventoryNamespace
+	}
+	path := filepath.Join(f.opts.Dir, "hub.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+func createNamespaces(ctx context.Context, c client.Client, names []string) error {
+	for _, ns := range names {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func moduleDir(root, module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if _, err := os.Stat(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
