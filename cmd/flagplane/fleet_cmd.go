@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/inspect/fleetstatus"
 )
@@ -121,6 +122,10 @@ func runFleetStatus(ctx context.Context, c client.Reader, ns, name, output strin
 		return fmt.Errorf("listing FeatureFlagPlacements of namespace %s: %w", ns, err)
 	}
 	r := fleetstatus.New(ns, name, list.Items)
+	var policies deliveryv1alpha1.FeatureFlagRolloutPolicyList
+	if err := c.List(ctx, &policies, client.InNamespace(ns)); err == nil {
+		r.Rollouts = fleetstatus.Rollouts(name, policies.Items)
+	}
 	if output == "json" {
 		return writeAs(out, r, output)
 	}

@@ -115,9 +115,9 @@ func TestFleetStatus(t *testing.T) {
 			g.Expect(stdout.String()).To(Equal(`FeatureFlag shop/checkout on the fleet
 
 FeatureFlagPlacement everywhere: hub revision 0123456789ab, 1/2 current
-CLUSTER  STATE    REVISION      CONFIRMED  LAST HEARD  MESSAGE
-prod     Unknown  fedcba987654  2/2        10m         the hub cannot reach the member
-dev      Current  0123456789ab  1/1        10m
+CLUSTER  STATE    PLANNED  REVISION      CONFIRMED  LAST HEARD  MESSAGE
+prod     Unknown  -        fedcba987654  2/2        10m         the hub cannot reach the member
+dev      Current  -        0123456789ab  1/1        10m
 `), arg)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/topology"
 )
@@ -25,6 +26,34 @@ type Report struct {
 	FlagSet   string `json:"flagSet"`
 	// Placements target it, by name.
 	Placements []Placement `json:"placements"`
+	// Rollouts are the policies that stage its edits cluster by cluster.
+	Rollouts []Rollout `json:"rollouts,omitempty"`
+}
+
+// Rollout is where a fleet rollout of the FeatureFlag stands.
+type Rollout struct {
+	Name    string                        `json:"name"`
+	Phase   deliveryv1alpha1.RolloutPhase `json:"phase,omitempty"`
+	Step    int32                         `json:"step"`
+	Steps   int                           `json:"steps"`
+	Stable  string                        `json:"stableRevision,omitempty"`
+	Target  string                        `json:"targetRevision,omitempty"`
+	Message string                        `json:"message,omitempty"`
+}
+
+// Rollouts are the fleet rollouts among policies that target flagSet: the
+// policies whose steps select clusters.
+func Rollouts(flagSet string, policies []deliveryv1alpha1.FeatureFlagRolloutPolicy) []Rollout {
+	var out []Rollout
+	for _, p := range policies {
+		if p.Spec.TargetRef.Name != flagSet || len(p.Spec.Steps) == 0 || p.Spec.Steps[0].ClusterSelector == nil {
+			continue
+		}
+		out = append(out, Rollout{Name: p.Name, Phase: p.Status.Phase, Step: p.Status.Step, Steps: len(p.Spec.Steps),
+			Stable: p.Status.StableRevision, Target: p.Status.TargetRevision, Message: p.Status.Message})
+	}
+	slices.SortFunc(out, func(a, b Rollout) int { return cmp.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Placement is one FeatureFlagPlacement's status.
@@ -73,6 +102,11 @@ func Write(out io.Writer, r Report, now time.Time) error {
 	} else {
 		b.WriteString("\n")
 	}
+	for _, ro := range r.Rollouts {
+		step := fmt.Sprintf("step %d of %d", min(int(ro.Step)+1, ro.Steps), ro.Steps)
+		fmt.Fprintf(&b, "\nRollout %s: %s, %s, stable %s, target %s\n%s\n", ro.Name, orDash(string(ro.Phase)), step,
+			orDash(topology.ShortRevision(ro.Stable)), orDash(topology.ShortRevision(ro.Target)), oneLine(ro.Message))
+	}
 	for _, p := range r.Placements {
 		writePlacement(&b, p, now)
 	}
@@ -105,13 +139,14 @@ func writePlacement(b *strings.Builder, p Placement, now time.Time) {
 	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tSTATE\tREVISION\tCONFIRMED\tLAST HEARD\tMESSAGE")
+	fmt.Fprintln(tw, "CLUSTER\tSTATE\tPLANNED\tREVISION\tCONFIRMED\tLAST HEARD\tMESSAGE")
 	for _, c := range p.Clusters {
 		heard := "-"
 		if c.LastHeard != nil {
 			heard = duration.HumanDuration(now.Sub(c.LastHeard.Time))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Cluster, c.State, orDash(topology.ShortRevision(c.Revision)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Cluster, c.State, orDash(topology.ShortRevision(c.Planned)),
+			orDash(topology.ShortRevision(c.Revision)),
 			orDash(c.Confirmed), heard, oneLine(c.Message))
 	}
 	_ = tw.Flush() // into a strings.Builder: never fails

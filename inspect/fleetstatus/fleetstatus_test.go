@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 )
 
@@ -84,6 +85,9 @@ func TestWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			r := New("shop", "checkout", tc.placements)
+			if tc.golden == "checkout" {
+				r.Rollouts = Rollouts("checkout", policies())
+			}
 			var text strings.Builder
 			g.Expect(Write(&text, r, now)).To(Succeed())
 			js, err := json.MarshalIndent(r, "", "  ")
@@ -99,6 +103,30 @@ func TestWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+func policies() []deliveryv1alpha1.FeatureFlagRolloutPolicy {
+	clusterStep := deliveryv1alpha1.RolloutStep{ClusterSelector: &metav1.LabelSelector{}}
+	return []deliveryv1alpha1.FeatureFlagRolloutPolicy{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "in-one-cluster"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{TargetRef: deliveryv1alpha1.FlagSetTargetReference{Name: "checkout"},
+				Steps: []deliveryv1alpha1.RolloutStep{{NamespaceSelector: &metav1.LabelSelector{}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "dev-then-prod"},
+			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{TargetRef: deliveryv1alpha1.FlagSetTargetReference{Name: "checkout"},
+				Steps: []deliveryv1alpha1.RolloutStep{clusterStep, clusterStep}},
+			Status: deliveryv1alpha1.FeatureFlagRolloutPolicyStatus{Phase: deliveryv1alpha1.PhaseHalted, Step: 1,
+				StableRevision: "0123456789abcdef", TargetRevision: "fedcba9876543210",
+				Message: "gate Confirmed (spec.gates[0]) failed: cluster prod-eu did not confirm revision fedcba987654 within 1m0s of step 2's start"}},
+	}
+}
+
+// TestRollouts: only the policies of cluster steps that target the flag set.
+func TestRollouts(t *testing.T) {
+	g := NewWithT(t)
+	r := Rollouts("checkout", policies())
+	g.Expect(r).To(HaveLen(1))
+	g.Expect(r[0].Name).To(Equal("dev-then-prod"))
+	g.Expect(Rollouts("pricing", policies())).To(BeEmpty())
 }
 
 // TestNew: only the placements of the FeatureFlag, by name; a status of an
