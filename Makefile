@@ -229,6 +229,13 @@ demo: ## Start a local control plane, run flagplane on config/samples and show w
 	  wait $$pid
 	@$(BIN)/flagplane-demo $(DEMO_FLAGS)
 
+FLEET_FLAGS ?=
+
+.PHONY: fleet
+fleet: controlplane ## A fleet hub and three member clusters (dev, staging, prod), each a real control plane: a FeatureFlag placed on all three, an edit staged dev -> staging -> prod, another halted by a failing gate in staging, and `flagplane fleet status` after each (FLEET_FLAGS=-v for the logs).
+	@go build -o $(BIN)/flagplane-fleetdemo ./hack/fleetdemo
+	@$(BIN)/flagplane-fleetdemo $(FLEET_FLAGS)
+
 CLUSTER_FLAGS ?=
 
 .PHONY: cluster
