@@ -49,8 +49,9 @@ func main() {
 		log.SetLogger(zap.New(zap.WriteTo(discard{})))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *verbose); err != nil {
+	err := run(ctx, *verbose)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetdemo:", err)
 		os.Exit(1)
 	}
@@ -95,7 +96,7 @@ func run(ctx context.Context, verbose bool) error {
 	if d.cli, err = buildCLI(root); err != nil {
 		return err
 	}
-	defer os.RemoveAll(filepath.Dir(d.cli))
+	defer func() { _ = os.RemoveAll(filepath.Dir(d.cli)) }()
 	if err := d.f.StartHub(); err != nil {
 		return err
 	}

@@ -29,9 +29,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -117,7 +117,7 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 			return nil, err
 		}
 		f.opts.Dir = dir
-		f.defer_(func() error { return os.RemoveAll(dir) })
+		f.onStop(func() error { return os.RemoveAll(dir) })
 	}
 	if err := f.startHubControlPlane(ctx); err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	return f, nil
 }
 
-func (f *Fleet) defer_(fn func() error) { f.cleanup = append(f.cleanup, fn) }
+func (f *Fleet) onStop(fn func() error) { f.cleanup = append(f.cleanup, fn) }
 
 // Stop stops the hub's manager, the members and the control planes.
 func (f *Fleet) Stop() error {
@@ -181,7 +181,7 @@ func (f *Fleet) startHubControlPlane(ctx context.Context) error {
 		return fmt.Errorf("the hub: %w", err)
 	}
 	f.Hub = hub
-	f.defer_(hub.Stop)
+	f.onStop(hub.Stop)
 	if f.Client, err = client.New(hub.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, erro
 	if err != nil {
 		return nil, err
 	}
-	f.defer_(cp.Stop)
+	f.onStop(cp.Stop)
 	dir, err := os.MkdirTemp(f.opts.Dir, spec.Name+"-")
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, erro
 		return nil, err
 	}
 	m := &Member{MemberSpec: spec, CP: cp, Op: op}
-	f.defer_(func() error { return m.Op.Stop() })
+	f.onStop(func() error { return m.Op.Stop() })
 	if err := createNamespaces(ctx, cp.Client, f.opts.Namespaces); err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, erro
 	if m.Fwd, err = NewForwarder(u.Host); err != nil {
 		return nil, err
 	}
-	f.defer_(func() error { m.Fwd.Close(); return nil })
+	f.onStop(func() error { m.Fwd.Close(); return nil })
 	return m, nil
 }
 
