@@ -12,4 +12,6 @@
 //   - hub.go wires the inventory and placement controllers into a
 //     controller-runtime manager of the hub, and feeds the placement queue
 //     from the hub's objects and from the members' FeatureFlags.
+//   - engine.go is the seam for another source of members than the
+//     inventory's (Options.Engine), such as a harness that simulates many.
 package fleet

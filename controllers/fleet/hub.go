@@ -37,13 +37,16 @@ type Options struct {
 	// answers (5 s when zero); ProbeTimeout bounds one ask (2 s when zero).
 	Heartbeat    time.Duration
 	ProbeTimeout time.Duration
+	// Engine, when set, is the source of members instead of the
+	// inventory's ClusterProfiles (engine.go); Access is then not used.
+	Engine Engine
 }
 
 func (o *Options) complete() error {
 	if o.InventoryNamespace == "" {
 		return errors.New("fleet: the inventory namespace is not set")
 	}
-	if o.Access == nil {
+	if o.Access == nil && o.Engine == nil {
 		return errors.New("fleet: no access providers: the hub cannot reach any member")
 	}
 	if o.Heartbeat <= 0 {
@@ -68,20 +71,14 @@ func Add(mgr manager.Manager, o Options) (*Hub, error) {
 		return nil, err
 	}
 	changed := make(chan event.GenericEvent, 1024)
-	members := newMembers(o.Access, mgr.GetScheme(), o, changed)
 	inInventory := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetNamespace() == o.InventoryNamespace
 	})
-	inv := &inventory{hub: mgr.GetClient(), members: members, namespace: o.InventoryNamespace}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("fleet-inventory").
-		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(inInventory)).
-		Watches(&fleetv1alpha1.FleetGrant{}, handler.EnqueueRequestsFromMapFunc(inv.allProfiles),
-			builder.WithPredicates(inInventory)).
-		WithOptions(controllerOptions(4)).
-		Complete(inv); err != nil {
+	engaged, members, err := o.members(mgr, inInventory, changed)
+	if err != nil {
 		return nil, err
 	}
-	pl := &placements{hub: mgr.GetClient(), wf: &fleetwf.Reconciler{Hub: mgr.GetClient(), Members: members,
+	pl := &placements{hub: mgr.GetClient(), wf: &fleetwf.Reconciler{Hub: mgr.GetClient(), Members: engaged,
 		InventoryNamespace: o.InventoryNamespace, Events: mgr.GetEventRecorder("flagplane-fleet")}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("fleet-placement").
 		For(&fleetv1alpha1.FeatureFlagPlacement{}).
@@ -97,6 +94,22 @@ func Add(mgr manager.Manager, o Options) (*Hub, error) {
 		return nil, err
 	}
 	return &Hub{Members: members}, nil
+}
+
+// addInventory engages the members of the inventory's ClusterProfiles.
+func addInventory(mgr manager.Manager, o Options, inInventory predicate.Predicate,
+	changed chan<- event.GenericEvent) (*Members, error) {
+	members := newMembers(o.Access, mgr.GetScheme(), o, changed)
+	inv := &inventory{hub: mgr.GetClient(), members: members, namespace: o.InventoryNamespace}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("fleet-inventory").
+		For(&cpv1alpha1.ClusterProfile{}, builder.WithPredicates(inInventory)).
+		Watches(&fleetv1alpha1.FleetGrant{}, handler.EnqueueRequestsFromMapFunc(inv.allProfiles),
+			builder.WithPredicates(inInventory)).
+		WithOptions(controllerOptions(4)).
+		Complete(inv); err != nil {
+		return nil, err
+	}
+	return members, nil
 }
 
 // inventory engages the member of each ClusterProfile.
