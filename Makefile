@@ -110,6 +110,9 @@ E2E_BENCH_FLAGS ?=
 # hack/stagedbench: the gates at scale and a hostile tenant's cost to
 # another (e.g. -namespaces 100 -pods 10 -trials 5).
 STAGED_SCALE_FLAGS ?=
+# hack/fleetbench: a fleet hub's edit to every member Current and its
+# cost per member (e.g. -sizes 3 -edits 5 -simulated 100 -idle 10s).
+FLEET_BENCH_FLAGS ?=
 
 ##@ General
 
@@ -364,7 +367,7 @@ health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the 
 	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: bench
-bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); the gates over 1,000 namespaces and 10,000 pods that never answer, and another tenant's halt meanwhile; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets.
+bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); the gates over 1,000 namespaces and 10,000 pods that never answer, and another tenant's halt meanwhile; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets; a fleet hub, edit to every member Current with 3, 10 and 1,000 simulated members (bench-fleet).
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./syncserver -run '^$$' -bench FlagSetEdit -benchtime 200x -benchmem -timeout $(TEST_TIMEOUT)
@@ -376,6 +379,11 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go run ./hack/stagedbench $(STAGED_SCALE_FLAGS)
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=1s FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -v -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
 	FLAGPLANE_REALNODE_SYNC_FREQUENCY=default FLAGPLANE_REALNODE_BENCH_EDITS=$(REALNODE_BENCH_EDITS) go test ./test/realinstall -count=1 -v -timeout $(TEST_TIMEOUT) -ginkgo.label-filter=bench
+	go run ./hack/fleetbench $(FLEET_BENCH_FLAGS)
+
+.PHONY: bench-fleet
+bench-fleet: controlplane ## A fleet hub (controllers/fleet) placing one FeatureFlag: edit → every member Current (p50, p99) with 3 and 10 real members, each a control plane running flagplane, and 1,000 simulated as namespaces of one shared member; the hub process's RSS, Go heap and CPU per member, idle and during the edits. Prints the tables of docs/benchmarks.md; about fifteen minutes on 2 cores.
+	go run ./hack/fleetbench $(FLEET_BENCH_FLAGS)
 
 # Fuzzing. Go fuzzes one target per invocation. FUZZ_TARGETS are every
 # target of the module's packages (func Fuzz... in a _test.go file), as
