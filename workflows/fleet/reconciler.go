@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -101,8 +102,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (t
 		if s.Granted {
 			keep[s.Cluster] = true
 		}
-		status.Clusters = append(status.Clusters, r.place(ctx, &p, &hub, ro.planned(s, hubRev), s))
 	}
+	status.Clusters = r.placeAll(ctx, &p, &hub, selected, func(s Selected) string { return ro.planned(s, hubRev) })
 	for _, cluster := range r.Members.Engaged() {
 		if !inventory[cluster] {
 			keep[cluster] = true // left the inventory: what it has stays there
@@ -137,6 +138,31 @@ func (r *Reconciler) selected(ctx context.Context, p *fleetv1alpha1.FeatureFlagP
 	}
 	sel, err := Select(p, profiles.Items, grants.Items)
 	return sel, inventory, err
+}
+
+// placeConcurrency is how many clusters one reconcile places at once: a
+// write is a round trip to its member, and a fleet's members are many.
+const placeConcurrency = 32
+
+// placeAll places every selected cluster, placeConcurrency at a time, and
+// returns their statuses in the order of selected.
+func (r *Reconciler) placeAll(ctx context.Context, p *fleetv1alpha1.FeatureFlagPlacement, hub *v1beta1.FeatureFlag,
+	selected []Selected, planned func(Selected) string) []fleetv1alpha1.ClusterPlacementStatus {
+	if len(selected) == 0 {
+		return nil
+	}
+	out := make([]fleetv1alpha1.ClusterPlacementStatus, len(selected))
+	slots := make(chan struct{}, placeConcurrency)
+	var wg sync.WaitGroup
+	for i, s := range selected {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i] = r.place(ctx, p, hub, planned(s), s)
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // place brings one cluster's copy to its planned revision, as far as the
