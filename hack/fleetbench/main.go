@@ -191,14 +191,14 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 	if err != nil {
 		return r, err
 	}
-	hub, members := newTracker(1), newTracker(n)
+	t := newTrackers(n)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := f.watchAll(wctx, hub, members); err != nil {
+	if err := f.watchAll(wctx, t); err != nil {
 		return r, err
 	}
 	progress("%s: up in %s; placing", label(r), time.Since(began).Round(time.Second))
-	if r.first, err = f.place(ctx, hub, members, o.timeout); err != nil {
+	if r.first, err = f.place(ctx, t, o.timeout); err != nil {
 		return r, err
 	}
 	progress("%s: every member Current %s after the placement; idle for %s", label(r), r.first.Round(time.Millisecond), o.idle)
@@ -222,13 +222,13 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 	}
 	stop = f.meter()
 	for i := 1; i <= edits; i++ {
-		e, err := f.edit(ctx, i, hub, members, o.timeout)
+		e, err := f.edit(ctx, i, t, o.timeout)
 		if err != nil {
 			stop()
 			return r, err
 		}
-		progress("%s: edit %d: hub says all Current in %s, members are in %s", label(r), i,
-			e.hub.Round(time.Millisecond), e.members.Round(time.Millisecond))
+		progress("%s: edit %d: hub says all Current in %s; every copy written in %s, served in %s", label(r), i,
+			ms(e.hub), ms(e.written), ms(e.members))
 		r.edits = append(r.edits, e)
 	}
 	r.busy = stop()

@@ -84,6 +84,20 @@ func (t *tracker) wait(ctx context.Context, timeout time.Duration) (time.Time, e
 	return t.allAt, nil
 }
 
+// trackers are the three views of an edit: the hub's status, every
+// member's copy written with the new spec, and every member serving it.
+type trackers struct{ hub, written, members *tracker }
+
+func newTrackers(n int) trackers {
+	return trackers{hub: newTracker(1), written: newTracker(n), members: newTracker(n)}
+}
+
+func (t trackers) reset(rev string) {
+	t.hub.reset(rev)
+	t.written.reset(rev)
+	t.members.reset(rev)
+}
+
 // hubSays: the placement's status says every cluster Current with rev.
 func hubSays(p *fleetv1alpha1.FeatureFlagPlacement, rev string, n int) bool {
 	if p.Status.Revision != rev || p.Status.Current != fmt.Sprintf("%d/%d", n, n) || len(p.Status.Clusters) != n {
@@ -109,7 +123,7 @@ func memberIs(ff *v1beta1.FeatureFlag, rev string) bool {
 
 // watchAll starts the bench's own caches (watches) of the hub's
 // placement and of every member's copies, feeding hub and members.
-func (f *fleet) watchAll(ctx context.Context, hub, members *tracker) error {
+func (f *fleet) watchAll(ctx context.Context, t trackers) error {
 	watch := func(c cache.Cache, obj client.Object, fn func(obj any)) error {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
@@ -125,7 +139,7 @@ func (f *fleet) watchAll(ctx context.Context, hub, members *tracker) error {
 	}
 	if err := watch(hc, &fleetv1alpha1.FeatureFlagPlacement{}, func(o any) {
 		p := o.(*fleetv1alpha1.FeatureFlagPlacement)
-		hub.see("hub", func(rev string) bool { return hubSays(p, rev, n) })
+		t.hub.see("hub", func(rev string) bool { return hubSays(p, rev, n) })
 	}); err != nil {
 		return err
 	}
@@ -152,7 +166,8 @@ func (f *fleet) watchAll(ctx context.Context, hub, members *tracker) error {
 				key = cluster
 			}
 			if ff.Name == flagSetName {
-				members.see(key, func(rev string) bool { return memberIs(ff, rev) })
+				t.written.see(key, func(rev string) bool { return fleetwf.Revision(ff) == rev })
+				t.members.see(key, func(rev string) bool { return memberIs(ff, rev) })
 			}
 		}); err != nil {
 			return err
@@ -181,11 +196,9 @@ func flagSet(i int) *v1beta1.FeatureFlag {
 
 // place creates the hub's FeatureFlag and its placement onto every
 // member, and waits until both views say every member serves it.
-func (f *fleet) place(ctx context.Context, hub, members *tracker, timeout time.Duration) (time.Duration, error) {
+func (f *fleet) place(ctx context.Context, t trackers, timeout time.Duration) (time.Duration, error) {
 	ff := flagSet(0)
-	rev := fleetwf.Revision(ff)
-	hub.reset(rev)
-	members.reset(rev)
+	t.reset(fleetwf.Revision(ff))
 	began := time.Now()
 	if err := f.hubC.Create(ctx, ff); err != nil {
 		return 0, err
@@ -197,25 +210,25 @@ func (f *fleet) place(ctx context.Context, hub, members *tracker, timeout time.D
 	if err := f.hubC.Create(ctx, p); err != nil {
 		return 0, err
 	}
-	at, err := hub.wait(ctx, timeout)
+	at, err := t.hub.wait(ctx, timeout)
 	if err != nil {
 		return 0, fmt.Errorf("the first placement, hub status: %w", err)
 	}
-	if _, err := members.wait(ctx, timeout); err != nil {
+	if _, err := t.members.wait(ctx, timeout); err != nil {
 		return 0, fmt.Errorf("the first placement, members: %w", err)
 	}
 	return at.Sub(began), nil
 }
 
-// editResult is one edit's two latencies.
-type editResult struct{ hub, members time.Duration }
+// editResult is one edit's latencies: until the hub's status says every
+// cluster Current, until every copy was written, and until every member
+// serves it.
+type editResult struct{ hub, written, members time.Duration }
 
 // edit makes edit i on the hub and waits for both views.
-func (f *fleet) edit(ctx context.Context, i int, hub, members *tracker, timeout time.Duration) (editResult, error) {
+func (f *fleet) edit(ctx context.Context, i int, t trackers, timeout time.Duration) (editResult, error) {
 	want := flagSet(i)
-	rev := fleetwf.Revision(want)
-	hub.reset(rev)
-	members.reset(rev)
+	t.reset(fleetwf.Revision(want))
 	var began time.Time
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var ff v1beta1.FeatureFlag
@@ -229,15 +242,19 @@ func (f *fleet) edit(ctx context.Context, i int, hub, members *tracker, timeout 
 	if err != nil {
 		return editResult{}, err
 	}
-	hubAt, err := hub.wait(ctx, timeout)
+	hubAt, err := t.hub.wait(ctx, timeout)
 	if err != nil {
 		return editResult{}, fmt.Errorf("edit %d, hub status: %w", i, err)
 	}
-	memAt, err := members.wait(ctx, timeout)
+	writtenAt, err := t.written.wait(ctx, timeout)
+	if err != nil {
+		return editResult{}, fmt.Errorf("edit %d, copies written: %w", i, err)
+	}
+	memAt, err := t.members.wait(ctx, timeout)
 	if err != nil {
 		return editResult{}, fmt.Errorf("edit %d, members: %w", i, err)
 	}
-	return editResult{hub: hubAt.Sub(began), members: memAt.Sub(began)}, nil
+	return editResult{hub: hubAt.Sub(began), written: writtenAt.Sub(began), members: memAt.Sub(began)}, nil
 }
 
 // usage is what the hub process used over a phase.
