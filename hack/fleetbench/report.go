@@ -41,7 +41,7 @@ func report(out io.Writer, o options, results []result) bool {
 			addHeap = kib(uint64(max(0, (float64(r.idle.heap)-float64(first.idle.heap))/added)))
 		}
 		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(r), mib(r.idle.rss), mib(r.idle.heap), ms(r.idle.cpu),
-			kib(r.idle.rss/n), kib(r.idle.heap/n), ms(perMinute(r.idle.cpu, r.idle.length)/time.Duration(r.n)), addRSS, addHeap)
+			kib(r.idle.rss/n), kib(r.idle.heap/n), us(perMinute(r.idle.cpu, r.idle.length)/time.Duration(r.n)), addRSS, addHeap)
 	}
 	fmt.Fprintf(out, "\n### The hub process during the edits\n\n")
 	fmt.Fprintf(out, "| members | edits over | peak RSS | peak heap in use | CPU | CPU per edit | per member: CPU per edit | peak heap |\n|---|---|---|---|---|---|---|---|\n")
