@@ -6,7 +6,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
@@ -223,5 +225,32 @@ func TestRolloutStepByStep(t *testing.T) {
 	Advance(p, &p.Status, clusters, now.Add(113*time.Second))
 	if p.Status.Phase != deliveryv1alpha1.PhaseCompleted || p.Status.StableRevision != "r3" || Planned(&p.Status, 2) != "r3" {
 		t.Errorf("every step served: completed, r3 stable, the rest gets it: %+v", p.Status)
+	}
+}
+
+type fakeMembers struct{ engaged []string }
+
+func (f fakeMembers) Member(string) (client.Client, Reach) { return nil, Reach{} }
+func (f fakeMembers) Engaged() []string                    { return f.engaged }
+
+// A cluster that left the inventory is reported whether or not the hub has
+// let go of it yet: the placement may see the profile gone first.
+func TestReportLeft(t *testing.T) {
+	p := &fleetv1alpha1.FeatureFlagPlacement{Status: fleetv1alpha1.FeatureFlagPlacementStatus{Clusters: []fleetv1alpha1.ClusterPlacementStatus{
+		{Cluster: "dev", State: fleetv1alpha1.ClusterCurrent}, {Cluster: "prod", State: fleetv1alpha1.ClusterCurrent},
+		{Cluster: "edge", State: fleetv1alpha1.ClusterUnknown}, {Cluster: "lab", State: fleetv1alpha1.ClusterNotGranted}}}}
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Members: fakeMembers{engaged: []string{"dev", "prod"}}, Events: rec}
+	// dev left the inventory but is still engaged; prod is deselected and
+	// reachable (its copy is deleted: no Event); edge is deselected and
+	// unreachable; lab was never granted.
+	r.reportLeft(p, nil, map[string]bool{"prod": true, "edge": true, "lab": true})
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "cluster dev left the inventory") || !strings.Contains(got[1], "cluster edge is no longer selected") {
+		t.Errorf("events = %q", got)
 	}
 }

@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (t
 	if err := r.removeCopies(ctx, key, keep, &p); err != nil {
 		log.FromContext(ctx).Info("removing copies of deselected clusters", "error", err.Error())
 	}
-	r.reportLeft(&p, selected)
+	r.reportLeft(&p, selected, inventory)
 	summarise(&status, p.Generation)
 	again, err := r.advance(ctx, ro, selected, status.Clusters)
 	if err != nil {
@@ -280,23 +280,26 @@ func (r *Reconciler) removeCopies(ctx context.Context, key types.NamespacedName,
 }
 
 // reportLeft sends an Event for each cluster of the last status that the
-// inventory no longer lists or the selector no longer picks while the hub
-// cannot reach it: its copies stay there.
-func (r *Reconciler) reportLeft(p *fleetv1alpha1.FeatureFlagPlacement, selected []Selected) {
+// placement lets go of while its copy stays there: one that left the
+// inventory (the hub never deletes there), or one deselected while the hub
+// cannot reach it.
+func (r *Reconciler) reportLeft(p *fleetv1alpha1.FeatureFlagPlacement, selected []Selected, inventory map[string]bool) {
 	engaged := r.Members.Engaged()
 	for _, was := range p.Status.Clusters {
-		if was.State == fleetv1alpha1.ClusterNotGranted {
+		if was.State == fleetv1alpha1.ClusterNotGranted ||
+			slices.ContainsFunc(selected, func(s Selected) bool { return s.Cluster == was.Cluster }) {
 			continue
 		}
-		if slices.ContainsFunc(selected, func(s Selected) bool { return s.Cluster == was.Cluster }) {
-			continue
+		switch {
+		case !inventory[was.Cluster]:
+			workflows.Warn(r.Events, p, EventClusterLeft, actionPlace,
+				"cluster %s left the inventory: the hub lets go of it, and its copy of %s stays there, serving revision %s",
+				was.Cluster, p.Spec.TargetRef.Name, short(was.Revision))
+		case !slices.Contains(engaged, was.Cluster):
+			workflows.Warn(r.Events, p, EventClusterLeft, actionPlace,
+				"cluster %s is no longer selected, and the hub cannot reach it: its copy of %s stays there, serving revision %s",
+				was.Cluster, p.Spec.TargetRef.Name, short(was.Revision))
 		}
-		if slices.Contains(engaged, was.Cluster) {
-			continue // reachable: its copies were deleted
-		}
-		workflows.Warn(r.Events, p, EventClusterLeft, actionPlace,
-			"cluster %s left the inventory or the selection while the hub cannot reach it: its copy of %s stays there and keeps serving revision %s",
-			was.Cluster, p.Spec.TargetRef.Name, short(was.Revision))
 	}
 }
 
