@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"net"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +21,8 @@ import (
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/flagdapi"
+	"github.com/flagplane/flagplane/test/realnode"
 	"github.com/flagplane/flagplane/test/fleetenv"
 	fleetwf "github.com/flagplane/flagplane/workflows/fleet"
 )
@@ -60,7 +64,7 @@ func stateOf(ctx context.Context, key client.ObjectKey, cluster string) func() f
 // memberCopy reads a member's FeatureFlag as its admin sees it.
 func memberCopy(ctx context.Context, m *fleetenv.Member, ns, name string) (*v1beta1.FeatureFlag, error) {
 	var ff v1beta1.FeatureFlag
-	err := m.CP.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)
+	err := m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ff)
 	return &ff, err
 }
 
@@ -123,7 +127,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			var p fleetv1alpha1.FeatureFlagPlacement
 			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
 			return p.Status.Current + " " + p.Status.Revision
-		}).WithTimeout(time.Minute).Should(Equal("2/2 " + rev1))
+		}).WithTimeout(time.Minute).Should(Equal("3/3 " + rev1))
 		for _, m := range members {
 			st := states(ctx, key)[m.Name]
 			Expect(st.State).To(Equal(fleetv1alpha1.ClusterCurrent))
@@ -165,23 +169,27 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			} else {
 				args = append(args, "--all-namespaces")
 			}
-			out, _ := m.CP.Kubectl(args...)
+			out, _ := m.Kubectl(args...)
 			Expect(strings.TrimSpace(out)).To(Equal(q.want), "%v", args)
 		}
 		// RBAC allows FeatureFlags in team-a; the member's admission policy
 		// still refuses one the hub did not place.
 		mine := fixtures.FlagSet(teamA, "members-own", "on")
-		Expect(m.CP.Client.Create(ctx, mine)).To(Succeed())
-		asHub := rest.CopyConfig(m.CP.Config)
+		Expect(m.Client.Create(ctx, mine)).To(Succeed())
+		asHub := rest.CopyConfig(m.Config)
 		asHub.Impersonate = rest.ImpersonationConfig{UserName: hubIdentity}
 		hc, err := client.New(asHub, client.Options{Scheme: fl.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hc.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
-		mine.Spec.FlagSpec.Flags[fixtures.FlagKey] = v1beta1.Flag{State: "ENABLED",
-			Variants: mine.Spec.FlagSpec.Flags[fixtures.FlagKey].Variants, DefaultVariant: "off"}
-		err = hc.Update(ctx, mine)
-		Expect(err).To(HaveOccurred())
-		Expect(err.Error()).To(ContainSubstring("the fleet hub may write only the FeatureFlags it placed"))
+		// Read and written again on a conflict with the member's own status
+		// writes, which the API server checks before admission.
+		Eventually(func() error {
+			if err := hc.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
+				return err
+			}
+			mine.Spec.FlagSpec.Flags[fixtures.FlagKey] = v1beta1.Flag{State: "ENABLED",
+				Variants: mine.Spec.FlagSpec.Flags[fixtures.FlagKey].Variants, DefaultVariant: "off"}
+			return hc.Update(ctx, mine)
+		}).Should(MatchError(ContainSubstring("the fleet hub may write only the FeatureFlags it placed")))
 		Expect(hc.Delete(ctx, mine)).NotTo(Succeed())
 	})
 
@@ -193,6 +201,57 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			Eventually(stateOf(ctx, key, m.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
 		}
 		Expect(states(ctx, key)[members[0].Name].Revision).To(Equal(rev2))
+	})
+
+	It("says Current for the real node only once its pod's flagd serves the revision", func(ctx SpecContext) {
+		staging := members[2]
+		Expect(staging.Node).NotTo(BeNil(), "the third member is the real node")
+		// The member's own team: a source that reads the placed FeatureFlag
+		// through the file provider, and a Deployment it targets.
+		src := fixtures.Source(teamA, "checkout", []v1beta1.Source{fixtures.FileRef(flagSet)}, fixtures.Targeting("Deployment", "web"))
+		Expect(staging.Client.Create(ctx, src)).To(Succeed())
+		web := fixtures.Deployment(teamA, "web", nil, nil)
+		web.Spec.Template.Spec.Containers[0].Image = realnode.BusyboxImage
+		web.Spec.Template.Spec.Containers[0].Command = []string{"sleep", "1000000"}
+		web.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+		Expect(staging.Client.Create(ctx, web)).To(Succeed())
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(staging.Client.List(ctx, &pods, client.InNamespace(teamA), client.MatchingLabels{"app": "web"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(append(pods.Items[0].Spec.InitContainers, pods.Items[0].Spec.Containers...)).To(
+				ContainElement(HaveField("Name", "flagd")), "flagd injected")
+			g.Expect(pods.Items[0].Status.PodIP).NotTo(BeEmpty())
+			g.Expect(pods.Items[0].Status.Conditions).To(ContainElement(And(
+				HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
+			pod = pods.Items[0]
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		addr := net.JoinHostPort(pod.Status.PodIP, "8013")
+		variant := func() string {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			ev, err := flagdapi.Resolve(rctx, addr, flagdapi.Boolean, fixtures.FlagKey, nil)
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			return ev.Variant
+		}
+		current := func(rev string) bool {
+			st := states(ctx, key)[staging.Name]
+			return st.State == fleetv1alpha1.ClusterCurrent && st.Revision == rev
+		}
+		for _, v := range []string{"off", "on"} {
+			rev := editHub(ctx, teamA, flagSet, v)
+			// Status first, flagd right after: the hub may never say
+			// Current while the pod's flagd serves the old variant.
+			deadline := time.Now().Add(2 * time.Minute)
+			for !current(rev) {
+				Expect(time.Now().Before(deadline)).To(BeTrue(), "the hub never said staging serves %s", rev)
+				time.Sleep(100 * time.Millisecond)
+			}
+			Expect(variant()).To(Equal(v), "the hub said staging serves %s before its flagd did", rev)
+		}
 	})
 
 	It("puts back a member's copy edited by hand, or reports it under drift Report", func(ctx SpecContext) {
@@ -234,7 +293,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			var p fleetv1alpha1.FeatureFlagPlacement
 			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
 			return p.Status.Current
-		}).Should(Equal("1/2"), "the cut-off member never counts as current")
+		}).Should(Equal("2/3"), "the cut-off member never counts as current")
 		Consistently(stateOf(ctx, key, prod.Name)).WithTimeout(3 * time.Second).Should(Equal(fleetv1alpha1.ClusterUnknown))
 		Expect(servedBy(ctx, prod, teamA, flagSet)()).To(Equal(before), "the member keeps serving its last revision")
 
@@ -247,9 +306,9 @@ var _ = Describe("a fleet hub", Ordered, func() {
 		m := members[0]
 		// A new ServiceAccount of the same name: every token of the old one
 		// is refused from now on.
-		out, err := m.CP.Kubectl("delete", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		out, err := m.Kubectl("delete", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
 		Expect(err).NotTo(HaveOccurred(), out)
-		out, err = m.CP.Kubectl("create", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
+		out, err = m.Kubectl("create", "serviceaccount", "-n", "flagplane-fleet", "flagplane-fleet")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(fl.WriteToken(ctx, m)).To(Succeed())
 		rev := editHub(ctx, teamA, flagSet, "on")
@@ -339,7 +398,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			var p fleetv1alpha1.FeatureFlagPlacement
 			Expect(hubC.Get(ctx, key, &p)).To(Succeed())
 			return p.Status.Current
-		}).Should(Equal("2/2"))
+		}).Should(Equal("3/3"))
 		Consistently(generations).WithTimeout(5*time.Second).Should(Equal(before),
 			"a hub that returns to the same objects writes nothing into the members")
 
@@ -418,7 +477,7 @@ func handEdit(ctx context.Context, m *fleetenv.Member, ns, name string) string {
 		f.Metadata = []byte(`{"hand":"` + time.Now().Format(time.RFC3339Nano) + `"}`)
 		ff.Spec.FlagSpec.Flags[fixtures.FlagKey] = f
 		rev = fleetwf.Revision(ff)
-		return m.CP.Client.Update(ctx, ff)
+		return m.Client.Update(ctx, ff)
 	}).Should(Succeed())
 	return rev
 }
@@ -437,7 +496,7 @@ var _ = AfterEach(func(ctx SpecContext) {
 	}
 	for _, m := range members {
 		var ffs v1beta1.FeatureFlagList
-		if err := m.CP.Client.List(ctx, &ffs); err == nil {
+		if err := m.Client.List(ctx, &ffs); err == nil {
 			for _, ff := range ffs.Items {
 				GinkgoWriter.Printf("member %s: %s/%s labels %v status %+v\n", m.Name, ff.Namespace, ff.Name, ff.Labels, ff.Status)
 			}

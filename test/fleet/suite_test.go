@@ -46,6 +46,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Members: []fleetenv.MemberSpec{
 			{Name: "dev", Labels: map[string]string{"env": "dev"}, Granted: []string{teamA}},
 			{Name: "prod", Labels: map[string]string{"env": "prod"}, Granted: []string{teamA}},
+			// The real node: flagplane from its chart, flagd run by the
+			// kubelet, so that Current there means flagd serves it.
+			{Name: "staging", Labels: map[string]string{"env": "staging"}, Granted: []string{teamA}, RealNode: true},
 		}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(fl.Stop()).To(Succeed()) })
@@ -53,4 +56,4 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(fl.StartHub()).To(Succeed())
 	// Every member is granted team-a; none is granted team-b.
 	Expect(hubC.Create(ctx, grant("team-a-everywhere", []string{teamA}, nil))).To(Succeed())
-})
+}, NodeTimeout(10*time.Minute))

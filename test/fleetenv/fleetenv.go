@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -43,6 +44,7 @@ import (
 	fleethub "github.com/flagplane/flagplane/controllers/fleet"
 	"github.com/flagplane/flagplane/test/controlplane"
 	"github.com/flagplane/flagplane/test/operator"
+	"github.com/flagplane/flagplane/test/realnode"
 )
 
 // InventoryNamespace holds the ClusterProfiles, the FleetGrants and the
@@ -76,14 +78,34 @@ type MemberSpec struct {
 	Name    string
 	Labels  map[string]string
 	Granted []string
+	// RealNode makes the member the test's real node (kubelet, containerd,
+	// CNI): flagplane installed from its chart and image, flagd run by the
+	// kubelet, with the kubelet's syncFrequency at 5 s. It needs what
+	// `make realnode` builds, and root.
+	RealNode bool
 }
 
 // Member is a running member cluster.
 type Member struct {
 	MemberSpec
-	CP  *controlplane.ControlPlane
-	Op  *operator.Operator
-	Fwd *Forwarder
+	// Config and Client are the member's admin's.
+	Config *rest.Config
+	Client client.Client
+	// CP and Op are the control plane and the in-process flagplane of a
+	// member that is not the real node.
+	CP *controlplane.ControlPlane
+	Op *operator.Operator
+	// Node is the real node of a RealNode member.
+	Node *realnode.Cluster
+	Fwd  *Forwarder
+}
+
+// Kubectl runs kubectl against the member as its admin.
+func (m *Member) Kubectl(args ...string) (string, error) {
+	if m.Node != nil {
+		return m.Node.Kubectl(args...)
+	}
+	return m.CP.Kubectl(args...)
 }
 
 // Fleet is a running hub and its members.
@@ -135,7 +157,11 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 		Env:             []clientcmdapi.ExecEnvVar{{Name: "KUBECONFIG", Value: kubeconfig}},
 		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
 	for _, spec := range o.Members {
-		m, err := f.startMember(ctx, spec)
+		start := f.startMember
+		if spec.RealNode {
+			start = f.startRealMember
+		}
+		m, err := start(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", spec.Name, err)
 		}
@@ -248,29 +274,56 @@ func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, erro
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{MemberSpec: spec, CP: cp, Op: op}
+	m := &Member{MemberSpec: spec, CP: cp, Op: op, Config: cp.Config, Client: cp.Client}
 	f.onStop(func() error { return m.Op.Stop() })
-	if err := createNamespaces(ctx, cp.Client, f.opts.Namespaces); err != nil {
-		return nil, err
-	}
-	memberDir := filepath.Join(f.opts.Root, "config", "fleet", "member")
-	if out, err := cp.Kubectl("apply", "-f", filepath.Join(memberDir, "identity.yaml")); err != nil {
-		return nil, fmt.Errorf("%w: %s", err, out)
-	}
-	for _, ns := range spec.Granted {
-		if out, err := cp.Kubectl("apply", "-n", ns, "-f", filepath.Join(memberDir, "role.yaml")); err != nil {
-			return nil, fmt.Errorf("%w: %s", err, out)
-		}
-	}
-	u, err := url.Parse(cp.Config.Host)
+	return m, f.prepareMember(ctx, m)
+}
+
+// startRealMember starts the real node and installs flagplane on it from
+// its chart, as a user does.
+func (f *Fleet) startRealMember(ctx context.Context, spec MemberSpec) (*Member, error) {
+	repo, tag, err := realnode.ChartImage(f.opts.Root)
 	if err != nil {
 		return nil, err
 	}
-	if m.Fwd, err = NewForwarder(u.Host); err != nil {
+	node, err := realnode.Start(ctx, realnode.Options{RootDir: f.opts.Root, Log: f.opts.Log, SyncFrequency: 5 * time.Second,
+		Images: []realnode.Image{{Ref: repo + ":" + tag, Layout: filepath.Join(f.opts.Root, "dist", "image")}}})
+	if err != nil {
 		return nil, err
 	}
+	f.onStop(node.Stop)
+	if out, err := node.InstallFlagplane(ctx, f.opts.Root); err != nil {
+		return nil, fmt.Errorf("installing flagplane: %w: %s", err, out)
+	}
+	m := &Member{MemberSpec: spec, Node: node, Config: node.Config, Client: node.Client}
+	return m, f.prepareMember(ctx, m)
+}
+
+// prepareMember creates the namespaces and sets up the hub's identity as
+// config/fleet/member says: the ServiceAccount and the admission policy,
+// and the Role in the granted namespaces only; then the Forwarder.
+func (f *Fleet) prepareMember(ctx context.Context, m *Member) error {
+	if err := createNamespaces(ctx, m.Client, f.opts.Namespaces); err != nil {
+		return err
+	}
+	memberDir := filepath.Join(f.opts.Root, "config", "fleet", "member")
+	if out, err := m.Kubectl("apply", "-f", filepath.Join(memberDir, "identity.yaml")); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	for _, ns := range m.Granted {
+		if out, err := m.Kubectl("apply", "-n", ns, "-f", filepath.Join(memberDir, "role.yaml")); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+	}
+	u, err := url.Parse(m.Config.Host)
+	if err != nil {
+		return err
+	}
+	if m.Fwd, err = NewForwarder(u.Host); err != nil {
+		return err
+	}
 	f.onStop(func() error { m.Fwd.Close(); return nil })
-	return m, nil
+	return nil
 }
 
 // Register writes the member's ClusterProfile (reached through its
@@ -292,8 +345,14 @@ func (f *Fleet) Register(ctx context.Context, m *Member) error {
 	if err != nil {
 		return err
 	}
+	ca := m.Config.CAData
+	if len(ca) == 0 && m.Config.CAFile != "" {
+		if ca, err = os.ReadFile(m.Config.CAFile); err != nil {
+			return err
+		}
+	}
 	cp.Status.AccessProviders = []cpv1alpha1.AccessProvider{{Name: "secretreader", Cluster: clientcmdv1.Cluster{
-		Server: "https://" + m.Fwd.Addr(), CertificateAuthorityData: m.CP.Config.CAData,
+		Server: "https://" + m.Fwd.Addr(), CertificateAuthorityData: ca,
 		Extensions: []clientcmdv1.NamedExtension{{Name: "client.authentication.k8s.io/exec",
 			Extension: runtime.RawExtension{Raw: ext}}}}}}
 	cp.Status.Conditions = []metav1.Condition{}
@@ -303,7 +362,7 @@ func (f *Fleet) Register(ctx context.Context, m *Member) error {
 // WriteToken puts a fresh token of the member's flagplane-fleet
 // ServiceAccount into the hub's Secret for the member.
 func (f *Fleet) WriteToken(ctx context.Context, m *Member) error {
-	cs, err := kubernetes.NewForConfig(m.CP.Config)
+	cs, err := kubernetes.NewForConfig(m.Config)
 	if err != nil {
 		return err
 	}
