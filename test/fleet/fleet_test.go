@@ -22,8 +22,8 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
-	"github.com/flagplane/flagplane/test/realnode"
 	"github.com/flagplane/flagplane/test/fleetenv"
+	"github.com/flagplane/flagplane/test/realnode"
 	fleetwf "github.com/flagplane/flagplane/workflows/fleet"
 )
 
