@@ -10,6 +10,7 @@ import (
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -56,6 +57,17 @@ func (o *Options) complete() error {
 		o.ProbeTimeout = 2 * time.Second
 	}
 	return nil
+}
+
+// CacheOptions are the cache options of a hub's manager: its
+// ClusterProfiles and FleetGrants are those of the inventory namespace
+// only, all the hub may read of them (config/fleet/hub).
+func CacheOptions(inventoryNamespace string) cache.Options {
+	inventory := map[string]cache.Config{inventoryNamespace: {}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&cpv1alpha1.ClusterProfile{}: {Namespaces: inventory},
+		&fleetv1alpha1.FleetGrant{}:  {Namespaces: inventory},
+	}}
 }
 
 // Hub is a fleet hub's controllers, added to a manager of the hub.

@@ -55,6 +55,11 @@ const InventoryNamespace = "fleet-system"
 // makes it.
 const HubIdentity = "system:serviceaccount:flagplane-fleet:flagplane-fleet"
 
+// HubServiceAccount is the hub's own identity on its cluster, as
+// config/fleet/hub makes it: the hub's manager and its exec plugin run as
+// it (by impersonation), so that every spec runs under that RBAC.
+const HubServiceAccount = "system:serviceaccount:flagplane-system:flagplane-fleet-hub"
+
 // Options configure Start.
 type Options struct {
 	// Root is the repository root.
@@ -211,12 +216,25 @@ func (f *Fleet) startHubControlPlane(ctx context.Context) error {
 	if f.Client, err = client.New(hub.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	return createNamespaces(ctx, f.Client, append([]string{InventoryNamespace}, f.opts.Namespaces...))
+	if err := createNamespaces(ctx, f.Client, append([]string{InventoryNamespace}, f.opts.Namespaces...)); err != nil {
+		return err
+	}
+	hubDir := filepath.Join(f.opts.Root, "config", "fleet", "hub")
+	for _, file := range []string{"namespace.yaml", "rbac.yaml"} {
+		if out, err := hub.Kubectl("apply", "-f", filepath.Join(hubDir, file)); err != nil {
+			return fmt.Errorf("applying config/fleet/hub/%s: %w: %s", file, err, out)
+		}
+	}
+	return nil
 }
 
-// StartHub starts the hub's manager with flagplane's fleet controllers.
+// StartHub starts the hub's manager with flagplane's fleet controllers, as
+// the hub's ServiceAccount.
 func (f *Fleet) StartHub() error {
-	mgr, err := ctrl.NewManager(f.Hub.Config, ctrl.Options{Scheme: f.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	asHub := rest.CopyConfig(f.Hub.Config)
+	asHub.Impersonate = rest.ImpersonationConfig{UserName: HubServiceAccount}
+	mgr, err := ctrl.NewManager(asHub, ctrl.Options{Scheme: f.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: fleethub.CacheOptions(InventoryNamespace)})
 	if err != nil {
 		return err
 	}
@@ -395,8 +413,9 @@ func (f *Fleet) buildPlugin() (string, error) {
 	return plugin, nil
 }
 
-// hubKubeconfig writes an admin kubeconfig of the hub whose namespace is
-// the inventory's, for the secretreader plugin.
+// hubKubeconfig writes a kubeconfig of the hub, as the hub's
+// ServiceAccount, whose namespace is the inventory's, for the secretreader
+// plugin, which runs as the hub.
 func (f *Fleet) hubKubeconfig() (string, error) {
 	cfg, err := clientcmd.LoadFromFile(f.Hub.KubeconfigPath)
 	if err != nil {
@@ -404,6 +423,9 @@ func (f *Fleet) hubKubeconfig() (string, error) {
 	}
 	for _, c := range cfg.Contexts {
 		c.Namespace = InventoryNamespace
+	}
+	for _, u := range cfg.AuthInfos {
+		u.Impersonate = HubServiceAccount
 	}
 	path := filepath.Join(f.opts.Dir, "hub.kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)

@@ -13,14 +13,11 @@ import (
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flagplane/flagplane/api"
-	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/controllers/fleet"
 )
 
@@ -98,11 +95,7 @@ func NewHub(cfg *rest.Config, o Options) (*Hub, error) {
 // whose ClusterProfiles and FleetGrants are the inventory namespace's
 // only, leader election, the probes' checkers and the metrics server.
 func (h *Hub) newControllerManager(cfg *rest.Config, scheme *runtime.Scheme, o Options) (*probes, error) {
-	inventory := map[string]cache.Config{o.Fleet.InventoryNamespace: {}}
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&cpv1alpha1.ClusterProfile{}: {Namespaces: inventory},
-		&fleetv1alpha1.FleetGrant{}:  {Namespaces: inventory},
-	}}
+	cacheOpts := fleet.CacheOptions(o.Fleet.InventoryNamespace)
 	if o.CacheSyncPeriod > 0 {
 		cacheOpts.SyncPeriod = &o.CacheSyncPeriod
 	}
