@@ -104,6 +104,9 @@ var _ = Describe("a fleet hub", Ordered, func() {
 	const flagSet = "checkout"
 	key := client.ObjectKey{Namespace: teamA, Name: "checkout-everywhere"}
 	var rev1 string
+	// servedByStaging asks the flagd of the real node's pod which variant
+	// it serves; set by the real node's first spec.
+	var servedByStaging func(context.Context) string
 
 	BeforeAll(func(ctx SpecContext) {
 		ff := fixtures.FlagSet(teamA, flagSet, "off")
@@ -228,7 +231,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			pod = pods.Items[0]
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		addr := net.JoinHostPort(pod.Status.PodIP, "8013")
-		variant := func() string {
+		servedByStaging = func(ctx context.Context) string {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			ev, err := flagdapi.Resolve(rctx, addr, flagdapi.Boolean, fixtures.FlagKey, nil)
@@ -237,6 +240,7 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			}
 			return ev.Variant
 		}
+		variant := func() string { return servedByStaging(ctx) }
 		current := func(rev string) bool {
 			st := states(ctx, key)[staging.Name]
 			return st.State == fleetv1alpha1.ClusterCurrent && st.Revision == rev
@@ -252,6 +256,41 @@ var _ = Describe("a fleet hub", Ordered, func() {
 			}
 			Expect(variant()).To(Equal(v), "the hub said staging serves %s before its flagd did", rev)
 		}
+	})
+
+	It("shows the real node Unknown while its API server is stopped; its flagd keeps serving, and it converges", func(ctx SpecContext) {
+		staging := members[2]
+		Expect(servedByStaging).NotTo(BeNil())
+		hubRev := fleetwf.Revision(hubFlagSet(ctx, teamA, flagSet))
+		Eventually(stateOf(ctx, key, staging.Name)).Should(Equal(fleetv1alpha1.ClusterCurrent))
+		before := servedByStaging(ctx)
+		Expect(before).To(BeElementOf("on", "off"))
+
+		Expect(staging.Node.Pause(realnode.APIServer)).To(Succeed())
+		resumed := false
+		DeferCleanup(func() {
+			if !resumed {
+				Expect(staging.Node.Resume(realnode.APIServer)).To(Succeed())
+			}
+		})
+		Eventually(stateOf(ctx, key, staging.Name)).Should(Equal(fleetv1alpha1.ClusterUnknown))
+		st := states(ctx, key)[staging.Name]
+		Expect(st.Message).To(ContainSubstring("no word from the member's API server"))
+		Expect(st.Revision).To(Equal(hubRev), "the last revision the hub heard of")
+
+		next := map[string]string{"on": "off", "off": "on"}[before]
+		rev := editHub(ctx, teamA, flagSet, next)
+		Consistently(func() string { return servedByStaging(ctx) }).WithTimeout(5*time.Second).Should(Equal(before),
+			"the pod's flagd keeps serving the last revision with its API server stopped")
+		Expect(stateOf(ctx, key, staging.Name)()).To(Equal(fleetv1alpha1.ClusterUnknown))
+
+		Expect(staging.Node.Resume(realnode.APIServer)).To(Succeed())
+		resumed = true
+		Eventually(func() bool {
+			st := states(ctx, key)[staging.Name]
+			return st.State == fleetv1alpha1.ClusterCurrent && st.Revision == rev
+		}).WithTimeout(3 * time.Minute).Should(BeTrue())
+		Expect(servedByStaging(ctx)).To(Equal(next), "Current on the hub: the pod's flagd serves the edit")
 	})
 
 	It("puts back a member's copy edited by hand, or reports it under drift Report", func(ctx SpecContext) {
