@@ -329,7 +329,7 @@ PLAIN_TESTS := ./test/image ./test/realnode
 # first, so that none starts last and runs alone while the other core
 # idles; go test drops a package given twice.
 UNIT_FIRST := ./webhooks ./topology ./test/admissionfuzz ./workflows ./syncserver ./controllers
-INTEGRATION_FIRST := ./test/realinstall ./test/install ./test/flagd ./test/security
+INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/flagd ./test/security
 # The packages of $(1) that exist and have tests.
 with-tests = $(foreach p,$(1),$(if $(wildcard $(p)/*_test.go),$(p)))
 
