@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,22 @@ type Options struct {
 	// Dir holds the plugin, the hub's kubeconfig for it, and the members'
 	// files; a temporary folder, removed by Stop, when empty.
 	Dir string
+
+	// The options below are for a benchmark (hack/fleetbench); their zero
+	// values are what the tests and the demo run with.
+
+	// Parallel is how many members are started at once (one when zero).
+	Parallel int
+	// Direct: the ClusterProfiles name the members' API servers
+	// themselves, with no Forwarder (Member.Fwd is nil), so that no
+	// traffic of the hub passes through the caller's process.
+	Direct bool
+	// NoControllerManager: the members other than the real node run no
+	// kube-controller-manager.
+	NoControllerManager bool
+	// Unthrottled: Client has no client-side rate limit, for a caller
+	// that writes many objects.
+	Unthrottled bool
 }
 
 // MemberSpec is one member cluster: its ClusterProfile's name and labels,
@@ -88,6 +105,10 @@ type MemberSpec struct {
 	// kubelet, with the kubelet's syncFrequency at 5 s. It needs what
 	// `make realnode` builds, and root.
 	RealNode bool
+	// Unregistered: the member is started and prepared, but gets no
+	// ClusterProfile and no token Secret on the hub; the caller reaches
+	// it its own way.
+	Unregistered bool
 }
 
 // Member is a running member cluster.
@@ -119,16 +140,36 @@ type Fleet struct {
 	Client  client.Client
 	Scheme  *runtime.Scheme
 	Members []*Member
-	// Access is the hub's access provider configuration.
+	// Access is the hub's access provider configuration, made by
+	// AccessConfig of Plugin and HubKubeconfig.
 	Access *access.Config
+	// Plugin is the inventory's secretreader exec plugin, built for this
+	// fleet.
+	Plugin string
+	// HubKubeconfig is a kubeconfig of the hub as HubServiceAccount (by
+	// impersonation), in the inventory's namespace: the plugin reads the
+	// token Secrets with it, and a hub run in a process of its own can run
+	// with it.
+	HubKubeconfig string
 
 	opts    Options
+	mu      sync.Mutex // guards cleanup
 	cleanup []func() error
 	stopHub func() error
 }
 
+// AccessConfig is the hub's access provider configuration: the
+// secretreader plugin, run with the kubeconfig, which is the hub's.
+func AccessConfig(plugin, kubeconfig string) *access.Config {
+	return access.New([]access.Provider{{Name: "secretreader", ExecConfig: &clientcmdapi.ExecConfig{
+		APIVersion: "client.authentication.k8s.io/v1", Command: plugin, ProvideClusterInfo: true,
+		Env:             []clientcmdapi.ExecEnvVar{{Name: "KUBECONFIG", Value: kubeconfig}},
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
+}
+
 // Start starts the hub's control plane and every member, and registers
-// the members in the inventory. The hub's manager is started by StartHub.
+// the members in the inventory. The hub's manager is started by StartHub,
+// or by the caller its own way (with Access, or Plugin and HubKubeconfig).
 // On error what was started is stopped.
 func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	f = &Fleet{opts: o}
@@ -149,36 +190,53 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	if err := f.startHubControlPlane(ctx); err != nil {
 		return nil, err
 	}
-	plugin, err := f.buildPlugin()
-	if err != nil {
+	if f.Plugin, err = f.buildPlugin(); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := f.hubKubeconfig()
-	if err != nil {
+	if f.HubKubeconfig, err = f.hubKubeconfig(); err != nil {
 		return nil, err
 	}
-	f.Access = access.New([]access.Provider{{Name: "secretreader", ExecConfig: &clientcmdapi.ExecConfig{
-		APIVersion: "client.authentication.k8s.io/v1", Command: plugin, ProvideClusterInfo: true,
-		Env:             []clientcmdapi.ExecEnvVar{{Name: "KUBECONFIG", Value: kubeconfig}},
-		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
-	for _, spec := range o.Members {
-		start := f.startMember
-		if spec.RealNode {
-			start = f.startRealMember
-		}
-		m, err := start(ctx, spec)
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", spec.Name, err)
-		}
-		f.Members = append(f.Members, m)
-		if err := f.Register(ctx, m); err != nil {
-			return nil, fmt.Errorf("registering member %s: %w", spec.Name, err)
-		}
-	}
-	return f, nil
+	f.Access = AccessConfig(f.Plugin, f.HubKubeconfig)
+	return f, f.startMembers(ctx)
 }
 
-func (f *Fleet) onStop(fn func() error) { f.cleanup = append(f.cleanup, fn) }
+// startMembers starts and registers the members, Options.Parallel at a
+// time, keeping their order in Members.
+func (f *Fleet) startMembers(ctx context.Context) error {
+	f.Members = make([]*Member, len(f.opts.Members))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, f.opts.Parallel))
+	for i, spec := range f.opts.Members {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // another member failed: start no more
+			}
+			start := f.startMember
+			if spec.RealNode {
+				start = f.startRealMember
+			}
+			m, err := start(gctx, spec)
+			if err != nil {
+				return fmt.Errorf("member %s: %w", spec.Name, err)
+			}
+			f.Members[i] = m
+			if spec.Unregistered {
+				return nil
+			}
+			if err := f.Register(gctx, m); err != nil {
+				return fmt.Errorf("registering member %s: %w", spec.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (f *Fleet) onStop(fn func() error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanup = append(f.cleanup, fn)
+}
 
 // Stop stops the hub's manager, the members and the control planes.
 func (f *Fleet) Stop() error {
@@ -213,7 +271,12 @@ func (f *Fleet) startHubControlPlane(ctx context.Context) error {
 	}
 	f.Hub = hub
 	f.onStop(hub.Stop)
-	if f.Client, err = client.New(hub.Config, client.Options{Scheme: scheme}); err != nil {
+	cfg := hub.Config
+	if f.opts.Unthrottled {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
+	}
+	if f.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 	if err := createNamespaces(ctx, f.Client, append([]string{InventoryNamespace}, f.opts.Namespaces...)); err != nil {
@@ -276,7 +339,7 @@ func (f *Fleet) StopHub() error {
 // the admission policy, and the Role in the granted namespaces only.
 func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, error) {
 	cp, err := controlplane.Start(ctx, controlplane.Options{RootDir: f.opts.Root, Log: f.opts.Log,
-		WebhookInstallOptions: operator.WebhookInstallOptions(f.opts.Root)})
+		NoControllerManager: f.opts.NoControllerManager, WebhookInstallOptions: operator.WebhookInstallOptions(f.opts.Root)})
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +382,8 @@ func (f *Fleet) startRealMember(ctx context.Context, spec MemberSpec) (*Member, 
 
 // prepareMember creates the namespaces and sets up the hub's identity as
 // config/fleet/member says: the ServiceAccount and the admission policy,
-// and the Role in the granted namespaces only; then the Forwarder.
+// and the Role in the granted namespaces only; then the Forwarder, unless
+// Options.Direct.
 func (f *Fleet) prepareMember(ctx context.Context, m *Member) error {
 	if err := createNamespaces(ctx, m.Client, f.opts.Namespaces); err != nil {
 		return err
@@ -333,6 +397,9 @@ func (f *Fleet) prepareMember(ctx context.Context, m *Member) error {
 			return fmt.Errorf("%w: %s", err, out)
 		}
 	}
+	if f.opts.Direct {
+		return nil
+	}
 	u, err := url.Parse(m.Config.Host)
 	if err != nil {
 		return err
@@ -345,7 +412,8 @@ func (f *Fleet) prepareMember(ctx context.Context, m *Member) error {
 }
 
 // Register writes the member's ClusterProfile (reached through its
-// Forwarder) and the Secret with a token of the hub's identity there.
+// Forwarder, or directly when it has none) and the Secret with a token of
+// the hub's identity there.
 func (f *Fleet) Register(ctx context.Context, m *Member) error {
 	if err := f.WriteToken(ctx, m); err != nil {
 		return err
@@ -369,8 +437,12 @@ func (f *Fleet) Register(ctx context.Context, m *Member) error {
 			return err
 		}
 	}
+	server := m.Config.Host
+	if m.Fwd != nil {
+		server = "https://" + m.Fwd.Addr()
+	}
 	cp.Status.AccessProviders = []cpv1alpha1.AccessProvider{{Name: "secretreader", Cluster: clientcmdv1.Cluster{
-		Server: "https://" + m.Fwd.Addr(), CertificateAuthorityData: ca,
+		Server: server, CertificateAuthorityData: ca,
 		Extensions: []clientcmdv1.NamedExtension{{Name: "client.authentication.k8s.io/exec",
 			Extension: runtime.RawExtension{Raw: ext}}}}}}
 	cp.Status.Conditions = []metav1.Condition{}
