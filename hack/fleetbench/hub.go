@@ -21,9 +21,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
-	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,15 +29,15 @@ import (
 	"github.com/flagplane/flagplane/api"
 	fleethub "github.com/flagplane/flagplane/controllers/fleet"
 	"github.com/flagplane/flagplane/hack/fleetbench/nsfleet"
+	"github.com/flagplane/flagplane/test/fleetenv"
 )
 
 // hubConfig is what the hub process is started with, as a JSON file.
 type hubConfig struct {
-	// Kubeconfig is the hub's (admin).
-	Kubeconfig string
-	// Plugin is the secretreader exec plugin, PluginKubeconfig the hub's
-	// kubeconfig in the inventory's namespace that it reads Secrets with.
-	Plugin, PluginKubeconfig string
+	// Kubeconfig is the hub's as config/fleet/hub's ServiceAccount, by
+	// impersonation (fleetenv's HubKubeconfig): the hub runs with it, and
+	// the secretreader exec plugin Plugin reads the token Secrets with it.
+	Kubeconfig, Plugin string
 	// SimKubeconfig, when set, is the shared member's, and SimClusters the
 	// virtual clusters the hub's engine maps onto its namespaces.
 	SimKubeconfig string
@@ -47,7 +45,8 @@ type hubConfig struct {
 }
 
 // runHub is the hub process: flagplane's fleet controllers in a manager
-// of the hub, and a listener on loopback (its address the first line of
+// of the hub, as config/fleet/hub's ServiceAccount and with the hub's
+// cache, and a listener on loopback (its address the first line of
 // stdout) that serves /stats (the Go heap) and /debug/pprof.
 func runHub(path string) error {
 	raw, err := os.ReadFile(path)
@@ -63,6 +62,9 @@ func runHub(path string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Impersonate.UserName != fleetenv.HubServiceAccount {
+		return fmt.Errorf("%s is not a kubeconfig of %s", hc.Kubeconfig, fleetenv.HubServiceAccount)
+	}
 	cfg.QPS, cfg.Burst = 20, 30 // controller-runtime's defaults for a manager
 	scheme, err := api.NewScheme()
 	if err != nil {
@@ -71,7 +73,8 @@ func runHub(path string) error {
 	if err := cpv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: fleethub.CacheOptions(inventoryNS)})
 	if err != nil {
 		return err
 	}
@@ -85,10 +88,7 @@ func runHub(path string) error {
 			return err
 		}
 	} else {
-		o.Access = access.New([]access.Provider{{Name: "secretreader", ExecConfig: &clientcmdapi.ExecConfig{
-			APIVersion: "client.authentication.k8s.io/v1", Command: hc.Plugin, ProvideClusterInfo: true,
-			Env:             []clientcmdapi.ExecEnvVar{{Name: "KUBECONFIG", Value: hc.PluginKubeconfig}},
-			InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
+		o.Access = fleetenv.AccessConfig(hc.Plugin, hc.Kubeconfig)
 	}
 	if _, err := fleethub.Add(mgr, o); err != nil {
 		return err

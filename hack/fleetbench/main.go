@@ -22,10 +22,11 @@
 //
 //     go run ./hack/fleetbench [-sizes 3,10] [-edits 20] [-simulated 1000] [-sim-edits 10]
 //
-// The hub runs as a process of its own (this command, run again with
-// -hub-config), so that its RSS and CPU time (from /proc) and its Go heap
-// (runtime.MemStats, served on loopback) are its alone. Progress goes to
-// stderr, the tables to stdout.
+// The fleet is brought up by test/fleetenv, as test/fleet's is. The hub
+// runs as config/fleet/hub's ServiceAccount in a process of its own (this
+// command, run again with -hub-config), so that its RSS and CPU time (from
+// /proc) and its Go heap (runtime.MemStats, served on loopback) are its
+// alone. Progress goes to stderr, the tables to stdout.
 package main
 
 import (
@@ -34,9 +35,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,21 +140,16 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 	if err := cpv1alpha1.AddToScheme(scheme); err != nil {
 		return false, err
 	}
-	plugin := filepath.Join(dir, "secretreader")
-	if b, err := exec.CommandContext(ctx, "go", "build", "-o", plugin,
-		"sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin").CombinedOutput(); err != nil {
-		return false, fmt.Errorf("building the secretreader plugin: %w: %s", err, b)
-	}
 	var results []result
 	for _, n := range o.sizes {
-		r, err := measure(ctx, o, root, dir, n, false, plugin)
+		r, err := measure(ctx, o, root, dir, n, false)
 		if err != nil {
 			return false, fmt.Errorf("%d real members: %w", n, err)
 		}
 		results = append(results, r)
 	}
 	if o.simulated > 0 {
-		r, err := measure(ctx, o, root, dir, o.simulated, true, "")
+		r, err := measure(ctx, o, root, dir, o.simulated, true)
 		if err != nil {
 			return false, fmt.Errorf("%d simulated members: %w", o.simulated, err)
 		}
@@ -165,7 +159,7 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 }
 
 // measure brings up one fleet of n members, places, idles and edits.
-func measure(ctx context.Context, o options, root, parent string, n int, sim bool, plugin string) (r result, err error) {
+func measure(ctx context.Context, o options, root, parent string, n int, sim bool) (r result, err error) {
 	r.n, r.simulated = n, sim
 	dir, err := os.MkdirTemp(parent, "fleet-")
 	if err != nil {
@@ -180,13 +174,10 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 	}()
 	began := time.Now()
 	progress("%s: starting the hub and the members", label(r))
-	if err := f.startHub(ctx); err != nil {
-		return r, err
-	}
 	if sim {
 		err = f.startSim(ctx, n)
 	} else {
-		err = f.startReal(ctx, n, plugin)
+		err = f.startReal(ctx, n)
 	}
 	if err != nil {
 		return r, err

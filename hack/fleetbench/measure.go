@@ -133,7 +133,7 @@ func (f *fleet) watchAll(ctx context.Context, t trackers) error {
 		return err
 	}
 	n := len(f.clusters)
-	hc, err := cache.New(f.hub.Config, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{teamA: {}}})
+	hc, err := cache.New(f.env.Hub.Config, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{teamA: {}}})
 	if err != nil {
 		return err
 	}
@@ -144,17 +144,17 @@ func (f *fleet) watchAll(ctx context.Context, t trackers) error {
 		return err
 	}
 	caches := []cache.Cache{hc}
-	sim := len(f.members) == 1 && f.members[0].name == "shared"
+	sim := len(f.members) == 1 && f.members[0].Name == "shared"
 	for _, m := range f.members {
 		opts := cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{teamA: {}}}
 		if sim {
 			opts.DefaultNamespaces = nil // every namespace of the shared member
 		}
-		mc, err := cache.New(m.cp.Config, opts)
+		mc, err := cache.New(m.Config, opts)
 		if err != nil {
 			return err
 		}
-		name := m.name
+		name := m.Name
 		if err := watch(mc, &v1beta1.FeatureFlag{}, func(o any) {
 			ff := o.(*v1beta1.FeatureFlag)
 			key := name
