@@ -211,7 +211,7 @@ var _ = Describe("admission of a FeatureFlagRolloutPolicy", func() {
 			p.Spec.Steps = append(p.Spec.Steps, deliveryv1alpha1.RolloutStep{Percentage: ptr.To[int32](101)})
 		}, "should be less than or equal to 100")
 		refused(func(p *deliveryv1alpha1.FeatureFlagRolloutPolicy) { p.Spec.Steps[0].Percentage = ptr.To[int32](50) },
-			"exactly one of namespaceSelector, workloadSelector and percentage")
+			"exactly one of namespaceSelector, workloadSelector, percentage and clusterSelector")
 		// This world's manager evaluates Prometheus gates (--prometheus-gates,
 		// for the Prometheus gate's spec): the webhook's refusal of them when
 		// off is test/admission's (a manager with its defaults).
