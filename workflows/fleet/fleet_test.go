@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/flagplane/flagplane/api"
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
@@ -252,5 +255,69 @@ func TestReportLeft(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.Contains(got[0], "cluster dev left the inventory") || !strings.Contains(got[1], "cluster edge is no longer selected") {
 		t.Errorf("events = %q", got)
+	}
+}
+
+// stalled is a member whose API server never answers: every call waits
+// for its context.
+type stalled struct{ client.Client }
+
+func (stalled) Get(ctx context.Context, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (stalled) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+type stalledMembers struct{}
+
+func (stalledMembers) Member(string) (client.Client, Reach) {
+	return stalled{}, Reach{Engaged: true, Reachable: true, LastHeard: time.Now()}
+}
+func (stalledMembers) Engaged() []string { return []string{"stuck"} }
+
+// A member that stops answering between two probes holds one reconcile for
+// MemberTimeout, not for ever: the hub's workers serve the other
+// placements, and the cluster shows as not reached.
+func TestReconcileBoundsAStalledMember(t *testing.T) {
+	scheme, err := api.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	hub := flagSet("on")
+	p := &fleetv1alpha1.FeatureFlagPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p"},
+		Spec: fleetv1alpha1.FeatureFlagPlacementSpec{TargetRef: fleetv1alpha1.FlagSetTargetReference{Name: hub.Name}}}
+	grant := grantOf([]string{"team-a"}, nil)
+	grant.Namespace, grant.Name = "fleet-system", "all"
+	cp := profile("stuck", nil)
+	cp.Namespace = "fleet-system"
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hub, p, &grant, &cp).
+		WithStatusSubresource(&fleetv1alpha1.FeatureFlagPlacement{}).Build()
+	r := &Reconciler{Hub: c, Members: stalledMembers{}, InventoryNamespace: "fleet-system", MemberTimeout: 200 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Reconcile(context.Background(), client.ObjectKeyFromObject(p))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled member held the reconcile")
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.Clusters) != 1 || p.Status.Clusters[0].State != fleetv1alpha1.ClusterUnknown ||
+		!strings.Contains(p.Status.Clusters[0].Message, "deadline exceeded") {
+		t.Errorf("status of the stalled cluster: %+v", p.Status.Clusters)
 	}
 }

@@ -36,6 +36,9 @@ const (
 	reasonTargetFound = "TargetFound"
 )
 
+// DefaultMemberTimeout is Reconciler.MemberTimeout's default.
+const DefaultMemberTimeout = 10 * time.Second
+
 // Members are the member clusters the hub is engaged with.
 type Members interface {
 	// Member is the member's client, which reads from the hub's cache of
@@ -59,6 +62,10 @@ type Reconciler struct {
 	Events events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// MemberTimeout bounds what one reconcile waits for one member
+	// (DefaultMemberTimeout when zero): a member whose API server stalls
+	// holds one slot of one reconcile that long, never the hub's workers.
+	MemberTimeout time.Duration
 
 	specs specs
 }
@@ -169,6 +176,8 @@ func (r *Reconciler) placeAll(ctx context.Context, p *fleetv1alpha1.FeatureFlagP
 // drift policy allows, and observes it.
 func (r *Reconciler) place(ctx context.Context, p *fleetv1alpha1.FeatureFlagPlacement, hub *v1beta1.FeatureFlag,
 	planned string, s Selected) fleetv1alpha1.ClusterPlacementStatus {
+	ctx, cancel := r.memberContext(ctx)
+	defer cancel()
 	o := Observation{Selected: s, Planned: planned, Namespace: p.Namespace, Placement: p.Name,
 		Drift: p.Spec.Drift, Now: r.now()}
 	if !s.Granted {
@@ -259,21 +268,34 @@ func (r *Reconciler) removeCopies(ctx context.Context, key types.NamespacedName,
 		if c == nil || !reach.Reachable {
 			continue
 		}
-		var list v1beta1.FeatureFlagList
-		if err := c.List(ctx, &list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{fleetv1alpha1.PlacementLabel: key.Name}); err != nil {
-			continue // the namespace is no longer granted there: the hub cannot read it
+		if err := r.removeCopiesIn(ctx, c, key, p, cluster); err != nil {
+			errs = append(errs, err)
 		}
-		for i := range list.Items {
-			ff := &list.Items[i]
-			if err := c.Delete(ctx, ff); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
-				continue
-			}
-			if p != nil {
-				workflows.Normal(r.Events, p, EventRemoved, actionPlace,
-					"deleted the copy %s/%s from cluster %s, which the placement no longer selects", ff.Namespace, ff.Name, cluster)
-			}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCopiesIn deletes the copies of placement key in one member, within
+// MemberTimeout.
+func (r *Reconciler) removeCopiesIn(ctx context.Context, c client.Client, key types.NamespacedName,
+	p *fleetv1alpha1.FeatureFlagPlacement, cluster string) error {
+	ctx, cancel := r.memberContext(ctx)
+	defer cancel()
+	var list v1beta1.FeatureFlagList
+	if err := c.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{fleetv1alpha1.PlacementLabel: key.Name}); err != nil {
+		return nil // the namespace is no longer granted there: the hub cannot read it
+	}
+	var errs []error
+	for i := range list.Items {
+		ff := &list.Items[i]
+		if err := c.Delete(ctx, ff); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", cluster, err))
+			continue
+		}
+		if p != nil {
+			workflows.Normal(r.Events, p, EventRemoved, actionPlace,
+				"deleted the copy %s/%s from cluster %s, which the placement no longer selects", ff.Namespace, ff.Name, cluster)
 		}
 	}
 	return errors.Join(errs...)
@@ -396,6 +418,15 @@ func keepHeard(st, old *fleetv1alpha1.FeatureFlagPlacementStatus) {
 			}
 		}
 	}
+}
+
+// memberContext bounds the work of one reconcile with one member.
+func (r *Reconciler) memberContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.MemberTimeout
+	if d <= 0 {
+		d = DefaultMemberTimeout
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -182,7 +182,10 @@ func (r *Reconciler) specOf(ctx context.Context, hub *v1beta1.FeatureFlag, rev s
 		if c == nil || !reach.Reachable {
 			continue
 		}
-		if spec, ok := memberSpec(ctx, c, hub, rev); ok {
+		mctx, cancel := r.memberContext(ctx)
+		spec, ok := memberSpec(mctx, c, hub, rev)
+		cancel()
+		if ok {
 			r.specs.put(key, spec)
 			return as(spec), nil
 		}
