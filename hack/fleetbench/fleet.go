@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/flagplane/flagplane/api/fleet/v1alpha1"
@@ -39,6 +41,10 @@ type fleet struct {
 	members  []*fleetenv.Member
 	clusters []string
 	proc     *hubProc
+	// hubCache is the bench's own cache of the hub (watchAll).
+	hubCache cache.Cache
+	// laggard is the cluster that never confirms, once the halts begin.
+	laggard atomic.Value
 
 	mu    sync.Mutex
 	stops []func() error
@@ -57,6 +63,12 @@ func (f *fleet) stop() {
 		}
 	}
 	f.stops = nil
+}
+
+// laggardName is the cluster that never confirms ("" before the halts).
+func (f *fleet) laggardName() string {
+	name, _ := f.laggard.Load().(string)
+	return name
 }
 
 func unlimited(cfg *rest.Config) *rest.Config {

@@ -18,9 +18,18 @@
 //     ClusterProfile real on the hub;
 //
 //   - the hub's memory and CPU, idle for -idle once every member is
-//     Current, and during the edits.
+//     Current, and during the edits;
 //
-//     go run ./hack/fleetbench [-sizes 3,10] [-edits 20] [-simulated 1000] [-sim-edits 10]
+//   - a halt reaching every cluster: -halts edits staged by a
+//     FeatureFlagRolloutPolicy of one step over every cluster with gate
+//     Confirmed, and one more ClusterProfile the hub cannot reach, which
+//     never confirms: each edit reaches every member, halts once the
+//     gate's bound has passed, and is timed from the halt (the policy's
+//     status, as a watch of this command sees it) until every member's
+//     copy holds the stable spec, every member serves it, and the hub's
+//     placement says so.
+//
+//     go run ./hack/fleetbench [-sizes 3,10] [-edits 20] [-simulated 1000] [-sim-edits 10] [-halts 3]
 //
 // The fleet is brought up by test/fleetenv, as test/fleet's is. The hub
 // runs as config/fleet/hub's ServiceAccount in a process of its own (this
@@ -57,6 +66,8 @@ type options struct {
 	sizes               []int
 	edits, simulated    int
 	simEdits            int
+	halts               int
+	haltFor             time.Duration
 	idle, timeout       time.Duration
 	profile             string
 	profileFor          time.Duration
@@ -72,6 +83,8 @@ func main() {
 	flag.IntVar(&o.edits, "edits", 20, "edits per size of real members")
 	flag.IntVar(&o.simulated, "simulated", 1000, "simulated members on one shared member (0: none)")
 	flag.IntVar(&o.simEdits, "sim-edits", 10, "edits with the simulated members")
+	flag.IntVar(&o.halts, "halts", 3, "staged edits halted by gate Confirmed, per fleet (0: none)")
+	flag.DurationVar(&o.haltFor, "halt-for", 0, "gate Confirmed's bound in the halts (0: twice the slowest edit, at least 2s)")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "how long the hub is watched idle once every member is Current")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long one edit (or the first placement) is waited for")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of the hub during the simulated members' edits to this file")
@@ -119,6 +132,8 @@ type result struct {
 	simulated  bool
 	first      time.Duration
 	edits      []editResult
+	halts      []haltResult
+	haltFor    time.Duration
 	idle, busy usage
 }
 
@@ -223,6 +238,13 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 		r.edits = append(r.edits, e)
 	}
 	r.busy = stop()
+	if o.halts > 0 {
+		r.haltFor = haltBound(o, r)
+		progress("%s: %d staged edits, each halted by gate Confirmed after %s", label(r), o.halts, r.haltFor)
+		if r.halts, err = f.halts(ctx, o, t, edits+1, r.haltFor); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 

@@ -27,18 +27,21 @@ const (
 )
 
 // tracker notes when every one of a set of keys first satisfied the
-// current revision, as watch events arrive.
+// current revision, as watch events arrive. It keeps what each key said
+// last, so that a reset counts the keys that hold the new revision
+// already (a halt's stable revision, on clusters it never left).
 type tracker struct {
-	mu    sync.Mutex
-	rev   string
-	need  int
-	ok    map[string]bool
-	allAt time.Time
-	done  chan struct{}
+	mu     sync.Mutex
+	rev    string
+	need   int
+	latest map[string]func(rev string) bool
+	ok     map[string]bool
+	allAt  time.Time
+	done   chan struct{}
 }
 
 func newTracker(need int) *tracker {
-	return &tracker{need: need, ok: map[string]bool{}, done: make(chan struct{})}
+	return &tracker{need: need, latest: map[string]func(string) bool{}, ok: map[string]bool{}, done: make(chan struct{})}
 }
 
 // reset waits for rev from now on.
@@ -46,12 +49,20 @@ func (t *tracker) reset(rev string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rev, t.ok, t.allAt, t.done = rev, map[string]bool{}, time.Time{}, make(chan struct{})
+	for key, satisfied := range t.latest {
+		t.judge(key, satisfied)
+	}
 }
 
 // see notes whether key holds rev (by what satisfied says of it).
 func (t *tracker) see(key string, satisfied func(rev string) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.latest[key] = satisfied
+	t.judge(key, satisfied)
+}
+
+func (t *tracker) judge(key string, satisfied func(rev string) bool) {
 	if t.rev == "" || !t.allAt.IsZero() {
 		return
 	}
@@ -98,17 +109,21 @@ func (t trackers) reset(rev string) {
 	t.members.reset(rev)
 }
 
-// hubSays: the placement's status says every cluster Current with rev.
-func hubSays(p *fleetv1alpha1.FeatureFlagPlacement, rev string, n int) bool {
-	if p.Status.Revision != rev || p.Status.Current != fmt.Sprintf("%d/%d", n, n) || len(p.Status.Clusters) != n {
-		return false
-	}
+// hubSays: the placement's status says n clusters Current with rev, and
+// no other cluster but laggard (when not ""). During a halt the
+// placement's revision is the hub's, and its clusters' the stable one.
+func hubSays(p *fleetv1alpha1.FeatureFlagPlacement, rev string, n int, laggard string) bool {
+	current := 0
 	for _, c := range p.Status.Clusters {
-		if c.State != fleetv1alpha1.ClusterCurrent || c.Revision != rev {
+		switch {
+		case c.Cluster == laggard && laggard != "":
+		case c.State != fleetv1alpha1.ClusterCurrent || c.Revision != rev:
 			return false
+		default:
+			current++
 		}
 	}
-	return true
+	return current == n
 }
 
 // memberIs: a member's copy serves rev, Ready for its generation, as its
@@ -139,10 +154,11 @@ func (f *fleet) watchAll(ctx context.Context, t trackers) error {
 	}
 	if err := watch(hc, &fleetv1alpha1.FeatureFlagPlacement{}, func(o any) {
 		p := o.(*fleetv1alpha1.FeatureFlagPlacement)
-		t.hub.see("hub", func(rev string) bool { return hubSays(p, rev, n) })
+		t.hub.see("hub", func(rev string) bool { return hubSays(p, rev, n, f.laggardName()) })
 	}); err != nil {
 		return err
 	}
+	f.hubCache = hc
 	caches := []cache.Cache{hc}
 	sim := len(f.members) == 1 && f.members[0].Name == "shared"
 	for _, m := range f.members {

@@ -52,6 +52,17 @@ func report(out io.Writer, o options, results []result) bool {
 			mib(r.busy.peakRSS), mib(r.busy.peakHeap), ms(r.busy.cpu), ms(perEdit), us(perEdit/time.Duration(r.n)),
 			kib(r.busy.peakHeap/uint64(r.n)))
 	}
+	fmt.Fprintf(out, "\n### A halt reaching every cluster\n\n")
+	fmt.Fprintf(out, "| members | halts | gate Confirmed for | edit → halted: p50 | halt → every copy stable: p50 | p99 | every member serves stable: p50 | p99 | hub says every cluster Current: p50 | p99 |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		var halted, wrote, mem, hub []time.Duration
+		for _, h := range r.halts {
+			halted, wrote, mem, hub = append(halted, h.halted), append(wrote, h.written), append(mem, h.members), append(hub, h.hub)
+		}
+		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(r), len(r.halts), r.haltFor, ms(percentile(halted, 0.5)),
+			ms(percentile(wrote, 0.5)), ms(percentile(wrote, 0.99)), ms(percentile(mem, 0.5)), ms(percentile(mem, 0.99)),
+			ms(percentile(hub, 0.5)), ms(percentile(hub, 0.99)))
+	}
 	if verdict != "" {
 		fmt.Fprintf(out, "\n%s\n", verdict)
 	}
