@@ -165,6 +165,9 @@ func runReady(ctx context.Context, cp *controlplane.ControlPlane, opts app.Optio
 func options(cp *controlplane.ControlPlane, o Options) (app.Options, error) {
 	opts := app.DefaultOptions()
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	// Stopped at once: no API server here keeps connections to a replica
+	// that goes away while pods are admitted (test/realinstall drains).
+	opts.WebhookDrain = 0
 	// The API server calls the webhooks by URL at envtest's address; the
 	// certificate covers it. Its Secret lives in the operator's namespace.
 	w := cp.Env.WebhookInstallOptions

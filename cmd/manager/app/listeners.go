@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -186,12 +187,36 @@ func (p *probes) server() *manager.Server {
 // handlers) served on a listener bound when the manager is built, with the
 // certificate in CertDir (tls.crt, tls.key), reloaded when it changes, as
 // the DefaultServer serves it.
+//
+// When its context ends it drains for drain before it shuts down.
 type webhookServer struct {
 	*webhook.DefaultServer
 	listener net.Listener
+	// drain is how long it drains (Options.WebhookDrain); see
+	// DefaultWebhookDrain.
+	drain    time.Duration
+	draining atomic.Bool
 	mu       sync.Mutex
 	started  bool
 }
+
+// DefaultWebhookDrain is how long the webhook server keeps answering once
+// the manager stops, closing each connection after its answer, before it
+// shuts down.
+//
+// The API server calls a webhook over HTTP/1.1 with keep-alive, through
+// the Service's cluster IP: a connection it opened to this replica stays
+// with this replica, whatever kube-proxy does once the Pod is deleted,
+// and the API server keeps sending admission requests down it. A
+// shutdown closes the connections that are idle; a request the API
+// server is writing to one at that moment fails, is not retried (a POST),
+// and the Pod webhook fails open: a pod admitted without its flagd. The
+// pod's preStop sleep keeps the replica serving while it leaves the
+// Service; draining then answers every request that still arrives on an
+// old connection with "Connection: close", so that the API server's
+// connections leave this replica one by one, each after a complete
+// answer, and the shutdown finds none in use.
+const DefaultWebhookDrain = 3 * time.Second
 
 var (
 	_ webhook.Server           = (*webhookServer)(nil)
@@ -228,11 +253,16 @@ func (s *webhookServer) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	srv := &http.Server{Handler: s.WebhookMux(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.drainable(s.WebhookMux()), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		<-ctx.Done()
+		if s.drain > 0 {
+			logger.Info("draining the webhook server before it shuts down", "for", s.drain.String())
+			s.draining.Store(true)
+			time.Sleep(s.drain)
+		}
 		shutdown, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Shutdown(shutdown); err != nil {
@@ -248,6 +278,17 @@ func (s *webhookServer) Start(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// drainable answers with "Connection: close" while the server drains, so
+// that the client's connection is closed after a complete answer.
+func (s *webhookServer) drainable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // StartedChecker is ready once the server answers TLS.

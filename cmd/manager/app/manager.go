@@ -160,7 +160,7 @@ func (m *Manager) newControllerManager(cfg *rest.Config, scheme *runtime.Scheme,
 		LeaderElectionReleaseOnCancel: true, // the process ends right after: let a standby take over at once
 	}
 	if m.webhookListener != nil {
-		mgrOpts.WebhookServer = &webhookServer{listener: m.webhookListener, DefaultServer: webhook.NewServer(webhook.Options{
+		mgrOpts.WebhookServer = &webhookServer{listener: m.webhookListener, drain: o.WebhookDrain, DefaultServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: m.webhookListener.Addr().(*net.TCPAddr).Port, CertDir: o.WebhookCertDir,
 		}).(*webhook.DefaultServer)}
 	}

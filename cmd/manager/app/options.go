@@ -81,6 +81,9 @@ type Options struct {
 	WebhookPort    int
 	WebhookHost    string
 	WebhookCertDir string
+	// WebhookDrain is how long the webhook server drains once the manager
+	// stops (DefaultWebhookDrain); zero shuts it down at once.
+	WebhookDrain time.Duration
 
 	// Sidecar are the defaults of the injected flagd sidecar, which the
 	// admission webhook reads.
@@ -161,6 +164,7 @@ func DefaultOptions() Options {
 		LeaderElectionID:         "flagplane.core.openfeature.dev",
 		Workers:                  2,
 		WebhookPort:              9443,
+		WebhookDrain:             DefaultWebhookDrain,
 		Sidecar:                  injection.DefaultSidecarOptions(),
 		InProcess:                injection.DefaultInProcessOptions(),
 		DefaultSyncProvider:      v1beta1.SyncProviderFile,
@@ -212,6 +216,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CacheSyncPeriod, "cache-sync-period", o.CacheSyncPeriod, "how often the informers deliver every object again (0: controller-runtime's default, about 10h); a resync writes nothing")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the admission webhook server (0: a free one, logged in the line \"listening\")")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the admission webhook server listens on (default: all)")
+	fs.DurationVar(&o.WebhookDrain, "webhook-drain", o.WebhookDrain, "how long the admission webhook server keeps answering once the manager stops, closing each connection after its answer, before it shuts down (the API server's connections to a stopping replica then end after a complete answer, never during a request); 0 shuts it down at once")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory of the webhook server's tls.crt and tls.key (default: controller-runtime's)")
 	fs.StringVar(&o.Sidecar.Image, "sidecar-image", o.Sidecar.Image, "flagd image of the injected sidecar, without tag; prefix it with your registry")
 	fs.StringVar(&o.Sidecar.Tag, "sidecar-tag", o.Sidecar.Tag, "tag of --sidecar-image")
@@ -259,6 +264,9 @@ func (o Options) Validate() error {
 	}
 	if o.CacheSyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--cache-sync-period must not be negative, not %s", o.CacheSyncPeriod))
+	}
+	if o.WebhookDrain < 0 {
+		errs = append(errs, fmt.Errorf("--webhook-drain %s is negative", o.WebhookDrain))
 	}
 	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort))
