@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +320,122 @@ func TestReconcileBoundsAStalledMember(t *testing.T) {
 	if len(p.Status.Clusters) != 1 || p.Status.Clusters[0].State != fleetv1alpha1.ClusterUnknown ||
 		!strings.Contains(p.Status.Clusters[0].Message, "deadline exceeded") {
 		t.Errorf("status of the stalled cluster: %+v", p.Status.Clusters)
+	}
+}
+
+// oneMember is a hub engaged with one reachable member.
+type oneMember struct {
+	name string
+	c    client.Client
+}
+
+func (m oneMember) Member(name string) (client.Client, Reach) {
+	if name != m.name {
+		return nil, Reach{}
+	}
+	return m.c, Reach{Engaged: true, Reachable: true, LastHeard: time.Now()}
+}
+func (m oneMember) Engaged() []string { return []string{m.name} }
+
+// A halt gives every cluster the stable spec back even when no member
+// holds it any more: by then every copy holds the halted edit, and a
+// member may keep no history (its flagplane's FeatureFlagRevisions pruned,
+// or none recorded). The hub remembers what it placed.
+func TestHaltWritesTheStableSpecNoMemberHolds(t *testing.T) {
+	scheme, err := api.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stable := flagSet("off")
+	stableRev := Revision(stable)
+	p := &fleetv1alpha1.FeatureFlagPlacement{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p"},
+		Spec: fleetv1alpha1.FeatureFlagPlacementSpec{TargetRef: fleetv1alpha1.FlagSetTargetReference{Name: stable.Name}}}
+	grant := grantOf([]string{"team-a"}, nil)
+	grant.Namespace, grant.Name = "fleet-system", "all"
+	cp := profile("dev", map[string]string{"env": "dev"})
+	cp.Namespace = "fleet-system"
+	policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "staged"},
+		Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{
+			TargetRef: deliveryv1alpha1.FlagSetTargetReference{Group: v1beta1.GroupVersion.Group, Kind: "FeatureFlag", Name: stable.Name},
+			Steps: []deliveryv1alpha1.RolloutStep{{Name: "dev",
+				ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}},
+			Gates: []deliveryv1alpha1.Gate{{Type: deliveryv1alpha1.GateConfirmed, For: &metav1.Duration{Duration: time.Minute}}}}}
+	hubC := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stable.DeepCopy(), p, &grant, &cp, policy).
+		WithStatusSubresource(&fleetv1alpha1.FeatureFlagPlacement{}, &deliveryv1alpha1.FeatureFlagRolloutPolicy{}).Build()
+	member := fake.NewClientBuilder().WithScheme(scheme).Build()
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	r := &Reconciler{Hub: hubC, Members: oneMember{name: "dev", c: member}, InventoryNamespace: "fleet-system",
+		Now: func() time.Time { return now }}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, client.ObjectKeyFromObject(p)); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	held := func() string {
+		t.Helper()
+		var c v1beta1.FeatureFlag
+		if err := member.Get(ctx, client.ObjectKeyFromObject(stable), &c); err != nil {
+			t.Fatalf("the member's copy: %v", err)
+		}
+		return Revision(&c)
+	}
+
+	reconcile()
+	if got := held(); got != stableRev {
+		t.Fatalf("placed revision %s, want %s", short(got), short(stableRev))
+	}
+	// The edit, which the member never confirms.
+	var hub v1beta1.FeatureFlag
+	if err := hubC.Get(ctx, client.ObjectKeyFromObject(stable), &hub); err != nil {
+		t.Fatal(err)
+	}
+	f := hub.Spec.FlagSpec.Flags["f"]
+	f.DefaultVariant = "on"
+	hub.Spec.FlagSpec.Flags["f"] = f
+	if err := hubC.Update(ctx, &hub); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if got := held(); got != Revision(&hub) {
+		t.Fatalf("dev's step started, but the member holds %s, not the edit %s", short(got), short(Revision(&hub)))
+	}
+	now = now.Add(2 * time.Minute)
+	reconcile() // the gate's bound has passed: halted
+	if err := hubC.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
+		t.Fatal(err)
+	}
+	if policy.Status.Phase != deliveryv1alpha1.PhaseHalted {
+		t.Fatalf("phase %s, want Halted: %s", policy.Status.Phase, policy.Status.Message)
+	}
+	reconcile()
+	if got := held(); got != stableRev {
+		t.Errorf("after the halt the member holds %s, want the stable %s", short(got), short(stableRev))
+	}
+}
+
+// A rollout's stable spec, used at every reconcile, outlives the edits
+// made meanwhile; one no longer used goes once specsPerFlagSet newer are.
+func TestSpecsKeepWhatIsUsed(t *testing.T) {
+	var s specs
+	spec := func(v string) v1beta1.FlagSpec { return flagSet(v).Spec.FlagSpec }
+	s.put("team-a/checkout", "stable", spec("stable"))
+	s.put("team-a/other", "old", spec("old"))
+	for i := range 2 * specsPerFlagSet {
+		s.put("team-a/checkout", fmt.Sprint("edit-", i), spec("edit"))
+		s.put("team-a/other", fmt.Sprint("edit-", i), spec("edit"))
+		if _, ok := s.get("team-a/checkout", "stable"); !ok {
+			t.Fatalf("the stable spec in use went after %d edits", i+1)
+		}
+	}
+	if got, ok := s.get("team-a/checkout", "stable"); !ok || got.Flags["f"].DefaultVariant != "stable" {
+		t.Errorf("stable spec = %+v, %v", got, ok)
+	}
+	if _, ok := s.get("team-a/other", "old"); ok {
+		t.Errorf("a spec no longer used is kept past %d newer ones", specsPerFlagSet)
 	}
 }

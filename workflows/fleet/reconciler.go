@@ -99,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (t
 		return 0, r.writeStatus(ctx, &p, notAccepted(&p, "InvalidSelector", err.Error()))
 	}
 	hubRev := Revision(&hub)
+	// Remembered: should a rollout of a later edit halt, this spec is the
+	// stable one, and every copy may hold the later one by then.
+	r.specs.put(specKey(&hub), hubRev, hub.Spec.FlagSpec)
 	ro, err := r.rollout(ctx, &p, hubRev)
 	if err != nil {
 		return 0, err

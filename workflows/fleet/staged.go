@@ -136,45 +136,77 @@ func (r *Reconciler) writePolicyStatus(ctx context.Context, ro *rollout) error {
 	return r.Hub.Status().Update(ctx, updated)
 }
 
-// specs remembers the specs of revisions found in members, by FeatureFlag
-// and revision: a halt writes the stable spec to clusters that no longer
-// hold it.
+// specs remembers the specs of revisions, by FeatureFlag and revision:
+// every spec the hub places (Reconcile puts the hub's own each time) and
+// those found in members. A halt writes the stable spec to clusters that
+// no longer hold it, once the hub's FeatureFlag holds the halted one.
+//
+// It keeps the specsPerFlagSet revisions of each FeatureFlag used last: a
+// rollout's stable spec is used at every reconcile while a cluster waits
+// for its step, so edits made meanwhile do not push it out.
 type specs struct {
 	mu sync.Mutex
-	m  map[string]v1beta1.FlagSpec
+	m  map[string][]revisionSpec
 }
 
-func (s *specs) get(key string) (v1beta1.FlagSpec, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	spec, ok := s.m[key]
-	return spec, ok
+type revisionSpec struct {
+	rev  string
+	spec v1beta1.FlagSpec
 }
 
-func (s *specs) put(key string, spec v1beta1.FlagSpec) {
+const (
+	specsPerFlagSet = 4
+	// specsFlagSets bounds the FeatureFlags remembered (those of deleted
+	// placements stay until then): past it, it starts afresh.
+	specsFlagSets = 10000
+)
+
+// get is the spec of revision rev of FeatureFlag ff, now the one used last.
+func (s *specs) get(ff, rev string) (v1beta1.FlagSpec, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) > 1024 {
-		s.m = map[string]v1beta1.FlagSpec{}
+	list := s.m[ff]
+	for i, e := range list {
+		if e.rev == rev {
+			copy(list[1:i+1], list[:i])
+			list[0] = e
+			return e.spec, true
+		}
 	}
-	s.m[key] = spec
+	return v1beta1.FlagSpec{}, false
 }
+
+// put remembers spec as revision rev of FeatureFlag ff, used last.
+func (s *specs) put(ff, rev string, spec v1beta1.FlagSpec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) > specsFlagSets {
+		s.m = map[string][]revisionSpec{}
+	}
+	list := slices.DeleteFunc(s.m[ff], func(e revisionSpec) bool { return e.rev == rev })
+	list = append([]revisionSpec{{rev: rev, spec: spec}}, list...)
+	s.m[ff] = list[:min(len(list), specsPerFlagSet)]
+}
+
+// specKey is the key of hub's FeatureFlag in specs.
+func specKey(hub *v1beta1.FeatureFlag) string { return hub.Namespace + "/" + hub.Name }
 
 // specOf is the FeatureFlag as of revision rev: the hub's own when it is
-// that revision; else the spec a member holds of it, in its copy or in its
-// history (the FeatureFlagRevisions that member's flagplane records of
-// every spec it accepted).
+// that revision; else one the hub placed since it started; else the spec a
+// member holds of it, in its copy or in its history (the
+// FeatureFlagRevisions that member's flagplane records of every spec it
+// accepted).
 func (r *Reconciler) specOf(ctx context.Context, hub *v1beta1.FeatureFlag, rev string) (*v1beta1.FeatureFlag, error) {
 	if Revision(hub) == rev {
 		return hub, nil
 	}
-	key := hub.Namespace + "/" + hub.Name + "/" + rev
+	key := specKey(hub)
 	as := func(spec v1beta1.FlagSpec) *v1beta1.FeatureFlag {
 		ff := hub.DeepCopy()
 		ff.Spec.FlagSpec = spec
 		return ff
 	}
-	if spec, ok := r.specs.get(key); ok {
+	if spec, ok := r.specs.get(key, rev); ok {
 		return as(spec), nil
 	}
 	for _, cluster := range r.Members.Engaged() {
@@ -186,7 +218,7 @@ func (r *Reconciler) specOf(ctx context.Context, hub *v1beta1.FeatureFlag, rev s
 		spec, ok := memberSpec(mctx, c, hub, rev)
 		cancel()
 		if ok {
-			r.specs.put(key, spec)
+			r.specs.put(key, rev, spec)
 			return as(spec), nil
 		}
 	}
