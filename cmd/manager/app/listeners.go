@@ -198,6 +198,8 @@ type webhookServer struct {
 	draining atomic.Bool
 	mu       sync.Mutex
 	started  bool
+	// drainFrom is when the drain began (beginDrain).
+	drainFrom time.Time
 }
 
 // DefaultWebhookDrain is how long the webhook server keeps answering once
@@ -259,9 +261,12 @@ func (s *webhookServer) Start(ctx context.Context) error {
 		defer close(done)
 		<-ctx.Done()
 		if s.drain > 0 {
-			logger.Info("draining the webhook server before it shuts down", "for", s.drain.String())
-			s.draining.Store(true)
-			time.Sleep(s.drain)
+			s.beginDrain()
+			s.mu.Lock()
+			left := time.Until(s.drainFrom.Add(s.drain))
+			s.mu.Unlock()
+			logger.Info("draining the webhook server before it shuts down", "for", max(left, 0).Round(time.Millisecond).String())
+			time.Sleep(left)
 		}
 		shutdown, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -278,6 +283,22 @@ func (s *webhookServer) Start(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// beginDrain starts the drain, if it has not begun: the manager calls it
+// as soon as it is told to stop, so that the drain runs while the
+// controllers and caches stop (the webhook server is stopped last, and
+// the leader's Lease is released only after it).
+func (s *webhookServer) beginDrain() {
+	if s.drain <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drainFrom.IsZero() {
+		s.drainFrom = time.Now()
+		s.draining.Store(true)
+	}
 }
 
 // drainable answers with "Connection: close" while the server drains, so

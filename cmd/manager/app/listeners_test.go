@@ -117,3 +117,33 @@ func TestWebhookServerWithoutDrainShutsDownAtOnce(t *testing.T) {
 	_, err := client.Post(url, "application/json", nil)
 	g.Expect(err).To(HaveOccurred())
 }
+
+// The manager begins the drain as soon as it is told to stop: by the time
+// the webhook server itself is stopped (last), the drain has run, and it
+// shuts down without waiting it again.
+func TestWebhookServerDrainBegunEarlierIsNotWaitedAgain(t *testing.T) {
+	g := NewWithT(t)
+	cert, _ := selfSigned(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &webhookServer{listener: l, drain: time.Hour, DefaultServer: webhook.NewServer(webhook.Options{}).(*webhook.DefaultServer)}
+	s.AddTLSOpts(func(c *tls.Config) {
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Start(ctx)
+	}()
+	s.beginDrain()
+	g.Expect(s.draining.Load()).To(BeTrue())
+	// The hour of drain has passed since the manager was told to stop.
+	s.mu.Lock()
+	s.drainFrom = s.drainFrom.Add(-time.Hour)
+	s.mu.Unlock()
+	cancel()
+	g.Eventually(done).WithTimeout(time.Minute).Should(BeClosed(), "the drain is not waited again")
+}

@@ -363,6 +363,12 @@ func (m *Manager) Start(ctx context.Context) error {
 		ctrl.LoggerFrom(ctx).Info("--sidecar-sync-provider-args does nothing: the injected flagd has no --sync-provider-args", "flagd", sidecar.String())
 	}
 	go m.logListening(ctx)
+	if ws, ok := m.GetWebhookServer().(*webhookServer); ok {
+		go func() {
+			<-ctx.Done()
+			ws.beginDrain()
+		}()
+	}
 	return m.Manager.Start(ctx)
 }
 
