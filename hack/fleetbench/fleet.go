@@ -127,20 +127,25 @@ func (f *fleet) profile(ctx context.Context, name string) error {
 // virtual cluster, and n ClusterProfiles on the hub, and the hub process
 // with the namespace-mapping engine. The engine uses the member's admin
 // credentials.
-func (f *fleet) startSim(ctx context.Context, n int) error {
+func (f *fleet) startSim(ctx context.Context, n int, stub bool) error {
 	var namespaces []string
 	for i := range n {
 		name := fmt.Sprintf("sim-%04d", i)
 		f.clusters = append(f.clusters, name)
 		namespaces = append(namespaces, simNamespace(name))
 	}
-	if err := f.start(ctx, []fleetenv.MemberSpec{{Name: "shared", Unregistered: true}}); err != nil {
+	if err := f.start(ctx, []fleetenv.MemberSpec{{Name: "shared", Unregistered: true, NoFlagplane: stub}}); err != nil {
 		return err
 	}
 	m := f.members[0]
 	mc, err := client.New(unlimited(m.Config), client.Options{Scheme: scheme})
 	if err != nil {
 		return err
+	}
+	if stub {
+		if err := f.startConfirmer(mc, m.Config); err != nil {
+			return err
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
@@ -154,6 +159,25 @@ func (f *fleet) startSim(ctx context.Context, n int) error {
 		return err
 	}
 	return f.startHubProc(hubConfig{Kubeconfig: f.env.HubKubeconfig, SimKubeconfig: m.CP.KubeconfigPath, SimClusters: f.clusters})
+}
+
+// startConfirmer stands in for the shared member's flagplane (confirmer),
+// until the fleet stops.
+func (f *fleet) startConfirmer(c client.Client, cfg *rest.Config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.onStop(func() error { cancel(); return nil })
+	mc, err := cache.New(unlimited(cfg), cache.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := confirm(ctx, c, mc, 16); err != nil {
+		return err
+	}
+	go func() { _ = mc.Start(ctx) }()
+	if !mc.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the confirmer's cache did not sync")
+	}
+	return nil
 }
 
 func (f *fleet) startHubProc(hc hubConfig) error {

@@ -82,6 +82,7 @@ func (f *fleet) halts(ctx context.Context, o options, t trackers, next int, boun
 		want := flagSet(next + i)
 		target := fleetwf.Revision(want)
 		policy.reset(string(deliveryv1alpha1.PhaseHalted) + "/" + target)
+		t.reset(target)
 		var began time.Time
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			var ff v1beta1.FeatureFlag
@@ -94,6 +95,11 @@ func (f *fleet) halts(ctx context.Context, o options, t trackers, next int, boun
 		})
 		if err != nil {
 			return nil, err
+		}
+		// Every member serves the edit before the halt: the halt takes
+		// back what the step gave.
+		if _, err := t.members.wait(ctx, bound); err != nil {
+			return nil, fmt.Errorf("halt %d: the members serving the edit before the gate's bound: %w", i+1, err)
 		}
 		haltAt, err := policy.wait(ctx, o.timeout+bound)
 		if err != nil {

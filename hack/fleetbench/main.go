@@ -15,7 +15,10 @@
 //
 //   - the same with -simulated virtual members: each a namespace of one
 //     shared real member (hack/fleetbench/nsfleet, the hub's Engine), its
-//     ClusterProfile real on the hub;
+//     ClusterProfile real on the hub; with -sim-member stub the shared
+//     member runs no flagplane and this command confirms each copy as soon
+//     as it is written (confirmer), which leaves the hub's work and the
+//     shared API server's;
 //
 //   - the hub's memory and CPU, idle for -idle once every member is
 //     Current, and during the edits;
@@ -67,6 +70,7 @@ type options struct {
 	edits, simulated    int
 	simEdits            int
 	halts               int
+	simMember           string
 	haltFor             time.Duration
 	idle, timeout       time.Duration
 	profile             string
@@ -83,6 +87,7 @@ func main() {
 	flag.IntVar(&o.edits, "edits", 20, "edits per size of real members")
 	flag.IntVar(&o.simulated, "simulated", 1000, "simulated members on one shared member (0: none)")
 	flag.IntVar(&o.simEdits, "sim-edits", 10, "edits with the simulated members")
+	flag.StringVar(&o.simMember, "sim-member", "flagplane", "what serves the simulated members' copies: flagplane (the shared member's own) or stub (no flagplane; the bench confirms each copy once written, isolating the hub)")
 	flag.IntVar(&o.halts, "halts", 3, "staged edits halted by gate Confirmed, per fleet (0: none)")
 	flag.DurationVar(&o.haltFor, "halt-for", 0, "gate Confirmed's bound in the halts (0: twice the slowest edit, at least 2s)")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "how long the hub is watched idle once every member is Current")
@@ -98,6 +103,10 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if o.simMember != "flagplane" && o.simMember != "stub" {
+		fmt.Fprintf(os.Stderr, "fleetbench: -sim-member: %q is neither flagplane nor stub\n", o.simMember)
+		os.Exit(2)
 	}
 	for s := range strings.SplitSeq(o.sizesArg, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -130,6 +139,7 @@ func progress(format string, args ...any) {
 type result struct {
 	n          int
 	simulated  bool
+	stub       bool
 	first      time.Duration
 	edits      []editResult
 	halts      []haltResult
@@ -175,7 +185,7 @@ func run(ctx context.Context, o options, out io.Writer) (bool, error) {
 
 // measure brings up one fleet of n members, places, idles and edits.
 func measure(ctx context.Context, o options, root, parent string, n int, sim bool) (r result, err error) {
-	r.n, r.simulated = n, sim
+	r.n, r.simulated, r.stub = n, sim, sim && o.simMember == "stub"
 	dir, err := os.MkdirTemp(parent, "fleet-")
 	if err != nil {
 		return r, err
@@ -190,7 +200,7 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 	began := time.Now()
 	progress("%s: starting the hub and the members", label(r))
 	if sim {
-		err = f.startSim(ctx, n)
+		err = f.startSim(ctx, n, o.simMember == "stub")
 	} else {
 		err = f.startReal(ctx, n)
 	}
@@ -249,6 +259,9 @@ func measure(ctx context.Context, o options, root, parent string, n int, sim boo
 }
 
 func label(r result) string {
+	if r.simulated && r.stub {
+		return fmt.Sprintf("%d simulated members, confirmed by the bench", r.n)
+	}
 	if r.simulated {
 		return fmt.Sprintf("%d simulated members", r.n)
 	}

@@ -109,6 +109,10 @@ type MemberSpec struct {
 	// ClusterProfile and no token Secret on the hub; the caller reaches
 	// it its own way.
 	Unregistered bool
+	// NoFlagplane: the member runs no flagplane (no manager, no
+	// webhooks); the caller stands in for it (a benchmark isolating the
+	// hub). Not for the real node.
+	NoFlagplane bool
 }
 
 // Member is a running member cluster.
@@ -338,12 +342,19 @@ func (f *Fleet) StopHub() error {
 // hub's identity on it as config/fleet/member says: the ServiceAccount and
 // the admission policy, and the Role in the granted namespaces only.
 func (f *Fleet) startMember(ctx context.Context, spec MemberSpec) (*Member, error) {
-	cp, err := controlplane.Start(ctx, controlplane.Options{RootDir: f.opts.Root, Log: f.opts.Log,
-		NoControllerManager: f.opts.NoControllerManager, WebhookInstallOptions: operator.WebhookInstallOptions(f.opts.Root)})
+	cpo := controlplane.Options{RootDir: f.opts.Root, Log: f.opts.Log, NoControllerManager: f.opts.NoControllerManager}
+	if !spec.NoFlagplane {
+		cpo.WebhookInstallOptions = operator.WebhookInstallOptions(f.opts.Root)
+	}
+	cp, err := controlplane.Start(ctx, cpo)
 	if err != nil {
 		return nil, err
 	}
 	f.onStop(cp.Stop)
+	if spec.NoFlagplane {
+		m := &Member{MemberSpec: spec, CP: cp, Config: cp.Config, Client: cp.Client}
+		return m, f.prepareMember(ctx, m)
+	}
 	dir, err := os.MkdirTemp(f.opts.Dir, spec.Name+"-")
 	if err != nil {
 		return nil, err
