@@ -382,7 +382,7 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go run ./hack/fleetbench $(FLEET_BENCH_FLAGS)
 
 .PHONY: bench-fleet
-bench-fleet: controlplane ## A fleet hub (controllers/fleet) placing one FeatureFlag: edit → every member Current (p50, p99) with 3 and 10 real members, each a control plane running flagplane, and 1,000 simulated as namespaces of one shared member; the hub process's RSS, Go heap and CPU per member, idle and during the edits. Prints the tables of docs/benchmarks.md; about fifteen minutes on 2 cores.
+bench-fleet: controlplane ## A fleet hub (controllers/fleet) placing one FeatureFlag: edit → every member Current (p50, p99) with 3 and 10 real members, each a control plane running flagplane, and 1,000 simulated as namespaces of one shared member; the hub process's RSS, Go heap and CPU per member, idle and during the edits; a halt reaching every cluster (gate Confirmed, one cluster that never confirms). Prints the tables of docs/benchmarks.md; about fifteen minutes on 2 cores.
 	go run ./hack/fleetbench $(FLEET_BENCH_FLAGS)
 
 # Fuzzing. Go fuzzes one target per invocation. FUZZ_TARGETS are every
