@@ -82,7 +82,7 @@ func TestWebhookServerDrainsBeforeItShutsDown(t *testing.T) {
 	g.Eventually(func() error {
 		resp, err := client.Post(url, "application/json", nil)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		return err
 	}).Should(Succeed())
@@ -91,7 +91,7 @@ func TestWebhookServerDrainsBeforeItShutsDown(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the drain has begun
 	resp, err := client.Post(url, "application/json", nil)
 	g.Expect(err).NotTo(HaveOccurred(), "a request during the drain is answered")
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	g.Expect(resp.Close).To(BeTrue(), "the answer closes its connection")
 
@@ -108,7 +108,7 @@ func TestWebhookServerWithoutDrainShutsDownAtOnce(t *testing.T) {
 	g.Eventually(func() error {
 		resp, err := client.Post(url, "application/json", nil)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		return err
 	}).Should(Succeed())
