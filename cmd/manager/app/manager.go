@@ -71,6 +71,9 @@ type Manager struct {
 	// The servers' listeners and the metrics server (listeners.go).
 	healthListener, webhookListener net.Listener
 	metricsServer                   metricsserver.Server
+	// webhooks is the webhook server, when the manager serves admission
+	// (the manager's GetWebhookServer would add a default one otherwise).
+	webhooks *webhookServer
 }
 
 // Scheme returns a scheme with client-go's kinds and flagplane's API.
@@ -160,9 +163,10 @@ func (m *Manager) newControllerManager(cfg *rest.Config, scheme *runtime.Scheme,
 		LeaderElectionReleaseOnCancel: true, // the process ends right after: let a standby take over at once
 	}
 	if m.webhookListener != nil {
-		mgrOpts.WebhookServer = &webhookServer{listener: m.webhookListener, drain: o.WebhookDrain, DefaultServer: webhook.NewServer(webhook.Options{
+		m.webhooks = &webhookServer{listener: m.webhookListener, drain: o.WebhookDrain, DefaultServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: m.webhookListener.Addr().(*net.TCPAddr).Port, CertDir: o.WebhookCertDir,
 		}).(*webhook.DefaultServer)}
+		mgrOpts.WebhookServer = m.webhooks
 	}
 	ctrlMgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
@@ -363,7 +367,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		ctrl.LoggerFrom(ctx).Info("--sidecar-sync-provider-args does nothing: the injected flagd has no --sync-provider-args", "flagd", sidecar.String())
 	}
 	go m.logListening(ctx)
-	if ws, ok := m.GetWebhookServer().(*webhookServer); ok {
+	if ws := m.webhooks; ws != nil {
 		go func() {
 			<-ctx.Done()
 			ws.beginDrain()
