@@ -27,8 +27,8 @@ type confirmer struct {
 	wake    chan struct{}
 }
 
-// confirm starts the confirmer on the member that cfg and c reach, with
-// workers status writers, until ctx is done.
+// confirm starts the confirmer on the member that c writes to and mc
+// caches, with workers status writers, until ctx is done.
 func confirm(ctx context.Context, c client.Client, mc cache.Cache, workers int) error {
 	cf := &confirmer{c: c, pending: map[client.ObjectKey]bool{}, wake: make(chan struct{}, 1)}
 	inf, err := mc.GetInformer(ctx, &v1beta1.FeatureFlag{})

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
@@ -83,16 +82,7 @@ func (f *fleet) halts(ctx context.Context, o options, t trackers, next int, boun
 		target := fleetwf.Revision(want)
 		policy.reset(string(deliveryv1alpha1.PhaseHalted) + "/" + target)
 		t.reset(target)
-		var began time.Time
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var ff v1beta1.FeatureFlag
-			if err := f.hubC.Get(ctx, client.ObjectKeyFromObject(want), &ff); err != nil {
-				return err
-			}
-			ff.Spec = want.Spec
-			began = time.Now()
-			return f.hubC.Update(ctx, &ff)
-		})
+		began, err := f.update(ctx, want)
 		if err != nil {
 			return nil, err
 		}

@@ -241,10 +241,9 @@ func (f *fleet) place(ctx context.Context, t trackers, timeout time.Duration) (t
 // serves it.
 type editResult struct{ hub, written, members time.Duration }
 
-// edit makes edit i on the hub and waits for both views.
-func (f *fleet) edit(ctx context.Context, i int, t trackers, timeout time.Duration) (editResult, error) {
-	want := flagSet(i)
-	t.reset(fleetwf.Revision(want))
+// update gives the hub's FeatureFlag want's spec, and says when the
+// Update that did it was sent.
+func (f *fleet) update(ctx context.Context, want *v1beta1.FeatureFlag) (time.Time, error) {
 	var began time.Time
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var ff v1beta1.FeatureFlag
@@ -255,6 +254,14 @@ func (f *fleet) edit(ctx context.Context, i int, t trackers, timeout time.Durati
 		began = time.Now()
 		return f.hubC.Update(ctx, &ff)
 	})
+	return began, err
+}
+
+// edit makes edit i on the hub and waits for both views.
+func (f *fleet) edit(ctx context.Context, i int, t trackers, timeout time.Duration) (editResult, error) {
+	want := flagSet(i)
+	t.reset(fleetwf.Revision(want))
+	began, err := f.update(ctx, want)
 	if err != nil {
 		return editResult{}, err
 	}

@@ -41,9 +41,19 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-// startWebhookServer serves a handler at /admit with drain, until the
-// returned cancel; done is closed when Start returns.
-func startWebhookServer(t *testing.T, drain time.Duration) (url string, client *http.Client, cancel func(), done chan struct{}) {
+// served is a webhook server started by startWebhookServer.
+type served struct {
+	*webhookServer
+	url    string
+	client *http.Client
+	cancel func()
+	done   chan struct{}
+}
+
+// startWebhookServer serves a handler at /admit with drain, until cancel;
+// done is closed when Start returns. Its client calls as the API server
+// calls a webhook: HTTP/1.1 with keep-alive.
+func startWebhookServer(t *testing.T, drain time.Duration) *served {
 	t.Helper()
 	cert, pool := selfSigned(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -56,19 +66,32 @@ func startWebhookServer(t *testing.T, drain time.Duration) (url string, client *
 	})
 	s.Register("/admit", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("admitted")) }))
 	ctx, cancel := context.WithCancel(context.Background())
-	done = make(chan struct{})
+	sv := &served{webhookServer: s, url: "https://" + l.Addr().String() + "/admit", cancel: cancel, done: make(chan struct{}),
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12},
+			TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{}}}}
 	go func() {
-		defer close(done)
+		defer close(sv.done)
 		if err := s.Start(ctx); err != nil {
 			t.Errorf("webhook server: %v", err)
 		}
 	}()
-	// As the API server calls a webhook: HTTP/1.1 with keep-alive.
-	client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12},
-		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{}}}
-	t.Cleanup(func() { cancel(); <-done; client.CloseIdleConnections() })
-	return "https://" + l.Addr().String() + "/admit", client, cancel, done
+	t.Cleanup(func() { cancel(); <-sv.done; sv.client.CloseIdleConnections() })
+	return sv
+}
+
+// post sends one admission request.
+func (sv *served) post() (*http.Response, error) {
+	resp, err := sv.client.Post(sv.url, "application/json", nil)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
+	return resp, err
+}
+
+// answering waits until the server answers, over a connection kept alive.
+func (sv *served) answering(g Gomega) {
+	g.Eventually(func() error { _, err := sv.post(); return err }).Should(Succeed())
 }
 
 // A stopping manager's webhook server answers what still arrives on the
@@ -78,25 +101,18 @@ func startWebhookServer(t *testing.T, drain time.Duration) (url string, client *
 // server does not retry it, and a pod is admitted without its flagd.
 func TestWebhookServerDrainsBeforeItShutsDown(t *testing.T) {
 	g := NewWithT(t)
-	url, client, cancel, done := startWebhookServer(t, 2*time.Second)
-	g.Eventually(func() error {
-		resp, err := client.Post(url, "application/json", nil)
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err
-	}).Should(Succeed())
+	sv := startWebhookServer(t, 2*time.Second)
+	sv.answering(g)
 
-	cancel()
-	time.Sleep(200 * time.Millisecond) // the drain has begun
-	resp, err := client.Post(url, "application/json", nil)
+	sv.cancel()
+	g.Eventually(sv.draining.Load).Should(BeTrue())
+	resp, err := sv.post()
 	g.Expect(err).NotTo(HaveOccurred(), "a request during the drain is answered")
-	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	g.Expect(resp.Close).To(BeTrue(), "the answer closes its connection")
 
-	g.Eventually(done).WithTimeout(5 * time.Second).Should(BeClosed())
-	_, err = client.Post(url, "application/json", nil)
+	g.Eventually(sv.done).WithTimeout(5 * time.Second).Should(BeClosed())
+	_, err = sv.post()
 	g.Expect(err).To(HaveOccurred(), "shut down after the drain")
 }
 
@@ -104,17 +120,11 @@ func TestWebhookServerDrainsBeforeItShutsDown(t *testing.T) {
 // at once: the request after the stop finds no server.
 func TestWebhookServerWithoutDrainShutsDownAtOnce(t *testing.T) {
 	g := NewWithT(t)
-	url, client, cancel, done := startWebhookServer(t, 0)
-	g.Eventually(func() error {
-		resp, err := client.Post(url, "application/json", nil)
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err
-	}).Should(Succeed())
-	cancel()
-	g.Eventually(done).WithTimeout(5 * time.Second).Should(BeClosed())
-	_, err := client.Post(url, "application/json", nil)
+	sv := startWebhookServer(t, 0)
+	sv.answering(g)
+	sv.cancel()
+	g.Eventually(sv.done).WithTimeout(5 * time.Second).Should(BeClosed())
+	_, err := sv.post()
 	g.Expect(err).To(HaveOccurred())
 }
 
@@ -123,27 +133,14 @@ func TestWebhookServerWithoutDrainShutsDownAtOnce(t *testing.T) {
 // shuts down without waiting it again.
 func TestWebhookServerDrainBegunEarlierIsNotWaitedAgain(t *testing.T) {
 	g := NewWithT(t)
-	cert, _ := selfSigned(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &webhookServer{listener: l, drain: time.Hour, DefaultServer: webhook.NewServer(webhook.Options{}).(*webhook.DefaultServer)}
-	s.AddTLSOpts(func(c *tls.Config) {
-		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Start(ctx)
-	}()
-	s.beginDrain()
-	g.Expect(s.draining.Load()).To(BeTrue())
+	sv := startWebhookServer(t, time.Hour)
+	sv.answering(g)
+	sv.beginDrain()
+	g.Expect(sv.draining.Load()).To(BeTrue())
 	// The hour of drain has passed since the manager was told to stop.
-	s.mu.Lock()
-	s.drainFrom = s.drainFrom.Add(-time.Hour)
-	s.mu.Unlock()
-	cancel()
-	g.Eventually(done).WithTimeout(time.Minute).Should(BeClosed(), "the drain is not waited again")
+	sv.mu.Lock()
+	sv.drainFrom = sv.drainFrom.Add(-time.Hour)
+	sv.mu.Unlock()
+	sv.cancel()
+	g.Eventually(sv.done).WithTimeout(time.Minute).Should(BeClosed(), "the drain is not waited again")
 }
