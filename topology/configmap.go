@@ -135,3 +135,49 @@ func (edit *tx) removeConfigMap(cm Key) {
 	edit.mark(cm)
 	edit.mark(f)
 }
+
+// ConfigMapFacts is all the graph says of one generated ConfigMap: what its
+// writer reads, at once, so that it goes back to the graph for nothing.
+type ConfigMapFacts struct {
+	// Key is the ConfigMap's (ConfigMapKey).
+	Key Key
+	// Needed is false when no workload mounts it: it is to be deleted, and
+	// the other fields are empty.
+	Needed bool
+	// Name and DataKey are ConfigMapName and ConfigMapDataKey of its flag set.
+	Name, DataKey string
+	// FlagSet is the flag set it renders; nil, when Needed, only through a
+	// bug (a ConfigMap node exists only under a resolved flag set).
+	FlagSet *v1beta1.FeatureFlag
+	// Served is what its namespace is to serve (ServedFor).
+	Served Served
+	// Overflow is set when Served is more than a ConfigMap may hold.
+	Overflow *Overflow
+	// Copies are the other namespaces that consume the flag set, sorted;
+	// listed only when Served cannot be written as it is (held, invalid or
+	// too large), where a new copy takes the content of an existing one.
+	Copies []string
+}
+
+// ConfigMapFacts gathers what the graph says of the generated ConfigMap cm.
+func (v *View) ConfigMapFacts(cm Key) ConfigMapFacts {
+	facts := ConfigMapFacts{Key: cm, Needed: v.ConfigMapNeeded(cm)}
+	if !facts.Needed {
+		return facts
+	}
+	f := cm.FlagSet()
+	facts.Name, facts.DataKey = ConfigMapName(f), ConfigMapDataKey(f)
+	facts.FlagSet, _ = v.FlagSet(f)
+	facts.Served, _ = v.ServedFor(f, cm.Namespace)
+	if o, over := facts.Served.Overflow(string(v1beta1.SyncProviderFile)); over {
+		facts.Overflow = &o
+	}
+	if facts.Served.Held || facts.Served.Err != nil || facts.Overflow != nil {
+		for _, ns := range v.ConsumerNamespaces(f) {
+			if ns != cm.Namespace {
+				facts.Copies = append(facts.Copies, ns)
+			}
+		}
+	}
+	return facts
+}

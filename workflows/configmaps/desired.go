@@ -14,58 +14,69 @@ import (
 )
 
 // Desired returns the ConfigMap that the graph wants for key (see
-// topology.ConfigMapKey), or nil when no workload needs it any more.
+// topology.ConfigMapKey), or nil when no workload needs it any more: Build
+// of the graph's ConfigMapFacts.
+func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
+	return Build(v.ConfigMapFacts(key), s)
+}
+
+// Build returns the ConfigMap that facts call for, or nil when no workload
+// needs it any more.
 //
 // Its content is the flag set's rendering in the graph
-// (topology.View.FlagSetRendered), made once per edit of the flag set for
-// all its ConfigMaps. It returns an *InvalidFlagSetError when the flag set
-// cannot be served, and a *TooLargeError when its rendering is more than a
+// (topology.View.ServedFor), made once per edit of the flag set for all
+// its ConfigMaps. It returns an *InvalidFlagSetError when the flag set
+// cannot be served, a *TooLargeError when its rendering is more than a
 // ConfigMap may hold (topology.ConfigMapMaxBytes), a write the API server
-// refuses: the caller then keeps whatever the ConfigMap holds, so that bad
-// input never replaces the last good configuration.
-func Desired(v *topology.View, key topology.Key, s workflows.Settings) (*corev1.ConfigMap, error) {
-	if !v.ConfigMapNeeded(key) {
+// refuses, and a *HeldRevisionError when a rollout holds the namespace at a
+// revision whose content is not known: the caller then keeps whatever the
+// ConfigMap holds, so that bad input never replaces the last good
+// configuration.
+func Build(facts topology.ConfigMapFacts, s workflows.Settings) (*corev1.ConfigMap, error) {
+	if !facts.Needed {
 		return nil, nil
 	}
-	fsKey := key.FlagSet()
-	ff, ok := v.FlagSet(fsKey)
-	if !ok {
+	key, fsKey := facts.Key, facts.Key.FlagSet()
+	if facts.FlagSet == nil {
 		// A ConfigMap node exists only under a resolved flag set; the graph
 		// and the view disagreeing is a bug, not a user error.
 		return nil, fmt.Errorf("ConfigMap %s needed but flag set %s is not in the graph", key, fsKey)
 	}
 	// Its namespace's copy: the flag set's rendering, or the revision a
 	// rollout plan holds the namespace at.
-	served, _ := v.ServedFor(fsKey, key.Namespace)
+	served := facts.Served
 	if served.Held {
 		return nil, &HeldRevisionError{FlagSet: fsKey, Namespace: key.Namespace, Revision: served.Revision}
 	}
-	rendered := served.Rendered
-	if rendered.Err != nil {
-		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: rendered.Err}
+	if served.Err != nil {
+		return nil, &InvalidFlagSetError{FlagSet: fsKey, Err: served.Err}
 	}
-	if rendered.Content == "" {
+	if served.Content == "" {
 		return nil, fmt.Errorf("flag set %s has no content: its topology renders no flag set (flagsets.Validator.TopologyOptions)", fsKey)
 	}
-	if o, over := rendered.Overflow(string(v1beta1.SyncProviderFile)); over {
-		return nil, &TooLargeError{FlagSet: fsKey, Overflow: o}
+	if facts.Overflow != nil {
+		return nil, &TooLargeError{FlagSet: fsKey, Overflow: *facts.Overflow}
 	}
-	content := rendered.Content
+	return object(facts, served.Content, s), nil
+}
+
+// object is the ConfigMap of facts holding content.
+func object(facts topology.ConfigMapFacts, content string, s workflows.Settings) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        topology.ConfigMapName(fsKey),
-			Namespace:   key.Namespace,
+			Name:        facts.Name,
+			Namespace:   facts.Key.Namespace,
 			Labels:      s.Generated.ObjectLabels(),
 			Annotations: s.Generated.ObjectAnnotations(),
 		},
-		Data: map[string]string{topology.ConfigMapDataKey(fsKey): content},
+		Data: map[string]string{facts.DataKey: content},
 	}
 	// Kubernetes only collects garbage by owners of the same namespace.
-	if key.Namespace == fsKey.Namespace {
+	if ff := facts.FlagSet; ff != nil && ff.Namespace == facts.Key.Namespace {
 		cm.OwnerReferences = ownerReferences(ff)
 	}
-	return cm, nil
+	return cm
 }
 
 // ownerReferences make a ConfigMap in the flag set's own namespace go with it.

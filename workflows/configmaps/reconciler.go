@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -88,7 +87,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 	fs := key.FlagSet()
 	logger = logger.WithValues("FeatureFlag", klog.KRef(fs.Namespace, fs.Name))
 
-	desired, err := Desired(v, key, r.Settings)
+	facts := v.ConfigMapFacts(key)
+	desired, err := Build(facts, r.Settings)
 	if why := kept(err); why != nil {
 		// The flag set is invalid, or too large for a ConfigMap (a write
 		// the API server refuses is not made). The status of the
@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		// A namespace that starts consuming the flag set now gets the last
 		// valid content from another namespace's copy, so that its pods
 		// never mount a ConfigMap that does not exist.
-		desired = r.lastValidCopy(ctx, v, key)
+		desired = r.lastValidCopy(ctx, facts)
 		if desired == nil {
 			logger.Info("not creating ConfigMap: the flag set has no content it can hold yet", "reason", why.Error())
 			return nil
@@ -131,10 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *topology.View, namespace,
 		// The Event and the status say which ConfigMap and what the API
 		// server answered, in the same words.
 		err = workflows.WriteFailed(ref, err)
-		if r.Failures.Record(ref, err) {
-			if ff, ok := v.FlagSet(key.FlagSet()); ok {
-				workflows.Warn(r.Events, ff, workflows.EventApplyFailed, workflows.ActionApply, "%v", err)
-			}
+		if r.Failures.Record(ref, err) && facts.FlagSet != nil {
+			workflows.Warn(r.Events, facts.FlagSet, workflows.EventApplyFailed, workflows.ActionApply, "%v", err)
 		}
 		return err
 	}
@@ -213,28 +211,16 @@ func (r *Reconciler) count(verb string) {
 	}
 }
 
-// lastValidCopy returns the ConfigMap key should be, with the data of an
-// existing copy of the same flag set in another namespace, or nil.
-func (r *Reconciler) lastValidCopy(ctx context.Context, v *topology.View, key topology.Key) *corev1.ConfigMap {
-	fs := key.FlagSet()
-	dataKey := topology.ConfigMapDataKey(fs)
-	for _, ns := range v.ConsumerNamespaces(fs) {
-		if ns == key.Namespace {
-			continue
-		}
+// lastValidCopy returns the ConfigMap of facts with the data of an existing
+// copy of the same flag set in another namespace (facts.Copies), or nil.
+func (r *Reconciler) lastValidCopy(ctx context.Context, facts topology.ConfigMapFacts) *corev1.ConfigMap {
+	for _, ns := range facts.Copies {
 		other := &corev1.ConfigMap{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.ConfigMapName(fs)}, other); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: facts.Name}, other); err != nil {
 			continue
 		}
-		if content, ok := other.Data[dataKey]; ok && r.Settings.Generated.Owns(other.Labels) {
-			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: key.Namespace, Labels: r.Settings.Generated.ObjectLabels(), Annotations: r.Settings.Generated.ObjectAnnotations()},
-				Data:       map[string]string{dataKey: content},
-			}
-			if ff, ok := v.FlagSet(fs); ok && ff.Namespace == key.Namespace {
-				cm.OwnerReferences = ownerReferences(ff)
-			}
-			return cm
+		if content, ok := other.Data[facts.DataKey]; ok && r.Settings.Generated.Owns(other.Labels) {
+			return object(facts, content, r.Settings)
 		}
 	}
 	return nil
