@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -26,11 +27,21 @@ import (
 func (m *manager) counts() metrics.APIRequestCounts { return m.Metrics.APIRequests().Snapshot() }
 
 // settled waits until the manager has nothing left to do about what the API
-// server holds: its caches hold every object at the API server's version
-// (so every event has been delivered) and no key waits, is reconciled or is
-// retried. Counts taken then are final for what happened before.
+// server holds: its caches hold every object at the API server's version,
+// no key waits, is reconciled or is retried, and none was reconciled and no
+// callback ran since the look before (settledQuiet earlier). Counts taken
+// then are final for what happened before.
+//
+// A cache that lists an object at the API server's version has stored its
+// event, but an informer stores an event before it hands it to the
+// handlers, each on a goroutine of its own: a handler may still be about
+// to put a key on a queue. Without the quiet look, a reconciliation of
+// that key could be counted after the counts were taken: seen once, as one
+// reconciliation too many during the resyncs, under the race detector on
+// 2 busy cores.
 func (m *manager) settled(ctx context.Context) {
 	GinkgoHelper()
+	last := [2]float64{-1, -1}
 	Eventually(ctx, func(g Gomega) {
 		g.Expect(m.Controller.Idle()).To(BeTrue(), "workflows busy")
 		for _, lists := range []struct {
@@ -50,8 +61,15 @@ func (m *manager) settled(ctx context.Context) {
 			g.Expect(versions(lists.cached)).To(Equal(versions(lists.api)), "the manager's cache is behind")
 		}
 		g.Expect(m.Controller.Idle()).To(BeTrue(), "workflows busy")
-	}).Should(Succeed())
+		now := [2]float64{m.metricTotal("flagplane_reconcile_duration_seconds"), m.metricTotal("flagplane_events_total")}
+		quiet := now == last
+		last = now
+		g.Expect(quiet).To(BeTrue(), "reconciliations and callbacks since the look before")
+	}).WithPolling(settledQuiet).Should(Succeed())
 }
+
+// settledQuiet is how long the manager is to stay idle for settled.
+const settledQuiet = 500 * time.Millisecond
 
 // versions maps namespace/name to resourceVersion.
 func versions(list client.ObjectList) map[string]string {
