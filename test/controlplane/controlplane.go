@@ -264,6 +264,9 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 		return fmt.Errorf("starting etcd and kube-apiserver with envtest (logs in %s): %w", cp.Dir, err)
 	}
 	cp.Config = cfg
+	if err := cp.adoptServingCerts(); err != nil {
+		return err
+	}
 	cp.Timings.APIServer = time.Since(began)
 	cp.logf("etcd and kube-apiserver up, CRDs installed in %s", cp.Timings.APIServer.Round(time.Millisecond))
 
@@ -518,6 +521,23 @@ func (cp *ControlPlane) Stop() error {
 		cp.stopErr = errors.Join(errs...)
 	})
 	return cp.stopErr
+}
+
+// adoptServingCerts moves the directory of webhook serving certificates
+// that envtest makes at every start, webhooks or not, from the temporary
+// directory into Dir. envtest removes it only in Stop: in Dir, it goes
+// with Dir also when this process dies before (scratch reaps Dir).
+func (cp *ControlPlane) adoptServingCerts() error {
+	w := &cp.Env.WebhookInstallOptions
+	if w.LocalServingCertDir == "" {
+		return nil
+	}
+	moved := filepath.Join(cp.Dir, "webhook-serving-certs")
+	if err := os.Rename(w.LocalServingCertDir, moved); err != nil {
+		return fmt.Errorf("moving envtest's webhook serving certificates into %s: %w", cp.Dir, err)
+	}
+	w.LocalServingCertDir = moved
+	return nil
 }
 
 func (cp *ControlPlane) stopControllerManager() error {

@@ -42,6 +42,7 @@ func TestCrashHelper(t *testing.T) {
 		os.Exit(2)
 	}
 	fmt.Println("DIR", cp.Dir)
+	fmt.Println("CERTS", cp.Env.WebhookInstallOptions.LocalServingCertDir)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	runtime.KeepAlive(cp) // a collected ControlPlane closes the watchdog's pipe
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -79,11 +80,19 @@ var _ = Describe("ControlPlane", func() {
 		helper.Stderr = &stderr
 		Expect(helper.Start()).To(Succeed())
 
-		line, err := bufio.NewReader(stdout).ReadString('\n')
+		out := bufio.NewReader(stdout)
+		line, err := out.ReadString('\n')
 		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
 		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "DIR ")
 		Expect(ok).To(BeTrue(), "helper said %q", line)
 		DeferCleanup(os.RemoveAll, dir) // nobody else will
+		line, err = out.ReadString('\n')
+		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
+		certs, ok := strings.CutPrefix(strings.TrimSpace(line), "CERTS ")
+		Expect(ok).To(BeTrue(), "helper said %q", line)
+		DeferCleanup(os.RemoveAll, certs)
+		Expect(certs).To(And(BeADirectory(), HavePrefix(dir+string(filepath.Separator))),
+			"envtest's webhook serving certificates live in the control plane's directory, which goes with it")
 		Expect(processesMentioning(dir)).To(HaveLen(4), "the helper's control plane is running, with kube-scheduler")
 
 		Expect(stdin.Close()).To(Succeed()) // the helper now kills itself
