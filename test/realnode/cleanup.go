@@ -24,6 +24,10 @@ var kernelTunables = []string{
 	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes",
 }
 
+// sandboxGlob matches, under a node's directory, the directories
+// containerd's CRI plugin keeps of each pod sandbox, named by its ID.
+const sandboxGlob = "containerd/*/io.containerd.grpc.v1.cri/sandboxes/*/"
+
 // writeCleanup writes the slot's cleanup script. It is written before
 // anything is made, so that whatever follows can be undone.
 func (s slot) writeCleanup(dir string) error {
@@ -31,6 +35,7 @@ func (s slot) writeCleanup(dir string) error {
 	q := shellQuote
 	fmt.Fprintf(&b, "#!/bin/sh\n# Removes what the real test node of slot %d made (test/realnode). Idempotent.\n", s.N)
 	fmt.Fprintf(&b, "DIR=%s\nNETNS=%s\nCGROOT=%s\nSOCK=%s\n", q(dir), q(s.Netns()), q(s.CgroupRoot()), q(filepath.Join(dir, "containerd", "containerd.sock")))
+	fmt.Fprintf(&b, "sandboxDirs() { ls -d \"$DIR\"/%s 2>/dev/null; }\n", sandboxGlob)
 	b.WriteString(`
 # The node's processes, by the pid files the harness wrote.
 for f in "$DIR"/pids/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
@@ -71,6 +76,9 @@ for l in /var/log/containers/*.log; do
   case "$(readlink "$l" 2>/dev/null)" in "$DIR"/*) rm -f "$l";; esac
 done
 rm -rf /var/lib/cni/results/"$NETNS"-* 2>/dev/null
+# And the cache of the loopback network containerd gives each sandbox,
+# named by the sandbox's ID, which the node's containerd state lists.
+for d in $(sandboxDirs); do rm -f /var/lib/cni/results/cni-loopback-"$(basename "$d")"-lo; done
 rm -rf "$DIR"
 `)
 	return os.WriteFile(filepath.Join(dir, cleanupScript), []byte(b.String()), 0o755)

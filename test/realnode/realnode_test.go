@@ -96,9 +96,24 @@ func TestNode(t *testing.T) {
 	g.Expect(out).To(ContainSubstring(`"GET /flag HTTP/1.1" 200`), "nginx's access log shows the proxied call")
 	g.Expect(c.Healthy()).To(Succeed())
 
+	// CNI caches each sandbox's loopback result outside the node's
+	// directory, by the sandbox's ID.
+	sandboxes, err := filepath.Glob(filepath.Join(s.Dir(), sandboxGlob))
+	g.Expect(err).NotTo(HaveOccurred())
+	loopbacks := func() (found []string) {
+		for _, d := range sandboxes {
+			if f := "/var/lib/cni/results/cni-loopback-" + filepath.Base(d) + "-lo"; fileExists(f) {
+				found = append(found, f)
+			}
+		}
+		return found
+	}
+	g.Expect(loopbacks()).NotTo(BeEmpty(), "the running sandboxes' loopback results, found by %s", sandboxGlob)
+
 	g.Expect(c.Stop()).To(Succeed())
 	stopped = true
 	expectNothingLeft(g, s)
+	g.Expect(loopbacks()).To(BeEmpty(), "CNI's cache of the node's sandboxes")
 	g.Expect(tunables()).To(Equal(before), "the host's sysctls are back")
 }
 
