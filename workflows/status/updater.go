@@ -72,9 +72,10 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if err := u.get(ctx, key, ff); err != nil || ff.UID == "" {
 		return err
 	}
-	desired := DesiredFlagSet(v, ff, u.observed(ctx))
+	obs := u.observed(ctx)
+	desired := DesiredFlagSet(v, ff, obs)
 	if equality.Semantic.DeepEqual(ff.Status, desired) {
-		return confirmAgain(desired)
+		return obs.confirmAgain(desired)
 	}
 	underway, landed := u.deliveryUnderway(ff, desired)
 	if underway {
@@ -86,9 +87,10 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 		// written: its write may have reached the cache after desired
 		// was computed. What is not on its way now is in the cache now,
 		// so desired is computed once more, from the cache as it is.
-		desired = DesiredFlagSet(v, ff, u.observed(ctx))
+		obs = u.observed(ctx)
+		desired = DesiredFlagSet(v, ff, obs)
 		if equality.Semantic.DeepEqual(ff.Status, desired) {
-			return confirmAgain(desired)
+			return obs.confirmAgain(desired)
 		}
 	}
 	if c := workflows.TurnedFalse(ff.Status.Conditions, desired.Conditions, v1beta1.ConditionAccepted); c != nil {
@@ -106,25 +108,48 @@ func (u *Updater) UpdateFlagSet(ctx context.Context, v *topology.View, key topol
 	if err := u.write(ctx, key, ff, "revision", desired.Revision, "delivered", desired.Delivered, "confirmed", desired.Confirmed); err != nil {
 		return err
 	}
-	return confirmAgain(desired)
+	return obs.confirmAgain(desired)
 }
 
 // confirmAgain asks for the status of a flag set to be computed again
-// while a pod does not confirm its revision: so that its pods are wanted
-// again (a confirm.Prober reads a pod nobody wants no more), and so that
-// the bound is seen to pass.
-func confirmAgain(s v1beta1.FeatureFlagStatus) error {
-	for _, ns := range s.Serving {
-		if ns.Confirmed < ns.Pods {
-			return workflows.RequeueAfter(confirmRecheck)
+// while a pod does not confirm its revision: every confirmRecheck, so that
+// its pods are wanted again (a confirm.Prober reads a pod nobody wants no
+// more), and once a namespace's bound has passed, so that the status says
+// Stalled when the bound passes, not up to confirmRecheck later.
+func (o CacheObserved) confirmAgain(s v1beta1.FeatureFlagStatus) error {
+	return recheckAfter(s.Serving, o.ConfirmNow(), o.ConfirmBound())
+}
+
+func recheckAfter(serving []v1beta1.NamespaceServing, now time.Time, bound time.Duration) error {
+	var after time.Duration
+	for _, ns := range serving {
+		if ns.Confirmed >= ns.Pods {
+			continue
+		}
+		wait := confirmRecheck
+		if ns.Since != nil {
+			// unconfirmed finds it overdue once more than bound has passed.
+			if left := ns.Since.Add(bound).Sub(now) + overdueSlack; left > 0 && left < wait {
+				wait = left
+			}
+		}
+		if after == 0 || wait < after {
+			after = wait
 		}
 	}
-	return nil
+	if after == 0 {
+		return nil
+	}
+	return workflows.RequeueAfter(after)
 }
 
 // confirmRecheck is how often the status of a flag set whose pods do not
 // all confirm its revision is computed again.
 const confirmRecheck = 30 * time.Second
+
+// overdueSlack is how long after a namespace's bound its status is
+// computed again: past the bound, whatever the timer's rounding.
+const overdueSlack = 100 * time.Millisecond
 
 // Deliveries tells whether a write of a generated ConfigMap is on its way:
 // queued, being made, or made and not in the cache yet. The controllers

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -203,4 +205,43 @@ func TestFlagSetStatusIsNotWrittenFromBeforeAWriteLanded(t *testing.T) {
 	g.Expect(cluster.Get(ctx, client.ObjectKeyFromObject(ff), got)).To(Succeed())
 	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(2)))
 	g.Expect(got.Status.Delivered).To(Equal("1/1"), "the status says what the cache holds when it is written")
+}
+
+// A flag set whose pods do not all confirm its revision is looked at again
+// when the first namespace's bound passes, so that Stalled is said then,
+// and every confirmRecheck otherwise.
+func TestRecheckAfter(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	since := func(ago time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-ago)} }
+	for _, c := range []struct {
+		name    string
+		bound   time.Duration
+		serving []v1beta1.NamespaceServing
+		want    error
+	}{
+		{"every pod confirms", 20 * time.Second, []v1beta1.NamespaceServing{{Pods: 2, Confirmed: 2, Since: since(time.Second)}}, nil},
+		{"no consumers", 20 * time.Second, nil, nil},
+		{"the bound passes in 5 s", 20 * time.Second, []v1beta1.NamespaceServing{{Pods: 2, Confirmed: 1, Since: since(15 * time.Second)}},
+			workflows.RequeueAfter(5*time.Second + overdueSlack)},
+		{"the earliest bound of the namespaces not confirmed", 20 * time.Second, []v1beta1.NamespaceServing{
+			{Namespace: "a", Pods: 1, Since: since(2 * time.Second)},
+			{Namespace: "b", Pods: 1, Since: since(12 * time.Second)},
+			{Namespace: "c", Pods: 1, Confirmed: 1, Since: since(19 * time.Second)},
+		}, workflows.RequeueAfter(8*time.Second + overdueSlack)},
+		{"a bound passed already: the recheck", 20 * time.Second, []v1beta1.NamespaceServing{{Pods: 1, Since: since(time.Minute)}},
+			workflows.RequeueAfter(confirmRecheck)},
+		{"no time known: the recheck", 20 * time.Second, []v1beta1.NamespaceServing{{Pods: 1}}, workflows.RequeueAfter(confirmRecheck)},
+		{"a bound further than the recheck", time.Minute, []v1beta1.NamespaceServing{{Pods: 1, Since: since(0)}},
+			workflows.RequeueAfter(confirmRecheck)},
+	} {
+		if got := recheckAfter(c.serving, now, c.bound); c.want == nil {
+			g.Expect(got).To(BeNil(), c.name)
+		} else {
+			g.Expect(got).To(Equal(c.want), c.name)
+		}
+	}
+	// What the status finds at that time: overdue.
+	_, found, overdue := unconfirmed([]v1beta1.NamespaceServing{{Pods: 1, Since: since(15 * time.Second)}}, now.Add(5*time.Second+overdueSlack), 20*time.Second)
+	g.Expect(found && overdue).To(BeTrue())
 }
