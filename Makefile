@@ -344,17 +344,21 @@ test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages,
 .PHONY: test-integration
 test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	$(step-start)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target integration-race integration-plain GO_TEST_VET=$(GO_TEST_VET)
+	@$(MAKE) --no-print-directory -j3 --output-sync=target integration-race integration-plain integration-suites GO_TEST_VET=$(GO_TEST_VET)
+	$(step-end)
+
+# The integration tests are three go tests, run side by side (make -j3,
+# each one's output printed whole once it is done): the race suites and
+# the plain tests, each with -p 1, and the other suites, two at a time.
+# Most suites spend much of their time waiting on what they drive (a
+# rollout's pause, a leader's lease, a kubelet), at well under both
+# cores: the race suites' build and run fill that time rather than come
+# before it.
+.PHONY: integration-race integration-plain integration-suites
+integration-suites:
 	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) \
 	  $(call with-tests,$(filter-out $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),$(INTEGRATION_FIRST))) \
 	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
-	$(step-end)
-
-# The race suites and the plain tests are two go tests, each run with -p 1
-# and the two side by side (make -j2, each one's output printed whole once
-# it is done): two packages at a time, as one go test runs them, without
-# the core that one left idle while its last package ran.
-.PHONY: integration-race integration-plain
 integration-race:
 	go test -json -race -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
 integration-plain:
