@@ -153,10 +153,9 @@ type ConfigMapFacts struct {
 	Served Served
 	// Overflow is set when Served is more than a ConfigMap may hold.
 	Overflow *Overflow
-	// Copies are the other namespaces that consume the flag set, sorted;
-	// listed only when Served cannot be written as it is (held, invalid or
-	// too large), where a new copy takes the content of an existing one.
-	Copies []string
+
+	// view is the snapshot the facts were read from, for Copies.
+	view *View
 }
 
 // ConfigMapFacts gathers what the graph says of the generated ConfigMap cm.
@@ -172,12 +171,25 @@ func (v *View) ConfigMapFacts(cm Key) ConfigMapFacts {
 	if o, over := facts.Served.Overflow(string(v1beta1.SyncProviderFile)); over {
 		facts.Overflow = &o
 	}
-	if facts.Served.Held || facts.Served.Err != nil || facts.Overflow != nil {
-		for _, ns := range v.ConsumerNamespaces(f) {
-			if ns != cm.Namespace {
-				facts.Copies = append(facts.Copies, ns)
-			}
+	facts.view = v
+	return facts
+}
+
+// Copies are the other namespaces that consume the ConfigMap's flag set,
+// sorted, from the snapshot the facts were read from: where a new copy
+// that cannot take Served as it is (held, invalid or too large) takes the
+// content of an existing one. They are listed on demand, as that rare
+// case asks for them: listing them for every ConfigMap of a flag set
+// consumed in n namespaces would cost n² per edit.
+func (f ConfigMapFacts) Copies() []string {
+	if !f.Needed || f.view == nil {
+		return nil
+	}
+	var out []string
+	for _, ns := range f.view.ConsumerNamespaces(f.Key.FlagSet()) {
+		if ns != f.Key.Namespace {
+			out = append(out, ns)
 		}
 	}
-	return facts
+	return out
 }

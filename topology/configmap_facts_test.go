@@ -8,9 +8,9 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 )
 
-// ConfigMapFacts answers, in one value, all a ConfigMap's writer asks: the
-// other namespaces' copies only when the content cannot be written as it
-// is, where a new copy takes an existing one's.
+// ConfigMapFacts answers, in one value, all a ConfigMap's writer asks,
+// the other namespaces' copies (where a new copy takes an existing one's
+// content when its own cannot be written) among them.
 func TestConfigMapFacts(t *testing.T) {
 	g := NewWithT(t)
 	top := New(WithFlagSetRendering(propRender))
@@ -36,9 +36,13 @@ func TestConfigMapFacts(t *testing.T) {
 	g.Expect(shop.FlagSet).NotTo(BeNil())
 	g.Expect(shop.Served.Content).To(Equal("new-ui=on;"))
 	g.Expect(shop.Overflow).To(BeNil())
-	g.Expect(shop.Copies).To(BeEmpty(), "content that can be written needs no copy")
+	g.Expect(shop.Copies()).To(Equal([]string{"pay", "team"}), "the other namespaces")
 
-	g.Expect(v.ConfigMapFacts(cmK(team, "elsewhere"))).To(Equal(ConfigMapFacts{Key: cmK(team, "elsewhere")}), "no workload mounts it")
+	gone := v.ConfigMapFacts(cmK(team, "elsewhere"))
+	g.Expect(gone.Needed).To(BeFalse(), "no workload mounts it")
+	g.Expect(gone.Name).To(BeEmpty())
+	g.Expect(gone.FlagSet).To(BeNil())
+	g.Expect(gone.Copies()).To(BeEmpty())
 
 	for variant, check := range map[string]func(ConfigMapFacts){
 		"broken": func(f ConfigMapFacts) { g.Expect(f.Served.Err).To(HaveOccurred()) },
@@ -50,6 +54,6 @@ func TestConfigMapFacts(t *testing.T) {
 		must(t)(upsert(newFlagSet("team", "shared", variant))(top))
 		f := top.Snapshot().ConfigMapFacts(cmK(team, "shop"))
 		check(f)
-		g.Expect(f.Copies).To(Equal([]string{"pay", "team"}), "%s: the other namespaces, for the last valid copy", variant)
+		g.Expect(f.Copies()).To(Equal([]string{"pay", "team"}), "%s: the other namespaces, for the last valid copy", variant)
 	}
 }

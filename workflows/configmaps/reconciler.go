@@ -214,7 +214,7 @@ func (r *Reconciler) count(verb string) {
 // lastValidCopy returns the ConfigMap of facts with the data of an existing
 // copy of the same flag set in another namespace (facts.Copies), or nil.
 func (r *Reconciler) lastValidCopy(ctx context.Context, facts topology.ConfigMapFacts) *corev1.ConfigMap {
-	for _, ns := range facts.Copies {
+	for _, ns := range facts.Copies() {
 		other := &corev1.ConfigMap{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: facts.Name}, other); err != nil {
 			continue
