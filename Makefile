@@ -253,8 +253,27 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
+test: verify-generated vet lint controlplane realclients realnode prometheus chainsaw test-chart argocd-health ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code; then, side by side, the integration tests and, one after the other, the OpenFeature Operator's own suite under its own runner, unit tests and a short fuzz of admission; then the wall time of each step and the time of each package tested.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target TEST_LANES=1 GO_TEST_VET=$(GO_TEST_VET) \
+	  test-integration conformance test-unit fuzz-short
 	@$(TESTTIMES) print -file $(TEST_TIMES)
+
+# make test runs its four long steps in two lanes (TEST_LANES): the
+# integration tests in one; conformance, the unit tests and the fuzz, one
+# after the other, in the other. The integration tests use their cores at
+# about two thirds, and conformance mostly waits on its node: each fills
+# the other's idle time. The tools of both lanes are built before, one at
+# a time (their builds take gigabytes of memory each), so the lanes do not
+# build them again.
+ifdef TEST_LANES
+INTEGRATION_TOOLS :=
+CONFORMANCE_TOOLS :=
+test-unit: | conformance
+fuzz-short: | test-unit
+else
+INTEGRATION_TOOLS := controlplane realclients realnode prometheus
+CONFORMANCE_TOOLS = realnode $(CHAINSAW)
+endif
 
 # go test vets each package before testing it, with a few of go vet's
 # checks. make test runs go vet ./... first: every check, on the same
@@ -280,7 +299,7 @@ $(TESTTIMES): $(wildcard hack/testtimes/*.go)
 step-start = @$(TESTTIMES) mark -file $(TEST_TIMES) $@ start
 define step-end
 @$(TESTTIMES) mark -file $(TEST_TIMES) $@ end
-$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES))
+$(if $(TEST_LANES),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
 endef
 TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
 
@@ -342,7 +361,7 @@ test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages,
 	$(step-end)
 
 .PHONY: test-integration
-test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
+test-integration: $(TESTTIMES) $(INTEGRATION_TOOLS) ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	$(step-start)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target integration-race integration-plain integration-suites GO_TEST_VET=$(GO_TEST_VET)
 	$(step-end)
@@ -593,7 +612,7 @@ $(CHAINSAW):
 chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
 
 .PHONY: conformance
-conformance: $(TESTTIMES) realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
+conformance: $(TESTTIMES) $(CONFORMANCE_TOOLS) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
 	$(step-start)
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
