@@ -157,6 +157,10 @@ type Controller struct {
 	events    events.EventRecorder
 	// queues is the queue of each kind of the graph (kinds; queueOf).
 	queues map[topology.Kind]*workQueue[topology.Key]
+	// statusOf writes the status of each kind on the statuses queue, and
+	// statusKinds lists those kinds in the table's order (routing.go).
+	statusOf    map[topology.Kind]statusWriter
+	statusKinds []topology.Kind
 
 	configMapWF *configmaps.Reconciler
 	statusWF    *status.Updater
@@ -399,7 +403,9 @@ func (c *Controller) Ready() bool { return c.ready.Load() }
 // handler, and the queue of each kind of the graph.
 func (c *Controller) registerCallbacks(ctx context.Context, mgr manager.Manager) error {
 	kinds := c.kinds(mgr)
-	c.route(kinds)
+	if err := c.route(kinds); err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		if err := k.register(ctx, c); err != nil {
 			return err
@@ -492,20 +498,16 @@ func (c *Controller) reconcileStatus(ctx context.Context, key topology.Key) erro
 }
 
 func (c *Controller) updateStatus(ctx context.Context, key topology.Key) error {
+	write := c.statusOf[key.Kind]
+	if write == nil {
+		return nil
+	}
 	v := c.topo.Snapshot()
-	switch key.Kind {
-	case topology.KindFlagSet:
+	if key.Kind == topology.KindFlagSet {
 		// What its consumers serve may have moved a rollout's step.
 		defer c.enqueueRolloutsOf(v, key)
-		return c.statusWF.UpdateFlagSet(ctx, v, key)
-	case topology.KindSource:
-		return c.statusWF.UpdateSource(ctx, v, key)
-	case topology.KindInProcessConfig:
-		return c.statusWF.UpdateInProcessConfig(ctx, v, key)
-	case topology.KindSourcePolicy:
-		return c.statusWF.UpdateSourcePolicy(ctx, v, key)
 	}
-	return nil
+	return write(c.statusWF, ctx, v, key)
 }
 
 func (c *Controller) reconcileWorkload(ctx context.Context, key topology.Key) error {

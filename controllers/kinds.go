@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/manifests"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // +kubebuilder:rbac:groups=policy.flagplane.dev,resources=featureflagsourcepolicies,verbs=get;list;watch
@@ -38,13 +40,18 @@ import (
 // way: their lines are watchedKinds, with a handler of their own
 // (registrar.go has both types).
 
-// kinds is the table. Adding a kind adds its line here (and its topology
-// file, its workflow); docs/architecture.md, "Adding a new kind".
+// kinds is the table: the kinds of the graph, then the others. Adding a
+// kind adds its line to one of the two (and its topology file, its
+// workflow); docs/architecture.md, "Adding a new kind".
 func (c *Controller) kinds(mgr manager.Manager) []registrar {
+	return slices.Concat(c.graphKinds(mgr), c.watchedKinds(mgr))
+}
+
+// graphKinds are the lines of the kinds of the graph.
+func (c *Controller) graphKinds(mgr manager.Manager) []registrar {
 	return []registrar{
-		// The kinds of the graph.
 		graphKind[*v1beta1.FeatureFlag]{
-			object: &v1beta1.FeatureFlag{}, name: v1beta1.FeatureFlagKind, queue: c.statuses,
+			object: &v1beta1.FeatureFlag{}, name: v1beta1.FeatureFlagKind, queue: c.statuses, status: (*status.Updater).UpdateFlagSet,
 			change: relevant(topology.FlagSetChanged, "spec-changed"),
 			upsert: (*topology.Topology).UpsertFlagSet, remove: byName[*v1beta1.FeatureFlag]((*topology.Topology).DeleteFlagSet),
 			// Edit-to-delivery times start at the informer event.
@@ -53,17 +60,17 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 			ignored: c.flagSetMetadataChanged,
 		},
 		graphKind[*v1beta1.FeatureFlagSource]{
-			object: &v1beta1.FeatureFlagSource{}, name: v1beta1.FeatureFlagSourceKind, queue: c.statuses,
+			object: &v1beta1.FeatureFlagSource{}, name: v1beta1.FeatureFlagSourceKind, queue: c.statuses, status: (*status.Updater).UpdateSource,
 			change: sourceChange,
 			upsert: (*topology.Topology).UpsertSource, remove: byName[*v1beta1.FeatureFlagSource]((*topology.Topology).DeleteSource),
 		},
 		graphKind[*v1beta1.InProcessConfiguration]{
-			object: &v1beta1.InProcessConfiguration{}, name: v1beta1.InProcessConfigurationKind, queue: c.statuses,
+			object: &v1beta1.InProcessConfiguration{}, name: v1beta1.InProcessConfigurationKind, queue: c.statuses, status: (*status.Updater).UpdateInProcessConfig,
 			change: relevant(topology.InProcessConfigChanged, "spec-changed"),
 			upsert: (*topology.Topology).UpsertInProcessConfig, remove: byName[*v1beta1.InProcessConfiguration]((*topology.Topology).DeleteInProcessConfig),
 		},
 		graphKind[*policyv1alpha1.FeatureFlagSourcePolicy]{
-			object: &policyv1alpha1.FeatureFlagSourcePolicy{}, name: policyv1alpha1.FeatureFlagSourcePolicyKind, queue: c.statuses,
+			object: &policyv1alpha1.FeatureFlagSourcePolicy{}, name: policyv1alpha1.FeatureFlagSourcePolicyKind, queue: c.statuses, status: (*status.Updater).UpdateSourcePolicy,
 			change: relevant(topology.SourcePolicyChanged, "spec-changed"),
 			upsert: (*topology.Topology).UpsertSourcePolicy, remove: byName[*policyv1alpha1.FeatureFlagSourcePolicy]((*topology.Topology).DeleteSourcePolicy),
 		},
@@ -105,7 +112,13 @@ func (c *Controller) kinds(mgr manager.Manager) []registrar {
 			clusterScoped: true,
 			change:        namespaceChange, upsert: upsertNamespace, remove: deleteNamespace,
 		},
+	}
+}
 
+// watchedKinds are the lines of the kinds that feed a queue or a lookup
+// without editing the graph's objects.
+func (c *Controller) watchedKinds(mgr manager.Manager) []registrar {
+	return []registrar{
 		// What flagplane generates (generated_callbacks.go).
 		watchedKind[*corev1.ConfigMap]{object: &corev1.ConfigMap{}, name: "ConfigMap", handler: c.configMapHandler()},
 		watchedKind[*rbacv1.Role]{object: &rbacv1.Role{}, name: "Role", handler: rbacHandler[*rbacv1.Role](c)},

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flagplane/flagplane/topology"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // The two types of a line of the kinds table (kinds.go), and the one place
@@ -17,10 +18,22 @@ import (
 // registrar is a line of the kinds table.
 type registrar interface {
 	register(ctx context.Context, c *Controller) error
-	// routes names the queue of the kind's keys, and the kind (nil: no
-	// queue reconciles them).
-	routes() (*workQueue[topology.Key], topology.Kind)
+	// routes names the kind, the queue of its keys (nil: no queue
+	// reconciles them) and, on the statuses queue, its status writer.
+	routes() route
 }
+
+// route is where a kind's keys go (routing.go).
+type route struct {
+	kind  topology.Kind
+	queue *workQueue[topology.Key]
+	// status writes an object's status from the graph: the kinds on the
+	// statuses queue have one, the others none.
+	status statusWriter
+}
+
+// statusWriter is a status.Updater method that writes one kind's status.
+type statusWriter func(*status.Updater, context.Context, *topology.View, topology.Key) error
 
 // informers is where an informer is had: the manager's cache, or a cache
 // of a kind's own.
@@ -47,6 +60,9 @@ type graphKind[T client.Object] struct {
 	// queue reconciles the keys of the kind that a Delta names (nil: none
 	// does).
 	queue *workQueue[topology.Key]
+	// status, for a kind on the statuses queue, writes an object's status
+	// (reconcileStatus), and the start-up pass writes each one's once.
+	status statusWriter
 	// edited and deleted, when set, hear of each created or changed
 	// object before the graph does, and of each deleted one; ignored, of
 	// each update the graph does not read (change says "").
@@ -76,8 +92,8 @@ type watchedKind[T client.Object] struct {
 	from func(context.Context, addFunc[T]) error
 }
 
-func (k graphKind[T]) routes() (*workQueue[topology.Key], topology.Kind) {
-	return k.queue, topology.Kind(k.name)
+func (k graphKind[T]) routes() route {
+	return route{kind: topology.Kind(k.name), queue: k.queue, status: k.status}
 }
 
 func (k graphKind[T]) register(ctx context.Context, c *Controller) error {
@@ -87,7 +103,7 @@ func (k graphKind[T]) register(ctx context.Context, c *Controller) error {
 	return attach(ctx, c, k.object, k.from, k.handler(c))
 }
 
-func (k watchedKind[T]) routes() (*workQueue[topology.Key], topology.Kind) { return nil, "" }
+func (k watchedKind[T]) routes() route { return route{} }
 
 func (k watchedKind[T]) register(ctx context.Context, c *Controller) error {
 	if k.handler.onAdd == nil && k.handler.onUpdate == nil && k.handler.onDelete == nil {

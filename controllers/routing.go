@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/flagplane/flagplane/topology"
 )
@@ -37,14 +38,40 @@ func (c *Controller) queueOf(k topology.Key) *workQueue[topology.Key] {
 	return nil
 }
 
-// route fills queueOf's table from the kinds' registrations.
-func (c *Controller) route(kinds []registrar) {
+// route fills queueOf's table, and the status writers of the kinds on the
+// statuses queue, from the kinds' lines. A line on the statuses queue
+// without a status writer, or with one on another queue, is refused.
+func (c *Controller) route(kinds []registrar) error {
 	c.queues = map[topology.Kind]*workQueue[topology.Key]{}
+	c.statusOf = map[topology.Kind]statusWriter{}
+	c.statusKinds = nil
 	for _, k := range kinds {
-		if q, kind := k.routes(); q != nil {
-			c.queues[kind] = q
+		r := k.routes()
+		if r.queue == nil {
+			continue
+		}
+		c.queues[r.kind] = r.queue
+		switch {
+		case r.queue == c.statuses && r.status == nil:
+			return fmt.Errorf("the kinds table: %s is on the statuses queue and has no status writer", r.kind)
+		case r.queue != c.statuses && r.status != nil:
+			return fmt.Errorf("the kinds table: %s has a status writer and is not on the statuses queue", r.kind)
+		case r.status != nil:
+			c.statusOf[r.kind] = r.status
+			c.statusKinds = append(c.statusKinds, r.kind)
 		}
 	}
+	return nil
+}
+
+// statusKeys are the objects of every kind with a status writer, in the
+// order of the table: what the start-up pass writes the status of.
+func (c *Controller) statusKeys(v *topology.View) []topology.Key {
+	var keys []topology.Key
+	for _, kind := range c.statusKinds {
+		keys = append(keys, v.OfKind(kind)...)
+	}
+	return keys
 }
 
 // enqueue puts k on the queue of its kind (queueOf).

@@ -19,6 +19,7 @@ import (
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/rbac"
+	"github.com/flagplane/flagplane/workflows/status"
 )
 
 // routingController is a Controller with its queues and topology only: the
@@ -30,7 +31,9 @@ func routingController() *Controller {
 	c.workloads = newWorkQueue(logr.Discard(), "workloads", 1, none)
 	c.flagds = newWorkQueue(logr.Discard(), "flagds", 1, none)
 	c.configMaps = newWorkQueue(logr.Discard(), "configmaps", 1, func(context.Context, client.ObjectKey) error { return nil })
-	c.route(c.kinds(nil))
+	if err := c.route(c.kinds(nil)); err != nil {
+		panic(err)
+	}
 	c.ready.Store(true)
 	return c
 }
@@ -121,4 +124,38 @@ func TestOneQueuePerKind(t *testing.T) {
 	err = c.reconcileWorkload(context.Background(), flagd)
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "%v", err)
 	g.Expect(errors.Is(err, errNotThisQueue)).To(BeTrue(), "%v", err)
+}
+
+// TestStatusWriters: the status of a kind on the statuses queue is written
+// by the writer its line names, and the start-up pass writes the status of
+// every object of those kinds, in the table's order: a kind added to the
+// table with its writer needs no other line to have its status written,
+// and a line on that queue without a writer is refused at the start.
+func TestStatusWriters(t *testing.T) {
+	g := NewWithT(t)
+	c := routingController()
+	g.Expect(c.statusKinds).To(ContainElements(
+		topology.KindFlagSet, topology.KindSource, topology.KindInProcessConfig, topology.KindSourcePolicy))
+	g.Expect(c.statusKinds).NotTo(ContainElements(topology.KindFlagd, topology.KindDeployment))
+
+	const ns = "shop"
+	_, err := c.topo.UpsertFlagSet(&v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-flags", UID: "ff"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.topo.UpsertSource(&v1beta1.FeatureFlagSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flags", UID: "s"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.topo.UpsertInProcessConfig(&v1beta1.InProcessConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inproc", UID: "c"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.topo.UpsertFlagd(&v1beta1.Flagd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge", UID: "f"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.statusKeys(c.topo.Snapshot())).To(Equal([]topology.Key{
+		topology.FlagSetKey(ns, "shop-flags"), topology.SourceKey(ns, "flags"), topology.InProcessConfigKey(ns, "inproc"),
+	}), "a Flagd's status is its own queue's to write")
+
+	// A line on the statuses queue without a writer, and one with a writer
+	// on another queue.
+	noWriter := graphKind[*v1beta1.FeatureFlag]{object: &v1beta1.FeatureFlag{}, name: "Extra", queue: c.statuses}
+	g.Expect(c.route([]registrar{noWriter})).To(MatchError(ContainSubstring("Extra is on the statuses queue and has no status writer")))
+	elsewhere := graphKind[*v1beta1.FeatureFlag]{object: &v1beta1.FeatureFlag{}, name: "Extra", queue: c.workloads,
+		status: (*status.Updater).UpdateFlagSet}
+	g.Expect(c.route([]registrar{elsewhere})).To(MatchError(ContainSubstring("Extra has a status writer and is not on the statuses queue")))
 }

@@ -50,7 +50,7 @@ func (c *Controller) run(ctx context.Context) error {
 	// report, are written next, before the queues start.
 	c.ready.Store(true)
 	logger.Info("ready: every generated object reconciled once", "duration", time.Since(start).String())
-	processAll(ctx, c.statuses, slices.Values(slices.Concat(v.FlagSets(), v.Sources(), v.InProcessConfigs(), v.SourcePolicies())))
+	processAll(ctx, c.statuses, slices.Values(c.statusKeys(v)))
 	logger.Info("every status reconciled once", "duration", time.Since(start).String())
 	if c.opts.StartedUp != nil {
 		c.opts.StartedUp()

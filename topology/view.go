@@ -72,6 +72,9 @@ func (v *View) FlagSets() []Key { return v.state.g.ofKind(KindFlagSet) }
 // Sources lists the sources.
 func (v *View) Sources() []Key { return v.state.g.ofKind(KindSource) }
 
+// OfKind lists the nodes of one kind, sorted as the lists of each kind are.
+func (v *View) OfKind(kind Kind) []Key { return v.state.g.ofKind(kind) }
+
 // InProcessConfigs lists the in-process configurations.
 func (v *View) InProcessConfigs() []Key { return v.state.g.ofKind(KindInProcessConfig) }
 
