@@ -168,6 +168,9 @@ type generator struct {
 const chartDir = "charts/flagplane"
 
 func (g *generator) run() error {
+	if err := g.syncCRDResources(); err != nil {
+		return err
+	}
 	if err := g.copyChartFiles(); err != nil {
 		return err
 	}
