@@ -165,7 +165,9 @@ func newEditBench(b testing.TB, n int) *editBench {
 		}
 		return ""
 	}, e.c.enqueue)
-	e.c.route(e.c.kinds(nil))
+	if err := e.c.route(e.c.kinds(nil)); err != nil {
+		b.Fatal(err)
+	}
 	e.c.ready.Store(true)
 
 	e.ff = &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flags", UID: "ff", Generation: 1}}
