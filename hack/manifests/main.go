@@ -15,6 +15,9 @@
 // config/namespaced/admission are renders of the namespace-scoped mode for
 // the example team "team-a".
 //
+// The CRD kustomizations' resources lists follow the CRDs controller-gen
+// wrote (crds.go).
+//
 // Every file it writes says where it comes from; `make verify-generated`
 // fails when they differ from what is committed.
 package main
