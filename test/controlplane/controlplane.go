@@ -249,6 +249,10 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 	cp.Env.ControlPlane.Etcd = &envtest.Etcd{
 		Path: filepath.Join(opts.BinDir, "etcd"), DataDir: etcdDir, Out: etcdOut, Err: etcdOut,
 	}
+	// A test's etcd need not survive the machine's crash: without an fsync
+	// per write, its writes cost the API server's latency and the kernel's
+	// writeback nothing (etcd's flag for tests).
+	cp.Env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
 	apiServer := &envtest.APIServer{
 		Path: filepath.Join(opts.BinDir, "kube-apiserver"), CertDir: certDir, Out: apiOut, Err: apiOut,
 	}
