@@ -47,10 +47,6 @@ func (c *Controller) route(kinds []registrar) error {
 	c.statusKinds = nil
 	for _, k := range kinds {
 		r := k.routes()
-		if r.queue == nil {
-			continue
-		}
-		c.queues[r.kind] = r.queue
 		switch {
 		case r.queue == c.statuses && r.status == nil:
 			return fmt.Errorf("the kinds table: %s is on the statuses queue and has no status writer", r.kind)
@@ -59,6 +55,9 @@ func (c *Controller) route(kinds []registrar) error {
 		case r.status != nil:
 			c.statusOf[r.kind] = r.status
 			c.statusKinds = append(c.statusKinds, r.kind)
+		}
+		if r.queue != nil {
+			c.queues[r.kind] = r.queue
 		}
 	}
 	return nil

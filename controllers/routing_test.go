@@ -158,4 +158,6 @@ func TestStatusWriters(t *testing.T) {
 	elsewhere := graphKind[*v1beta1.FeatureFlag]{object: &v1beta1.FeatureFlag{}, name: "Extra", queue: c.workloads,
 		status: (*status.Updater).UpdateFlagSet}
 	g.Expect(c.route([]registrar{elsewhere})).To(MatchError(ContainSubstring("Extra has a status writer and is not on the statuses queue")))
+	noQueue := graphKind[*v1beta1.FeatureFlag]{object: &v1beta1.FeatureFlag{}, name: "Extra", status: (*status.Updater).UpdateFlagSet}
+	g.Expect(c.route([]registrar{noQueue})).To(MatchError(ContainSubstring("Extra has a status writer and is not on the statuses queue")))
 }
