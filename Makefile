@@ -253,27 +253,8 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 ##@ Tests
 
 .PHONY: test
-test: verify-generated vet lint controlplane realclients realnode prometheus chainsaw test-chart argocd-health conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, the OpenFeature Operator's own suite under its own runner; then, side by side, the integration tests and, one after the other, unit tests and a short fuzz of admission; then the wall time of each step and the time of each package tested.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target TEST_LANES=1 GO_TEST_VET=$(GO_TEST_VET) \
-	  test-integration test-unit fuzz-short
+test: verify-generated vet lint controlplane test-chart argocd-health test-unit fuzz-short test-integration conformance ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
 	@$(TESTTIMES) print -file $(TEST_TIMES)
-
-# make test runs its three last steps in two lanes (TEST_LANES): the
-# integration tests in one; the unit tests and the fuzz, one after the
-# other, in the other. The integration suites alone use their cores at
-# about two thirds: the unit tests fill that time. Conformance runs
-# before, on its own: beside the integration suites, a pod that its
-# node's loaded manager admitted without its sidecar once waited out the
-# healer's 5-minute back-off, past chainsaw's timeout. The tools of both
-# lanes are built before, one at a time (their builds take gigabytes of
-# memory each), so the lanes do not build them again.
-ifdef TEST_LANES
-INTEGRATION_TOOLS :=
-fuzz-short: | test-unit
-else
-INTEGRATION_TOOLS := controlplane realclients realnode prometheus
-endif
-CONFORMANCE_TOOLS = realnode $(CHAINSAW)
 
 # go test vets each package before testing it, with a few of go vet's
 # checks. make test runs go vet ./... first: every check, on the same
@@ -299,7 +280,7 @@ $(TESTTIMES): $(wildcard hack/testtimes/*.go)
 step-start = @$(TESTTIMES) mark -file $(TEST_TIMES) $@ start
 define step-end
 @$(TESTTIMES) mark -file $(TEST_TIMES) $@ end
-$(if $(TEST_LANES),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
+$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES))
 endef
 TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
 
@@ -361,7 +342,7 @@ test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages,
 	$(step-end)
 
 .PHONY: test-integration
-test-integration: $(TESTTIMES) $(INTEGRATION_TOOLS) ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
+test-integration: $(TESTTIMES) controlplane realclients realnode prometheus ## Ginkgo suites on the real local control plane (and real flagd, OpenFeature clients and Prometheus); RACE_SUITES with the race detector.
 	$(step-start)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target integration-race integration-plain integration-suites GO_TEST_VET=$(GO_TEST_VET)
 	$(step-end)
@@ -612,7 +593,7 @@ $(CHAINSAW):
 chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
 
 .PHONY: conformance
-conformance: $(TESTTIMES) $(CONFORMANCE_TOOLS) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
+conformance: $(TESTTIMES) realnode $(CHAINSAW) ## Run the OpenFeature Operator's e2e suite unchanged, with chainsaw, against flagplane installed from its chart on a real node (needs root): OFO's module at OFO_VERSION through the Go module proxy, or OFO_DIR=<a checkout of open-feature-operator>; fails on a failure that is no documented difference, or when docs/openfeature-operator.md's table is not the run's.
 	$(step-start)
 	@go build -o $(BIN)/flagplane-conformance ./hack/conformance
 	@$(BIN)/flagplane-conformance $(if $(OFO_DIR),-ofo-dir "$(OFO_DIR)",-ofo-version $(OFO_VERSION)) -chainsaw $(CHAINSAW) $(CONFORMANCE_FLAGS)
