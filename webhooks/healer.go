@@ -59,7 +59,8 @@ const (
 // it recorded). A workload is restarted at most once per
 // Backoff, so that pods admitted while the webhook is still unreachable do
 // not roll it in a loop (not for a reference that resolved: its new pods
-// get it). Pods are checked as their events arrive and every
+// get it; and sooner for a pod the webhook admitted with nothing to
+// inject: see backoff). Pods are checked as their events arrive and every
 // Resync. Only the leader heals.
 //
 // The controllers run the Healer on a queue of theirs keyed by workload
@@ -94,6 +95,39 @@ type Healer struct {
 	// targetedSince is when this process saw each targeted workload become
 	// targeted: a pod older than that predates its targeting.
 	targetedSince map[topology.Key]time.Time
+	// streak counts each workload's restarts, each within Backoff of the
+	// one before.
+	streak map[topology.Key]int
+}
+
+// admittedRetry is the least time between the first two restarts of a
+// workload whose pods the webhook admitted with nothing to inject; it
+// doubles with each restart after, up to Backoff.
+const admittedRetry = 5 * time.Second
+
+// backoff is the least time between the workload's last restart and one
+// for culprit. Backoff keeps pods that keep missing the webhook (it fails
+// open) from rolling the workload in a loop. A pod the webhook admitted
+// with nothing to inject reached it: the replica that admitted it did not
+// know the workload's targeting yet, and each successor is admitted on a
+// newer graph. Holding its successor, admitted by a replica that still
+// lagged, back for all of Backoff would leave the workload without flags
+// for minutes; its restarts back off from admittedRetry instead, so that
+// a replica that never catches up rolls the workload a few times and then
+// once per Backoff.
+func (h *Healer) backoff(w topology.Key, culprit *corev1.Pod, again bool) time.Duration {
+	_, injected := culprit.Annotations[restarts.AnnotationInjection]
+	if again || injected || culprit.Annotations[restarts.AnnotationAdmitted] != restarts.AdmittedNothingToInject {
+		return h.Backoff
+	}
+	h.mu.Lock()
+	n := h.streak[w]
+	h.mu.Unlock()
+	wait := admittedRetry
+	for i := 1; i < n && wait < h.Backoff; i++ {
+		wait *= 2
+	}
+	return min(wait, h.Backoff)
 }
 
 // WorkloadsChanged hears the workloads of every Delta (see
@@ -157,6 +191,7 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if h.lastHeal == nil {
 		h.lastHeal = map[topology.Key]time.Time{}
 		h.lastCulprit = map[topology.Key]types.UID{}
+		h.streak = map[topology.Key]int{}
 	}
 	h.mu.Unlock()
 	v := h.Graph.Topology().Snapshot()
@@ -212,8 +247,8 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	if resolved && again {
 		return 0, nil
 	}
-	if healed && now.Sub(last) < h.Backoff && !resolved {
-		return h.Backoff - now.Sub(last), nil
+	if wait := h.backoff(w, culprit, again); healed && now.Sub(last) < wait && !resolved {
+		return wait - now.Sub(last), nil
 	}
 	if err := restarts.Restart(ctx, h.Client, obj, now); err != nil {
 		return 0, err
@@ -221,6 +256,11 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 	h.mu.Lock()
 	h.lastHeal[w] = now
 	h.lastCulprit[w] = culprit.UID
+	if healed && now.Sub(last) < h.Backoff {
+		h.streak[w]++
+	} else {
+		h.streak[w] = 1
+	}
 	h.mu.Unlock()
 	reason, why := h.why(v, w, culprit, lack)
 	if _, refused := culprit.Annotations[restarts.AnnotationRefused]; refused {

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,6 +170,73 @@ func TestHealer(t *testing.T) {
 		*now = now.Add(3 * time.Minute)
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:05:00Z"))
+	})
+
+	// Two replicas serve the webhook, and the one that admits a pod may
+	// know of the workload's targeting later than the leader does. The
+	// pods of a restart that reach it are admitted with nothing to inject
+	// again: they are not held back for all of the backoff (a run of the
+	// real install waited 5 minutes so), and a replica that never catches
+	// up does not roll the workload in a loop.
+	t.Run("pods of a restart that the webhook admitted with nothing to inject again: restarted after a short backoff that doubles", func(t *testing.T) {
+		g := NewWithT(t)
+		admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
+		first := pod("web-1-a", "web-1", created, admitted)
+		first.UID = "web-1-a"
+		h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
+		g.Expect(<-rec.Events).To(ContainSubstring("Warning " + EventTargeted))
+
+		successor := func(name string, after time.Duration, annotations map[string]string) {
+			p := pod(name, "web-1", now.Add(after), annotations)
+			p.UID = types.UID(name)
+			g.Expect(c.Create(ctx, p)).To(Succeed())
+		}
+		successor("web-2-a", time.Second, admitted)
+		*now = now.Add(2 * time.Second)
+		retry, err := h.Heal(ctx, web)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retry).To(Equal(3*time.Second), "5s after the restart, not 5 minutes")
+		*now = now.Add(3 * time.Second)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:05Z"))
+		g.Expect(<-rec.Events).To(ContainSubstring("pod web-2-a was admitted with nothing to inject, before flagplane knew"))
+
+		By := "each restart in a row waits twice as long"
+		successor("web-3-a", time.Second, admitted)
+		*now = now.Add(time.Second)
+		retry, err = h.Heal(ctx, web)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retry).To(Equal(9*time.Second), By)
+
+		By = "a pod that never reached the webhook waits all of the backoff"
+		g.Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-3-a"}})).To(Succeed())
+		successor("web-3-b", 0, nil)
+		retry, err = h.Heal(ctx, web)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(retry).To(Equal(5*time.Minute-time.Second), By)
+
+		By = "after a quiet backoff the next restart waits the first step again"
+		*now = now.Add(5 * time.Minute)
+		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:05:06Z"), By)
+		g.Expect(h.streak[web]).To(Equal(1), By)
+	})
+
+	t.Run("a replica that never learns of the targeting: the wait doubles up to the backoff", func(t *testing.T) {
+		g := NewWithT(t)
+		h, _, _, _ := healerFixture(t)
+		p := pod("web-1-a", "web-1", created, map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject})
+		h.streak = map[topology.Key]int{}
+		var waits []time.Duration
+		for n := 1; n <= 9; n++ {
+			h.streak[web] = n
+			waits = append(waits, h.backoff(web, p, false))
+		}
+		g.Expect(waits).To(Equal([]time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second,
+			80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute}))
+		g.Expect(h.backoff(web, p, true)).To(Equal(5*time.Minute), "restarted for this very pod already: all of the backoff")
 	})
 
 	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {

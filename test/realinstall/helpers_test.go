@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,7 +116,30 @@ func beReady() types.GomegaMatcher {
 // podReport is what a failed wait for a pod shows: its namespace's pods and events.
 func podReport(ctx context.Context, ns string) string {
 	pods, _ := cluster.Kubectl("get", "pods", "-n", ns, "-o", "wide")
-	return pods + "\n" + fixtures.Events(ctx, k8s, ns)
+	return pods + "\n" + admissionRecords(ctx, ns) + fixtures.Events(ctx, k8s, ns)
+}
+
+// admissionRecords lists what flagplane's webhook recorded on each pod of
+// ns (its flagplane.core.openfeature.dev annotations): a pod without its
+// sidecar tells so whether the webhook admitted it with nothing to inject
+// or was never reached.
+func admissionRecords(ctx context.Context, ns string) string {
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return "admission records: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		var marks []string
+		for k, v := range p.Annotations {
+			if strings.HasPrefix(k, "flagplane.core.openfeature.dev/") {
+				marks = append(marks, k+"="+v)
+			}
+		}
+		slices.Sort(marks)
+		fmt.Fprintf(&b, "%s (created %s): %s\n", p.Name, p.CreationTimestamp.Format(time.RFC3339), strings.Join(marks, " "))
+	}
+	return b.String()
 }
 
 // flagdAddr is the injected flagd's evaluation API at the pod's own
