@@ -36,10 +36,8 @@ func (s slot) writeCleanup(dir string) error {
 	fmt.Fprintf(&b, "#!/bin/sh\n# Removes what the real test node of slot %d made (test/realnode). Idempotent.\n", s.N)
 	fmt.Fprintf(&b, "DIR=%s\nNETNS=%s\nCGROOT=%s\nSOCK=%s\n", q(dir), q(s.Netns()), q(s.CgroupRoot()), q(filepath.Join(dir, "containerd", "containerd.sock")))
 	fmt.Fprintf(&b, "sandboxDirs() { ls -d \"$DIR\"/%s 2>/dev/null; }\n", sandboxGlob)
-	b.WriteString(`
-# The node's processes, by the pid files the harness wrote.
-for f in "$DIR"/pids/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
-# containerd's shims (they daemonize), and the sockets they listen on.
+	b.WriteString(killByPidFiles)
+	b.WriteString(`# containerd's shims (they daemonize), and the sockets they listen on.
 for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCK" 2>/dev/null); do
   for sock in $(ss -xlpn 2>/dev/null | grep "pid=$p," | awk '{print $5}'); do
     case "$sock" in /run/containerd/s/*) rm -f "$sock";; esac
@@ -83,6 +81,26 @@ rm -rf "$DIR"
 `)
 	return os.WriteFile(filepath.Join(dir, cleanupScript), []byte(b.String()), 0o755)
 }
+
+// killByPidFiles is the part of the cleanup script that kills the node's
+// processes by the pid files the harness wrote (component.start), each
+// "<pid> <start time>". Pids are reused, and quickly: by the time the
+// cleanup of a dead run runs, at the next run's start, the pid a file
+// names may be any process of the machine's, another test's among them.
+// Only a process of that pid that started at that time is killed. The start
+// time is field 22 of /proc/<pid>/stat: its fields after the command name,
+// which is in parentheses and may hold spaces, start at field 3.
+const killByPidFiles = `
+# The node's processes, by the pid files the harness wrote: a pid and the
+# start time of its process, so that a pid reused since is left alone.
+for f in "$DIR"/pids/*.pid; do
+  [ -f "$f" ] || continue
+  read -r p started < "$f" || true
+  [ -n "$p" ] && [ -n "$started" ] || continue
+  now=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)
+  [ "$now" = "$started" ] && kill -9 "$p" 2>/dev/null
+done
+`
 
 // startWatchdog starts a process of its own session that waits for the
 // test process to end and then runs the cleanup script, holding the slot's

@@ -1,11 +1,13 @@
 package realnode
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -62,7 +64,32 @@ func (comp *component) start() error {
 		return fmt.Errorf("starting %s: %w", comp.name, err)
 	}
 	comp.proc = p
-	return os.WriteFile(comp.pidPath, []byte(strconv.Itoa(p.Pid())), 0o644)
+	started, err := processStartTime(p.Pid())
+	if err != nil {
+		return fmt.Errorf("reading the start time of %s: %w", comp.name, err)
+	}
+	return os.WriteFile(comp.pidPath, []byte(strconv.Itoa(p.Pid())+" "+started+"\n"), 0o644)
+}
+
+// processStartTime is when process pid started, in clock ticks after the
+// machine's boot (field 22 of /proc/<pid>/stat): with its pid, it names one
+// process, which a pid alone does not once the pid is reused
+// (killByPidFiles).
+func processStartTime(pid int) (string, error) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", err
+	}
+	// The command name is in parentheses and may hold spaces and ")".
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, stat)
+	}
+	fields := strings.Fields(string(stat[i+1:])) // from field 3, the state
+	if len(fields) < 20 {
+		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, stat)
+	}
+	return fields[19], nil
 }
 
 // stop ends the process, SIGKILL after grace.
