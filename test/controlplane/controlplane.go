@@ -361,6 +361,16 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 	return nil
 }
 
+// WatchdogPID is the process id of the watchdog that kills this control
+// plane's processes should the test process die without calling Stop, or
+// 0 when there is none (Start logs why).
+func (cp *ControlPlane) WatchdogPID() int {
+	if cp.watchdog == nil {
+		return 0
+	}
+	return cp.watchdog.cmd.Process.Pid
+}
+
 // armWatchdog makes sure that etcd and kube-apiserver, which envtest starts
 // without a parent-death signal, do not outlive a test process that dies
 // without calling Stop. It is a safety net: failing to arm it is reported

@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,13 +36,16 @@ func TestCrashHelper(t *testing.T) {
 	if os.Getenv(crashHelperEnv) == "" {
 		t.Skip("child process of the crash spec only")
 	}
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{Scheduler: true, Log: io.Discard})
+	// Its log goes to stderr, which the spec shows when it fails: a
+	// watchdog that could not be armed says why there.
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Scheduler: true, Log: os.Stderr})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(2)
 	}
 	fmt.Println("DIR", cp.Dir)
 	fmt.Println("CERTS", cp.Env.WebhookInstallOptions.LocalServingCertDir)
+	fmt.Println("WATCHDOG", cp.WatchdogPID())
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	runtime.KeepAlive(cp) // a collected ControlPlane closes the watchdog's pipe
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -81,24 +84,34 @@ var _ = Describe("ControlPlane", func() {
 		Expect(helper.Start()).To(Succeed())
 
 		out := bufio.NewReader(stdout)
-		line, err := out.ReadString('\n')
-		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
-		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "DIR ")
-		Expect(ok).To(BeTrue(), "helper said %q", line)
-		DeferCleanup(os.RemoveAll, dir) // nobody else will
-		line, err = out.ReadString('\n')
-		Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
-		certs, ok := strings.CutPrefix(strings.TrimSpace(line), "CERTS ")
-		Expect(ok).To(BeTrue(), "helper said %q", line)
+		said := func(prefix string) string {
+			GinkgoHelper()
+			line, err := out.ReadString('\n')
+			Expect(err).NotTo(HaveOccurred(), "helper output %q, stderr:\n%s", line, stderr.String())
+			value, ok := strings.CutPrefix(strings.TrimSpace(line), prefix+" ")
+			Expect(ok).To(BeTrue(), "helper said %q, stderr:\n%s", line, stderr.String())
+			return value
+		}
+		dir := said("DIR")
+		// Nobody else will remove them, nor kill what this spec is about
+		// should it fail: the machine is shared.
+		DeferCleanup(os.RemoveAll, dir)
+		DeferCleanup(killProcessesMentioning, dir)
+		certs := said("CERTS")
 		DeferCleanup(os.RemoveAll, certs)
 		Expect(certs).To(And(BeADirectory(), HavePrefix(dir+string(filepath.Separator))),
 			"envtest's webhook serving certificates live in the control plane's directory, which goes with it")
+		watchdog, err := strconv.Atoi(said("WATCHDOG"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(watchdog).NotTo(BeZero(), "the watchdog is armed; the helper's log:\n%s", stderr.String())
 		Expect(processesMentioning(dir)).To(HaveLen(4), "the helper's control plane is running, with kube-scheduler")
 
 		Expect(stdin.Close()).To(Succeed()) // the helper now kills itself
 		Expect(helper.Wait()).To(MatchError(ContainSubstring("killed")))
 		Eventually(func() []string { return processesMentioning(dir) }).
-			WithTimeout(10 * time.Second).Should(BeEmpty())
+			WithTimeout(10*time.Second).Should(BeEmpty(), func() string {
+			return fmt.Sprintf("the watchdog (pid %d) %s; the helper's log:\n%s", watchdog, processState(watchdog), stderr.String())
+		})
 	}, NodeTimeout(3*time.Minute))
 
 	It("runs kube-scheduler when asked, which binds pods, and stops it", func(ctx SpecContext) {
@@ -137,6 +150,26 @@ func processesMentioning(s string) []string {
 		found = append(found, e.Name()+" "+filepath.Base(string(argv0)))
 	}
 	return found
+}
+
+// killProcessesMentioning kills every live process whose command line
+// contains s, with SIGKILL.
+func killProcessesMentioning(s string) {
+	for _, p := range processesMentioning(s) {
+		pid, _, _ := strings.Cut(p, " ")
+		if n, err := strconv.Atoi(pid); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+}
+
+// processState says whether pid is alive, and its state and parent if so.
+func processState(pid int) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "is gone"
+	}
+	return "is alive: " + strings.TrimSpace(string(stat))
 }
 
 func mustReadFile(path string) []byte {
