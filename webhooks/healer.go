@@ -213,7 +213,9 @@ func (h *Healer) Heal(ctx context.Context, w topology.Key) (time.Duration, error
 		}
 		got := p.Annotations[restarts.AnnotationInjection]
 		_, incomplete := p.Annotations[restarts.AnnotationIncomplete]
-		if incomplete && got != "" {
+		// Incomplete whether or not it got anything: a pod whose only
+		// ConfigMap was missing got no sidecar, and an empty fingerprint.
+		if incomplete {
 			if lack = h.lackedNow(ctx, p, inj); len(lack.exist) == 0 {
 				// Still nothing better to give it: what it lacks is still
 				// missing, or it is no longer the workload's (a changed

@@ -260,6 +260,27 @@ func TestHealer(t *testing.T) {
 			ContainSubstring("pod web-1-a was admitted without flag sets whose ConfigMaps could not be written then; they exist now: shop/checkout:")))
 	})
 
+	// A pod whose only flag set's ConfigMap could not be written got no
+	// sidecar at all: its injection fingerprint is empty. It is healed on
+	// the same terms as one that lacks some of its flag sets (a run of
+	// test/gitops saw it restarted while the ConfigMap was still missing,
+	// with an Event naming no flag set).
+	t.Run("a pod admitted with nothing because its only ConfigMap was missing is healed once that exists, not before", func(t *testing.T) {
+		g := NewWithT(t)
+		nothing := map[string]string{restarts.AnnotationInjection: "", restarts.AnnotationIncomplete: "shop/checkout"}
+		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, nothing))
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "its ConfigMap is still missing: nothing better to give it")
+		g.Expect(rec.Events).To(BeEmpty())
+
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
+			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
+		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
+		g.Expect(<-rec.Events).To(ContainSubstring("they exist now: shop/checkout:"))
+	})
+
 	t.Run("what an incomplete pod lacked and its workload no longer mounts is not claimed to exist", func(t *testing.T) {
 		g := NewWithT(t)
 		// shop/gone is no flag set of web's: its ConfigMap exists nowhere.

@@ -338,6 +338,8 @@ spec:
 		g.Expect(got.Spec.Volumes).To(BeEmpty())
 		g.Expect(sidecarOf(got)).To(BeNil(), "its only source is left out")
 		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationIncomplete, "shop/checkout"))
+		g.Expect(got.Annotations).To(HaveKeyWithValue(restarts.AnnotationInjection, ""),
+			"nothing injected: the healer reads it as incomplete all the same (TestHealer)")
 		g.Expect(resp.Warnings).To(ContainElement(ContainSubstring("flag set shop/checkout left out of this pod")))
 	})
 
