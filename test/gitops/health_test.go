@@ -137,8 +137,16 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 			expectSummary(ctx, obj, v1beta1.ConditionStalled)
 		}
 
-		By("the user removes the foreign ConfigMap")
+		By("the user removes the foreign ConfigMap; the healer rolls web, whose pod was admitted without the flag set, and the new pod's flagd serves it")
 		Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+		// Until the new pod confirms, the flag set is Current for a moment
+		// (its ConfigMap written, no flagd to confirm), then InProgress
+		// while the new pod's flagd has not answered.
+		Eventually(func() (string, error) {
+			got := &v1beta1.FeatureFlag{}
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)
+			return got.Status.Confirmed, err
+		}).Should(Equal("1/1"))
 		Eventually(health(ctx, src)).Should(HavePrefix(current))
 		Eventually(health(ctx, ff)).Should(HavePrefix(current))
 		expectTools(ctx, ff, current)
