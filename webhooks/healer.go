@@ -101,23 +101,30 @@ type Healer struct {
 }
 
 // admittedRetry is the least time between the first two restarts of a
-// workload whose pods the webhook admitted with nothing to inject; it
-// doubles with each restart after, up to Backoff.
+// workload for pods that reached the webhook; it doubles with each
+// restart after, up to Backoff.
 const admittedRetry = 5 * time.Second
 
 // backoff is the least time between the workload's last restart and one
 // for culprit. Backoff keeps pods that keep missing the webhook (it fails
-// open) from rolling the workload in a loop. A pod the webhook admitted
-// with nothing to inject reached it: the replica that admitted it did not
-// know the workload's targeting yet, and each successor is admitted on a
-// newer graph. Holding its successor, admitted by a replica that still
-// lagged, back for all of Backoff would leave the workload without flags
-// for minutes; its restarts back off from admittedRetry instead, so that
-// a replica that never catches up rolls the workload a few times and then
-// once per Backoff.
+// open) from rolling the workload in a loop. A pod that reached it is
+// another case:
+//   - admitted with nothing to inject: the replica that admitted it did
+//     not know the workload's targeting yet, and each successor is
+//     admitted on a newer graph;
+//   - incomplete: it is healed only once the ConfigMaps it lacked exist,
+//     and its successor is admitted with them.
+//
+// Holding such a pod back for all of Backoff after an earlier restart
+// would leave the workload without its flags for minutes; its restarts
+// back off from admittedRetry instead, so that a replica that lags is
+// waited out in seconds and one that never catches up rolls the workload
+// a few times and then once per Backoff.
 func (h *Healer) backoff(w topology.Key, culprit *corev1.Pod, again bool) time.Duration {
 	_, injected := culprit.Annotations[restarts.AnnotationInjection]
-	if again || injected || culprit.Annotations[restarts.AnnotationAdmitted] != restarts.AdmittedNothingToInject {
+	_, incomplete := culprit.Annotations[restarts.AnnotationIncomplete]
+	admittedNothing := !injected && culprit.Annotations[restarts.AnnotationAdmitted] == restarts.AdmittedNothingToInject
+	if again || !(admittedNothing || incomplete) {
 		return h.Backoff
 	}
 	h.mu.Lock()

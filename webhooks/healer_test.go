@@ -224,6 +224,33 @@ func TestHealer(t *testing.T) {
 		g.Expect(h.streak[web]).To(Equal(1), By)
 	})
 
+	// The restart's pod reached the webhook but lacked a ConfigMap that
+	// could not be written then (its name was taken): once the ConfigMap
+	// exists, it is healed within seconds, not at the end of the backoff
+	// the first restart began.
+	t.Run("an incomplete pod of a restart is healed within seconds of its ConfigMap's coming", func(t *testing.T) {
+		g := NewWithT(t)
+		admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
+		first := pod("web-1-a", "web-1", created, admitted)
+		first.UID = "web-1-a"
+		h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
+		g.Expect(<-rec.Events).To(ContainSubstring("Warning " + EventTargeted))
+
+		next := pod("web-2-a", "web-1", now.Add(time.Second), map[string]string{
+			restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/checkout"})
+		next.UID = "web-2-a"
+		g.Expect(c.Create(ctx, next)).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
+			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
+		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		*now = now.Add(30 * time.Second)
+		g.Expect(h.Heal(ctx, web)).To(BeZero())
+		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:30Z"), "not 4 minutes 30 seconds later")
+		g.Expect(<-rec.Events).To(ContainSubstring("pod web-2-a was admitted without flag sets whose ConfigMaps could not be written then; they exist now: shop/checkout"))
+	})
+
 	t.Run("a replica that never learns of the targeting: the wait doubles up to the backoff", func(t *testing.T) {
 		g := NewWithT(t)
 		h, _, _, _ := healerFixture(t)
