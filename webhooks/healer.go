@@ -59,8 +59,8 @@ const (
 // it recorded). A workload is restarted at most once per
 // Backoff, so that pods admitted while the webhook is still unreachable do
 // not roll it in a loop (not for a reference that resolved: its new pods
-// get it; and sooner for a pod the webhook admitted with nothing to
-// inject: see backoff). Pods are checked as their events arrive and every
+// get it; and sooner for a pod that reached the webhook: see backoff).
+// Pods are checked as their events arrive and every
 // Resync. Only the leader heals.
 //
 // The controllers run the Healer on a queue of theirs keyed by workload

@@ -180,19 +180,14 @@ func TestHealer(t *testing.T) {
 	// up does not roll the workload in a loop.
 	t.Run("pods of a restart that the webhook admitted with nothing to inject again: restarted after a short backoff that doubles", func(t *testing.T) {
 		g := NewWithT(t)
-		admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
-		first := pod("web-1-a", "web-1", created, admitted)
-		first.UID = "web-1-a"
-		h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
-		g.Expect(<-rec.Events).To(ContainSubstring("Warning " + EventTargeted))
+		h, c, rec, now := restartedForAPodAdmittedWithNothing(t, g)
 
 		successor := func(name string, after time.Duration, annotations map[string]string) {
 			p := pod(name, "web-1", now.Add(after), annotations)
 			p.UID = types.UID(name)
 			g.Expect(c.Create(ctx, p)).To(Succeed())
 		}
+		admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
 		successor("web-2-a", time.Second, admitted)
 		*now = now.Add(2 * time.Second)
 		retry, err := h.Heal(ctx, web)
@@ -230,21 +225,13 @@ func TestHealer(t *testing.T) {
 	// the first restart began.
 	t.Run("an incomplete pod of a restart is healed within seconds of its ConfigMap's coming", func(t *testing.T) {
 		g := NewWithT(t)
-		admitted := map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject}
-		first := pod("web-1-a", "web-1", created, admitted)
-		first.UID = "web-1-a"
-		h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
-		g.Expect(<-rec.Events).To(ContainSubstring("Warning " + EventTargeted))
+		h, c, rec, now := restartedForAPodAdmittedWithNothing(t, g)
 
 		next := pod("web-2-a", "web-1", now.Add(time.Second), map[string]string{
 			restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/checkout"})
 		next.UID = "web-2-a"
 		g.Expect(c.Create(ctx, next)).To(Succeed())
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
-			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
-		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		g.Expect(c.Create(ctx, generatedConfigMap("checkout"))).To(Succeed())
 		*now = now.Add(30 * time.Second)
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:30Z"), "not 4 minutes 30 seconds later")
@@ -300,9 +287,7 @@ func TestHealer(t *testing.T) {
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "its ConfigMap is still missing: nothing better to give it")
 		g.Expect(rec.Events).To(BeEmpty())
 
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
-			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
-		g.Expect(c.Create(ctx, cm)).To(Succeed())
+		g.Expect(c.Create(ctx, generatedConfigMap("checkout"))).To(Succeed())
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
 		g.Expect(<-rec.Events).To(ContainSubstring("they exist now: shop/checkout:"))
@@ -313,9 +298,7 @@ func TestHealer(t *testing.T) {
 		// shop/gone is no flag set of web's: its ConfigMap exists nowhere.
 		incomplete := map[string]string{restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/gone"}
 		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout")),
-			Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
-		g.Expect(c.Create(ctx, cm)).To(Succeed(), "every ConfigMap web mounts now exists")
+		g.Expect(c.Create(ctx, generatedConfigMap("checkout"))).To(Succeed(), "every ConfigMap web mounts now exists")
 		g.Expect(h.Heal(ctx, web)).To(BeZero())
 		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "it lacks nothing its workload mounts now: a changed injection is rolloutOnChange's")
 		g.Expect(rec.Events).To(BeEmpty())
@@ -396,4 +379,26 @@ func TestHealer(t *testing.T) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "plain"}, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Annotations).To(BeEmpty())
 	})
+}
+
+// generatedConfigMap is the ConfigMap flagplane generates for flag set
+// shop/<flagSet> in shop, with its managed-by label.
+func generatedConfigMap(flagSet string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", flagSet)),
+		Labels: map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}}}
+}
+
+// restartedForAPodAdmittedWithNothing is a healer that has restarted
+// shop/web at 12:00:00 for its one pod, which the webhook admitted with
+// nothing to inject before it knew of the targeting.
+func restartedForAPodAdmittedWithNothing(t *testing.T, g Gomega) (*Healer, client.Client, *events.FakeRecorder, *time.Time) {
+	t.Helper()
+	first := pod("web-1-a", "web-1", time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC),
+		map[string]string{restarts.AnnotationAdmitted: restarts.AdmittedNothingToInject})
+	first.UID = "web-1-a"
+	h, c, rec, now := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), first)
+	g.Expect(h.Heal(context.Background(), topology.WorkloadKey(topology.KindDeployment, "shop", "web"))).To(BeZero())
+	g.Expect(restartedAtOf(t, c)).To(Equal("2026-03-01T12:00:00Z"))
+	g.Expect(<-rec.Events).To(ContainSubstring("Warning " + EventTargeted))
+	return h, c, rec, now
 }

@@ -1,7 +1,6 @@
 package realnode
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,13 +71,9 @@ func TestPidFilesKillOnlyTheirProcesses(t *testing.T) {
 // processState is the state of process pid (field 3 of /proc/<pid>/stat:
 // "S" sleeping, "Z" a zombie, ...), or "" when it is gone.
 func processState(pid int) string {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
+	fields, err := statFields(pid)
+	if err != nil || len(fields) == 0 {
 		return ""
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+3 > len(stat) {
-		return ""
-	}
-	return string(stat[i+2 : i+3])
+	return fields[0]
 }

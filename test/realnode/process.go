@@ -76,20 +76,29 @@ func (comp *component) start() error {
 // process, which a pid alone does not once the pid is reused
 // (killByPidFiles).
 func processStartTime(pid int) (string, error) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	fields, err := statFields(pid)
 	if err != nil {
 		return "", err
 	}
-	// The command name is in parentheses and may hold spaces and ")".
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, stat)
-	}
-	fields := strings.Fields(string(stat[i+1:])) // from field 3, the state
 	if len(fields) < 20 {
-		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, stat)
+		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, fields)
 	}
 	return fields[19], nil
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name,
+// from field 3 (the state) on. The command name is in parentheses and may
+// hold spaces and ")".
+func statFields(pid int) ([]string, error) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, stat)
+	}
+	return strings.Fields(string(stat[i+1:])), nil
 }
 
 // stop ends the process, SIGKILL after grace.
