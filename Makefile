@@ -254,9 +254,9 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 
 .PHONY: test
 test: verify-generated vet lint controlplane test-chart argocd-health realnode prometheus $(CHAINSAW) ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
-	@$(MAKE) --no-print-directory conformance MAKE_TEST=1 > $(TEST_LOG)-conformance.log 2>&1 & conformance=$$!; \
-	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
-	$(MAKE) --no-print-directory test-integration MAKE_TEST=1; status=$$?; \
+	@$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) > $(TEST_LOG)-conformance.log 2>&1 & conformance=$$!; \
+	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
+	$(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET); status=$$?; \
 	wait $$unit || status=1; echo ">> make test-unit fuzz-short, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
 	wait $$conformance || status=1; echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
 	$(TESTTIMES) print -file $(TEST_TIMES); \
