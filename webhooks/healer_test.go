@@ -253,45 +253,36 @@ func TestHealer(t *testing.T) {
 		g.Expect(h.backoff(web, p, true)).To(Equal(5*time.Minute), "restarted for this very pod already: all of the backoff")
 	})
 
-	t.Run("an incomplete pod is healed once the ConfigMap it lacked exists", func(t *testing.T) {
-		g := NewWithT(t)
-		incomplete := map[string]string{restarts.AnnotationInjection: "abc", restarts.AnnotationIncomplete: "shop/checkout"}
-		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "nothing better to give it yet")
-		By := "a ConfigMap of its name that flagplane does not manage: never mounted, so nothing better yet"
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: topology.ConfigMapName(topology.FlagSetKey("shop", "checkout"))}}
-		g.Expect(c.Create(ctx, cm)).To(Succeed())
-		g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
-		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), By)
-		g.Expect(rec.Events).To(BeEmpty(), By)
-
-		cm.Labels = map[string]string{v1beta1.LabelManagedBy: v1beta1.ManagedByValue}
-		g.Expect(c.Update(ctx, cm)).To(Succeed())
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
-		g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+EventInjectionMissing),
-			ContainSubstring("pod web-1-a was admitted without flag sets whose ConfigMaps could not be written then; they exist now: shop/checkout:")))
-	})
-
 	// A pod whose only flag set's ConfigMap could not be written got no
 	// sidecar at all: its injection fingerprint is empty. It is healed on
 	// the same terms as one that lacks some of its flag sets (a run of
 	// test/gitops saw it restarted while the ConfigMap was still missing,
 	// with an Event naming no flag set).
-	t.Run("a pod admitted with nothing because its only ConfigMap was missing is healed once that exists, not before", func(t *testing.T) {
-		g := NewWithT(t)
-		nothing := map[string]string{restarts.AnnotationInjection: "", restarts.AnnotationIncomplete: "shop/checkout"}
-		h, c, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, nothing))
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).To(BeEmpty(), "its ConfigMap is still missing: nothing better to give it")
-		g.Expect(rec.Events).To(BeEmpty())
+	for _, c := range []struct{ got, fingerprint string }{{"some of its flag sets", "abc"}, {"nothing", ""}} {
+		t.Run("a pod admitted with "+c.got+" because a ConfigMap was missing is healed once that exists, not before", func(t *testing.T) {
+			g := NewWithT(t)
+			incomplete := map[string]string{restarts.AnnotationInjection: c.fingerprint, restarts.AnnotationIncomplete: "shop/checkout"}
+			h, k8s, rec, _ := healerFixture(t, webDeployment(""), replicaSet("web-1", "web"), pod("web-1-a", "web-1", created, incomplete))
+			g.Expect(h.Heal(ctx, web)).To(BeZero())
+			g.Expect(restartedAtOf(t, k8s)).To(BeEmpty(), "its ConfigMap is still missing: nothing better to give it")
+			g.Expect(rec.Events).To(BeEmpty())
 
-		g.Expect(c.Create(ctx, generatedConfigMap("checkout"))).To(Succeed())
-		g.Expect(h.Heal(ctx, web)).To(BeZero())
-		g.Expect(restartedAtOf(t, c)).NotTo(BeEmpty())
-		g.Expect(<-rec.Events).To(ContainSubstring("they exist now: shop/checkout:"))
-	})
+			By := "a ConfigMap of its name that flagplane does not manage: never mounted, so nothing better yet"
+			cm := generatedConfigMap("checkout")
+			cm.Labels = nil
+			g.Expect(k8s.Create(ctx, cm)).To(Succeed())
+			g.Expect(h.Heal(ctx, web)).To(BeZero(), By)
+			g.Expect(restartedAtOf(t, k8s)).To(BeEmpty(), By)
+			g.Expect(rec.Events).To(BeEmpty(), By)
+
+			cm.Labels = generatedConfigMap("checkout").Labels
+			g.Expect(k8s.Update(ctx, cm)).To(Succeed())
+			g.Expect(h.Heal(ctx, web)).To(BeZero())
+			g.Expect(restartedAtOf(t, k8s)).NotTo(BeEmpty())
+			g.Expect(<-rec.Events).To(And(ContainSubstring("Warning "+EventInjectionMissing),
+				ContainSubstring("pod web-1-a was admitted without flag sets whose ConfigMaps could not be written then; they exist now: shop/checkout:")))
+		})
+	}
 
 	t.Run("what an incomplete pod lacked and its workload no longer mounts is not claimed to exist", func(t *testing.T) {
 		g := NewWithT(t)
