@@ -252,15 +252,30 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 
 ##@ Tests
 
+# make -n test (test/docs runs it) runs the sub-makes' own dry runs, one
+# after the other: the real recipe runs them even under -n, as it does
+# every line that calls $(MAKE), and would write their logs over those of
+# a make test running meanwhile, whose suites test/docs is one of.
+DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
+
 .PHONY: test
 test: verify-generated vet lint controlplane test-chart argocd-health realnode prometheus $(CHAINSAW) ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
-	@$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) > $(TEST_LOG)-conformance.log 2>&1 & conformance=$$!; \
-	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
-	$(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET); status=$$?; \
-	wait $$unit || status=1; echo ">> make test-unit fuzz-short, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
-	wait $$conformance || status=1; echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
+ifneq ($(DRY_RUN),)
+	$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
+	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
+	$(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
+else
+	@{ $(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,conformance); exit 1; }; } > $(TEST_LOG)-conformance.log 2>&1 & conformance=$$!; \
+	{ $(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-unit fuzz-short); exit 1; }; } > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
+	failed=; $(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-integration); failed=test-integration; }; \
+	wait $$unit || failed="$$failed unit"; echo ">> make test-unit fuzz-short, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
+	wait $$conformance || failed="$$failed conformance"; echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
 	$(TESTTIMES) print -file $(TEST_TIMES); \
-	exit $$status
+	[ -z "$$failed" ] && exit 0; echo ">> make test failed in: $$failed"; \
+	for f in $$failed; do [ -f $(TEST_LOG)-$$f.log ] || continue; \
+	  echo ">> the last lines of $(TEST_LOG)-$$f.log (all of it above):"; tail -n 40 $(TEST_LOG)-$$f.log; done; \
+	exit 1
+endif
 
 # make test runs its steps side by side, each printing its output once it
 # is done, but the integration tests': the integration tests (about 15
@@ -271,6 +286,11 @@ test: verify-generated vet lint controlplane test-chart argocd-health realnode p
 # flagplane differs on purpose, at a tenth of a core. MAKE_TEST tells the
 # steps that make test built what they need (the manager's image among
 # it, which two makes would write at once) and prints the table itself.
+# A step that fails is marked so in TEST_TIMES when it fails (its step of
+# the sub-make's steps that started and did not end), and make test names
+# it last, with the end of its log: what a CI that keeps only the end of
+# the output shows.
+mark-failed = for s in $(1); do $(TESTTIMES) mark -file $(TEST_TIMES) $$s failed; done
 TEST_LOG := $(BIN)/make-test
 MAKE_TEST ?=
 

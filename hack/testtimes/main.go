@@ -78,7 +78,7 @@ func main() {
 		}
 	case "mark":
 		_ = fs.Parse(os.Args[2:])
-		if fs.NArg() != 2 || (fs.Arg(1) != "start" && fs.Arg(1) != "end") {
+		if fs.NArg() != 2 || !slices.Contains([]string{"start", "end", "failed"}, fs.Arg(1)) {
 			usage()
 		}
 		if err := appendRow(*file, row{run: os.Getenv(runEnv), kind: fs.Arg(1), step: fs.Arg(0), at: time.Now()}); err != nil {
@@ -111,7 +111,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: testtimes record [-file F] [-step S] [-v] [-stream] < go test -json output
-       testtimes mark [-file F] STEP start|end
+       testtimes mark [-file F] STEP start|end|failed
        testtimes print [-file F] [-stopped] [-run RUN]`)
 	os.Exit(2)
 }
@@ -122,7 +122,8 @@ func fatal(err error) {
 }
 
 // A row of the file: a package's result (kind pkg), or the start or end of
-// a step. Tab-separated: run, kind, step, package, result, seconds (go
+// a step (kind failed: its end, when its recipe failed; a step that did not
+// start, or ended, keeps what it had). Tab-separated: run, kind, step, package, result, seconds (go
 // test's elapsed time of the package), at (when it was written, Unix
 // nanoseconds).
 type row struct {
@@ -426,6 +427,7 @@ func (r *recorder) write(s ...string) {
 type step struct {
 	name       string
 	start, end time.Time
+	failed     bool
 }
 
 // printTable prints the steps of rows in the order they started, each with
@@ -435,8 +437,9 @@ type step struct {
 //
 // A step without an end is counted to the last row of the file, or to now
 // when stopped (make stopped just now); when stopped, the time after the
-// last step's end is a row of its own (make stopped while it built the
-// next step's prerequisites).
+// last end of a step is a row of its own (make stopped while it built the
+// next step's prerequisites). Steps run side by side each count from their
+// own start.
 func printTable(w io.Writer, file string, rows []row, now time.Time, stopped bool) {
 	var steps []*step
 	byName := map[string]*step{}
@@ -459,6 +462,10 @@ func printTable(w io.Writer, file string, rows []row, now time.Time, stopped boo
 			if s := byName[r.step]; s != nil {
 				s.end = r.at
 			}
+		case "failed":
+			if s := byName[r.step]; s != nil && s.end.IsZero() {
+				s.end, s.failed = r.at, true
+			}
 		case "why":
 			whys = append(whys, r)
 		case "pkg":
@@ -476,10 +483,13 @@ func printTable(w io.Writer, file string, rows []row, now time.Time, stopped boo
 	fmt.Fprintf(w, ">> test times (%s)\n", file)
 	if len(steps) > 0 {
 		t := table{header: []string{"step", "result", "wall", "prerequisites"}, right: []bool{false, false, true, true}}
-		prev := runStart
+		prev, latest := runStart, (*step)(nil)
 		for _, s := range steps {
 			end, result := s.end, "ok"
-			if end.IsZero() {
+			switch {
+			case s.failed:
+				result = "failed"
+			case end.IsZero():
 				end, result = last, "unfinished"
 				if stopped {
 					result = "stopped"
@@ -490,10 +500,15 @@ func printTable(w io.Writer, file string, rows []row, now time.Time, stopped boo
 				before = s.start.Sub(prev)
 			}
 			t.add(s.name, result, minutes(end.Sub(s.start)+before), minutes(before))
-			prev = end
+			if end.After(prev) {
+				prev = end
+			}
+			if latest == nil || s.end.IsZero() || (!latest.end.IsZero() && s.end.After(latest.end)) {
+				latest = s
+			}
 		}
-		if stopped && !steps[len(steps)-1].end.IsZero() {
-			t.add("(after "+steps[len(steps)-1].name+")", "stopped", minutes(now.Sub(prev)), "")
+		if stopped && !latest.end.IsZero() {
+			t.add("(after "+latest.name+")", "stopped", minutes(now.Sub(latest.end)), "")
 		}
 		if !runStart.IsZero() {
 			t.add("total", "", minutes(last.Sub(runStart)), "")

@@ -295,6 +295,44 @@ func TestPrintTable(t *testing.T) {
 	}
 }
 
+// TestPrintTableSideBySide: make test's steps run side by side, each
+// counted from its own start; a step whose recipe failed ends when it
+// failed; and when make stopped, the time after the latest end is its own
+// row.
+func TestPrintTableSideBySide(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	run := "1767322800000000000" // start
+	rows := []row{
+		{run: run, kind: "start", step: "vet", at: at(0)},
+		{run: run, kind: "end", step: "vet", at: at(60 * time.Second)},
+		{run: run, kind: "start", step: "conformance", at: at(90 * time.Second)},
+		{run: run, kind: "start", step: "test-integration", at: at(90 * time.Second)},
+		{run: run, kind: "start", step: "test-unit", at: at(90 * time.Second)},
+		{run: run, kind: "failed", step: "conformance", at: at(150 * time.Second)},
+		{run: run, kind: "end", step: "test-unit", at: at(390 * time.Second)},
+		{run: run, kind: "start", step: "fuzz-short", at: at(390 * time.Second)},
+		{run: run, kind: "failed", step: "test-unit", at: at(400 * time.Second)}, // ended already
+		{run: run, kind: "end", step: "fuzz-short", at: at(450 * time.Second)},
+		{run: run, kind: "end", step: "test-integration", at: at(990 * time.Second)},
+	}
+	var out bytes.Buffer
+	printTable(&out, "f", rows, at(1000*time.Second), true)
+	want := `>> test times (f)
+   step                      result     wall  prerequisites
+   vet                       ok        1m00s             0s
+   conformance               failed    1m30s            30s
+   test-integration          ok       15m00s             0s
+   test-unit                 ok        5m00s             0s
+   fuzz-short                ok        1m00s             0s
+   (after test-integration)  stopped     10s
+   total                              16m40s
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 // TestAppendRow: the file holds one run; a row of another run empties it.
 func TestAppendRow(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "times.tsv")

@@ -193,6 +193,28 @@ var _ = Describe("The docs", func() {
 		Expect(err).NotTo(HaveOccurred(), "make -n %s:\n%s", strings.Join(docMakeTargets, " "), out)
 	})
 
+	// The commands above run make as make -n, with bin/ a link to the
+	// project's: a recipe that make runs even under -n (one that calls
+	// $(MAKE)) must not write there, where a make test may be running.
+	It("name Make targets whose dry runs write nothing", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		entries, err := os.ReadDir(env.root)
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			if e.Name() != ".git" && e.Name() != "bin" {
+				Expect(os.Symlink(filepath.Join(env.root, e.Name()), filepath.Join(dir, e.Name()))).To(Succeed())
+			}
+		}
+		Expect(os.Mkdir(filepath.Join(dir, "bin"), 0o755)).To(Succeed())
+		cmd := exec.CommandContext(ctx, "make", append([]string{"-n"}, docMakeTargets...)...)
+		cmd.Dir, cmd.Env = dir, env.environ(false)
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "make -n %s:\n%s", strings.Join(docMakeTargets, " "), out)
+		written, err := os.ReadDir(filepath.Join(dir, "bin"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(written).To(BeEmpty(), "make -n %s wrote into bin/", strings.Join(docMakeTargets, " "))
+	}, NodeTimeout(2*time.Minute))
+
 	It("list in their tables only commands they show", func() {
 		texts := map[string]bool{}
 		for _, c := range docCommands {
