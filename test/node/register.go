@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -61,7 +62,27 @@ func (n *Node) credentials(ctx context.Context) (kubernetes.Interface, error) {
 	if _, err := n.admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("binding ClusterRole system:node to %s: %w", n.userName(), err)
 	}
-	return kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The API server's RBAC authorizer learns of the binding from its own
+	// informer, moments later (longer on a busy machine), and refuses the
+	// node until then: wait until the API server says the node may
+	// register, as it will say to the registration itself.
+	may := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "nodes"}}}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, may, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the API server to authorize %s to register its Node: %w", n.userName(), err)
+	}
+	return client, nil
 }
 
 // nodeObject is the Node as the agent registers it.
