@@ -19,6 +19,11 @@ type Observation struct {
 	// Serving is, per consumer namespace, the revision every copy there
 	// holds ("" when they differ or are not known yet).
 	Serving map[string]string
+	// Unread are the consumer namespaces whose copies hold the revision
+	// and whose pods that do not confirm it were not read yet: what they
+	// serve is not known (a manager that just took the lead has read
+	// none), and none is known to serve another revision.
+	Unread map[string]bool
 	// GateFailure says which gate fails on the consumers serving the new
 	// revision, and why ("" when every gate holds).
 	GateFailure string
@@ -250,9 +255,8 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 		st.Message = fmt.Sprintf("paused at step %d (spec.paused): consumers keep what they serve", step+1)
 		return res, ""
 	}
-	st.Phase = deliveryv1alpha1.PhaseProgressing
 	var waiting []string
-	total := 0
+	total, unread := 0, 0
 	for _, c := range plan.Consumers {
 		if c.Step > step {
 			continue
@@ -260,8 +264,21 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 		total++
 		if obs.Serving[c.Namespace] != target {
 			waiting = append(waiting, c.Namespace)
+			if obs.Unread[c.Namespace] {
+				unread++
+			}
 		}
 	}
+	if len(waiting) > 0 && unread == len(waiting) && st.StepServedAt != nil {
+		// Every consumer served the revision when the step's clock
+		// started, and none is known to serve another since: their pods
+		// were not read yet. What is not known yet changes nothing: the
+		// step keeps its clock, its phase and its message, and cannot end
+		// until they are read.
+		res.RequeueAfter = time.Second
+		return res, ""
+	}
+	st.Phase = deliveryv1alpha1.PhaseProgressing
 	if len(waiting) > 0 {
 		st.StepServedAt = nil
 		st.Message = fmt.Sprintf("step %d: %d of %d consumers serve revision %s; %s", step+1, total-len(waiting), total, short(target),

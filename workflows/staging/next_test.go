@@ -79,6 +79,53 @@ func TestNextWalksTheSteps(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(r.Status.Conditions, deliveryv1alpha1.ConditionReady)).To(BeTrue())
 }
 
+// TestNextKeepsTheClockOfConsumersNotReadYet: a manager that just took
+// the lead has read no flagd; a consumer it has not read yet, whose copy
+// holds the revision, keeps the step's clock, phase and message, and the
+// step does not end until it is read. A consumer read serving another
+// revision starts the clock over. (Before, a new leader started every
+// step's clock over: a pause ran again from its first reading, and a
+// step awaiting approval showed another stepServedAt.)
+func TestNextKeepsTheClockOfConsumersNotReadYet(t *testing.T) {
+	w := newWorld(t, "red")
+	g := w.g
+	paused := canary
+	paused.Pause = &metav1.Duration{Duration: time.Minute}
+	w.attach([]deliveryv1alpha1.RolloutStep{paused, all})
+	w.next(Observation{Now: t0})
+	w.edit("green")
+	w.next(Observation{Now: t0})
+	served := w.next(Observation{Now: t0.Add(time.Second)}).Status
+	g.Expect(served.StepServedAt).NotTo(BeNil())
+
+	unread := func(at time.Duration) Result {
+		return w.next(Observation{Now: t0.Add(at), Serving: map[string]string{"a": "", "b": w.rev("red"), "c": w.rev("red")},
+			Unread: map[string]bool{"a": true}})
+	}
+	r := unread(30 * time.Second)
+	g.Expect(r.Status.StepServedAt).To(Equal(served.StepServedAt))
+	g.Expect(r.Status.Phase).To(Equal(served.Phase))
+	g.Expect(r.Status.Message).To(Equal(served.Message))
+	g.Expect(r.RequeueAfter).To(Equal(time.Second))
+	r = unread(62 * time.Second)
+	g.Expect(r.Status.Step).To(Equal(int32(0)), "the pause is over, but the canary was not read")
+
+	// Read: it serves green, and the pause, counted from its first
+	// reading before, is over.
+	r = w.next(Observation{Now: t0.Add(63 * time.Second)})
+	g.Expect(r.Status.Step).To(Equal(int32(1)))
+	g.Expect(reasons(r.Events)).To(Equal([]string{"StepStarted"}))
+
+	// The next rollout's step, served; then its canary is read serving
+	// red: the clock starts over.
+	w.edit("blue")
+	w.next(Observation{Now: t0.Add(70 * time.Second)})
+	g.Expect(w.next(Observation{Now: t0.Add(71 * time.Second)}).Status.StepServedAt).NotTo(BeNil())
+	r = w.next(Observation{Now: t0.Add(72 * time.Second), Serving: map[string]string{"a": w.rev("red"), "b": w.rev("green"), "c": w.rev("green")}})
+	g.Expect(r.Status.StepServedAt).To(BeNil())
+	g.Expect(r.Status.Message).To(ContainSubstring("0 of 1 consumers serve revision " + topology.ShortRevision(w.rev("blue"))))
+}
+
 // TestNextActsOnceOnPromoteAndAbort: a promotion or an abort names the
 // rollout it was written for; left on the policy, it never acts on a later
 // rollout, not even one of the same revision. (Before, both named the

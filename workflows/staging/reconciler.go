@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key topology.Key) error {
 	obs := Observation{Now: time.Now(), PrometheusGates: r.PrometheusGates}
 	var recheck, poll time.Duration
 	if plan != nil && plan.Problem == "" {
-		obs.Serving = r.serving(ctx, v, f, plan)
+		obs.Serving, obs.Unread = r.serving(ctx, v, f, plan)
 		if !plan.NewPlan {
 			obs.GateFailure, obs.GateUnknown, recheck, poll = r.gates(ctx, p, plan, obs.Serving)
 		}
@@ -154,8 +154,10 @@ func (r *Reconciler) cacheBehind() time.Duration {
 // of the flag set there holds (status.Copies.Held), when the flagd of every
 // pod there that flagplane asks answers with it (status.ConfirmObserved);
 // "" otherwise. So a step's pause and gates start once its consumers'
-// pods serve the revision, not once it was written.
-func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.Key, plan *topology.RolloutPlan) map[string]string {
+// pods serve the revision, not once it was written. unread holds the
+// namespaces of "" whose copies hold the revision and whose pods not
+// confirmed were not read yet.
+func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.Key, plan *topology.RolloutPlan) (serving map[string]string, unread map[string]bool) {
 	obs := r.Observed(ctx)
 	consumers := v.ConsumersOf(f)
 	copies := status.CopiesOf(consumers, obs)
@@ -166,17 +168,18 @@ func (r *Reconciler) serving(ctx context.Context, v *topology.View, f topology.K
 			confirmable[c.Namespace] = c.Workloads
 		}
 	}
-	out := make(map[string]string, len(plan.Consumers))
+	serving, unread = make(map[string]string, len(plan.Consumers)), map[string]bool{}
 	for _, c := range plan.Consumers {
 		held := copies.In(c.Namespace).Held()
 		if readers := confirmable[c.Namespace]; held != "" && len(readers) > 0 {
 			if s := co.Confirm(f, c.Namespace, readers, held, r.flags(v, f, held), true); s.Confirmed < s.Pods {
+				unread[c.Namespace] = s.Confirmed+s.Unread == s.Pods
 				held = ""
 			}
 		}
-		out[c.Namespace] = held
+		serving[c.Namespace] = held
 	}
-	return out
+	return serving, unread
 }
 
 // flags is how many flags revision of f has.

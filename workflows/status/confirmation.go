@@ -39,11 +39,22 @@ type ConfirmObserved interface {
 	// namespace) serve of flag set f, whose revision planned for them has
 	// flags flags; held says that every copy of f in namespace holds it
 	// (else no pod is asked: none can serve it yet).
-	Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) v1beta1.NamespaceServing
+	Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) Serving
 	// ConfirmBound is how long a pod may take to confirm a revision its
 	// copy holds before the flag set is Stalled; ConfirmNow, the clock.
 	ConfirmBound() time.Duration
 	ConfirmNow() time.Time
+}
+
+// Serving is what Confirm tells of a namespace's pods: what the status
+// counts, and how many of Pods were not read yet.
+type Serving struct {
+	v1beta1.NamespaceServing
+	// Unread counts the pods of Pods whose flagd was not read since the
+	// copy got the revision: what they serve is not known yet (a manager
+	// that just took the lead has read none), and none of them is known
+	// to serve another revision.
+	Unread int32
 }
 
 // DefaultConfirmBound is Confirmer.Bound's default: the kubelet's default
@@ -119,9 +130,9 @@ func (c *Confirmer) since(f topology.Key, namespace, revision string, now time.T
 const flagdSyncPort = 8015
 
 // Confirm implements ConfirmObserved for CacheObserved.
-func (o CacheObserved) Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) v1beta1.NamespaceServing {
+func (o CacheObserved) Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) Serving {
 	if o.Confirmer == nil {
-		return v1beta1.NamespaceServing{Namespace: namespace, Revision: revision}
+		return Serving{NamespaceServing: v1beta1.NamespaceServing{Namespace: namespace, Revision: revision}}
 	}
 	return o.Confirmer.confirm(o.Ctx, f, namespace, readers, revision, flags, held)
 }
@@ -156,8 +167,8 @@ type podRead struct {
 // confirm counts what the pods of readers in namespace serve of f, and
 // asks the Prober to read those whose last reading, made since the copies
 // got revision, does not confirm it.
-func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) v1beta1.NamespaceServing {
-	out := v1beta1.NamespaceServing{Namespace: namespace, Revision: revision}
+func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) Serving {
+	out := Serving{NamespaceServing: v1beta1.NamespaceServing{Namespace: namespace, Revision: revision}}
 	var since time.Time
 	if held {
 		since = c.since(f, namespace, revision, c.now())
@@ -209,6 +220,7 @@ func (c *Confirmer) confirm(ctx context.Context, f topology.Key, namespace strin
 			case fresh:
 				out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s: its flagd cannot be read: %s", p.name, r.Err))
 			default:
+				out.Unread++
 				out.Reason = cmp.Or(out.Reason, fmt.Sprintf("pod %s: its flagd was not read since its copy got revision %s", p.name, topology.ShortRevision(revision)))
 			}
 		}
@@ -359,7 +371,7 @@ func confirmation(c topology.Consumers, revision string, flags int, copies *Copi
 			continue
 		}
 		pods, confirmed = pods+ns.Pods, confirmed+ns.Confirmed
-		all = append(all, ns)
+		all = append(all, ns.NamespaceServing)
 	}
 	if pods == 0 {
 		return "", nil

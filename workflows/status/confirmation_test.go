@@ -34,9 +34,9 @@ type confirmObserved struct {
 	asked   map[string][]topology.Key
 }
 
-func (c confirmObserved) Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) v1beta1.NamespaceServing {
+func (c confirmObserved) Confirm(f topology.Key, namespace string, readers []topology.Key, revision string, flags int, held bool) Serving {
 	c.asked[namespace] = readers
-	return c.serving[namespace](revision, held)
+	return Serving{NamespaceServing: c.serving[namespace](revision, held)}
 }
 func (c confirmObserved) ConfirmBound() time.Duration { return DefaultConfirmBound }
 func (c confirmObserved) ConfirmNow() time.Time       { return c.now }
@@ -192,12 +192,17 @@ func TestConfirmerCountsPods(t *testing.T) {
 	g.Expect(asked).To(BeEmpty())
 	mu.Unlock()
 
-	var got v1beta1.NamespaceServing
+	// The copy holds r2: nobody was read yet, so what the three pods
+	// serve is not known (Unread), and they are asked.
+	g.Expect(c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)).To(And(
+		HaveField("Pods", int32(3)), HaveField("Confirmed", int32(0)), HaveField("Unread", int32(3))))
+
+	var got Serving
 	g.Eventually(func() int32 {
 		got = c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
 		return got.Confirmed
 	}).WithTimeout(5*time.Second).Should(Equal(int32(2)), func() string { return fmt.Sprintf("web-1 and the Flagd's pod serve r2: %+v", got) })
-	g.Expect(got).To(And(HaveField("Pods", int32(3)), HaveField("Starting", int32(1)), HaveField("NotAsked", int32(2)),
+	g.Expect(got).To(And(HaveField("Pods", int32(3)), HaveField("Starting", int32(1)), HaveField("NotAsked", int32(2)), HaveField("Unread", int32(0)),
 		HaveField("Others", ConsistOf(v1beta1.RevisionPods{Revision: "r1", Pods: 1})),
 		HaveField("Reason", Equal("pod web-2: flagd serves revision r1 of FeatureFlag flags/checkout, not the one its copy holds: not projected into the pod yet, or refused by flagd"))))
 	mu.Lock()
@@ -212,7 +217,7 @@ func TestConfirmerCountsPods(t *testing.T) {
 	mu.Lock()
 	serves["10.0.0.2:8015"] = "r2"
 	mu.Unlock()
-	g.Eventually(func() v1beta1.NamespaceServing {
+	g.Eventually(func() Serving {
 		return c.confirm(t.Context(), f, "shop", readers, "r2", 1, true)
 	}).WithTimeout(30 * time.Second).Should(And(HaveField("Confirmed", int32(3)), HaveField("Pods", int32(3)),
 		HaveField("Reason", Equal("pod web-4 has no flagd sidecar (it was created before the sidecar was injected)"))))
