@@ -2,7 +2,6 @@ package counts
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -15,48 +14,10 @@ import (
 
 	"github.com/flagplane/flagplane/api/v1beta1"
 	"github.com/flagplane/flagplane/test/fixtures"
+	"github.com/flagplane/flagplane/test/internal/bigflagset"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/flagsets"
 )
-
-// largeFlagSet is a FeatureFlag of count small boolean flags,
-// "flag-00000" ... (about 90 bytes each).
-func largeFlagSet(ns, name string, count int) *v1beta1.FeatureFlag {
-	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	ff.Spec.FlagSpec.Flags = make(map[string]v1beta1.Flag, count)
-	for i := range count {
-		ff.Spec.FlagSpec.Flags[fmt.Sprintf("flag-%05d", i)] = v1beta1.Flag{State: "ENABLED",
-			Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "on"}
-	}
-	return ff
-}
-
-// largestStored finds, to within step, the largest count of largeFlagSet's
-// flags that the API server stores, between lo (stored) and hi (not),
-// with real creates: a dry run does not reach etcd, whose request limit
-// (1.5 MiB) is the bound.
-func largestStored(ctx context.Context, ns string, lo, hi, step int) (int, string) {
-	GinkgoHelper()
-	refusal := ""
-	for hi-lo > step {
-		mid := (lo + hi) / 2
-		ff := largeFlagSet(ns, fmt.Sprintf("probe-%d", mid), mid)
-		var err error
-		for range 3 { // a webhook starved of CPU on a shared machine is no answer
-			if err = k8s.Create(ctx, ff); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
-				break
-			}
-		}
-		if err != nil {
-			Expect(err).To(MatchError(ContainSubstring("request is too large")))
-			hi, refusal = mid, err.Error()
-			continue
-		}
-		lo = mid
-		Expect(k8s.Delete(ctx, ff)).To(Succeed())
-	}
-	return lo, refusal
-}
 
 var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 	const count = 10_000
@@ -65,7 +26,7 @@ var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		ns = newNamespace(ctx, "")
-		ff = largeFlagSet(ns, "large", count)
+		ff = bigflagset.FlagSet(ns, "large", count)
 	})
 
 	It("is validated, rendered and put in the graph in well under the webhook's 5 s", func() {
@@ -84,9 +45,9 @@ var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 		edited := time.Since(began)
 		Expect(err).NotTo(HaveOccurred())
 		edit := ff.DeepCopy()
-		f := edit.Spec.FlagSpec.Flags["flag-09999"]
+		f := edit.Spec.FlagSpec.Flags[bigflagset.Key(count-1)]
 		f.DefaultVariant = "off"
-		edit.Spec.FlagSpec.Flags["flag-09999"] = f
+		edit.Spec.FlagSpec.Flags[bigflagset.Key(count-1)] = f
 		began = time.Now()
 		_, err = topo.UpsertFlagSet(edit)
 		reedited := time.Since(began)
@@ -129,7 +90,7 @@ var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 		}
 		for provider, app := range apps {
 			pod := readyPod(ctx, ns, app, injected(), 2*time.Minute)
-			Eventually(resolve(flagdAddr(pod), "flag-09999")).Should(Equal(on), string(provider))
+			Eventually(resolve(flagdAddr(pod), bigflagset.Key(count-1))).Should(Equal(on), string(provider))
 		}
 		Eventually(func(g Gomega) {
 			got := &v1beta1.FeatureFlag{}
@@ -139,8 +100,19 @@ var _ = Describe("a flag set with 10,000 flags", Ordered, func() {
 	})
 
 	It("fits the API server up to about 17,000 flags of this size", func(ctx SpecContext) {
-		largest, refusal := largestStored(ctx, ns, count, 20_000, 100)
-		AddReportEntry("largest FeatureFlag stored", fmt.Sprintf("%d flags of about 90 bytes; one more: %s", largest, refusal))
+		search, err := bigflagset.LargestStored(ctx, k8s, ff, func(ctx context.Context, o client.Object) error {
+			var err error
+			for range 3 { // a webhook starved of CPU on a shared machine is no answer
+				if err = k8s.Create(ctx, o); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+					break
+				}
+			}
+			return err
+		})
+		Expect(err).NotTo(HaveOccurred())
+		largest, refusal := search.Largest, search.Refusal
+		AddReportEntry("largest FeatureFlag stored", fmt.Sprintf("%d flags of about 90 bytes (found with %d creates from a prediction of %d); one more: %s",
+			largest, search.Creates, search.Predicted, refusal))
 		Expect(refusal).To(ContainSubstring("request is too large"))
 		Expect(largest).To(BeNumerically(">=", count))
 		Expect(strings.Contains(refusal, "flagplane")).To(BeFalse(), "refused by the API server's storage, not by flagplane")

@@ -26,6 +26,7 @@ import (
 
 	deliveryv1alpha1 "github.com/flagplane/flagplane/api/delivery/v1alpha1"
 	"github.com/flagplane/flagplane/api/v1beta1"
+	"github.com/flagplane/flagplane/test/internal/bigflagset"
 	"github.com/flagplane/flagplane/test/internal/flagplanecli"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows/history"
@@ -76,18 +77,6 @@ func numbers(revs []*deliveryv1alpha1.FeatureFlagRevision) []int64 {
 		out = append(out, r.Spec.Number)
 	}
 	return out
-}
-
-// largeFlagSet is a FeatureFlag of count boolean flags, "flag-00000" ...
-// (about 90 bytes each as stored).
-func largeFlagSet(ns, name string, count int) *v1beta1.FeatureFlag {
-	ff := &v1beta1.FeatureFlag{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	ff.Spec.FlagSpec.Flags = make(map[string]v1beta1.Flag, count)
-	for i := range count {
-		ff.Spec.FlagSpec.Flags[fmt.Sprintf("flag-%05d", i)] = v1beta1.Flag{State: v1beta1.FlagStateEnabled,
-			Variants: json.RawMessage(`{"on":true,"off":false}`), DefaultVariant: "on"}
-	}
-	return ff
 }
 
 // getFlagSet reads the FeatureFlag ns/name.
@@ -564,20 +553,11 @@ var _ = Describe("The revision history", func() {
 		// real creates (a dry run does not reach etcd, whose request limit
 		// of 1.5 MiB is the bound).
 		probe := newNamespace(ctx, "history-probe")
-		lo, hi, refusal := 17_000, 18_000, ""
-		Expect(k8s.Create(ctx, largeFlagSet(probe, "stored", lo))).To(Succeed(), "the search starts from a size stored")
-		for hi-lo > 1 {
-			mid := (lo + hi) / 2
-			ff := largeFlagSet(probe, fmt.Sprintf("probe-%d", mid), mid)
-			if err := k8s.Create(ctx, ff); err != nil {
-				Expect(err).To(MatchError(ContainSubstring("request is too large")))
-				hi, refusal = mid, err.Error()
-				continue
-			}
-			lo = mid
-			Expect(k8s.Delete(ctx, ff)).To(Succeed())
-		}
-		Expect(refusal).NotTo(BeEmpty(), "the search ends at a size refused")
+		stored := bigflagset.FlagSet(probe, "stored", 17_000)
+		Expect(k8s.Create(ctx, stored)).To(Succeed(), "the search starts from a size stored")
+		search, err := bigflagset.LargestStored(ctx, k8s, stored, func(ctx context.Context, o client.Object) error { return k8s.Create(ctx, o) })
+		Expect(err).NotTo(HaveOccurred())
+		lo, refusal := search.Largest, search.Refusal
 
 		// A revision holds the spec and a few hundred bytes of its own
 		// (its labels, owner, number, hash, author) more than the
@@ -585,7 +565,7 @@ var _ = Describe("The revision history", func() {
 		// refused by etcd, and told; 10 flags fewer (about 900 bytes), it
 		// is stored.
 		ns := newNamespace(ctx, "history-large")
-		Expect(k8s.Create(ctx, largeFlagSet(ns, "largest", lo))).To(Succeed())
+		Expect(k8s.Create(ctx, bigflagset.FlagSet(ns, "largest", lo))).To(Succeed())
 		Eventually(func() []string { return warnings(ctx, ns, "largest", history.EventRevisionNotRecorded) }).WithTimeout(time.Minute).Should(ConsistOf(
 			"FeatureFlagRevision " + ns + "/largest-1 not written: the API server refused it (HTTP 500): etcdserver: request is too large"))
 		Expect(revisions(ctx, ns, "largest")).To(BeEmpty())
@@ -594,7 +574,7 @@ var _ = Describe("The revision history", func() {
 		// is all that tells of the revision there.
 		Consistently(func() string { return served(ctx, ns, "largest") }).Should(BeEmpty())
 
-		Expect(k8s.Create(ctx, largeFlagSet(ns, "large", lo-10))).To(Succeed())
+		Expect(k8s.Create(ctx, bigflagset.FlagSet(ns, "large", lo-10))).To(Succeed())
 		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "large")) }).WithTimeout(time.Minute).Should(Equal([]int64{1}))
 		recorded := revisions(ctx, ns, "large")[0]
 		Expect(recorded.Spec.FlagSpec.Flags).To(HaveLen(lo - 10))
@@ -602,7 +582,8 @@ var _ = Describe("The revision history", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(size)).To(BeNumerically(">", 1_500_000))
 		AddReportEntry("largest FeatureFlag stored, and revisions", fmt.Sprintf(
-			"%d flags stored (one more: %s); its revision refused; %d flags: a revision of %d bytes as read back", lo, refusal, lo-10, len(size)))
+			"%d flags stored (one more: %s; found with %d creates from a prediction of %d); its revision refused; %d flags: a revision of %d bytes as read back",
+			lo, refusal, search.Creates, search.Predicted, lo-10, len(size)))
 		GinkgoWriter.Printf("largest FeatureFlag stored: %d flags; revision of %d flags: %d bytes\n", lo, lo-10, len(size))
 		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probe}})).To(Succeed())
 	})
