@@ -49,6 +49,9 @@ type Result struct {
 	// Events are worth sending (a step started, the rollout completed,
 	// halted or was aborted, readers no plan stages appeared).
 	Events []Event
+	// held: the step waits for consumers not read yet, which the status
+	// last recorded serving its revision; the status keeps what it says.
+	held bool
 }
 
 // MessageMaxLength is the most bytes status.message holds (the CRD's
@@ -139,7 +142,7 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 		default:
 			var r Result
 			r, halt = advance(p, plan, obs, &st, now, steps)
-			res.RequeueAfter = r.RequeueAfter
+			res.RequeueAfter, res.held = r.RequeueAfter, r.held
 			res.Events = append(res.Events, r.Events...)
 		}
 	}
@@ -148,7 +151,9 @@ func Next(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.RolloutPl
 		st.StableRevision = st.TargetRevision
 	}
 	st.Message = workflows.Cut(st.Message, MessageMaxLength-len("..."))
-	st.Steps = stepStatus(p, plan, obs)
+	if !res.held {
+		st.Steps = stepStatus(p, plan, obs)
+	}
 	summarize(&st, p, halt)
 	res.Status = st
 	return res
@@ -257,6 +262,7 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 	}
 	var waiting []string
 	total, unread := 0, 0
+	servedBefore := servedBefore(p.Status, target)
 	for _, c := range plan.Consumers {
 		if c.Step > step {
 			continue
@@ -264,18 +270,19 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 		total++
 		if obs.Serving[c.Namespace] != target {
 			waiting = append(waiting, c.Namespace)
-			if obs.Unread[c.Namespace] {
+			if obs.Unread[c.Namespace] && servedBefore[c.Namespace] {
 				unread++
 			}
 		}
 	}
 	if len(waiting) > 0 && unread == len(waiting) && st.StepServedAt != nil {
-		// Every consumer served the revision when the step's clock
-		// started, and none is known to serve another since: their pods
-		// were not read yet. What is not known yet changes nothing: the
-		// step keeps its clock, its phase and its message, and cannot end
-		// until they are read.
-		res.RequeueAfter = time.Second
+		// Every consumer it waits for was last seen serving the revision,
+		// and none is known to serve another since: their pods were not
+		// read yet (a manager that just took the lead has read none).
+		// What is not known yet changes nothing: the step keeps its
+		// clock, its phase, its message and its consumers' list, and
+		// cannot end until they are read.
+		res.RequeueAfter, res.held = time.Second, true
 		return res, ""
 	}
 	st.Phase = deliveryv1alpha1.PhaseProgressing
@@ -326,6 +333,19 @@ func advance(p *deliveryv1alpha1.FeatureFlagRolloutPolicy, plan *topology.Rollou
 	st.Message = fmt.Sprintf("step %d started: delivering revision %s to its consumers", step+2, short(target))
 	res.Events = append(res.Events, Event{Reason: "StepStarted", Note: st.Message})
 	return res, ""
+}
+
+// servedBefore are the consumers st records serving revision.
+func servedBefore(st deliveryv1alpha1.FeatureFlagRolloutPolicyStatus, revision string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range st.Steps {
+		for _, c := range s.Consumers {
+			if c.Serving == revision {
+				out[c.Namespace] = true
+			}
+		}
+	}
+	return out
 }
 
 // short is a revision as messages show it.

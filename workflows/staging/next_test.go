@@ -81,11 +81,13 @@ func TestNextWalksTheSteps(t *testing.T) {
 
 // TestNextKeepsTheClockOfConsumersNotReadYet: a manager that just took
 // the lead has read no flagd; a consumer it has not read yet, whose copy
-// holds the revision, keeps the step's clock, phase and message, and the
+// holds the revision and which the status last recorded serving it, keeps
+// the step's status (its clock, phase, message and consumers), and the
 // step does not end until it is read. A consumer read serving another
-// revision starts the clock over. (Before, a new leader started every
-// step's clock over: a pause ran again from its first reading, and a
-// step awaiting approval showed another stepServedAt.)
+// revision, or never recorded serving it, starts the clock over. (Before,
+// a new leader started every step's clock over: a pause ran again from
+// its first reading, and a step awaiting approval showed another
+// stepServedAt.)
 func TestNextKeepsTheClockOfConsumersNotReadYet(t *testing.T) {
 	w := newWorld(t, "red")
 	g := w.g
@@ -106,6 +108,8 @@ func TestNextKeepsTheClockOfConsumersNotReadYet(t *testing.T) {
 	g.Expect(r.Status.StepServedAt).To(Equal(served.StepServedAt))
 	g.Expect(r.Status.Phase).To(Equal(served.Phase))
 	g.Expect(r.Status.Message).To(Equal(served.Message))
+	g.Expect(r.Status.Steps).To(Equal(served.Steps))
+	g.Expect(r.Status.Steps[0].Consumers[0].Serving).To(Equal(w.rev("green")))
 	g.Expect(r.RequeueAfter).To(Equal(time.Second))
 	r = unread(62 * time.Second)
 	g.Expect(r.Status.Step).To(Equal(int32(0)), "the pause is over, but the canary was not read")
@@ -124,6 +128,16 @@ func TestNextKeepsTheClockOfConsumersNotReadYet(t *testing.T) {
 	r = w.next(Observation{Now: t0.Add(72 * time.Second), Serving: map[string]string{"a": w.rev("red"), "b": w.rev("green"), "c": w.rev("green")}})
 	g.Expect(r.Status.StepServedAt).To(BeNil())
 	g.Expect(r.Status.Message).To(ContainSubstring("0 of 1 consumers serve revision " + topology.ShortRevision(w.rev("blue"))))
+
+	// Served again; then a consumer not read yet that the status does not
+	// record serving blue (a namespace that joined the step): the clock
+	// starts over too.
+	g.Expect(w.next(Observation{Now: t0.Add(73 * time.Second)}).Status.StepServedAt).NotTo(BeNil())
+	w.policy.Status.Steps[0].Consumers[0].Serving = ""
+	w.store()
+	r = w.next(Observation{Now: t0.Add(74 * time.Second), Serving: map[string]string{"a": "", "b": w.rev("green"), "c": w.rev("green")},
+		Unread: map[string]bool{"a": true}})
+	g.Expect(r.Status.StepServedAt).To(BeNil())
 }
 
 // TestNextActsOnceOnPromoteAndAbort: a promotion or an abort names the
