@@ -64,6 +64,16 @@ SDKCLIENT_STAMP := $(BIN)/.sdkclient-$(OPENFEATURE_SDK_VERSION)-$(FLAGD_PROVIDER
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus/prometheus" {print $$3}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/prometheus/prometheus" {split(substr($$3, 4), v, "."); printf "%d.%d.%s", substr(v[1], 1, 1), substr(v[1], 2), v[2]}' hack/tools/prometheus/go.mod)
 PROMETHEUS_STAMP := $(BIN)/.prometheus-$(PROMETHEUS_MODULE_VERSION)
+# chainsaw, the runner of OFO's suite (make conformance), at the version
+# OFO's CI installs; defined before make test, which names it as a
+# prerequisite (a variable defined after a rule is empty in its
+# prerequisites).
+# v0.2.12 does not compile with Go 1.26 (testing.testDeps gained a method):
+# it is built with the Go toolchain its module was written for, which the
+# go command downloads from the module proxy.
+CHAINSAW_VERSION := v0.2.12
+CHAINSAW_GO := go1.24.6
+CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
 
 # Tests find the control plane through envtest's variable.
 export KUBEBUILDER_ASSETS := $(BIN)
@@ -608,13 +618,6 @@ $(NGINX_STAMP): | realnode-packages
 
 ##@ Conformance: the OpenFeature Operator's own e2e suite, from its module
 
-# chainsaw, the runner of OFO's suite, at the version OFO's CI installs.
-# v0.2.12 does not compile with Go 1.26 (testing.testDeps gained a method):
-# it is built with the Go toolchain its module was written for, which the
-# go command downloads from the module proxy.
-CHAINSAW_VERSION := v0.2.12
-CHAINSAW_GO := go1.24.6
-CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
 OFO_DIR ?=
 OFO_VERSION ?= v0.9.2
 # Deployments of one pod that make bench-ofo creates under each operator.

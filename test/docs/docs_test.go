@@ -196,7 +196,10 @@ var _ = Describe("The docs", func() {
 	// The commands above run make as make -n, with bin/ a link to the
 	// project's: a recipe that make runs even under -n (one that calls
 	// $(MAKE)) must not write there, where a make test may be running.
-	It("name Make targets whose dry runs write nothing", func(ctx SpecContext) {
+	// And no variable is used before it is defined: in a rule's
+	// prerequisites it is then empty, and what it names is not built (make
+	// test's chainsaw was not, on a fresh machine).
+	It("name Make targets whose dry runs write nothing and use only defined variables", func(ctx SpecContext) {
 		dir := GinkgoT().TempDir()
 		entries, err := os.ReadDir(env.root)
 		Expect(err).NotTo(HaveOccurred())
@@ -206,10 +209,13 @@ var _ = Describe("The docs", func() {
 			}
 		}
 		Expect(os.Mkdir(filepath.Join(dir, "bin"), 0o755)).To(Succeed())
-		cmd := exec.CommandContext(ctx, "make", append([]string{"-n"}, docMakeTargets...)...)
+		cmd := exec.CommandContext(ctx, "make", append([]string{"-n", "--warn-undefined-variables"}, docMakeTargets...)...)
 		cmd.Dir, cmd.Env = dir, env.environ(false)
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "make -n %s:\n%s", strings.Join(docMakeTargets, " "), out)
+		for _, line := range strings.Split(string(out), "\n") {
+			Expect(line).NotTo(ContainSubstring("undefined variable"))
+		}
 		written, err := os.ReadDir(filepath.Join(dir, "bin"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(written).To(BeEmpty(), "make -n %s wrote into bin/", strings.Join(docMakeTargets, " "))
