@@ -269,7 +269,8 @@ func (p *Prober) dispatch() {
 			st.queued, st.inFlight = false, true
 			p.inFlight++
 			p.running[ns]++
-			go p.read(st)
+			// The address as of now: Want may give another meanwhile.
+			go p.read(st, st.pod.Address)
 			started = true
 			break
 		}
@@ -282,8 +283,8 @@ func (p *Prober) dispatch() {
 // read reads one pod and keeps what it found; a changed answer is told to
 // the flag sets that wanted it, an unchanged one is read again later while
 // they still want it.
-func (p *Prober) read(st *podState) {
-	served, err := p.Read(p.base, st.pod.Address)
+func (p *Prober) read(st *podState, address string) {
+	served, err := p.Read(p.base, address)
 	now := p.Now()
 	r := &Reading{Served: served, At: now}
 	if err != nil {

@@ -118,6 +118,35 @@ func TestProberReadsOnlyWhatIsWanted(t *testing.T) {
 	}
 }
 
+// A pod's address given again while it is read (a pod's IP is set once it
+// runs): the read in flight keeps the address it started with, and a read
+// wanted after it takes the new one. Under the race detector (make
+// test-unit), this failed while the read took the address from the pod's
+// state without the lock that Want writes it under.
+func TestProberTakesANewAddressWhileReading(t *testing.T) {
+	f := newFakeFlagds()
+	f.set("old:8015", "r1")
+	f.set("new:8015", "r2")
+	p := newProber(f, make(chan []topology.Key, 8))
+	p.Start(t.Context())
+	moved := Pod{UID: "a", Namespace: "ns", Address: "new:8015"}
+	p.Want(Pod{UID: "a", Namespace: "ns", Address: "old:8015"}, ff, time.Time{})
+	p.Want(moved, ff, time.Time{})
+	waitReading(t, p, "a", func(Reading) bool { return true })
+	// Wanted again, as the Confirmer does until the pod confirms.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		p.Want(moved, ff, time.Time{})
+		if r, _ := p.Reading("a"); r.Err == "" {
+			if ok, _ := r.Served.Confirm("ns/ff", "r2", 1); ok {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("pod a was not read at its new address; reads: old %d, new %d", f.count("old:8015"), f.count("new:8015"))
+}
+
 // A pod whose answer stays the same is read again while it is wanted, ever
 // less often; once its answer changes, it is told.
 func TestProberBacksOffOnTheSameAnswer(t *testing.T) {
