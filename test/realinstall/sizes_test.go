@@ -37,7 +37,7 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 		kube := app(ns, "kube", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "kube"})
 		kube.Spec.Template.Spec.ServiceAccountName = "kube"
 		created := time.Now()
-		createStarved(ctx, ff)
+		create(ctx, ff)
 		create(ctx,
 			// The flagd-proxy sidecar serves it within the default 64M when
 			// run alone; in one run of the whole suite, two packages at a
