@@ -85,6 +85,10 @@ func app(ns, name string, podAnnotations map[string]string) *appsv1.Deployment {
 // setVariant sets the flag's default variant, as a user's edit would.
 func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 	GinkgoHelper()
+	// Read, change, write: refused with a conflict when the manager wrote
+	// the status in between, as it does while the pods confirm the last
+	// edit. With both cores busy, the suite's default of 1 s once passed
+	// with every try refused; a user's edit tries again too.
 	Eventually(func() error {
 		var cur v1beta1.FeatureFlag
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), &cur); err != nil {
@@ -94,7 +98,7 @@ func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 		f.DefaultVariant = variant
 		cur.Spec.FlagSpec.Flags[flagKey] = f
 		return k8s.Update(ctx, &cur)
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // readyPod waits for the one pod of app that the kubelet reports Ready with
