@@ -51,7 +51,7 @@ var _ = Describe("delivery figures on a real kubelet", Label("bench"), func() {
 			create(ctx, flagSets[p], fixtures.Source(ns, name, []v1beta1.Source{{Source: "flags-" + name, Provider: p}}), d)
 		}
 		for _, p := range providers {
-			pods[p] = readyPod(ctx, ns, strings.ReplaceAll(string(p), "-", ""))
+			pods[p] = injectedPod(ctx, ns, strings.ReplaceAll(string(p), "-", ""))
 		}
 		ws := make([]watched, len(providers))
 		for i, p := range providers {
@@ -105,7 +105,7 @@ var _ = Describe("delivery figures on a real kubelet", Label("bench"), func() {
 		ff := revisionFlagSet(ns, "flags")
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{{Source: "flags", Provider: v1beta1.SyncProviderFile}}),
 			app(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		policy := &deliveryv1alpha1.FeatureFlagRolloutPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flags"},
 			Spec: deliveryv1alpha1.FeatureFlagRolloutPolicySpec{

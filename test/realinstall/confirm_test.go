@@ -109,7 +109,7 @@ var _ = Describe("confirmed delivery on a real node", func() {
 				app(ns, "web-"+string(r.provider), map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: src}))
 		}
 		for _, r := range readers {
-			r.pod = readyPod(ctx, ns, "web-"+string(r.provider))
+			r.pod = injectedPod(ctx, ns, "web-"+string(r.provider))
 		}
 		ws := make([]watched, len(readers))
 		for i, r := range readers {

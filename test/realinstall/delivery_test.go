@@ -30,7 +30,7 @@ var _ = Describe("delivery on a real node", func() {
 		ns := newNamespace(ctx, "file")
 		ff := fixtures.FlagSet(ns, "checkout", "off")
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("checkout")}), app(ns, "web", optedIn))
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		cm := topology.ConfigMapName(topology.FlagSetKey(ns, "checkout"))
 		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", cm)))
 		addr := flagdAddr(pod)
@@ -58,7 +58,7 @@ var _ = Describe("delivery on a real node", func() {
 		web.Spec.Template.Spec.ServiceAccountName = "web"
 		create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, ff,
 			fixtures.Source(ns, "src", []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderKubernetes}}), web)
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		addr := flagdAddr(pod)
 		serves(addr, "off")
 		sa := "system:serviceaccount:" + ns + ":web"
@@ -86,7 +86,7 @@ var _ = Describe("delivery on a real node", func() {
 		ff := fixtures.FlagSet(ns, "checkout", "off")
 		web := app(ns, "web", optedIn)
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderFlagdProxy}}), web)
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		Expect(sidecarArgs(pod)).To(ContainElement(ContainSubstring("flagplane-sync."+systemNS+".svc")), "flagd is sent to the Service by name")
 		addr := flagdAddr(pod)
 		serves(addr, "off")
@@ -124,7 +124,7 @@ var _ = Describe("delivery on a real node", func() {
 
 		Eventually(logsOf(ns, "curl", "client")).WithTimeout(podReadyTimeout).WithPolling(time.Second).
 			Should(WithTransform(lastEvaluation, Equal(evaluated("off"))), func() string { return podReport(ctx, ns) })
-		sdkPod := readyPod(ctx, ns, "sdk")
+		sdkPod := injectedPod(ctx, ns, "sdk")
 		Expect(sdkPod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "FLAGD_HOST", Value: host}))
 		Eventually(logsOf(ns, sdkPod.Name, "app")).WithTimeout(deliveryTimeout).Should(WithTransform(lastEvaluation, Equal(evaluated("off"))))
 

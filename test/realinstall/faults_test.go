@@ -147,7 +147,7 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 				app(ns, name, map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: name}))
 		}
 		for name := range sources {
-			readyPod(ctx, ns, name)
+			injectedPod(ctx, ns, name)
 		}
 		w = watchRevisions(ns)
 		DeferCleanup(func() {
@@ -189,7 +189,7 @@ var _ = Describe("upgrades and faults on a real node", Ordered, func() {
 
 	It("helm upgrade to a new image while opted-in pods are created continuously: every pod is admitted with flagd, none refused", func(ctx SpecContext) {
 		// Pods of the file workload's ReplicaSet, as its controller creates them.
-		owner := readyPod(ctx, ns, "file")
+		owner := injectedPod(ctx, ns, "file")
 		stop := make(chan struct{})
 		var created, injected, refused, bare atomic.Int64
 		var failures, bareOnes sync.Map

@@ -22,6 +22,7 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/flagdapi"
 	"github.com/flagplane/flagplane/test/realnode"
+	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // Bounds of the waits: a 2-core machine running a node, a control plane
@@ -101,8 +102,22 @@ func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
+// injectedPod waits for the one pod of app that the kubelet reports Ready
+// and that flagplane's webhook injected. A pod admitted before the
+// manager's graph had its source (the two created together, and the
+// manager behind its informers, as on a busy machine) is Ready with
+// nothing injected until the healer's restart replaces it. Its address
+// refuses flagd's port, then, once the pod is gone, answers nothing: a
+// wait on it ends in "awaiting headers", as a wait in the staged
+// rollout's setup did for 120 s in one run of make test.
+func injectedPod(ctx context.Context, ns, app string, also ...types.GomegaMatcher) *corev1.Pod {
+	GinkgoHelper()
+	return readyPod(ctx, ns, app, append([]types.GomegaMatcher{
+		HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection))}, also...)...)
+}
+
 // readyPod waits for the one pod of app that the kubelet reports Ready with
-// every container running.
+// every container running, injected or not.
 func readyPod(ctx context.Context, ns, app string, also ...types.GomegaMatcher) *corev1.Pod {
 	GinkgoHelper()
 	var pod corev1.Pod

@@ -97,7 +97,7 @@ var _ = Describe("the chart installed on a real node", Ordered, func() {
 		ff := fixtures.FlagSet(ns, "flags", "off")
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("flags")}),
 			app(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		Expect(pod.Spec.InitContainers).To(ContainElement(And(HaveField("Name", "flagd"), HaveField("RestartPolicy", ptr.To(corev1.ContainerRestartPolicyAlways)))),
 			"flagd injected as a native sidecar, and run by the kubelet")
 	})
@@ -138,7 +138,7 @@ var _ = Describe("the managers' logs on a real node", func() {
 		flagd.Spec.FeatureFlagSource = "src"
 		before := conflictsLogged()
 		create(ctx, ff, src, flagd, app(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
-		readyPod(ctx, ns, "web")
+		injectedPod(ctx, ns, "web")
 		for i, variant := range []string{"on", "off", "on", "off", "on"} {
 			setVariant(ctx, ff, variant)
 			Eventually(func(g Gomega) {
@@ -167,7 +167,7 @@ var _ = Describe("a workload applied before its source, on a real node", func() 
 		Expect(first.Spec.InitContainers).To(BeEmpty(), "nothing targets it yet")
 		create(ctx, fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("checkout")}, fixtures.Targeting("Deployment", "web")))
 		Eventually(func(g Gomega) {
-			pod := readyPod(ctx, ns, "web")
+			pod := injectedPod(ctx, ns, "web")
 			g.Expect(pod.Name).NotTo(Equal(first.Name), "the workload was rolled")
 			g.Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", "flagd")))
 		}).WithTimeout(podReadyTimeout).Should(Succeed())

@@ -17,7 +17,6 @@ import (
 	"github.com/flagplane/flagplane/test/fixtures"
 	"github.com/flagplane/flagplane/test/realnode"
 	"github.com/flagplane/flagplane/topology"
-	"github.com/flagplane/flagplane/workflows/restarts"
 )
 
 // A second language: an application in JavaScript with the OpenFeature
@@ -39,10 +38,7 @@ var _ = Describe("JavaScript: the OpenFeature JS SDK on a real node, configured 
 		ff := fixtures.FlagSet(ns, "checkout", "off")
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{{Source: "checkout", Provider: v1beta1.SyncProviderFlagdProxy}}),
 			jsApp(ns, "web", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationFeatureFlagSource: "src"}))
-		// The pod flagplane injected: one admitted before its graph had the
-		// source (created together) is Ready, with nothing injected, until
-		// the healer's restart replaces it.
-		pod := readyPod(ctx, ns, "web", HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection)))
+		pod := injectedPod(ctx, ns, "web")
 		Expect(pod.Spec.Containers[0].Env).To(And(
 			ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "rpc"}),
 			ContainElement(corev1.EnvVar{Name: "FLAGD_PORT", Value: "8013"}),
@@ -80,7 +76,7 @@ var _ = Describe("JavaScript: the OpenFeature JS SDK on a real node, configured 
 		ipc.Spec.Host, ipc.Spec.Port = host, 8015
 		create(ctx, ff, fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef("checkout")}), flagd, ipc,
 			jsApp(ns, "sdk", map[string]string{v1beta1.AnnotationEnabled: "true", v1beta1.AnnotationInProcessConfiguration: "sdk"}))
-		pod := readyPod(ctx, ns, "sdk")
+		pod := injectedPod(ctx, ns, "sdk")
 		Expect(pod.Spec.Containers[0].Env).To(And(
 			ContainElement(corev1.EnvVar{Name: "FLAGD_RESOLVER", Value: "in-process"}),
 			ContainElement(corev1.EnvVar{Name: "FLAGD_HOST", Value: host}),

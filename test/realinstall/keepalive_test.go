@@ -37,7 +37,7 @@ var _ = Describe("the OpenFeature Operator v0.9.3's keepalive fields on a real n
 		Expect(stored.Spec.KeepAliveMinTime).To(Equal(&metav1.Duration{Duration: 45 * time.Second}))
 		Expect(stored.Spec.KeepAlivePermitWithoutStream).To(Equal(ptr.To(false)))
 
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		var sidecar *corev1.Container
 		for i := range pod.Spec.InitContainers {
 			if pod.Spec.InitContainers[i].Name == injection.SidecarName {

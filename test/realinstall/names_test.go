@@ -45,7 +45,7 @@ var _ = Describe("names at their limits on a real node", func() {
 				src.Status.Conditions, fixtures.Events(ctx, k8s, ns))
 		})
 
-		pod := readyPod(ctx, ns, "web")
+		pod := injectedPod(ctx, ns, "web")
 		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", topology.ConfigMapName(f))))
 		Expect(sidecarArgs(pod)).To(ContainElement(ContainSubstring(`"uri":"` + injection.FlagFilePath(f) + `"`)))
 		addr := flagdAddr(pod)

@@ -108,7 +108,7 @@ func newStagedFlag(ctx context.Context) *stagedFlag {
 			fixtures.Source(ns, "src", []v1beta1.Source{fixtures.FileRef(s.flags + "/checkout")}), app(ns, "web", optedIn))
 	}
 	for _, ns := range []string{s.canary, s.rest} {
-		s.addrs[ns] = flagdAddr(readyPod(ctx, ns, "web"))
+		s.addrs[ns] = flagdAddr(injectedPod(ctx, ns, "web"))
 		serves(s.addrs[ns], "off")
 	}
 	return s

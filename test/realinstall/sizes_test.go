@@ -41,9 +41,10 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 		create(ctx,
 			// The flagd-proxy sidecar serves it within the default 64M when
 			// run alone; in one run of the whole suite, two packages at a
-			// time on two cores, its flagd refused connections for two
-			// minutes after the pod was Ready (the cause was not recorded:
-			// the wait now reports the pods and events). It gets 128M.
+			// time on two cores, "its flagd" refused connections for two
+			// minutes after the pod was Ready. That was likely a pod
+			// admitted before the manager had the source, with no flagd
+			// (injectedPod now waits past it); it keeps 128M to spare.
 			fixtures.Source(ns, "src", []v1beta1.Source{{Source: "big", Provider: v1beta1.SyncProviderFlagdProxy}},
 				func(s *v1beta1.FeatureFlagSource) {
 					s.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128M")}
@@ -60,7 +61,7 @@ var _ = Describe("a flag set larger than a ConfigMap on a real node", func() {
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kube"}}, proxy, kube)
 
 		for _, name := range []string{"proxy", "kube"} {
-			pod := readyPod(ctx, ns, name)
+			pod := injectedPod(ctx, ns, name)
 			Eventually(resolveKey(flagdAddr(pod), largeFlagKey(2499))).WithTimeout(deliveryTimeout).WithPolling(poll).
 				Should(Equal(evaluated("on")), func() string { return name + "\n" + podReport(ctx, ns) })
 			AddReportEntry(name+": create to the last flag served", fmtDuration(time.Since(created)))
