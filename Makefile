@@ -272,14 +272,19 @@ DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 test: verify-generated vet lint controlplane test-chart argocd-health realnode prometheus $(CHAINSAW) ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
 ifneq ($(DRY_RUN),)
 	$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
+	$(MAKE) --no-print-directory test-integration-late MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 	$(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 else
-	@{ $(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,conformance); exit 1; }; } > $(TEST_LOG)-conformance.log 2>&1 & conformance=$$!; \
+	@{ r=0; { $(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,conformance); false; }; } > $(TEST_LOG)-conformance.log 2>&1 || r=1; \
+	  { $(MAKE) --no-print-directory test-integration-late MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-integration-late); false; }; } > $(TEST_LOG)-integration-late.log 2>&1 || r=$$((r + 2)); \
+	  exit $$r; } & later=$$!; \
 	{ $(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-unit fuzz-short); exit 1; }; } > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
 	failed=; $(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-integration); failed=test-integration; }; \
 	wait $$unit || failed="$$failed unit"; echo ">> make test-unit fuzz-short, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
-	wait $$conformance || failed="$$failed conformance"; echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
+	wait $$later; r=$$?; [ $$((r & 1)) -eq 0 ] || failed="$$failed conformance"; [ $$((r & 2)) -eq 0 ] || failed="$$failed integration-late"; \
+	echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
+	echo ">> make test-integration-late, run after it:"; cat $(TEST_LOG)-integration-late.log; \
 	$(TESTTIMES) print -file $(TEST_TIMES); \
 	[ -z "$$failed" ] && exit 0; echo ">> make test failed in: $$failed"; \
 	for f in $$failed; do [ -f $(TEST_LOG)-$$f.log ] || continue; \
@@ -288,12 +293,16 @@ else
 endif
 
 # make test runs its steps side by side, each printing its output once it
-# is done, but the integration tests': the integration tests (about 15
+# is done, but the integration tests': the integration tests (about 11
 # minutes on 2 cores); the unit tests and then the fuzz (4 minutes of
 # both cores alone), which fill the time the integration suites spend
 # waiting on what they drive; and OFO's suite (make conformance), which
 # spends most of its 6 minutes waiting, on chainsaw's timeouts where
-# flagplane differs on purpose, at a tenth of a core. MAKE_TEST tells the
+# flagplane differs on purpose, at a tenth of a core, followed by the
+# integration suites of INTEGRATION_LATE, which the integration tests
+# then leave out: when OFO's suite is done, what it leaves of the cores
+# runs them, rather than the integration tests after their other
+# suites, two at a time, on cores that are by then mostly idle. MAKE_TEST tells the
 # steps that make test built what they need (the manager's image among
 # it, which two makes would write at once) and prints the table itself.
 # A step that fails is marked so in TEST_TIMES when it fails (its step of
@@ -328,7 +337,7 @@ $(TESTTIMES): $(wildcard hack/testtimes/*.go)
 step-start = @$(TESTTIMES) mark -file $(TEST_TIMES) $@ start
 define step-end
 @$(TESTTIMES) mark -file $(TEST_TIMES) $@ end
-$(if $(MAKE_TEST),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
+$(if $(MAKE_TEST),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration test-integration-late,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
 endef
 TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
 
@@ -377,7 +386,14 @@ PLAIN_TESTS := ./test/image ./test/realnode
 # first, so that none starts last and runs alone while the other core
 # idles; go test drops a package given twice.
 UNIT_FIRST := ./webhooks ./topology ./test/admissionfuzz ./workflows ./syncserver ./controllers
-INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/flagd ./test/security
+INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/e2e ./test/counts ./test/history ./test/flagd ./test/security
+# The suites make test runs after OFO's suite, one at a time, rather than
+# in the integration tests (above); make test-integration alone runs them
+# with the others.
+INTEGRATION_LATE := ./test/fleet ./test/install
+# What the integration tests leave out: the suites that go tests of their
+# own run.
+NOT_IN_SUITES = $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS) $(if $(MAKE_TEST),$(INTEGRATION_LATE))
 # The packages of $(1) that exist and have tests.
 with-tests = $(foreach p,$(1),$(if $(wildcard $(p)/*_test.go),$(p)))
 
@@ -405,12 +421,18 @@ test-integration: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realn
 .PHONY: integration-race integration-plain integration-suites
 integration-suites:
 	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) \
-	  $(call with-tests,$(filter-out $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),$(INTEGRATION_FIRST))) \
-	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
+	  $(call with-tests,$(filter-out $(NOT_IN_SUITES),$(INTEGRATION_FIRST))) \
+	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(NOT_IN_SUITES),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
 integration-race:
 	go test -json -race -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
 integration-plain:
 	go test -json $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
+
+.PHONY: test-integration-late
+test-integration-late: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realnode prometheus) ## The integration suites of INTEGRATION_LATE, one at a time: make test runs them after OFO's suite, and leaves them out of its make test-integration.
+	$(step-start)
+	go test -json $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_LATE) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:late
+	$(step-end)
 
 .PHONY: health-testdata
 health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state, and check them with both runners.
