@@ -100,8 +100,8 @@ func judge(t testing.TB, path string, h admission.Handler, req admission.Request
 	var resp admission.Response
 	served := loggedDecisions{h}
 	d := admissionTimings.Time(path, input, func() { resp = served.Handle(discardDecisions(), req) })
-	if d > admissionfuzz.Timeout && !admissionfuzz.RaceDetector {
-		t.Errorf("%s answered in %v, more than the webhook timeout %v: %s", path, d, admissionfuzz.Timeout, input)
+	if d.Over() && !admissionfuzz.RaceDetector {
+		t.Errorf("%s answered in %v, more CPU time than the webhook timeout %v: %s", path, d, admissionfuzz.Timeout, input)
 	}
 	if err := admissionfuzz.Response(resp.AdmissionResponse); err != nil {
 		t.Errorf("%s: an unclear answer: %v\ninput: %s", path, err, input)

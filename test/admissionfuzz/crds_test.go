@@ -71,8 +71,9 @@ func admit(t testing.TB, c *CRD, raw []byte) Admission {
 	t.Helper()
 	var a Admission
 	d := crdTimings.Time(c.GVK.Kind+" (API server)", Describe(t.Name(), raw), func() { a = c.Create(context.Background(), "shop", raw) })
-	if d > Timeout && !RaceDetector {
-		t.Errorf("the API server's admission of a %s took %v, more than %v", c.GVK.Kind, d, Timeout)
+	// The API server's work is another process's: its wall time is the measure.
+	if d.Wall > Timeout && !RaceDetector {
+		t.Errorf("the API server's admission of a %s took %v, more than %v", c.GVK.Kind, d.Wall, Timeout)
 	}
 	if err := FieldErrors(a.Invalid); err != nil {
 		t.Errorf("%v\ninput: %.300q", err, raw)
@@ -252,7 +253,7 @@ func FuzzFlagdCRD(f *testing.F) {
 			st := flagds.DesiredStatus(fd, objs, flagds.Children{})
 			conditionsFit(t, "Flagd", st.Conditions)
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("flagds took %v on an admitted Flagd", d)
 		}
 	})
@@ -328,7 +329,7 @@ func FuzzSourcePolicyCRD(f *testing.F) {
 				}
 			}
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("a policy's status and sidecars took %v", d)
 		}
 	})
@@ -556,7 +557,7 @@ func FuzzRolloutPolicyCRD(f *testing.F) {
 			d := crdTimings.Time("FeatureFlagRolloutPolicy (ValidateRolloutPolicy)", Describe(t.Name(), []byte(raw)), func() {
 				resp = v.Handle(context.Background(), req)
 			})
-			if d > Timeout && !RaceDetector {
+			if d.Over() && !RaceDetector {
 				t.Errorf("the webhook took %v on an admitted policy", d)
 			}
 			if err := Response(resp.AdmissionResponse); err != nil {
@@ -578,7 +579,7 @@ func FuzzRolloutPolicyCRD(f *testing.F) {
 				rolloutStatusFits(t, st)
 			}
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("a policy's plan and status took %v", d)
 		}
 	})
@@ -678,7 +679,7 @@ func TestAdmittedExtremes(t *testing.T) {
 			objs := flagds.Desired(topo.Snapshot(), topology.FlagdKey(fd.Namespace, fd.Name), flagds.DefaultOptions())
 			st = flagds.DesiredStatus(fd, objs, flagds.Children{})
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("flagds took %v", d)
 		}
 		conditionsFit(t, "Flagd", st.Conditions)
@@ -726,7 +727,7 @@ func TestAdmittedExtremes(t *testing.T) {
 		d := crdTimings.Time("FeatureFlagRolloutPolicy (ValidateRolloutPolicy)", Describe(t.Name(), raw), func() {
 			resp = (&webhooks.RolloutPolicyValidator{Graph: builtGraph{topo}, PrometheusGates: true}).Handle(context.Background(), req)
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("the webhook took %v", d)
 		}
 		if !resp.Allowed {
@@ -739,7 +740,7 @@ func TestAdmittedExtremes(t *testing.T) {
 			plan := topo.Snapshot().RolloutPlan(topology.FlagSetKey("shop", "flags"))
 			rolloutStatusFits(t, staging.Next(p, plan, staging.Observation{Now: time.Now(), PrometheusGates: true}).Status)
 		})
-		if d > Timeout && !RaceDetector {
+		if d.Over() && !RaceDetector {
 			t.Errorf("the plan and status took %v", d)
 		}
 	})
