@@ -293,7 +293,7 @@ else
 endif
 
 # make test runs its steps side by side, each printing its output once it
-# is done, but the integration tests': the integration tests (about 11
+# is done, but the integration tests': the integration tests (about 14
 # minutes on 2 cores); the unit tests and then the fuzz (4 minutes of
 # both cores alone), which fill the time the integration suites spend
 # waiting on what they drive; and OFO's suite (make conformance), which
@@ -390,7 +390,7 @@ INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/e2e .
 # The suites make test runs after OFO's suite, one at a time, rather than
 # in the integration tests (above); make test-integration alone runs them
 # with the others.
-INTEGRATION_LATE := ./test/fleet ./test/install
+INTEGRATION_LATE := ./test/fleet ./test/install ./test/flagd
 # What the integration tests leave out: the suites that go tests of their
 # own run.
 NOT_IN_SUITES = $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS) $(if $(MAKE_TEST),$(INTEGRATION_LATE))
