@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -443,8 +444,20 @@ func (c *Cluster) nodeReady(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// nodeCPUShares is the CPU weight of the node's cgroup, which holds its
+// Pods: that of 8 busy processes of the host. The host's own processes
+// each weigh 1,024 beside it (the kernel's default, which a new cgroup
+// also gets), and make test keeps about 8 runnable at a time on 2 cores
+// (vmstat's median r; 20 at its 90th percentile). At the default, all of
+// the node's Pods together got one such process's share: the manager's
+// webhook, which judges a flag set of a megabyte in 80 ms of CPU time,
+// did not answer within its 5 s three times in a row. A machine that runs
+// a node gives its Pods its cores; this is the share that stands for them.
+const nodeCPUShares = 8 * 1024
+
 // makeCgroupRoot creates the node's cgroup in every hierarchy: the kubelet
-// puts its Pods under it (cgroupRoot) and requires it to exist.
+// puts its Pods under it (cgroupRoot) and requires it to exist. In the cpu
+// hierarchy it weighs nodeCPUShares.
 func (c *Cluster) makeCgroupRoot() error {
 	hierarchies, err := filepath.Glob("/sys/fs/cgroup/*/cgroup.procs")
 	if err != nil {
@@ -465,6 +478,11 @@ func (c *Cluster) makeCgroupRoot() error {
 				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
 					return fmt.Errorf("writing %s of %s: %w", f, dir, err)
 				}
+			}
+		}
+		if shares := filepath.Join(dir, "cpu.shares"); fileExists(shares) {
+			if err := os.WriteFile(shares, []byte(strconv.Itoa(nodeCPUShares)), 0o644); err != nil {
+				return fmt.Errorf("writing cpu.shares of %s: %w", dir, err)
 			}
 		}
 	}

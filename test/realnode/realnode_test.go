@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,6 +80,14 @@ func TestNode(t *testing.T) {
 	}
 	g.Eventually(func() (string, error) { return c.Kubectl("logs", "client") }).WithTimeout(3 * time.Minute).
 		Should(ContainSubstring("hello-from-the-node"))
+
+	// The kubelet runs the Pods under the node's cgroup, which the kernel
+	// weighs as nodeCPUShares against the host's processes.
+	g.Expect(os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", s.CgroupRoot(), "cpu.shares"))).
+		To(WithTransform(func(b []byte) string { return strings.TrimSpace(string(b)) }, Equal(strconv.Itoa(nodeCPUShares))))
+	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(server), server)).To(Succeed())
+	g.Expect(filepath.Glob(filepath.Join("/sys/fs/cgroup/cpu", s.CgroupRoot(), "kubepods", "*", "pod"+string(server.UID)))).
+		To(HaveLen(1), "the server Pod's cgroup, under the node's")
 
 	// nginx (its image's command, the configuration mounted over
 	// /etc/nginx) proxies to a sidecar on 127.0.0.1:8013; curl's image runs
