@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/flagplane/flagplane/test/admissionfuzz"
 	"github.com/flagplane/flagplane/topology"
 	"github.com/flagplane/flagplane/workflows"
+	"github.com/flagplane/flagplane/workflows/flagsets"
 	"github.com/flagplane/flagplane/workflows/injection"
 	"github.com/flagplane/flagplane/workflows/restarts"
 )
@@ -263,4 +266,68 @@ func BenchmarkValidatorBlastRadius(b *testing.B) {
 			b.ReportMetric(1000*float64(gcs)/float64(len(took)), "gc/1k-req")
 		})
 	}
+}
+
+// BenchmarkConcurrentRuleBoundAdmissions is what n FeatureFlag admissions
+// at once cost the manager when each is the flag set of rules at the
+// 50,000-value bound, 64 deep (373 KB; see TestAdmissionExtremes): the
+// slowest answer, the CPU time and the most memory the process held from
+// the system meanwhile. The webhooks take such admissions with no bound
+// on how many run at once, and the chart gives the manager 512Mi. One at
+// a time is the baseline of the same run.
+func BenchmarkConcurrentRuleBoundAdmissions(b *testing.B) {
+	validator := flagSetValidators(b)[0]
+	req := fuzzRequest("FeatureFlag", flagSetAtValues(flagsets.MaxRuleDepth, flagsets.MaxRuleValues), "", false)
+	for _, n := range []int{1, 4, 8} {
+		b.Run(fmt.Sprintf("at-once=%d", n), func(b *testing.B) {
+			var slowest time.Duration
+			var peak uint64
+			var cpu time.Duration
+			for range b.N {
+				goruntime.GC()
+				stop := watchMemory(&peak)
+				cost := admissionfuzz.Measure(func() {
+					var wg sync.WaitGroup
+					answers := make([]time.Duration, n)
+					for i := range n {
+						wg.Go(func() {
+							start := time.Now()
+							if resp := validator.Handle(context.Background(), req); !resp.Allowed {
+								b.Errorf("refused: %v", resp.Result)
+							}
+							answers[i] = time.Since(start)
+						})
+					}
+					wg.Wait()
+					slowest = max(slowest, slices.Max(answers))
+				})
+				stop()
+				cpu += cost.CPU
+			}
+			b.ReportMetric(float64(slowest.Milliseconds()), "slowest-ms")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(peak>>20), "peak-MiB")
+		})
+	}
+}
+
+// watchMemory samples the memory the process holds from the system every
+// 20 ms into peak, the largest seen, until the function it returns is
+// called.
+func watchMemory(peak *uint64) (stop func()) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			metrics.Read(sample)
+			*peak = max(*peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }

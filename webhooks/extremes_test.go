@@ -39,15 +39,21 @@ func unread(flagSpec string) string { return namedFlagSetJSON("unread", flagSpec
 // ruleChain is a rule of n "!" operators: n+1 values, n levels deep.
 func ruleChain(n int) string { return strings.Repeat(`{"!":`, n) + "true" + strings.Repeat("}", n) }
 
+// okFlag is a boolean flag's JSON without its closing brace.
+const okFlag = `{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"`
+
+// flagSetAtValues is a FeatureFlag of flags of the same rule, depth deep,
+// whose values add up to values, in a flag set no source reads: no
+// provider limits its size.
+func flagSetAtValues(depth, values int) string {
+	return unread(manyFlags(values/(depth+1), okFlag+`,"targeting":`+ruleChain(depth)+`}`))
+}
+
 // flagSetExtremes are the FeatureFlags at the limits.
 func flagSetExtremes() []extreme {
-	ok := `{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"`
+	ok := okFlag
 	withRule := func(rule string) string { return ok + `,"targeting":` + rule + `}` }
-	// Flags of the same rule whose values add up to values, in a flag set
-	// no source reads: no provider limits its size.
-	atValues := func(depth, values int) string {
-		return unread(manyFlags(values/(depth+1), withRule(ruleChain(depth))))
-	}
+	atValues := flagSetAtValues
 	// As many flags of body as fit a request, in a flag set no source reads.
 	fill := func(body string) string {
 		entry := len(`"f00000":`) + len(body) + 1
