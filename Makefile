@@ -299,10 +299,9 @@ endif
 # waiting on what they drive; and OFO's suite (make conformance), which
 # spends most of its 6 minutes waiting, on chainsaw's timeouts where
 # flagplane differs on purpose, at a tenth of a core, followed by the
-# integration suites of INTEGRATION_LATE, which the integration tests
-# then leave out: when OFO's suite is done, what it leaves of the cores
-# runs them, rather than the integration tests after their other
-# suites, two at a time, on cores that are by then mostly idle. MAKE_TEST tells the
+# suites of INTEGRATION_LATE, which the integration tests then leave out:
+# they run beside the integration tests from the end of OFO's suite,
+# rather than after them on cores by then mostly idle. MAKE_TEST tells the
 # steps that make test built what they need (the manager's image among
 # it, which two makes would write at once) and prints the table itself.
 # A step that fails is marked so in TEST_TIMES when it fails (its step of

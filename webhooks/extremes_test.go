@@ -42,17 +42,19 @@ func ruleChain(n int) string { return strings.Repeat(`{"!":`, n) + "true" + stri
 // okFlag is a boolean flag's JSON without its closing brace.
 const okFlag = `{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"on"`
 
+// withRule is a boolean flag with the targeting rule.
+func withRule(rule string) string { return okFlag + `,"targeting":` + rule + `}` }
+
 // flagSetAtValues is a FeatureFlag of flags of the same rule, depth deep,
 // whose values add up to values, in a flag set no source reads: no
 // provider limits its size.
 func flagSetAtValues(depth, values int) string {
-	return unread(manyFlags(values/(depth+1), okFlag+`,"targeting":`+ruleChain(depth)+`}`))
+	return unread(manyFlags(values/(depth+1), withRule(ruleChain(depth))))
 }
 
 // flagSetExtremes are the FeatureFlags at the limits.
 func flagSetExtremes() []extreme {
 	ok := okFlag
-	withRule := func(rule string) string { return ok + `,"targeting":` + rule + `}` }
 	atValues := flagSetAtValues
 	// As many flags of body as fit a request, in a flag set no source reads.
 	fill := func(body string) string {

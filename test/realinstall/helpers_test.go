@@ -117,8 +117,9 @@ func setVariant(ctx context.Context, ff *v1beta1.FeatureFlag, variant string) {
 // manager behind its informers, as on a busy machine) is Ready with
 // nothing injected until the healer's restart replaces it. Its address
 // refuses flagd's port, then, once the pod is gone, answers nothing: a
-// wait on it ends in "awaiting headers", as a wait in the staged
-// rollout's setup did for 120 s in one run of make test.
+// wait on it ends in "awaiting headers". That is the likely cause of 120 s
+// of it in the staged rollout's setup in one run of make test, which kept
+// no list of the pods to show it.
 func injectedPod(ctx context.Context, ns, app string, also ...types.GomegaMatcher) *corev1.Pod {
 	GinkgoHelper()
 	return readyPod(ctx, ns, app, append([]types.GomegaMatcher{

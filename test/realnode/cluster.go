@@ -449,10 +449,11 @@ func (c *Cluster) nodeReady(ctx context.Context) (bool, error) {
 // each weigh 1,024 beside it (the kernel's default, which a new cgroup
 // also gets), and make test keeps about 8 runnable at a time on 2 cores
 // (vmstat's median r; 20 at its 90th percentile). At the default, all of
-// the node's Pods together got one such process's share: the manager's
-// webhook, which judges a flag set of a megabyte in 80 ms of CPU time,
-// did not answer within its 5 s three times in a row. A machine that runs
-// a node gives its Pods its cores; this is the share that stands for them.
+// the node's Pods together weighed as one such process; in a run at the
+// default, the manager's webhook, which judges a flag set of a megabyte
+// in 80 ms of CPU time, did not answer within its 5 s three times in a
+// row (that the weight was the cause is not shown). A machine that runs a
+// node gives its Pods its cores; this is the share that stands for them.
 const nodeCPUShares = 8 * 1024
 
 // makeCgroupRoot creates the node's cgroup in every hierarchy: the kubelet
