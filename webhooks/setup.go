@@ -102,6 +102,13 @@ type Options struct {
 	// manager passes --workers, as to every queue).
 	HealWorkers int
 
+	// AdmissionBytes bounds the bytes of FeatureFlags the webhook judges
+	// at once, a namespace half of them, and AdmissionWait how long an
+	// admission waits for its bytes before it is refused (budget.go).
+	// Zero is the default of each.
+	AdmissionBytes int64
+	AdmissionWait  time.Duration
+
 	// FlagsValidation validates FeatureFlags on admission (default true;
 	// the OpenFeature Operator's managerConfig.flagsValidationEnabled).
 	FlagsValidation bool
@@ -135,6 +142,8 @@ func DefaultOptions() Options {
 		HealBackoff:                    5 * time.Minute,
 		HealWorkers:                    2,
 		FlagsValidation:                true,
+		AdmissionBytes:                 DefaultAdmissionBytes,
+		AdmissionWait:                  DefaultAdmissionWait,
 	}
 }
 
@@ -151,6 +160,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Heal, "heal-uninjected-pods", o.Heal, "roll workloads whose pods were admitted without their flagd injection")
 	fs.BoolVar(&o.FlagsValidation, "flags-validation", o.FlagsValidation,
 		"validate FeatureFlags on admission (the OpenFeature Operator's managerConfig.flagsValidationEnabled); false admits every FeatureFlag, and what flagd cannot load is still not served")
+	fs.Int64Var(&o.AdmissionBytes, "flagset-admission-bytes", o.AdmissionBytes,
+		"bytes of FeatureFlags the webhook judges at once, one namespace's at most half (judging one holds up to about 200 times its bytes; 0 is the default)")
+	fs.DurationVar(&o.AdmissionWait, "flagset-admission-wait", o.AdmissionWait,
+		"how long a FeatureFlag admission waits for its bytes before it is refused with 429 Too Many Requests (less than the webhook's timeout; 0 is the default)")
 	fs.BoolVar(&o.Injection.AllowSecurityContextOverride, "allow-sidecar-security-context-override", o.Injection.AllowSecurityContextOverride,
 		"honour the "+injection.AnnotationSidecarSecurityContext+" annotation of FeatureFlagSources (for workloads of their own namespace); off, the hardened securityContext always applies")
 }
@@ -163,6 +176,12 @@ func (o Options) Validate() error {
 	}
 	if o.Certificates == CertsSelfManaged && (o.Namespace == "" || o.SecretName == "" || o.ServiceName == "") {
 		errs = append(errs, errors.New("self-managed certificates need --webhook-namespace, --webhook-service and --webhook-secret"))
+	}
+	if o.AdmissionBytes < 0 {
+		errs = append(errs, fmt.Errorf("--flagset-admission-bytes must not be negative, not %d", o.AdmissionBytes))
+	}
+	if o.AdmissionWait < 0 {
+		errs = append(errs, fmt.Errorf("--flagset-admission-wait must not be negative, not %s", o.AdmissionWait))
 	}
 	if err := o.Injection.Sidecar.Validate(); err != nil {
 		errs = append(errs, err)
@@ -234,6 +253,12 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	if o.HealWorkers <= 0 {
 		o.HealWorkers = def.HealWorkers
 	}
+	if o.AdmissionBytes == 0 {
+		o.AdmissionBytes = def.AdmissionBytes
+	}
+	if o.AdmissionWait == 0 {
+		o.AdmissionWait = def.AdmissionWait
+	}
 	a := &Admission{}
 	srv := mgr.GetWebhookServer()
 
@@ -279,7 +304,8 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		WorkloadWait: o.WorkloadWait,
 		Events:       mgr.GetEventRecorder("flagplane"),
 	}
-	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd(),
+		Budget: NewBudget(o.AdmissionBytes, o.AdmissionWait)}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g, PrometheusGates: o.PrometheusGates}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).

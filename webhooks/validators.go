@@ -43,6 +43,9 @@ type FlagSetValidator struct {
 	// v0.16.0 gets a warning per flag and behaviour (flagdVersionWarnings),
 	// whatever the strictness: it is not a mistake in the flag set.
 	Flagd []flagdversion.Injected
+	// Budget bounds the bytes of FeatureFlags judged at once (budget.go);
+	// nil, none.
+	Budget *Budget
 }
 
 // maxVersionWarnings bounds the warnings about flagd releases of one
@@ -68,7 +71,12 @@ func (v *FlagSetValidator) flagdVersionWarnings(ff *v1beta1.FeatureFlag) []strin
 var _ admission.Handler = (*FlagSetValidator)(nil)
 
 // Handle validates a create or update of a FeatureFlag.
-func (v *FlagSetValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v *FlagSetValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	release, err := v.Budget.Take(ctx, req.Namespace, int64(len(req.Object.Raw)))
+	if err != nil {
+		return busy(err)
+	}
+	defer release()
 	var ff, old v1beta1.FeatureFlag
 	if resp, done := decodeForValidation(req, &ff, &old); done {
 		return resp

@@ -138,4 +138,21 @@ var _ = Describe("Validation", func() {
 			return k8s.Update(ctx, ff)
 		}).Should(Succeed())
 	})
+
+	It("refuses a namespace whose FeatureFlags hold its share of the budget with 429, and admits another namespace's meanwhile", func(ctx SpecContext) {
+		busy, other := newNamespace(ctx), newNamespace(ctx)
+		budget := operator.admission.FlagSetValidator.Budget
+		release, err := budget.Take(ctx, busy, budget.Share())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(release)
+
+		err = k8s.Create(ctx, flagSet(busy, "checkout"))
+		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the API server's answer: %v", err)
+		Expect(err).To(MatchError(ContainSubstring("the webhook is judging other FeatureFlags of namespace " + busy)))
+		Expect(k8s.Create(ctx, flagSet(other, "checkout"))).To(Succeed())
+
+		By("the share given back, the namespace's FeatureFlag is admitted")
+		release()
+		Expect(k8s.Create(ctx, flagSet(busy, "checkout"))).To(Succeed())
+	})
 })

@@ -77,11 +77,11 @@ func Response(resp admissionv1.AdmissionResponse) error {
 		return fmt.Errorf("the message of a refusal: %w", err)
 	}
 	switch resp.Result.Code {
-	case http.StatusBadRequest:
+	case http.StatusBadRequest, http.StatusTooManyRequests:
 		return nil
 	case http.StatusUnprocessableEntity:
 	default:
-		return fmt.Errorf("a refusal with code %d, want 400 (undecodable) or 422 (invalid): %s", resp.Result.Code, resp.Result.Message)
+		return fmt.Errorf("a refusal with code %d, want 400 (undecodable), 422 (invalid) or 429 (busy): %s", resp.Result.Code, resp.Result.Message)
 	}
 	if resp.Result.Details == nil || len(resp.Result.Details.Causes) == 0 {
 		return fmt.Errorf("an Invalid refusal without causes: %s", resp.Result.Message)
