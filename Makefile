@@ -385,6 +385,8 @@ PLAIN_TESTS := ./test/image ./test/realnode
 # first, so that none starts last and runs alone while the other core
 # idles; go test drops a package given twice.
 UNIT_FIRST := ./webhooks ./topology ./test/admissionfuzz ./workflows ./syncserver ./controllers
+# How many of those suites run at once (go test -p): the cores, by default.
+INTEGRATION_PARALLEL ?= $(shell nproc)
 INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/e2e ./test/counts ./test/history ./test/flagd ./test/security
 # The suites make test runs after OFO's suite, one at a time, rather than
 # in the integration tests (above); make test-integration alone runs them
@@ -419,7 +421,7 @@ test-integration: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realn
 # before it.
 .PHONY: integration-race integration-plain integration-suites
 integration-suites:
-	go test -json $(GO_TEST_VET) -count=1 -timeout $(TEST_TIMEOUT) \
+	go test -json $(GO_TEST_VET) -p $(INTEGRATION_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) \
 	  $(call with-tests,$(filter-out $(NOT_IN_SUITES),$(INTEGRATION_FIRST))) \
 	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(NOT_IN_SUITES),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
 integration-race:
