@@ -56,9 +56,9 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 			g.Expect(fd.Status.Replicas).To(BeEquivalentTo(1))
 		}).Should(Succeed())
 		for _, obj := range []client.Object{ff, src, fd, ipc, pol} {
-			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T %s", obj, obj.GetName())
-			expectTools(ctx, obj, current)
-			expectSummary(ctx, obj, v1beta1.ConditionReady)
+			u := currentVersion(ctx, obj)
+			expectToolsOn(u, current)
+			expectSummaryOn(u, v1beta1.ConditionReady)
 		}
 		delivered, _, _ := unstructured.NestedString(live(ctx, ff).Object, "status", "delivered")
 		Expect(allDelivered(delivered)).To(BeTrue(), "Current only once every ConfigMap holds the revision: %q", delivered)
@@ -235,9 +235,9 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		}).Should(ContainElement("True/" + v1beta1.ReasonSettingsConflict))
 		Eventually(condition(ctx, pol, policyv1alpha1.ConditionEnforced)).Should(Equal("False/" + policyv1alpha1.ReasonNoSidecars))
 		for _, obj := range []client.Object{ff, src, team, platform, pol} {
-			Eventually(health(ctx, obj)).Should(HavePrefix(current), "%T", obj)
-			expectTools(ctx, obj, current)
-			expectSummary(ctx, obj, v1beta1.ConditionReady)
+			u := currentVersion(ctx, obj)
+			expectToolsOn(u, current)
+			expectSummaryOn(u, v1beta1.ConditionReady)
 		}
 	})
 
@@ -384,7 +384,12 @@ func health(ctx context.Context, obj client.Object) func() (string, error) {
 // that all three judge the object's current generation.
 func expectSummary(ctx context.Context, obj client.Object, t string) {
 	GinkgoHelper()
-	u := live(ctx, obj)
+	expectSummaryOn(live(ctx, obj), t)
+}
+
+// expectSummaryOn is expectSummary on one version of an object.
+func expectSummaryOn(u *unstructured.Unstructured, t string) {
+	GinkgoHelper()
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	got := map[string]string{}
 	for _, c := range conds {
@@ -392,12 +397,23 @@ func expectSummary(ctx context.Context, obj client.Object, t string) {
 		switch m["type"] {
 		case v1beta1.ConditionReady, v1beta1.ConditionReconciling, v1beta1.ConditionStalled:
 			got[m["type"].(string)] = m["status"].(string)
-			Expect(m["observedGeneration"]).To(BeEquivalentTo(u.GetGeneration()), "%s of %s", m["type"], obj.GetName())
+			Expect(m["observedGeneration"]).To(BeEquivalentTo(u.GetGeneration()), "%s of %s", m["type"], u.GetName())
 		}
 	}
 	want := map[string]string{v1beta1.ConditionReady: "False", v1beta1.ConditionReconciling: "False", v1beta1.ConditionStalled: "False"}
 	want[t] = "True"
-	Expect(got).To(Equal(want), "%T %s", obj, obj.GetName())
+	Expect(got).To(Equal(want), "%s %s", u.GetKind(), u.GetName())
+}
+
+// currentVersion is obj as the API server holds it once kstatus calls it
+// Current: the one version the readers of health and the summary are
+// then checked on, so that a change between two reads (a new consumer's
+// pod, which its flag set waits for again) cannot set them apart.
+func currentVersion(ctx context.Context, obj client.Object) *unstructured.Unstructured {
+	GinkgoHelper()
+	var u *unstructured.Unstructured
+	Eventually(func() string { u = live(ctx, obj); return kstatusOf(u) }).Should(HavePrefix(current), "%T %s", obj, obj.GetName())
+	return u
 }
 
 // withoutValidation runs create with flagplane's validating webhook
