@@ -93,6 +93,9 @@ type Options struct {
 	// PrometheusNamespaceLabel is the label of a series' namespace that
 	// Prometheus gates' queries are confined by (default "namespace").
 	PrometheusNamespaceLabel string
+	// GateInterval is how often the gates of a rollout under way are read
+	// (staging.DefaultInterval when 0).
+	GateInterval time.Duration
 	// Unrecorded, when set, is where the revision history
 	// (workflows/history) says which FeatureFlags' accepted specs it did
 	// not record, and why: their status says it (RevisionRecorded), and a
@@ -348,7 +351,7 @@ func (c *Controller) newWorkflows(mgr manager.Manager, settings workflows.Settin
 		Observed: func(ctx context.Context) status.Observed { return c.statusWF.Observed(ctx) },
 		Owners:   workloadOfPod{owners: c.owners}, PrometheusGates: opts.PrometheusGates, NamespaceLabel: opts.PrometheusNamespaceLabel,
 		PodAddress: opts.PodAddress, CacheBehind: cacheBehindDelay,
-		Prober: &staging.Prober{Notify: func(k topology.Key) { c.rollouts.Add(k) }}}
+		Prober: &staging.Prober{Interval: opts.GateInterval, Notify: func(k topology.Key) { c.rollouts.Add(k) }}}
 }
 
 // newQueues makes the workflow queues of the nodes and ConfigMaps (the

@@ -30,6 +30,13 @@ const sdkClientImage = "example.com/shop/sdk-app:1.0"
 // which is all the specs of the sidecar need of the app container.
 const appImage = "example.com/shop/web:1.0"
 
+// gateInterval is the manager's --gate-interval here, and threeReads the
+// time in which it reads a rollout's gates at least three times.
+const (
+	gateInterval = time.Second
+	threeReads   = 3*gateInterval + gateInterval/2
+)
+
 // world is what the suite and the benchmark run on: the control plane with
 // kube-scheduler, the test node, and the whole operator with its admission
 // webhooks and its sync server.
@@ -92,6 +99,9 @@ func startWorld(ctx context.Context, log io.Writer, dir string) (w *world, err e
 		// A pod that does not serve its revision is reported within a
 		// spec's patience.
 		o.ConfirmBound = 20 * time.Second
+		// Gates are read every second (every 5 s by default), and a spec
+		// that shows a gate holding a step watches three reads.
+		o.GateInterval = gateInterval
 	}})
 	if err != nil {
 		return w, fmt.Errorf("starting the operator: %w", err)

@@ -79,8 +79,8 @@ var _ = Describe("the Prometheus gate", func() {
 		Eventually(rolloutOf(ctx, policy)).Should(And(
 			HaveField("Step", int32(0)), HaveField("Phase", deliveryv1alpha1.PhaseProgressing),
 			HaveField("Message", ContainSubstring("the step cannot end while gate Prometheus (spec.gates[0]) cannot be read"))))
-		// The gate is polled every 5 s: two polls see the promotion.
-		Consistently(rolloutOf(ctx, policy)).WithTimeout(11 * time.Second).Should(And(
+		// Three reads of the gate see the promotion.
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(threeReads).Should(And(
 			HaveField("Step", int32(0)), HaveField("TargetRevision", first.TargetRevision),
 			HaveField("Message", ContainSubstring("cannot be read"))))
 		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("off")))
@@ -102,7 +102,7 @@ var _ = Describe("the Prometheus gate", func() {
 		Eventually(func() (float64, error) {
 			return prom.Query(ctx, `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace="`+rest+`"})`)
 		}).Should(Equal(3.0), "Prometheus has scraped the other namespace's errors")
-		Consistently(rolloutOf(ctx, policy)).WithTimeout(11 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(threeReads).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
 		Consistently(resolve(addrs[rest])).Should(Equal(evaluated("on")))
 
 		By("one error at the canary is within max; a second fails the gate: halted, and the canary serves the stable revision again")
@@ -110,7 +110,7 @@ var _ = Describe("the Prometheus gate", func() {
 		Eventually(func() (float64, error) {
 			return prom.Query(ctx, `sum(feature_flag_flagd_result_reason_total{feature_flag_reason="ERROR",namespace="`+canary+`"})`)
 		}).Should(Equal(1.0))
-		Consistently(rolloutOf(ctx, policy)).WithTimeout(7 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(threeReads).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
 		_, _ = flagdapi.Resolve(ctx, addrs[canary], flagdapi.Boolean, "no-such-flag", nil)
 		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(
 			HaveField("Phase", deliveryv1alpha1.PhaseHalted),

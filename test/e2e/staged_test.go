@@ -268,7 +268,7 @@ var _ = Describe("the EvaluationErrors gate", func() {
 		Eventually(rolloutOf(ctx, policy)).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
 		By("one error is within the bound")
 		_, _ = flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "no-such-flag", nil)
-		Consistently(rolloutOf(ctx, policy)).WithTimeout(7 * time.Second).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
+		Consistently(rolloutOf(ctx, policy)).WithTimeout(threeReads).Should(HaveField("Phase", deliveryv1alpha1.PhasePaused))
 		By("a second error fails the gate: halted, and flagd serves the stable revision again")
 		_, _ = flagdapi.Resolve(ctx, addr, flagdapi.Boolean, "no-such-flag", nil)
 		Eventually(rolloutOf(ctx, policy)).WithTimeout(20 * time.Second).Should(And(

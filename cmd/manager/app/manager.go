@@ -201,7 +201,8 @@ func (m *Manager) setupControllers(ctx context.Context, o Options) (webhooks.Opt
 		StartedUp:       func() { releaseStartupMemory(log.FromContext(ctx).WithName("startup")) },
 		PodAddress:      o.PodAddress,
 		PrometheusGates: o.PrometheusGates, PrometheusNamespaceLabel: o.PrometheusNamespaceLabel,
-		NoConfirm: !o.ConfirmDelivery, ConfirmBound: o.ConfirmBound,
+		GateInterval: o.GateInterval,
+		NoConfirm:    !o.ConfirmDelivery, ConfirmBound: o.ConfirmBound,
 		Topology: topology.New(append(flagSets.TopologyOptions(), topology.WithDefaultSyncProvider(o.DefaultSyncProvider))...)}
 	if o.Sync.Enabled() {
 		if o.Sync.SecretNamespace == "" {

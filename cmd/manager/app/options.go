@@ -134,6 +134,10 @@ type Options struct {
 	// every Prometheus gate's query is confined by
 	// (--prometheus-namespace-label, default "namespace").
 	PrometheusNamespaceLabel string
+	// GateInterval is how often the gates of a rollout under way are read
+	// (--gate-interval): a Prometheus gate's query, the EvaluationErrors
+	// and PodsReady gates' pods.
+	GateInterval time.Duration
 
 	// Fleet runs the manager as a fleet hub instead (--fleet-* flags,
 	// fleet_flags.go; NewHub).
@@ -175,6 +179,7 @@ func DefaultOptions() Options {
 		Generated:                workflows.GeneratedMetadata{ManagedBy: v1beta1.ManagedByValue},
 		RevisionHistoryLimit:     history.DefaultLimit,
 		PrometheusNamespaceLabel: staging.DefaultNamespaceLabel,
+		GateInterval:             staging.DefaultInterval,
 		RevisionNamespaceLimit:   history.DefaultNamespaceLimit,
 		ConfirmDelivery:          true,
 		ConfirmBound:             status.DefaultConfirmBound,
@@ -207,6 +212,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ConfirmDelivery, "confirm-delivery", o.ConfirmDelivery, "ask the flagd of every pod that reads a flag set through an injected sidecar or a Flagd which revision it serves (its sync port, from the manager's pod): a FeatureFlag is Ready, and a rollout step served, once they answer with it (off: once flagplane's own write succeeded)")
 	fs.DurationVar(&o.ConfirmBound, "confirm-bound", o.ConfirmBound, "how long a pod may take to serve a revision its copy holds (the kubelet projects a ConfigMap at its sync) before its FeatureFlag is Stalled, naming the pod and what its flagd answered")
 	fs.BoolVar(&o.PrometheusGates, "prometheus-gates", o.PrometheusGates, "evaluate the Prometheus gates of FeatureFlagRolloutPolicies: the manager queries the Prometheus each one names (off: a policy naming one is refused)")
+	fs.DurationVar(&o.GateInterval, "gate-interval", o.GateInterval, "how often the gates of a rollout under way are read: each Prometheus gate's query, and the metrics and readiness of the pods that serve the new revision (at least 1s)")
 	fs.StringVar(&o.PrometheusNamespaceLabel, "prometheus-namespace-label", o.PrometheusNamespaceLabel, "the label that names a series' namespace in the Prometheus that gates query: every series selector of a gate's query is confined to the namespaces that serve the new revision by this label")
 	fs.IntVar(&o.RevisionHistoryLimit, "revision-history-limit", o.RevisionHistoryLimit, "revisions of each FeatureFlag to keep where its annotation "+
 		deliveryv1alpha1.RevisionHistoryLimitAnnotation+" sets none, at most "+strconv.Itoa(history.MaxLimit)+
@@ -251,6 +257,9 @@ func (o Options) Validate() error {
 	}
 	if o.RevisionHistoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--revision-history-limit must not be negative, not %d", o.RevisionHistoryLimit))
+	}
+	if o.GateInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--gate-interval must be at least 1s, not %s", o.GateInterval))
 	}
 	if o.ConfirmDelivery && o.ConfirmBound < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--confirm-bound must be at least 10s (a pod reads a new revision in no less), not %s", o.ConfirmBound))

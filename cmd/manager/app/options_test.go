@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -101,6 +102,17 @@ func TestFlags(t *testing.T) {
 			name:    "--prometheus-namespace-label must be a label name",
 			args:    []string{"--prometheus-namespace-label=name-space"},
 			wantErr: `--prometheus-namespace-label "name-space" is not a Prometheus label name`,
+		},
+		{
+			name: "gates are read every 5 s unless told",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.GateInterval).To(Equal(5 * time.Second))
+			},
+		},
+		{
+			name:    "--gate-interval is at least 1s",
+			args:    []string{"--gate-interval=500ms"},
+			wantErr: "--gate-interval must be at least 1s, not 500ms",
 		},
 		{
 			name: "--revision-history-limit may be 100",
