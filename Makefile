@@ -10,12 +10,7 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 BIN := $(CURDIR)/bin
-# -ldflags=-w: binaries without DWARF, which only debuggers read (stack
-# traces, the race detector and pprof read the symbol table, which stays).
-# make test links over a hundred test binaries; without DWARF each links in
-# about a fifth less CPU time. A build that gives -ldflags of its own
-# (the images' -s -w) overrides it.
-export GOFLAGS := -buildvcs=false -ldflags=-w
+export GOFLAGS := -buildvcs=false
 
 # Pinned tool versions. The control plane's pins live in the wrapper modules
 # under hack/tools, and are read from there so that one edit bumps them.
