@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -85,8 +86,15 @@ func TestNodeCrashHelper(t *testing.T) {
 
 var _ = Describe("the node's processes", func() {
 	It("do not outlive a test process that dies without stopping the node", func(ctx SpecContext) {
+		// The helper makes its directories in a temporary directory of its
+		// own: once it is dead, any suite that starts a control plane or a
+		// node beside this one would reap them from the shared one before
+		// this spec could see them left and reap them itself.
+		tmp, err := scratch.Make("flagplane-crash-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(tmp.Remove)
 		helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNodeCrashHelper$")
-		helper.Env = append(os.Environ(), crashHelperEnv+"=1")
+		helper.Env = append(os.Environ(), crashHelperEnv+"=1", "TMPDIR="+tmp.Path)
 		stdin, err := helper.StdinPipe()
 		Expect(err).NotTo(HaveOccurred())
 		stdout, err := helper.StdoutPipe()
@@ -131,8 +139,10 @@ var _ = Describe("the node's processes", func() {
 		By("the next run removes the directories the helper left (its lock on them died with it)")
 		Expect(nodeDir).To(BeADirectory())
 		Expect(cpDir).To(BeADirectory())
-		Expect(scratch.Reap("flagplane-node-")).To(ContainElement(nodeDir))
-		Expect(scratch.Reap("flagplane-controlplane-")).To(ContainElement(cpDir))
+		Expect(filepath.Dir(nodeDir)).To(Equal(tmp.Path))
+		Expect(filepath.Dir(cpDir)).To(Equal(tmp.Path))
+		Expect(scratch.ReapIn(tmp.Path, "flagplane-node-")).To(ContainElement(nodeDir))
+		Expect(scratch.ReapIn(tmp.Path, "flagplane-controlplane-")).To(ContainElement(cpDir))
 		Expect(nodeDir).NotTo(BeAnExistingFile())
 		Expect(cpDir).NotTo(BeAnExistingFile())
 		Expect(cp.Dir).To(BeADirectory(), "this suite's own control plane, whose process lives, keeps its directory")

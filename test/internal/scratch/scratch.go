@@ -72,8 +72,13 @@ func (d *Dir) Keep() error {
 // Reap removes the directories of the temporary directory whose names
 // start with prefix and whose lock file is not locked: the process that
 // made them is gone. It returns those it removed.
-func Reap(prefix string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+func Reap(prefix string) ([]string, error) { return ReapIn(os.TempDir(), prefix) }
+
+// ReapIn is Reap in parent: for a child process given a temporary
+// directory of its own ($TMPDIR), whose directories the Reaps of other
+// processes never see.
+func ReapIn(parent, prefix string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(parent, prefix+"*"))
 	if err != nil {
 		return nil, err
 	}
