@@ -141,10 +141,9 @@ var _ = Describe("Health: kstatus, kubectl wait, Argo CD and Flux read every sta
 		Expect(k8s.Delete(ctx, foreign)).To(Succeed())
 		// Until the new pod confirms, the flag set is Current for a moment
 		// (its ConfigMap written, no flagd to confirm), then InProgress
-		// while the new pod's flagd has not answered. The old pod's flagd
-		// reads the new ConfigMap too, so it is 2/2 until the rollout has
-		// removed that pod: a whole rollout on the node, which on a
-		// machine busy building took longer than the suite's 45 s.
+		// while the new pod's flagd has not answered. It reads 1/1 only
+		// once the healer's rollout of web is over; on a machine busy
+		// building it still read 2/2 at the suite's 45 s.
 		Eventually(func() (string, error) {
 			got := &v1beta1.FeatureFlag{}
 			err := k8s.Get(ctx, client.ObjectKeyFromObject(ff), got)
