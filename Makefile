@@ -372,7 +372,7 @@ test-chart: $(TESTTIMES) $(HELM_STAMP) ## helm lint and helm template charts/fla
 
 # Packages under test/ that need no control plane (plain Go tests): they
 # run with the unit tests.
-TEST_LIBRARIES := ./test/faultproxy ./test/gitopshealth ./test/admissionfuzz ./test/internal/scratch
+TEST_LIBRARIES := ./test/faultproxy ./test/gitopshealth ./test/admissionfuzz ./test/internal/scratch ./test/internal/bigflagset
 # Ginkgo suites run with the race detector: the reconcile path (informer
 # callbacks, queues, graph snapshots read while written) and its API-call
 # accounting. The others run without it, to keep CI's time in proportion.

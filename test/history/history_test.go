@@ -554,8 +554,8 @@ var _ = Describe("The revision history", func() {
 		// of 1.5 MiB is the bound).
 		probe := newNamespace(ctx, "history-probe")
 		stored := bigflagset.FlagSet(probe, "stored", 17_000)
-		Expect(k8s.Create(ctx, stored)).To(Succeed(), "the search starts from a size stored")
-		search, err := bigflagset.LargestStored(ctx, k8s, stored, func(ctx context.Context, o client.Object) error { return k8s.Create(ctx, o) })
+		Expect(bigflagset.Create(ctx, k8s, stored)).To(Succeed(), "the search starts from a size stored")
+		search, err := bigflagset.LargestStored(ctx, k8s, stored)
 		Expect(err).NotTo(HaveOccurred())
 		lo, refusal := search.Largest, search.Refusal
 
@@ -565,7 +565,7 @@ var _ = Describe("The revision history", func() {
 		// refused by etcd, and told; 10 flags fewer (about 900 bytes), it
 		// is stored.
 		ns := newNamespace(ctx, "history-large")
-		Expect(k8s.Create(ctx, bigflagset.FlagSet(ns, "largest", lo))).To(Succeed())
+		Expect(bigflagset.Create(ctx, k8s, bigflagset.FlagSet(ns, "largest", lo))).To(Succeed())
 		Eventually(func() []string { return warnings(ctx, ns, "largest", history.EventRevisionNotRecorded) }).WithTimeout(time.Minute).Should(ConsistOf(
 			"FeatureFlagRevision " + ns + "/largest-1 not written: the API server refused it (HTTP 500): etcdserver: request is too large"))
 		Expect(revisions(ctx, ns, "largest")).To(BeEmpty())
@@ -574,7 +574,7 @@ var _ = Describe("The revision history", func() {
 		// is all that tells of the revision there.
 		Consistently(func() string { return served(ctx, ns, "largest") }).Should(BeEmpty())
 
-		Expect(k8s.Create(ctx, bigflagset.FlagSet(ns, "large", lo-10))).To(Succeed())
+		Expect(bigflagset.Create(ctx, k8s, bigflagset.FlagSet(ns, "large", lo-10))).To(Succeed())
 		Eventually(func() []int64 { return numbers(revisions(ctx, ns, "large")) }).WithTimeout(time.Minute).Should(Equal([]int64{1}))
 		recorded := revisions(ctx, ns, "large")[0]
 		Expect(recorded.Spec.FlagSpec.Flags).To(HaveLen(lo - 10))

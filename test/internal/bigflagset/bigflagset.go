@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,9 +58,9 @@ type Search struct {
 // when it keeps them), so from's size predicts the count; creates around the prediction
 // confirm it, a step at a time and then in doubling steps, and a binary
 // search between the last stored and the first refused ends it. Each
-// stored probe is deleted again. create is the suite's create (with its
-// own retries); any refusal but etcd's of the size is an error.
-func LargestStored(ctx context.Context, c client.Client, from *v1beta1.FeatureFlag, create func(context.Context, client.Object) error) (Search, error) {
+// stored probe is deleted again. Probes are created with Create; any
+// refusal but etcd's of the size is an error.
+func LargestStored(ctx context.Context, c client.Client, from *v1beta1.FeatureFlag) (Search, error) {
 	var s Search
 	predicted, err := predict(ctx, c, from)
 	if err != nil {
@@ -73,7 +74,7 @@ func LargestStored(ctx context.Context, c client.Client, from *v1beta1.FeatureFl
 		}
 		ff := FlagSet(from.Namespace, fmt.Sprintf("probe-%d", n), n)
 		s.Creates++
-		err := create(ctx, ff)
+		err := Create(ctx, c, ff)
 		switch {
 		case err == nil:
 			return true, c.Delete(ctx, ff)
@@ -123,6 +124,43 @@ func LargestStored(ctx context.Context, c client.Client, from *v1beta1.FeatureFl
 	}
 	s.Largest = lo
 	return s, nil
+}
+
+// attempts is how many times Create sends a create that got no answer.
+const attempts = 3
+
+// Create creates o, and tells apart an answer from none: on a machine
+// whose cores the API server shares with busy test processes, a create of
+// 1.5 MiB can outlast the API server's own request timeout (its 504,
+// "request did not complete within requested timeout"), or a webhook's.
+// Neither says whether o was stored, nor anything of its size: after
+// either, o is read back, and created again when it is not there (up to
+// attempts in all); an AlreadyExists after an unanswered create is the
+// earlier create, stored. Every answer but these, etcd's refusal of the
+// size among them, is returned as it came.
+func Create(ctx context.Context, c client.Client, o client.Object) error {
+	var err error
+	for i := range attempts {
+		err = c.Create(ctx, o)
+		switch {
+		case err == nil:
+			return nil
+		case i > 0 && apierrors.IsAlreadyExists(err):
+			return nil
+		case !unanswered(err):
+			return err
+		}
+		if getErr := c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)); getErr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("no answer to %d creates: %w", attempts, err)
+}
+
+// unanswered tells a create that timed out, or whose webhook did not
+// answer, from an answer.
+func unanswered(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || strings.Contains(err.Error(), "failed calling webhook")
 }
 
 // predict is the count of flags of the largest FlagSet whose JSON, named
