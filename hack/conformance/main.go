@@ -65,6 +65,13 @@ var deliberate = map[string]string{
 // cpuRequest is each injected or Flagd flagd's CPU request in the run.
 const cpuRequest = "50m"
 
+// chainsaw's timeouts of an apply and of a script, where OFO's
+// .chainsaw.yaml leaves chainsaw's defaults (5 s each): see run.
+const (
+	chainsawApplyTimeout = "1m"
+	chainsawExecTimeout  = "70s"
+)
+
 type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
@@ -316,6 +323,12 @@ func run(ctx context.Context, o options) error {
 	defer os.RemoveAll(reportDir)
 	args := []string{"test", "--test-dir", "./test/e2e/chainsaw", "--no-color",
 		"--report-format", "JSON", "--report-path", reportDir, "--report-name", "chainsaw-report"}
+	// OFO's .chainsaw.yaml sets the timeouts of its asserts and errors,
+	// not of its applies and scripts: chainsaw's defaults of 5 s cut
+	// flagd-with-gateway-api's apply of 650 KB of Gateway API CRDs on a
+	// busy 2-core machine, and its `kubectl wait --timeout=60s` at 5 s.
+	// Both get the minute that script asks for; what is checked is the same.
+	args = append(args, "--apply-timeout", chainsawApplyTimeout, "--exec-timeout", chainsawExecTimeout)
 	if parallel > 0 {
 		args = append(args, "--parallel", fmt.Sprint(parallel))
 	}
