@@ -35,9 +35,13 @@ var _ = DescribeTable("a standalone flagd (the Flagd kind)",
 		}
 
 		By("beyond the scenario: every replica's flagd answers for simple-flag")
+		// The assert file's objects can all be there while a replica's pod
+		// is not yet (a busy run listed none): the pods are waited for.
 		var pods corev1.PodList
-		Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "flagd-sample"})).To(Succeed())
-		Expect(pods.Items).To(HaveLen(replicas))
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "flagd-sample"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(replicas))
+		}).Should(Succeed())
 		for _, p := range pods.Items {
 			Eventually(askFlagdOn(p, port)).Should(ContainSubstring(flagdAnswer), p.Name)
 		}
