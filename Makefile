@@ -269,7 +269,7 @@ docs-topology: ## Re-render docs/topology.dot and docs/topology.svg (the README'
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .PHONY: test
-test: verify-generated vet lint controlplane test-chart argocd-health realnode prometheus $(CHAINSAW) ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
+test: test-prerequisites ## Everything: generated-file check, vet, golangci-lint, the chart's lint and renders, the Argo CD health checks under Argo CD's code, unit tests, a short fuzz of admission, integration tests, and the OpenFeature Operator's own suite under its own runner; then the wall time of each step and the time of each package tested.
 ifneq ($(DRY_RUN),)
 	$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 	$(MAKE) --no-print-directory test-integration-late MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
@@ -291,6 +291,27 @@ else
 	  echo ">> the last lines of $(TEST_LOG)-$$f.log (all of it above):"; tail -n 40 $(TEST_LOG)-$$f.log; done; \
 	exit 1
 endif
+
+# make test's prerequisites, built and checked TEST_BUILD_JOBS at a time
+# (make -j): a Go build saturates both cores only between its links,
+# downloads and single-package stretches, which another build fills. First
+# the tools (each from a module of its own under hack/tools, or by go
+# install; none reads this module's files) beside the generated-file check,
+# which rewrites api/, config/ and charts/; then what reads those files
+# (vet, lint, the chart's renders, the manager's image) beside the rest.
+# The Kubernetes builds stay one at a time (their order-only prerequisites).
+TEST_BUILD_JOBS ?= 3
+TEST_TOOLS = $(CONTROLLER_GEN) $(HELM_STAMP) $(GOLANGCI_LINT) $(ETCD_STAMP) $(KUBE_STAMP) \
+	$(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP) $(GATEWAY_API_STAMP) $(ARGOCD_HEALTH_STAMP) $(PROMETHEUS_STAMP) \
+	$(CHAINSAW) $(FLAGD_STAMP) $(SDKCLIENT_STAMP) $(KUBELET_STAMP) $(COREDNS_STAMP) $(REALNODE_IMAGES_STAMP) \
+	$(JSCLIENT_STAMP) realnode-packages
+
+.PHONY: test-prerequisites
+test-prerequisites: $(TESTTIMES)
+	@$(TESTTIMES) mark -file $(TEST_TIMES) tools start
+	@$(MAKE) --no-print-directory -j$(TEST_BUILD_JOBS) --output-sync=target $(TEST_TOOLS) verify-generated
+	@$(TESTTIMES) mark -file $(TEST_TIMES) tools end
+	@$(MAKE) --no-print-directory -j$(TEST_BUILD_JOBS) --output-sync=target vet lint controlplane test-chart argocd-health realnode prometheus $(CHAINSAW)
 
 # make test runs its steps side by side, each printing its output once it
 # is done, but the integration tests': the integration tests (about 14
@@ -577,7 +598,8 @@ JSCLIENT_STAMP := $(BIN)/jsclient/.built
 .PHONY: jsclient
 jsclient: $(JSCLIENT_STAMP) ## Install the JavaScript OpenFeature client's packages (npm ci) into bin/jsclient.
 
-$(JSCLIENT_STAMP): $(wildcard $(JSCLIENT_DIR)/*.js $(JSCLIENT_DIR)/*.json)
+# Order-only on realnode-packages: one apt-get at a time under make -j.
+$(JSCLIENT_STAMP): $(wildcard $(JSCLIENT_DIR)/*.js $(JSCLIENT_DIR)/*.json) | realnode-packages
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  echo ">> installing Debian's nodejs and npm"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "installing nodejs needs root (apt-get)" >&2; exit 1; fi; \
