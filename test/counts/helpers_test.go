@@ -165,43 +165,6 @@ func injected() types.GomegaMatcher {
 	return HaveField("ObjectMeta.Annotations", HaveKey(restarts.AnnotationInjection))
 }
 
-// injectedPodsOf lists the app's pods that admission injected (not being
-// deleted).
-func injectedPodsOf(ctx context.Context, ns, app string) func() ([]corev1.Pod, error) {
-	return func() ([]corev1.Pod, error) {
-		pods, err := podsOf(ctx, ns, app)()
-		if err != nil {
-			return nil, err
-		}
-		var out []corev1.Pod
-		for _, p := range pods {
-			if _, ok := p.Annotations[restarts.AnnotationInjection]; ok {
-				out = append(out, p)
-			}
-		}
-		return out, nil
-	}
-}
-
-// podNames names the app's pods, each with whether it was injected and
-// the restarts of its init containers: what a failed wait for one shows.
-func podNames(ctx context.Context, ns, app string) string {
-	pods, err := podsOf(ctx, ns, app)()
-	if err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, p := range pods {
-		_, inj := p.Annotations[restarts.AnnotationInjection]
-		fmt.Fprintf(&b, "%s injected=%t init restarts=", p.Name, inj)
-		for _, st := range p.Status.InitContainerStatuses {
-			fmt.Fprintf(&b, " %s:%d", st.Name, st.RestartCount)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
 // sidecarOf returns the injected flagd of a pod.
 func sidecarOf(pod *corev1.Pod) *corev1.Container {
 	GinkgoHelper()
