@@ -369,6 +369,11 @@ define step-end
 $(if $(MAKE_TEST),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration test-integration-late,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
 endef
 TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
+# TEST_EXEC runs each test binary under testtimes exec, which records the
+# CPU time of the binary and of the processes it waited for (the control
+# plane a suite starts among them): the table gives it beside each
+# package's time, since a run on 2 cores is bound by the sum of them.
+TEST_EXEC = -exec '"$(TESTTIMES)" exec -file "$(TEST_TIMES)"'
 
 # Value sets the chart is linted and rendered with: its defaults, every
 # component, cert-manager with an issuer of your own, and the
@@ -431,7 +436,7 @@ with-tests = $(foreach p,$(1),$(if $(wildcard $(p)/*_test.go),$(p)))
 .PHONY: test-unit
 test-unit: $(TESTTIMES) ## Unit, golden and property tests of the pure packages, with the race detector.
 	$(step-start)
-	go test -json -race -count=1 -timeout $(TEST_TIMEOUT) \
+	go test -json $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) \
 	  $(call with-tests,$(UNIT_FIRST)) \
 	  $$(go list ./... | grep -v /test/) $(TEST_LIBRARIES) $(TEST_RECORD) test-unit
 	$(step-end)
@@ -451,18 +456,18 @@ test-integration: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realn
 # before it.
 .PHONY: integration-race integration-plain integration-suites
 integration-suites:
-	go test -json $(GO_TEST_VET) -p $(INTEGRATION_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) \
+	go test -json $(TEST_EXEC) $(GO_TEST_VET) -p $(INTEGRATION_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) \
 	  $(call with-tests,$(filter-out $(NOT_IN_SUITES),$(INTEGRATION_FIRST))) \
 	  $$(go list $(addsuffix /...,./test) | grep -v $(foreach p,$(NOT_IN_SUITES),-e '$(patsubst ./%,/%,$(p))$$')) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration
 integration-race:
-	go test -json -race -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
+	go test -json $(TEST_EXEC) -race -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(RACE_SUITES) -ginkgo.v $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:race
 integration-plain:
-	go test -json $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
+	go test -json $(TEST_EXEC) $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
 
 .PHONY: test-integration-late
 test-integration-late: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realnode prometheus) ## The integration suites of INTEGRATION_LATE, one at a time: make test runs them after OFO's suite, and leaves them out of its make test-integration.
 	$(step-start)
-	go test -json $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_LATE) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:late
+	go test -json $(TEST_EXEC) $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_LATE) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:late
 	$(step-end)
 
 .PHONY: health-testdata
@@ -543,14 +548,14 @@ endef
 .PHONY: fuzz
 fuzz: $(TESTTIMES) ## Fuzz every target of the module (func Fuzz* in a _test.go file), one at a time, for FUZZTIME (default 60s); run the admission extremes; print the longest admission of each path, with its input.
 	$(call run-fuzz,$(FUZZ_TARGETS),$(FUZZTIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(TEST_EXEC) $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
 
 .PHONY: fuzz-short
 fuzz-short: $(TESTTIMES) ## Fuzz the admission targets (the webhooks, the API server's admission of the CRDs) for FUZZ_SHORT_TIME each (default 5s); run the admission extremes without the race detector; print the longest admissions.
 	$(step-start)
 	$(call run-fuzz,$(ADMISSION_FUZZ),$(FUZZ_SHORT_TIME))
-	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
+	FLAGPLANE_FUZZ_TIMINGS=$(FUZZ_TIMINGS) go test -json $(TEST_EXEC) $(GO_TEST_VET) -count=1 -p 1 ./webhooks ./test/admissionfuzz -run '^(TestAdmissionExtremes|TestAdmittedExtremes)$$' $(TEST_RECORD) $@:extremes
 	@$(MAKE) --no-print-directory fuzz-report
 	$(step-end)
 

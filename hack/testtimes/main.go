@@ -4,6 +4,7 @@
 //	go test -json ./... | testtimes record -file bin/test-times.tsv -step test-unit
 //	testtimes mark -file bin/test-times.tsv vet start
 //	testtimes print -file bin/test-times.tsv
+//	go test -json -exec 'testtimes exec -file bin/test-times.tsv' ./... | testtimes record ...
 //
 // record reads go test -json (test2json events) on its standard input and
 // writes the test output on its standard output, the Output fields
@@ -16,6 +17,10 @@
 // so is the output of a build. It appends a row to the file for each
 // package, and exits with status 1 when a package failed, did not build or
 // did not finish.
+//
+// exec runs a test binary for go test -exec, and records the CPU time of
+// it and of the processes it waited for (exec.go); print gives it beside
+// the package's time.
 //
 // mark appends the start or the end of a step (a Make target), and print
 // prints the steps in the order they started, with their wall time, and
@@ -84,6 +89,22 @@ func main() {
 		if err := appendRow(*file, row{run: os.Getenv(runEnv), kind: fs.Arg(1), step: fs.Arg(0), at: time.Now()}); err != nil {
 			fatal(err)
 		}
+	case "exec":
+		_ = fs.Parse(os.Args[2:])
+		if fs.NArg() == 0 {
+			usage()
+		}
+		status, sig, err := execTest(*file, fs.Args())
+		if err != nil {
+			fatal(err)
+		}
+		if sig != 0 {
+			// End as the binary ended, for go test to say so.
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig)
+			status = 128 + int(sig)
+		}
+		os.Exit(status)
 	case "print":
 		stopped := fs.Bool("stopped", false, "make stopped just now (a failure, an interrupt): count a step without an end, and the time after the last step, to now")
 		run := fs.String("run", "", "print nothing but this run's times")
@@ -112,6 +133,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: testtimes record [-file F] [-step S] [-v] [-stream] < go test -json output
        testtimes mark [-file F] STEP start|end|failed
+       testtimes exec [-file F] TEST-BINARY [ARG...]   (go test -exec)
        testtimes print [-file F] [-stopped] [-run RUN]`)
 	os.Exit(2)
 }
@@ -420,179 +442,5 @@ var testingMessage = regexp.MustCompile(`^\s+\S+_test\.go:\d+: `)
 func (r *recorder) write(s ...string) {
 	for _, s := range s {
 		_, _ = r.out.WriteString(s)
-	}
-}
-
-// step is a step of a run, from its marks.
-type step struct {
-	name       string
-	start, end time.Time
-	failed     bool
-}
-
-// printTable prints the steps of rows in the order they started, each with
-// its wall time from the end of the step before (or the run's start) to
-// its own end, and how much of it went to its prerequisites (what make
-// ran for it before its recipe); then every package, slowest first.
-//
-// A step without an end is counted to the last row of the file, or to now
-// when stopped (make stopped just now); when stopped, the time after the
-// last end of a step is a row of its own (make stopped while it built the
-// next step's prerequisites). Steps run side by side each count from their
-// own start.
-func printTable(w io.Writer, file string, rows []row, now time.Time, stopped bool) {
-	var steps []*step
-	byName := map[string]*step{}
-	var pkgs, whys []row
-	noTests := 0
-	runStart, last := time.Time{}, time.Time{}
-	for _, r := range rows {
-		if ns, err := strconv.ParseInt(r.run, 10, 64); err == nil && runStart.IsZero() {
-			runStart = time.Unix(0, ns)
-		}
-		if r.at.After(last) {
-			last = r.at
-		}
-		switch r.kind {
-		case "start":
-			s := &step{name: r.step, start: r.at}
-			steps = append(steps, s)
-			byName[r.step] = s
-		case "end":
-			if s := byName[r.step]; s != nil {
-				s.end = r.at
-			}
-		case "failed":
-			if s := byName[r.step]; s != nil && s.end.IsZero() {
-				s.end, s.failed = r.at, true
-			}
-		case "why":
-			whys = append(whys, r)
-		case "pkg":
-			if r.result == "no tests" {
-				noTests++
-				continue
-			}
-			pkgs = append(pkgs, r)
-		}
-	}
-	if stopped {
-		last = now
-	}
-
-	fmt.Fprintf(w, ">> test times (%s)\n", file)
-	if len(steps) > 0 {
-		t := table{header: []string{"step", "result", "wall", "prerequisites"}, right: []bool{false, false, true, true}}
-		prev, latest := runStart, (*step)(nil)
-		for _, s := range steps {
-			end, result := s.end, "ok"
-			switch {
-			case s.failed:
-				result = "failed"
-			case end.IsZero():
-				end, result = last, "unfinished"
-				if stopped {
-					result = "stopped"
-				}
-			}
-			before := time.Duration(0)
-			if !prev.IsZero() && s.start.After(prev) {
-				before = s.start.Sub(prev)
-			}
-			t.add(s.name, result, minutes(end.Sub(s.start)+before), minutes(before))
-			if end.After(prev) {
-				prev = end
-			}
-			if latest == nil || s.end.IsZero() || (!latest.end.IsZero() && s.end.After(latest.end)) {
-				latest = s
-			}
-		}
-		if stopped && !latest.end.IsZero() {
-			t.add("(after "+latest.name+")", "stopped", minutes(now.Sub(latest.end)), "")
-		}
-		if !runStart.IsZero() {
-			t.add("total", "", minutes(last.Sub(runStart)), "")
-		}
-		t.write(w, "   ")
-	}
-
-	slices.SortStableFunc(pkgs, func(a, b row) int {
-		switch {
-		case a.seconds > b.seconds:
-			return -1
-		case a.seconds < b.seconds:
-			return 1
-		}
-		return strings.Compare(a.step+" "+a.pkg, b.step+" "+b.pkg)
-	})
-	if len(pkgs) > 0 {
-		fmt.Fprintln(w, ">> packages, slowest first (go test's time of each: its tests' run, not its build)")
-		t := table{header: []string{"time", "result", "step", "package"}, right: []bool{true, false, false, false}}
-		for _, p := range pkgs {
-			t.add(strconv.FormatFloat(p.seconds, 'f', 1, 64)+"s", p.result, p.step, p.pkg)
-		}
-		t.write(w, "   ")
-	}
-	if noTests > 0 {
-		fmt.Fprintf(w, "   packages without test files: %d\n", noTests)
-	}
-	if len(steps) == 0 && len(pkgs) == 0 {
-		fmt.Fprintln(w, "   nothing recorded")
-	}
-	for _, r := range whys {
-		why, err := strconv.Unquote(r.result)
-		if err != nil {
-			why = r.result
-		}
-		fmt.Fprintf(w, ">> why %s failed (%s)\n", r.pkg, r.step)
-		for _, l := range strings.Split(why, "\n") {
-			fmt.Fprintln(w, "   "+l)
-		}
-	}
-}
-
-// minutes formats a step's time: 14m02s, 41s.
-func minutes(d time.Duration) string {
-	s := int64(d.Round(time.Second) / time.Second)
-	if s < 60 {
-		return fmt.Sprintf("%ds", s)
-	}
-	return fmt.Sprintf("%dm%02ds", s/60, s%60)
-}
-
-// table is text in aligned columns.
-type table struct {
-	header []string
-	right  []bool
-	rows   [][]string
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *table) write(w io.Writer, indent string) {
-	widths := make([]int, len(t.header))
-	for _, r := range append([][]string{t.header}, t.rows...) {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
-		}
-	}
-	for _, r := range append([][]string{t.header}, t.rows...) {
-		var b strings.Builder
-		b.WriteString(indent)
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			pad := strings.Repeat(" ", widths[i]-len(c))
-			switch {
-			case t.right[i]:
-				b.WriteString(pad + c)
-			case i == len(r)-1:
-				b.WriteString(c)
-			default:
-				b.WriteString(c + pad)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
 }
