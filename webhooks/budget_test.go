@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -91,5 +92,36 @@ func TestBudgetStopsWaitingWithTheRequest(t *testing.T) {
 	defer cancel()
 	if _, err := b.Take(ctx, "a", 1); err == nil {
 		t.Fatal("took bytes of a share that was held")
+	}
+}
+
+// The spec author reads the same FeatureFlags, old and new, as many at
+// once as the API server sends: it takes from the same budget, and waits
+// for it likewise; what it does not author takes nothing.
+func TestBudgetHoldsTheSpecAuthor(t *testing.T) {
+	b := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
+	author := SpecAuthor{Budget: b}
+	red := `{"metadata":{"annotations":{"delivery.flagplane.dev/spec-author":"alice"}},"spec":{"flagSpec":{"flags":{}}}}`
+	req := authorRequest("bob", red, red, false)
+
+	release, err := b.Take(context.Background(), "busy", b.Share())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedBusy(t, author.Handle(context.Background(), inNamespace(req, "busy")), "other FeatureFlags of namespace busy")
+	if resp := author.Handle(context.Background(), inNamespace(req, "other")); !resp.Allowed {
+		t.Fatalf("another namespace was not authored while one held its share: %+v", resp.Result)
+	}
+	del := inNamespace(req, "busy")
+	del.Operation = admissionv1.Delete
+	if resp := author.Handle(context.Background(), del); !resp.Allowed {
+		t.Fatalf("a delete waited for the budget: %+v", resp.Result)
+	}
+	release()
+	if resp := author.Handle(context.Background(), inNamespace(req, "busy")); !resp.Allowed {
+		t.Fatalf("the namespace was not authored once its share was given back: %+v", resp.Result)
+	}
+	if n := len(b.shares); n != 0 {
+		t.Errorf("%d namespaces keep a share with no admission under way", n)
 	}
 }

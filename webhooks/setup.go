@@ -304,8 +304,12 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		WorkloadWait: o.WorkloadWait,
 		Events:       mgr.GetEventRecorder("flagplane"),
 	}
+	// The FeatureFlag webhooks share one budget: both read the same
+	// requests, the spec author first.
+	budget := NewBudget(o.AdmissionBytes, o.AdmissionWait)
 	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd(),
-		Budget: NewBudget(o.AdmissionBytes, o.AdmissionWait)}
+		Budget: budget}
+	a.SpecAuthor = SpecAuthor{Budget: budget}
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g, PrometheusGates: o.PrometheusGates}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).

@@ -3,12 +3,16 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"reflect"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -32,7 +36,12 @@ const SpecAuthorPath = "/mutate-core-openfeature-dev-v1beta1-featureflag"
 // says of itself.
 //
 // It writes nothing anywhere: its answer is the patch, on a dry run too.
-type SpecAuthor struct{}
+type SpecAuthor struct {
+	// Budget bounds the bytes of FeatureFlags read at once (budget.go),
+	// the FeatureFlag validator's: the API server sends this webhook the
+	// same requests, and as many at once; nil, none.
+	Budget *Budget
+}
 
 var _ admission.Handler = SpecAuthor{}
 
@@ -76,32 +85,167 @@ func decodeAuthored(raw []byte) (authored, error) {
 // sameSpec tells whether two specs are the same JSON value. The API server
 // encodes the old and the new object alike, so an unchanged spec is most
 // often the same bytes, compared at once; else they are compared as
-// values, numbers as written: two specs that differ only in a digit past
-// float64's precision are two specs.
+// values (members in any order, the last of a repeated name), numbers as
+// written: two specs that differ only in a digit past float64's precision
+// are two specs. Each is read as a stream into a digest (specDigest), not
+// into a tree of values, which would hold some 30 times its bytes
+// (BenchmarkConcurrentBoundAdmissions).
 func sameSpec(a, b json.RawMessage) (bool, error) {
 	if bytes.Equal(a, b) {
 		return true, nil
 	}
-	var x, y any
-	if len(a) > 0 {
-		if err := decodeExact(a, &x); err != nil {
-			return false, err
+	x, err := specDigest(a)
+	if err != nil {
+		return false, err
+	}
+	y, err := specDigest(b)
+	if err != nil {
+		return false, err
+	}
+	return x == y, nil
+}
+
+// specDigest is the SHA-256 digest of a JSON value that two values share
+// when they are equal as values: an object's members are digested by name
+// and in the order of their names, a repeated name counting once with its
+// last value; a number as written. An absent spec (no bytes) is null.
+//
+// raw is read by a scanner of its own, which takes it for valid JSON: it
+// is checked whole first (json.Valid; decodeAuthored has also decoded the
+// object it is part of), with encoding/json's limit on nesting.
+func specDigest(raw json.RawMessage) ([sha256.Size]byte, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	if !json.Valid(raw) {
+		return [sha256.Size]byte{}, errors.New("not valid JSON")
+	}
+	d := digester{raw: raw}
+	sum, err := d.value(0)
+	if err == nil && d.skipSpace() < len(d.raw) {
+		err = errors.New("data after the value")
+	}
+	return sum, err
+}
+
+// maxSpecDepth is the deepest a spec is read, as deep as encoding/json
+// reads.
+const maxSpecDepth = 10000
+
+// digester reads the valid JSON raw from pos.
+type digester struct {
+	raw []byte
+	pos int
+}
+
+func (d *digester) skipSpace() int {
+	for d.pos < len(d.raw) && (d.raw[d.pos] == ' ' || d.raw[d.pos] == '\t' || d.raw[d.pos] == '\n' || d.raw[d.pos] == '\r') {
+		d.pos++
+	}
+	return d.pos
+}
+
+// value reads one value, depth levels down, and digests it, each kind of
+// value with a tag of its own.
+func (d *digester) value(depth int) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	if depth > maxSpecDepth {
+		return sum, fmt.Errorf("nested more than %d levels deep", maxSpecDepth)
+	}
+	h := sha256.New()
+	switch d.raw[d.skipSpace()] {
+	case '[':
+		d.pos++
+		h.Write([]byte{'['})
+		for d.raw[d.skipSpace()] != ']' {
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return sum, err
+			}
+			h.Write(v[:])
+			if d.raw[d.skipSpace()] == ',' {
+				d.pos++
+			}
+		}
+		d.pos++
+	case '{':
+		d.pos++
+		members := map[string][sha256.Size]byte{}
+		for d.raw[d.skipSpace()] != '}' {
+			name, err := d.string()
+			if err != nil {
+				return sum, err
+			}
+			d.skipSpace()
+			d.pos++ // the colon
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return sum, err
+			}
+			members[name] = v
+			if d.raw[d.skipSpace()] == ',' {
+				d.pos++
+			}
+		}
+		d.pos++
+		h.Write([]byte{'{'})
+		for _, name := range slices.Sorted(maps.Keys(members)) {
+			v := members[name]
+			h.Write(binary.AppendUvarint(nil, uint64(len(name))))
+			h.Write([]byte(name))
+			h.Write(v[:])
+		}
+	case '"':
+		str, err := d.string()
+		if err != nil {
+			return sum, err
+		}
+		h.Write([]byte{'s'})
+		h.Write([]byte(str))
+	default: // a number as written, true, false or null
+		start := d.pos
+		for d.pos < len(d.raw) && !strings.ContainsRune(" \t\n\r,]}", rune(d.raw[d.pos])) {
+			d.pos++
+		}
+		h.Write([]byte{'l'})
+		h.Write(d.raw[start:d.pos])
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// string reads a string, and returns it as encoding/json decodes it (its
+// escapes read, each invalid byte U+FFFD).
+func (d *digester) string() (string, error) {
+	start := d.pos
+	plain := true
+	for d.pos++; d.raw[d.pos] != '"'; d.pos++ {
+		if d.raw[d.pos] == '\\' {
+			plain = false
+			d.pos++
 		}
 	}
-	if len(b) > 0 {
-		if err := decodeExact(b, &y); err != nil {
-			return false, err
-		}
+	d.pos++
+	quoted := d.raw[start:d.pos]
+	if plain && utf8.Valid(quoted) {
+		return string(quoted[1 : len(quoted)-1]), nil
 	}
-	return reflect.DeepEqual(x, y), nil
+	var s string
+	err := json.Unmarshal(quoted, &s)
+	return s, err
 }
 
 // Handle answers a create or update of a FeatureFlag with the patch that
 // makes its SpecAuthorAnnotation right, if it is not.
-func (SpecAuthor) Handle(_ context.Context, req admission.Request) admission.Response {
+func (a SpecAuthor) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(string(req.Operation) + " is not authored")
 	}
+	release, err := a.Budget.Take(ctx, req.Namespace, int64(len(req.Object.Raw)+len(req.OldObject.Raw)))
+	if err != nil {
+		return busy(err)
+	}
+	defer release()
 	ff, err := decodeAuthored(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
@@ -142,14 +286,6 @@ func (SpecAuthor) Handle(_ context.Context, req admission.Request) admission.Res
 		return admission.Patched("spec author set",
 			jsonpatch.NewOperation("add", annotationPath(deliveryv1alpha1.SpecAuthorAnnotation), author))
 	}
-}
-
-// decodeExact decodes JSON keeping numbers as they were written: two specs
-// that differ only in a digit past float64's precision are two specs.
-func decodeExact(raw []byte, into any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	return d.Decode(into)
 }
 
 // annotationPath is the JSON pointer (RFC 6901) of an annotation.

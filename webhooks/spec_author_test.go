@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -209,4 +210,48 @@ func jsonEqual(a, b any) bool {
 	x, errX := json.Marshal(a)
 	y, errY := json.Marshal(b)
 	return errX == nil && errY == nil && string(x) == string(y)
+}
+
+// decodeExact decodes JSON keeping numbers as they were written: two specs
+// that differ only in a digit past float64's precision are two specs.
+func decodeExact(raw []byte, into any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(into)
+}
+
+// TestSameSpec: two specs are the same when they are equal as JSON values
+// (members in any order, the last of a repeated name), numbers as
+// written; FuzzSpecAuthor checks the rest against decoded values.
+func TestSameSpec(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a":1,"b":[1,2]}`, `{"a":1,"b":[1,2]}`, true},
+		{`{"a":1,"b":{"x":true,"y":null}}`, ` { "b" : {"y":null,"x":true}, "a":1 } `, true},
+		{`{"a":1,"a":2}`, `{"a":2}`, true},
+		{``, `null`, true},
+		{`{"a":1e400}`, `{"a":1e400}`, true},
+		{`{"a":"\u00e9"}`, `{"a":"é"}`, true},
+		{`{"a":1}`, `{"a":1.0}`, false},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`, false},
+		{`{"a":[]}`, `{"a":{}}`, false},
+		{`{"a":"1"}`, `{"a":1}`, false},
+		{`{"a":null}`, `{}`, false},
+		{`{"ab":"c"}`, `{"a":"bc"}`, false},
+		{`[["a"],"b"]`, `[["a","b"]]`, false},
+		{`{"a":false}`, `{"a":true}`, false},
+		{``, `{}`, false},
+	} {
+		got, err := sameSpec(json.RawMessage(c.a), json.RawMessage(c.b))
+		if err != nil || got != c.same {
+			t.Errorf("sameSpec(%s, %s) = %t, %v; want %t", c.a, c.b, got, err, c.same)
+		}
+	}
+	for _, bad := range []string{`{"a":`, `{"a":1} 2`, strings.Repeat("[", maxSpecDepth+2) + strings.Repeat("]", maxSpecDepth+2)} {
+		if _, err := sameSpec(json.RawMessage(`{}`), json.RawMessage(bad)); err == nil {
+			t.Errorf("sameSpec of %.40s: no error", bad)
+		}
+	}
 }
