@@ -17,12 +17,15 @@ import (
 // Judging a flag set against flagd's schema holds up to about 200 times
 // its bytes at its peak (a 373 KB flag set of rules at the bound, 75 MiB;
 // BenchmarkConcurrentRuleBoundAdmissions), and the API server sends the
-// webhook as many admissions at once as clients make. So each admission
-// takes its object's bytes from its namespace's share and from the
-// manager's whole budget before it is judged, and gives them back when it
-// is answered. A namespace's share is half the whole, so that one
-// tenant's burst of large flag sets leaves room for the others'; an object
-// larger than a share takes the whole share.
+// webhook as many admissions at once as clients make; the webhook server
+// reads and decodes each request whole (an update carries two objects) as
+// soon as it comes. So each request to the FeatureFlag webhooks (the
+// validator, and the spec author before it) takes its bytes from its
+// namespace's share and from the manager's whole budget once its head is
+// read, before the rest (budgeted), and gives them back when it is
+// answered. A namespace's share is half the whole, so that one tenant's
+// burst of large flag sets leaves room for the others'; a request larger
+// than a share takes the whole share.
 //
 // An admission that cannot take its bytes within Wait is refused with
 // 429 Too Many Requests, which kubectl prints and GitOps tools retry,

@@ -1,8 +1,12 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -39,45 +43,181 @@ func refusedBusy(t *testing.T, resp admission.Response, says string) {
 	}
 }
 
+// serveBudgeted serves h behind budget, as Setup does the FeatureFlag
+// webhooks, and returns a function that sends it req as the API server
+// does (an AdmissionReview, its request's uid first) and returns its
+// answer.
+func serveBudgeted(t *testing.T, budget *Budget, h admission.Handler) func(admission.Request) admission.Response {
+	srv := httptest.NewServer(budgeted{budget, &admission.Webhook{Handler: h}})
+	t.Cleanup(srv.Close)
+	return func(req admission.Request) admission.Response {
+		t.Helper()
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &req.AdmissionRequest,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(resp.Body).Decode(&review); err != nil || review.Response == nil {
+			t.Fatalf("no AdmissionReview answered (%s): %v", resp.Status, err)
+		}
+		if review.Response.UID != req.UID {
+			t.Fatalf("answered uid %q, want the request's %q", review.Response.UID, req.UID)
+		}
+		return admission.Response{AdmissionResponse: *review.Response}
+	}
+}
+
 // One namespace that holds its share of the budget waits, and is refused
 // after the wait; another namespace is judged meanwhile; once the share is
-// given back, the first is judged again.
+// given back, the first is judged again. So for the validator, and for
+// the spec author, which reads the same requests before it.
 func TestBudgetKeepsOneNamespaceFromTakingAll(t *testing.T) {
-	v := flagSetValidators(t)[0]
-	v.Budget = NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
-	req := fuzzRequest("FeatureFlag", flagSetJSON(`{"flags":{"f":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"off"}}}`), "", false)
-
-	release, err := v.Budget.Take(context.Background(), "busy", v.Budget.Share())
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusedBusy(t, v.Handle(context.Background(), inNamespace(req, "busy")), "other FeatureFlags of namespace busy")
-	if resp := v.Handle(context.Background(), inNamespace(req, "other")); !resp.Allowed {
-		t.Fatalf("another namespace was not judged while one held its share: %+v", resp.Result)
-	}
-	release()
-	if resp := v.Handle(context.Background(), inNamespace(req, "busy")); !resp.Allowed {
-		t.Fatalf("the namespace was not judged once its share was given back: %+v", resp.Result)
-	}
-	if n := len(v.Budget.shares); n != 0 {
-		t.Errorf("%d namespaces keep a share with no admission under way", n)
+	red := `{"metadata":{"annotations":{"delivery.flagplane.dev/spec-author":"alice"}},"spec":{"flagSpec":{"flags":{}}}}`
+	for _, c := range []struct {
+		name string
+		h    admission.Handler
+		req  admission.Request
+	}{
+		{"validator", flagSetValidators(t)[0], fuzzRequest("FeatureFlag", flagSetJSON(`{"flags":{"f":{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"off"}}}`), "", false)},
+		{"spec author", SpecAuthor{}, authorRequest("bob", red, red, false)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			budget := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
+			send := serveBudgeted(t, budget, c.h)
+			release, err := budget.Take(context.Background(), "busy", budget.Share())
+			if err != nil {
+				t.Fatal(err)
+			}
+			refusedBusy(t, send(inNamespace(c.req, "busy")), "other FeatureFlags of namespace busy")
+			if resp := send(inNamespace(c.req, "other")); !resp.Allowed {
+				t.Fatalf("another namespace was not judged while one held its share: %+v", resp.Result)
+			}
+			release()
+			if resp := send(inNamespace(c.req, "busy")); !resp.Allowed {
+				t.Fatalf("the namespace was not judged once its share was given back: %+v", resp.Result)
+			}
+			if n := len(budget.shares); n != 0 {
+				t.Errorf("%d namespaces keep a share with no admission under way", n)
+			}
+		})
 	}
 }
 
 // Two namespaces holding their shares take the whole budget: a third is
 // refused, and says so.
 func TestBudgetBoundsEveryNamespaceTogether(t *testing.T) {
-	v := flagSetValidators(t)[0]
-	v.Budget = NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
+	budget := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
+	send := serveBudgeted(t, budget, flagSetValidators(t)[0])
 	req := fuzzRequest("FeatureFlag", flagSetJSON(`{"flags":{}}`), "", false)
 	for _, ns := range []string{"a", "b"} {
-		release, err := v.Budget.Take(context.Background(), ns, 10*DefaultAdmissionBytes) // a share at most
+		release, err := budget.Take(context.Background(), ns, 10*DefaultAdmissionBytes) // a share at most
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer release()
 	}
-	refusedBusy(t, v.Handle(context.Background(), inNamespace(req, "c")), "FeatureFlags of every namespace")
+	refusedBusy(t, send(inNamespace(req, "c")), "FeatureFlags of every namespace")
+}
+
+// A request that waits for its bytes holds no more of itself than its
+// head: the rest is read once it has them, and not at all when it is
+// refused; and it counts at its whole size, read as decoded.
+func TestBudgetReadsARequestInTurn(t *testing.T) {
+	budget := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
+	object := unread(manyFlags(20000, okFlag+"}")) // over 1 MiB
+	req := inNamespace(fuzzRequest("FeatureFlag", object, "", false), "busy")
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  &req.AdmissionRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := false
+	h := budgeted{budget, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		judged = true
+		if all, err := io.ReadAll(r.Body); err != nil || !bytes.Equal(all, body) {
+			t.Errorf("the handler read %d bytes of the %d sent (%v)", len(all), len(body), err)
+		}
+	})}
+	release, err := budget.Take(context.Background(), "busy", budget.Share())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingReader{r: bytes.NewReader(body)}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", counted))
+	if judged || counted.n > maxHead {
+		t.Errorf("a refused request was read %d bytes deep (judged: %t), want its head of at most %d", counted.n, judged, maxHead)
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil || review.Response.UID != req.UID {
+		t.Fatalf("the refusal is no AdmissionReview of the request's uid: %v %s", err, rec.Body.String())
+	}
+	refusedBusy(t, admission.Response{AdmissionResponse: *review.Response}, "other FeatureFlags of namespace busy")
+	release()
+
+	// Its bytes are taken whole: one more byte of the namespace waits.
+	h.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		judged = true
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			t.Error(err)
+		}
+		if _, err := budget.Take(context.Background(), "busy", 1); err == nil {
+			t.Error("took a byte of a share that a request at least as large holds")
+		}
+	})
+	counted = &countingReader{r: bytes.NewReader(body)}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", counted))
+	if !judged || counted.n != len(body) {
+		t.Errorf("judged: %t, read %d of %d bytes", judged, counted.n, len(body))
+	}
+
+	// What is not an AdmissionReview of the API server's is refused unread.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"request":{"object":{}}}`)))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a request with no uid: %d, want 400", rec.Code)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// requestHead reads the uid and namespace as the API server writes them,
+// whatever comes before them.
+func TestRequestHead(t *testing.T) {
+	for in, want := range map[string][2]string{
+		`{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"u1","kind":{"group":"g"},"name":"n","namespace":"ns","object":{}}}`: {"u1", "ns"},
+		`{"request":{"uid":"u2","userInfo":{"groups":["a",["b"]]},"object":{"metadata":{"namespace":"not this"}}}}`:                                         {"u2", ""},
+		`{"request":{"namespace":"ns","uid":"u3"}}`: {"u3", "ns"},
+	} {
+		uid, ns, err := requestHead(strings.NewReader(in))
+		if err != nil || uid != want[0] || ns != want[1] {
+			t.Errorf("requestHead(%s) = %q, %q, %v; want %q, %q", in, uid, ns, err, want[0], want[1])
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"request":[]}`, `{"response":{}}`, `{"request":{"object":{},"uid":"late"}}`, `{"request":{"uid":1}}`} {
+		if uid, _, err := requestHead(strings.NewReader(bad)); err == nil {
+			t.Errorf("requestHead(%s) = %q, no error", bad, uid)
+		}
+	}
 }
 
 // An admission whose client has gone stops waiting then.
@@ -92,36 +232,5 @@ func TestBudgetStopsWaitingWithTheRequest(t *testing.T) {
 	defer cancel()
 	if _, err := b.Take(ctx, "a", 1); err == nil {
 		t.Fatal("took bytes of a share that was held")
-	}
-}
-
-// The spec author reads the same FeatureFlags, old and new, as many at
-// once as the API server sends: it takes from the same budget, and waits
-// for it likewise; what it does not author takes nothing.
-func TestBudgetHoldsTheSpecAuthor(t *testing.T) {
-	b := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
-	author := SpecAuthor{Budget: b}
-	red := `{"metadata":{"annotations":{"delivery.flagplane.dev/spec-author":"alice"}},"spec":{"flagSpec":{"flags":{}}}}`
-	req := authorRequest("bob", red, red, false)
-
-	release, err := b.Take(context.Background(), "busy", b.Share())
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusedBusy(t, author.Handle(context.Background(), inNamespace(req, "busy")), "other FeatureFlags of namespace busy")
-	if resp := author.Handle(context.Background(), inNamespace(req, "other")); !resp.Allowed {
-		t.Fatalf("another namespace was not authored while one held its share: %+v", resp.Result)
-	}
-	del := inNamespace(req, "busy")
-	del.Operation = admissionv1.Delete
-	if resp := author.Handle(context.Background(), del); !resp.Allowed {
-		t.Fatalf("a delete waited for the budget: %+v", resp.Result)
-	}
-	release()
-	if resp := author.Handle(context.Background(), inNamespace(req, "busy")); !resp.Allowed {
-		t.Fatalf("the namespace was not authored once its share was given back: %+v", resp.Result)
-	}
-	if n := len(b.shares); n != 0 {
-		t.Errorf("%d namespaces keep a share with no admission under way", n)
 	}
 }

@@ -214,7 +214,10 @@ type Admission struct {
 	RolloutPolicyValidator *RolloutPolicyValidator
 	// SpecAuthor keeps who wrote a FeatureFlag's spec.
 	SpecAuthor SpecAuthor
-	Healer     *Healer
+	// Budget bounds the bytes of the FeatureFlag requests that the spec
+	// author and the validator read at once (budget.go, budget_http.go).
+	Budget *Budget
+	Healer *Healer
 	// Certificates is nil with external certificates.
 	Certificates *certs.Manager
 }
@@ -304,20 +307,18 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 		WorkloadWait: o.WorkloadWait,
 		Events:       mgr.GetEventRecorder("flagplane"),
 	}
-	// The FeatureFlag webhooks share one budget: both read the same
-	// requests, the spec author first.
-	budget := NewBudget(o.AdmissionBytes, o.AdmissionWait)
-	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd(),
-		Budget: budget}
-	a.SpecAuthor = SpecAuthor{Budget: budget}
+	a.FlagSetValidator = &FlagSetValidator{Strict: o.FlagSets.Strict(), Disabled: !o.FlagsValidation, Graph: g, Flagd: o.Flagd()}
+	// The FeatureFlag webhooks share one budget, taken before a request
+	// is read whole: both read the same requests, the spec author first.
+	a.Budget = NewBudget(o.AdmissionBytes, o.AdmissionWait)
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g, PrometheusGates: o.PrometheusGates}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
 	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})
-	srv.Register(FlagSetValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger})
+	srv.Register(FlagSetValidatorPath, budgeted{a.Budget, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger}})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.SourceValidator}, LogConstructor: requestLogger})
 	srv.Register(RolloutPolicyValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.RolloutPolicyValidator}, LogConstructor: requestLogger})
-	srv.Register(SpecAuthorPath, &admission.Webhook{Handler: loggedDecisions{a.SpecAuthor}, LogConstructor: requestLogger})
+	srv.Register(SpecAuthorPath, budgeted{a.Budget, &admission.Webhook{Handler: loggedDecisions{a.SpecAuthor}, LogConstructor: requestLogger}})
 
 	if o.Heal {
 		a.Healer = &Healer{

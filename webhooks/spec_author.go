@@ -36,12 +36,11 @@ const SpecAuthorPath = "/mutate-core-openfeature-dev-v1beta1-featureflag"
 // says of itself.
 //
 // It writes nothing anywhere: its answer is the patch, on a dry run too.
-type SpecAuthor struct {
-	// Budget bounds the bytes of FeatureFlags read at once (budget.go),
-	// the FeatureFlag validator's: the API server sends this webhook the
-	// same requests, and as many at once; nil, none.
-	Budget *Budget
-}
+//
+// Setup serves it behind the FeatureFlag validator's budget (budgeted):
+// the API server sends it the same requests, old objects too, and as many
+// at once.
+type SpecAuthor struct{}
 
 var _ admission.Handler = SpecAuthor{}
 
@@ -237,15 +236,10 @@ func (d *digester) string() (string, error) {
 
 // Handle answers a create or update of a FeatureFlag with the patch that
 // makes its SpecAuthorAnnotation right, if it is not.
-func (a SpecAuthor) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (SpecAuthor) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(string(req.Operation) + " is not authored")
 	}
-	release, err := a.Budget.Take(ctx, req.Namespace, int64(len(req.Object.Raw)+len(req.OldObject.Raw)))
-	if err != nil {
-		return busy(err)
-	}
-	defer release()
 	ff, err := decodeAuthored(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))

@@ -25,7 +25,8 @@ import (
 // schema plus flagplane's semantic rules (flagsets.ValidateFlagSpec). It
 // refuses what flagd cannot load and what the OpenFeature Operator refuses,
 // and admits what is probably a mistake with warnings, which kubectl prints
-// (refused too when Strict).
+// (refused too when Strict). Setup serves it behind a budget of the bytes
+// judged at once (budgeted).
 type FlagSetValidator struct {
 	// Strict refuses flag sets with warnings (--strict-validation).
 	Strict bool
@@ -43,9 +44,6 @@ type FlagSetValidator struct {
 	// v0.16.0 gets a warning per flag and behaviour (flagdVersionWarnings),
 	// whatever the strictness: it is not a mistake in the flag set.
 	Flagd []flagdversion.Injected
-	// Budget bounds the bytes of FeatureFlags judged at once (budget.go);
-	// nil, none.
-	Budget *Budget
 }
 
 // maxVersionWarnings bounds the warnings about flagd releases of one
@@ -72,11 +70,6 @@ var _ admission.Handler = (*FlagSetValidator)(nil)
 
 // Handle validates a create or update of a FeatureFlag.
 func (v *FlagSetValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	release, err := v.Budget.Take(ctx, req.Namespace, int64(len(req.Object.Raw)))
-	if err != nil {
-		return busy(err)
-	}
-	defer release()
 	var ff, old v1beta1.FeatureFlag
 	if resp, done := decodeForValidation(req, &ff, &old); done {
 		return resp

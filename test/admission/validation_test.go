@@ -141,7 +141,7 @@ var _ = Describe("Validation", func() {
 
 	It("refuses a namespace whose FeatureFlags hold its share of the budget with 429, and admits another namespace's meanwhile", func(ctx SpecContext) {
 		busy, other := newNamespace(ctx), newNamespace(ctx)
-		budget := operator.admission.FlagSetValidator.Budget
+		budget := operator.admission.Budget
 		release, err := budget.Take(ctx, busy, budget.Share())
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(release)
