@@ -484,7 +484,7 @@ bench: controlplane realclients realnode ## Benchmarks: topology per-event cost 
 	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go test ./webhooks -run '^$$' -bench ConcurrentRuleBoundAdmissions -benchtime 1x -benchmem -timeout $(TEST_TIMEOUT)
 	go test ./webhooks -run '^$$' -bench ConcurrentBoundAdmissions -benchtime 2x -timeout $(TEST_TIMEOUT)
-	go test ./webhooks -run '^$$' -bench BurstOfBoundUpdates -benchtime 1x -timeout $(TEST_TIMEOUT)
+	go test ./webhooks -run '^$$' -bench BurstsAtTheBound -benchtime 1x -timeout $(TEST_TIMEOUT)
 	go test ./inspect/explain -run '^$$' -bench Explain -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)
 	go run ./hack/e2ebench $(E2E_BENCH_FLAGS)
 	FLAGPLANE_E2E_BENCH_EDITS=$(E2E_BENCH_EDITS) go test ./test/e2e -run '^$$' -bench EditToServed -benchtime 1x -timeout $(TEST_TIMEOUT)

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -12,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Budget bounds the memory that FeatureFlag admissions hold at once.
+// Budget bounds the memory that FeatureFlag admissions hold at once; and,
+// a budget of its own (For("pods")), Pod admissions.
 //
 // Judging a flag set against flagd's schema holds up to about 200 times
 // its bytes at its peak (a 373 KB flag set of rules at the bound, 75 MiB;
@@ -32,6 +34,8 @@ import (
 // before the API server's own timeout of the webhook (5 s) would refuse
 // it with no reason.
 type Budget struct {
+	// what it admits, for its refusals: FeatureFlags unless For says.
+	what  string
 	bytes int64
 	wait  time.Duration
 	all   *semaphore.Weighted
@@ -56,7 +60,14 @@ const (
 // which an admission waits at most wait.
 func NewBudget(bytes int64, wait time.Duration) *Budget {
 	bytes = max(bytes, 2)
-	return &Budget{bytes: bytes, wait: wait, all: semaphore.NewWeighted(bytes), shares: map[string]*share{}}
+	return &Budget{what: "FeatureFlags", bytes: bytes, wait: wait, all: semaphore.NewWeighted(bytes), shares: map[string]*share{}}
+}
+
+// For names what b admits (plural: "pods"), as its refusals say, and
+// returns b.
+func (b *Budget) For(what string) *Budget {
+	b.what = what
+	return b
 }
 
 // Share is what one namespace may hold at once.
@@ -65,6 +76,8 @@ func (b *Budget) Share() int64 { return b.bytes / 2 }
 // BusyError is the refusal of an admission that did not get its bytes in
 // time.
 type BusyError struct {
+	// What the budget admits: FeatureFlags, pods.
+	What      string
 	Namespace string
 	Bytes     int64
 	// Namespace's share was taken: its own admissions hold it (else the
@@ -74,9 +87,10 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
-	whose := "FeatureFlags of every namespace"
+	what := cmp.Or(e.What, "FeatureFlags")
+	whose := what + " of every namespace"
 	if e.OwnShare {
-		whose = fmt.Sprintf("other FeatureFlags of namespace %s", e.Namespace)
+		whose = fmt.Sprintf("other %s of namespace %s", what, e.Namespace)
 	}
 	return fmt.Sprintf("the webhook is judging %s and could not take this one's %d bytes within %s; try again",
 		whose, e.Bytes, e.Waited.Round(time.Millisecond))
@@ -96,12 +110,12 @@ func (b *Budget) Take(ctx context.Context, namespace string, size int64) (releas
 	s := b.share(namespace)
 	if err := s.sem.Acquire(ctx, weight); err != nil {
 		b.leave(namespace)
-		return nil, &BusyError{Namespace: namespace, Bytes: size, OwnShare: true, Waited: time.Since(start)}
+		return nil, &BusyError{What: b.what, Namespace: namespace, Bytes: size, OwnShare: true, Waited: time.Since(start)}
 	}
 	if err := b.all.Acquire(ctx, weight); err != nil {
 		s.sem.Release(weight)
 		b.leave(namespace)
-		return nil, &BusyError{Namespace: namespace, Bytes: size, Waited: time.Since(start)}
+		return nil, &BusyError{What: b.what, Namespace: namespace, Bytes: size, Waited: time.Since(start)}
 	}
 	var once sync.Once
 	return func() {

@@ -14,9 +14,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/flagplane/flagplane/test/admissionfuzz"
+	"github.com/flagplane/flagplane/workflows/injection"
 )
 
 // inNamespace is req as an admission in namespace ns.
@@ -232,5 +234,28 @@ func TestBudgetStopsWaitingWithTheRequest(t *testing.T) {
 	defer cancel()
 	if _, err := b.Take(ctx, "a", 1); err == nil {
 		t.Fatal("took bytes of a share that was held")
+	}
+}
+
+// Pods have a budget of their own, taken as the FeatureFlags' is: a
+// namespace whose pods hold its share waits, and is refused with 429 that
+// names pods; another namespace's pod is admitted meanwhile.
+func TestBudgetHoldsPods(t *testing.T) {
+	reader := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(replicaSetMeta("shop", "web-5d4f8", "web")).Build()
+	budget := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond).For("pods")
+	send := serveBudgeted(t, budget, newMutator(t, reader, &recordingEnsurer{}))
+	pod := request(t, admissionv1.Create, podOwnedBy("ReplicaSet", "web-5d4f8", map[string]string{"app": "web", "pod-template-hash": "5d4f8"}), false)
+
+	release, err := budget.Take(context.Background(), "shop", budget.Share())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedBusy(t, send(pod), "other pods of namespace shop")
+	if resp := send(inNamespace(pod, "other")); !resp.Allowed {
+		t.Fatalf("another namespace's pod was not admitted while shop held its share: %+v", resp.Result)
+	}
+	release()
+	if resp := send(pod); !resp.Allowed || !strings.Contains(string(resp.Patch), injection.SidecarName) {
+		t.Fatalf("the pod was not injected once the share was given back: %+v", resp.AdmissionResponse)
 	}
 }

@@ -217,7 +217,11 @@ type Admission struct {
 	// Budget bounds the bytes of the FeatureFlag requests that the spec
 	// author and the validator read at once (budget.go, budget_http.go).
 	Budget *Budget
-	Healer *Healer
+	// PodBudget bounds those of the pods the Pod webhook reads and
+	// mutates at once: a budget of its own, so that a burst of pods does
+	// not hold FeatureFlag writes back, nor the other way round.
+	PodBudget *Budget
+	Healer    *Healer
 	// Certificates is nil with external certificates.
 	Certificates *certs.Manager
 }
@@ -311,10 +315,11 @@ func Setup(ctx context.Context, mgr manager.Manager, g Graph, o Options) (*Admis
 	// The FeatureFlag webhooks share one budget, taken before a request
 	// is read whole: both read the same requests, the spec author first.
 	a.Budget = NewBudget(o.AdmissionBytes, o.AdmissionWait)
+	a.PodBudget = NewBudget(o.AdmissionBytes, o.AdmissionWait).For("pods")
 	a.SourceValidator = &SourceValidator{Graph: g, Injection: o.Injection}
 	a.RolloutPolicyValidator = &RolloutPolicyValidator{Graph: g, PrometheusGates: o.PrometheusGates}
 	// Every decision is logged (loggedDecisions): allowed at V(1), denied at V(0).
-	srv.Register(PodMutatorPath, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger})
+	srv.Register(PodMutatorPath, budgeted{a.PodBudget, &admission.Webhook{Handler: loggedDecisions{a.PodMutator}, LogConstructor: requestLogger}})
 	srv.Register(FlagSetValidatorPath, budgeted{a.Budget, &admission.Webhook{Handler: loggedDecisions{a.FlagSetValidator}, LogConstructor: requestLogger}})
 	srv.Register(SourceValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.SourceValidator}, LogConstructor: requestLogger})
 	srv.Register(RolloutPolicyValidatorPath, &admission.Webhook{Handler: loggedDecisions{a.RolloutPolicyValidator}, LogConstructor: requestLogger})
