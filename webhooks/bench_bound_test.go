@@ -105,13 +105,7 @@ func BenchmarkConcurrentBoundAdmissions(b *testing.B) {
 func BenchmarkBurstsAtTheBound(b *testing.B) {
 	for _, name := range []string{"spec-author", "pod"} {
 		r := boundRequests(b)[name]
-		review, err := json.Marshal(admissionv1.AdmissionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-			Request:  &r.req.AdmissionRequest,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		review := reviewOf(b, r.req)
 		for _, n := range []int{8, 32} {
 			for _, budget := range []string{"none", "default"} {
 				b.Run(fmt.Sprintf("%s/at-once=%d/budget=%s", name, n, budget), func(b *testing.B) {

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -87,10 +86,9 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
-	what := cmp.Or(e.What, "FeatureFlags")
-	whose := what + " of every namespace"
+	whose := e.What + " of every namespace"
 	if e.OwnShare {
-		whose = fmt.Sprintf("other %s of namespace %s", what, e.Namespace)
+		whose = fmt.Sprintf("other %s of namespace %s", e.What, e.Namespace)
 	}
 	return fmt.Sprintf("the webhook is judging %s and could not take this one's %d bytes within %s; try again",
 		whose, e.Bytes, e.Waited.Round(time.Millisecond))

@@ -45,6 +45,20 @@ func refusedBusy(t *testing.T, resp admission.Response, says string) {
 	}
 }
 
+// reviewOf is req as the API server sends it: an AdmissionReview, its
+// request's uid first.
+func reviewOf(tb testing.TB, req admission.Request) []byte {
+	tb.Helper()
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  &req.AdmissionRequest,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body
+}
+
 // serveBudgeted serves h behind budget, as Setup does the FeatureFlag
 // webhooks, and returns a function that sends it req as the API server
 // does (an AdmissionReview, its request's uid first) and returns its
@@ -54,14 +68,7 @@ func serveBudgeted(t *testing.T, budget *Budget, h admission.Handler) func(admis
 	t.Cleanup(srv.Close)
 	return func(req admission.Request) admission.Response {
 		t.Helper()
-		body, err := json.Marshal(admissionv1.AdmissionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-			Request:  &req.AdmissionRequest,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
+		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(reviewOf(t, req)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,13 +143,7 @@ func TestBudgetReadsARequestInTurn(t *testing.T) {
 	budget := NewBudget(DefaultAdmissionBytes, 50*time.Millisecond)
 	object := unread(manyFlags(20000, okFlag+"}")) // over 1 MiB
 	req := inNamespace(fuzzRequest("FeatureFlag", object, "", false), "busy")
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  &req.AdmissionRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := reviewOf(t, req)
 	judged := false
 	h := budgeted{budget, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		judged = true

@@ -34,7 +34,12 @@
 // selectors that leave kube-system, flagplane's own namespace and opted-out
 // objects alone: an unavailable flagplane never blocks pod creation in the
 // cluster, and the Healer rolls the workloads whose pods got through without
-// their sidecar once it is back.
+// their sidecar once it is back. A busy one may refuse a pod: each request
+// takes its bytes from its namespace's share of a budget of its own before
+// it is read whole (budgeted), and one that cannot within the wait is
+// refused with 429 Too Many Requests, which its controller, or its client,
+// retries; refusing nothing would let a burst of large pods take the
+// manager's memory.
 //
 // # The validating webhooks
 //

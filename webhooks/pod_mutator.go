@@ -60,7 +60,9 @@ const EventInjectionRefused = "InjectionRefused"
 //   - the webhook fails open everywhere else (a pod that misses its
 //     injection runs, and the healer rolls it once it can get it), and a
 //     refused pod would stop a rollout of its workload, or a Job, for a
-//     flag delivery;
+//     flag delivery; a limit of the pod is no passing state. (A webhook
+//     too busy to read a pod refuses it for now, with 429, which its
+//     controller retries: the budget, in the package documentation.)
 //   - a sidecar that cannot start is worse than none: as a native sidecar,
 //     it holds the app containers back for good.
 //

@@ -111,7 +111,8 @@ func sameSpec(a, b json.RawMessage) (bool, error) {
 //
 // raw is read by a scanner of its own, which takes it for valid JSON: it
 // is checked whole first (json.Valid; decodeAuthored has also decoded the
-// object it is part of), with encoding/json's limit on nesting.
+// object it is part of), which also bounds its nesting, and so the
+// scanner's recursion, at encoding/json's 10,000 levels.
 func specDigest(raw json.RawMessage) ([sha256.Size]byte, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
@@ -120,16 +121,12 @@ func specDigest(raw json.RawMessage) ([sha256.Size]byte, error) {
 		return [sha256.Size]byte{}, errors.New("not valid JSON")
 	}
 	d := digester{raw: raw}
-	sum, err := d.value(0)
+	sum, err := d.value()
 	if err == nil && d.skipSpace() < len(d.raw) {
 		err = errors.New("data after the value")
 	}
 	return sum, err
 }
-
-// maxSpecDepth is the deepest a spec is read, as deep as encoding/json
-// reads.
-const maxSpecDepth = 10000
 
 // digester reads the valid JSON raw from pos.
 type digester struct {
@@ -144,20 +141,17 @@ func (d *digester) skipSpace() int {
 	return d.pos
 }
 
-// value reads one value, depth levels down, and digests it, each kind of
-// value with a tag of its own.
-func (d *digester) value(depth int) ([sha256.Size]byte, error) {
+// value reads one value and digests it, each kind of value with a tag of
+// its own.
+func (d *digester) value() ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
-	if depth > maxSpecDepth {
-		return sum, fmt.Errorf("nested more than %d levels deep", maxSpecDepth)
-	}
 	h := sha256.New()
 	switch d.raw[d.skipSpace()] {
 	case '[':
 		d.pos++
 		h.Write([]byte{'['})
 		for d.raw[d.skipSpace()] != ']' {
-			v, err := d.value(depth + 1)
+			v, err := d.value()
 			if err != nil {
 				return sum, err
 			}
@@ -177,7 +171,7 @@ func (d *digester) value(depth int) ([sha256.Size]byte, error) {
 			}
 			d.skipSpace()
 			d.pos++ // the colon
-			v, err := d.value(depth + 1)
+			v, err := d.value()
 			if err != nil {
 				return sum, err
 			}

@@ -32,6 +32,19 @@ func execCommand(t *testing.T, file string, argv ...string) *exec.Cmd {
 	return cmd
 }
 
+// startReading starts cmd and returns the lines of its output.
+func startReading(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return bufio.NewScanner(stdout)
+}
+
 // TestExec: the binary's exit status is testtimes exec's, and the CPU time
 // of the binary and of what it waited for is recorded for the package of
 // the directory it ran in.
@@ -80,14 +93,7 @@ func TestExecSignals(t *testing.T) {
 	}
 
 	cmd := execCommand(t, file, "sh", "-c", `trap 'echo interrupted' INT; trap 'echo quit; exit 7' QUIT; echo ready; while :; do sleep 0.05; done`)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
+	lines := startReading(t, cmd)
 	if !lines.Scan() || lines.Text() != "ready" {
 		t.Fatalf("the binary did not start: %q", lines.Text())
 	}
@@ -114,14 +120,7 @@ func TestExecSignals(t *testing.T) {
 // timeout), so is the binary.
 func TestExecDies(t *testing.T) {
 	cmd := execCommand(t, filepath.Join(t.TempDir(), "times.tsv"), "sh", "-c", "echo $$; exec sleep 60")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
+	lines := startReading(t, cmd)
 	if !lines.Scan() {
 		t.Fatal("the binary printed no pid")
 	}
