@@ -243,18 +243,28 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	// Paths are set explicitly rather than through BinaryAssetsDirectory so
-	// that Options.BinDir wins over $KUBEBUILDER_ASSETS and $TEST_ASSET_*.
-	// The data and certificate dirs live under Dir so that the watchdog can
-	// recognise these processes by their command lines.
+	// that Options.BinDir wins over $KUBEBUILDER_ASSETS and $TEST_ASSET_*;
+	// each is a script that runs Options.BinDir's binary with
+	// ProcessGOGC. The data and certificate dirs live under Dir so that the
+	// watchdog can recognise these processes by their command lines.
+	scripts := filepath.Join(cp.Dir, "bin")
+	etcdPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "etcd"))
+	if err != nil {
+		return err
+	}
+	apiServerPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "kube-apiserver"))
+	if err != nil {
+		return err
+	}
 	cp.Env.ControlPlane.Etcd = &envtest.Etcd{
-		Path: filepath.Join(opts.BinDir, "etcd"), DataDir: etcdDir, Out: etcdOut, Err: etcdOut,
+		Path: etcdPath, DataDir: etcdDir, Out: etcdOut, Err: etcdOut,
 	}
 	// A test's etcd need not survive the machine's crash: without an fsync
 	// per write, its writes cost the API server's latency and the kernel's
 	// writeback nothing (etcd's flag for tests).
 	cp.Env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
 	apiServer := &envtest.APIServer{
-		Path: filepath.Join(opts.BinDir, "kube-apiserver"), CertDir: certDir, Out: apiOut, Err: apiOut,
+		Path: apiServerPath, CertDir: certDir, Out: apiOut, Err: apiOut,
 	}
 	// envtest disables the ServiceAccount admission plugin because it has no
 	// controller creating the default ServiceAccount. We run that controller,
@@ -355,6 +365,7 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = processEnv()
 	if cp.kcm, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}

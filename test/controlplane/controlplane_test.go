@@ -114,12 +114,20 @@ var _ = Describe("ControlPlane", func() {
 		})
 	}, NodeTimeout(3*time.Minute))
 
-	It("runs kube-scheduler when asked, which binds pods, and stops it", func(ctx SpecContext) {
+	It("runs kube-scheduler when asked, which binds pods, and stops it; each of its processes collects garbage at GOGC=400", func(ctx SpecContext) {
 		cp, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, Log: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
 		dir := cp.Dir
-		Expect(processesMentioning(dir)).To(ContainElement(HaveSuffix(" kube-scheduler")))
+		processes := processesMentioning(dir)
+		Expect(processes).To(ConsistOf(HaveSuffix(" etcd"), HaveSuffix(" kube-apiserver"),
+			HaveSuffix(" kube-controller-manager"), HaveSuffix(" kube-scheduler")))
+		for _, p := range processes {
+			pid, _, _ := strings.Cut(p, " ")
+			environ, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(strings.Split(string(environ), "\x00")).To(ContainElement("GOGC="+controlplane.ProcessGOGC), p)
+		}
 		Expect(cp.Timings.Scheduler).To(BeNumerically(">", 0))
 		Expect(cp.Kubectl("get", "nodes", "-o", "name")).To(BeEmpty(), "the probe Node is gone")
 		Expect(cp.Kubectl("get", "configmap", "kube-root-ca.crt", "-n", "default", "-o", "jsonpath={.data.ca\\.crt}")).

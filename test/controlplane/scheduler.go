@@ -50,6 +50,7 @@ func (cp *ControlPlane) startScheduler(binDir string) error {
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = processEnv()
 	if cp.scheduler, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-scheduler: %w", err)
 	}
