@@ -273,15 +273,15 @@ test: test-prerequisites ## Everything: generated-file check, vet, golangci-lint
 ifneq ($(DRY_RUN),)
 	$(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 	$(MAKE) --no-print-directory test-integration-late MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
-	$(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
+	$(MAKE) --no-print-directory test-unit fuzz-short test-integration-after-unit MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 	$(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET)
 else
 	@{ r=0; { $(MAKE) --no-print-directory conformance MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,conformance); false; }; } > $(TEST_LOG)-conformance.log 2>&1 || r=1; \
 	  { $(MAKE) --no-print-directory test-integration-late MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-integration-late); false; }; } > $(TEST_LOG)-integration-late.log 2>&1 || r=$$((r + 2)); \
 	  exit $$r; } & later=$$!; \
-	{ $(MAKE) --no-print-directory test-unit fuzz-short MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-unit fuzz-short); exit 1; }; } > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
+	{ $(MAKE) --no-print-directory test-unit fuzz-short test-integration-after-unit MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-unit fuzz-short test-integration-after-unit); exit 1; }; } > $(TEST_LOG)-unit.log 2>&1 & unit=$$!; \
 	failed=; $(MAKE) --no-print-directory test-integration MAKE_TEST=1 GO_TEST_VET=$(GO_TEST_VET) || { $(call mark-failed,test-integration); failed=test-integration; }; \
-	wait $$unit || failed="$$failed unit"; echo ">> make test-unit fuzz-short, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
+	wait $$unit || failed="$$failed unit"; echo ">> make test-unit fuzz-short test-integration-after-unit, run beside test-integration (above):"; cat $(TEST_LOG)-unit.log; \
 	wait $$later; r=$$?; [ $$((r & 1)) -eq 0 ] || failed="$$failed conformance"; [ $$((r & 2)) -eq 0 ] || failed="$$failed integration-late"; \
 	echo ">> make conformance, run beside the others:"; cat $(TEST_LOG)-conformance.log; \
 	echo ">> make test-integration-late, run after it:"; cat $(TEST_LOG)-integration-late.log; \
@@ -322,16 +322,16 @@ vet-then-lint:
 	@$(MAKE) --no-print-directory vet
 	@$(MAKE) --no-print-directory lint
 
-# make test runs its steps side by side, each printing its output once it
-# is done, but the integration tests': the integration tests (about 14
-# minutes on 2 cores); the unit tests and then the fuzz (4 minutes of
-# both cores alone), which fill the time the integration suites spend
-# waiting on what they drive; and OFO's suite (make conformance), which
-# spends most of its 6 minutes waiting, on chainsaw's timeouts where
-# flagplane differs on purpose, at a tenth of a core, followed by the
-# suites of INTEGRATION_LATE, which the integration tests then leave out:
-# they run beside the integration tests from the end of OFO's suite,
-# rather than after them on cores by then mostly idle. MAKE_TEST tells the
+# make test runs three lanes side by side, each printing its output once
+# it is done, but the integration tests': the integration tests; the unit
+# tests and then the fuzz (4 minutes of both cores alone), which fill the
+# time the integration suites spend waiting on what they drive, followed
+# by the suites of INTEGRATION_AFTER_UNIT; and OFO's suite (make
+# conformance), which spends most of its 6 minutes waiting, on chainsaw's
+# timeouts where flagplane differs on purpose, at a tenth of a core,
+# followed by the suites of INTEGRATION_LATE. The integration tests leave
+# out the suites of both lists, which run beside them from the end of the
+# step before, rather than after them on cores by then mostly idle. MAKE_TEST tells the
 # steps that make test built what they need (the manager's image among
 # it, which two makes would write at once) and prints the table itself.
 # A step that fails is marked so in TEST_TIMES when it fails (its step of
@@ -366,7 +366,7 @@ $(TESTTIMES): $(wildcard hack/testtimes/*.go)
 step-start = @$(TESTTIMES) mark -file $(TEST_TIMES) $@ start
 define step-end
 @$(TESTTIMES) mark -file $(TEST_TIMES) $@ end
-$(if $(MAKE_TEST),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration test-integration-late,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
+$(if $(MAKE_TEST),,$(if $(filter $@,$(filter test-unit fuzz-short test-integration test-integration-late test-integration-after-unit,$(lastword $(MAKECMDGOALS)))),@$(TESTTIMES) print -file $(TEST_TIMES)))
 endef
 TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -step
 # TEST_EXEC runs each test binary under testtimes exec, which records the
@@ -429,13 +429,16 @@ INTEGRATION_PARALLEL ?= $(shell nproc)
 INTEGRATION_FIRST := ./test/realinstall ./test/fleet ./test/install ./test/e2e ./test/counts ./test/history ./test/flagd \
 	./test/gitops ./test/security ./test/sizes ./test/failover ./test/admission ./test/node ./test/docs ./test/api \
 	./test/realclients ./test/ofo ./test/migrate ./test/controlplane
-# The suites make test runs after OFO's suite, one at a time, rather than
-# in the integration tests (above); make test-integration alone runs them
-# with the others.
-INTEGRATION_LATE := ./test/fleet ./test/install ./test/flagd
+# The suites make test runs, one at a time, after OFO's suite
+# (INTEGRATION_LATE) and after the unit tests and the fuzz
+# (INTEGRATION_AFTER_UNIT), rather than in the integration tests (above),
+# so that each of its three lanes ends at about the same time; make
+# test-integration alone runs them with the others.
+INTEGRATION_LATE := ./test/fleet ./test/install
+INTEGRATION_AFTER_UNIT := ./test/history ./test/flagd ./test/security
 # What the integration tests leave out: the suites that go tests of their
 # own run.
-NOT_IN_SUITES = $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS) $(if $(MAKE_TEST),$(INTEGRATION_LATE))
+NOT_IN_SUITES = $(RACE_SUITES) $(TEST_LIBRARIES) $(PLAIN_TESTS) $(if $(MAKE_TEST),$(INTEGRATION_LATE) $(INTEGRATION_AFTER_UNIT))
 # The packages of $(1) that exist and have tests.
 with-tests = $(foreach p,$(1),$(if $(wildcard $(p)/*_test.go),$(p)))
 
@@ -470,11 +473,19 @@ integration-race:
 integration-plain:
 	go test -json $(TEST_EXEC) $(TEST_LINK) $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(PLAIN_TESTS) $(TEST_RECORD) test-integration:plain
 
-.PHONY: test-integration-late
-test-integration-late: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realnode prometheus) ## The integration suites of INTEGRATION_LATE, one at a time: make test runs them after OFO's suite, and leaves them out of its make test-integration.
+# suites-one-at-a-time runs the integration suites $(1), one at a time,
+# as the step $(2) of the table.
+define suites-one-at-a-time
 	$(step-start)
-	go test -json $(TEST_EXEC) $(TEST_LINK) $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(INTEGRATION_LATE) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) test-integration:late
+	go test -json $(TEST_EXEC) $(TEST_LINK) $(GO_TEST_VET) -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(1) -ginkgo.v -ginkgo.label-filter='!bench' $(GINKGO_FLAGS) $(TEST_RECORD) $(2)
 	$(step-end)
+endef
+
+.PHONY: test-integration-late test-integration-after-unit
+test-integration-late: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realnode prometheus) ## The integration suites of INTEGRATION_LATE, one at a time: make test runs them after OFO's suite, and leaves them out of its make test-integration.
+	$(call suites-one-at-a-time,$(INTEGRATION_LATE),test-integration:late)
+test-integration-after-unit: $(TESTTIMES) $(if $(MAKE_TEST),,controlplane realclients realnode prometheus) ## The integration suites of INTEGRATION_AFTER_UNIT, one at a time: make test runs them after the unit tests and the fuzz, and leaves them out of its make test-integration.
+	$(call suites-one-at-a-time,$(INTEGRATION_AFTER_UNIT),test-integration:after-unit)
 
 .PHONY: health-testdata
 health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the Argo CD health checks' testdata (config/gitops/argocd) from the objects test/gitops brings into each state, and check them with both runners.
