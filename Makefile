@@ -376,7 +376,8 @@ TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -st
 TEST_EXEC = -exec '"$(TESTTIMES)" exec -file "$(TEST_TIMES)"'
 # TEST_LINK links the test binaries without DWARF (-w), which nothing in a
 # test reads (stack traces and the race detector's reports come from the
-# symbol table): a third less CPU for each of the some 80 links of a run.
+# symbol table): about a quarter less CPU for each of the some 80 links of
+# a run (docs/development.md).
 TEST_LINK = -ldflags=-w
 
 # Value sets the chart is linted and rendered with: its defaults, every
@@ -494,8 +495,9 @@ health-testdata: controlplane realclients $(ARGOCD_HEALTH_STAMP) ## Rewrite the 
 	$(BIN)/argocdhealth config/gitops/argocd/resource_customizations
 
 .PHONY: bench
-bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); the gates over 1,000 namespaces and 10,000 pods that never answer, and another tenant's halt meanwhile; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets; FeatureFlags at the rule bound, 1, 4 and 8 admitted at once; the spec author and the Pod webhook at the request bound, 1 and 8 at once, and bursts of 8 and 32 updates through the spec author's HTTP server; a fleet hub, edit to every member Current with 3, 10 and 1,000 simulated members (bench-fleet).
+bench: controlplane realclients realnode ## Benchmarks: topology per-event cost against graph size and a full rebuild; sync server fan-out (edit to receipt by 100, 1k, 10k subscribers); what one FeatureFlag edit costs its readers (1, 10, 100 consuming namespaces); end to end on the control plane (edit to ConfigMap at 10 to 10k workloads, start-up with 10k workloads and 1k flag sets); FeatureFlag edit to flagd serving it, per provider, through the test node; staged rollouts (promote to the step's 10 or 100 consumers serving it, and the edit path with and without rollout policies); the gates over 1,000 namespaces and 10,000 pods that never answer, and another tenant's halt meanwhile; admission with the blast-radius warning and flagplane explain at 10k workloads and 1k flag sets; FeatureFlags at the rule bound, 1, 4 and 8 admitted at once; the spec author and the Pod webhook at the request bound, 1 and 8 at once, and bursts of 8 and 32 updates through the spec author's HTTP server; a fleet hub, edit to every member Current with 3, 10 and 1,000 simulated members (bench-fleet); the test control plane's kube-apiserver at GOGC 100 and 400 (CPU per write of a 10,000-flag FeatureFlag, peak memory).
 	go run ./hack/benchtable -benchtime $(BENCH_TIME)
+	go test ./test/controlplane -run '^$$' -bench APIServerGOGC -benchtime 10x -timeout $(TEST_TIMEOUT)
 	go test ./syncserver -run '^$$' -bench FanOut -benchtime $(FANOUT_BENCH_TIME) -timeout $(TEST_TIMEOUT)
 	go test ./syncserver -run '^$$' -bench FlagSetEdit -benchtime 200x -benchmem -timeout $(TEST_TIMEOUT)
 	go test ./webhooks -run '^$$' -bench ValidatorBlastRadius -benchtime 2000x -benchmem -timeout $(TEST_TIMEOUT)

@@ -90,6 +90,10 @@ type Options struct {
 
 	// KeepDir keeps Dir after Stop (see also KeepDirEnv).
 	KeepDir bool
+
+	// GOGC is the garbage collector's target of the control plane's
+	// processes: ProcessGOGC when empty.
+	GOGC string
 }
 
 // Timings are the measured durations of Start.
@@ -245,14 +249,14 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 	// Paths are set explicitly rather than through BinaryAssetsDirectory so
 	// that Options.BinDir wins over $KUBEBUILDER_ASSETS and $TEST_ASSET_*;
 	// each is a script that runs Options.BinDir's binary with
-	// ProcessGOGC. The data and certificate dirs live under Dir so that the
+	// Options.GOGC. The data and certificate dirs live under Dir so that the
 	// watchdog can recognise these processes by their command lines.
 	scripts := filepath.Join(cp.Dir, "bin")
-	etcdPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "etcd"))
+	etcdPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "etcd"), opts.GOGC)
 	if err != nil {
 		return err
 	}
-	apiServerPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "kube-apiserver"))
+	apiServerPath, err := withGOGC(scripts, filepath.Join(opts.BinDir, "kube-apiserver"), opts.GOGC)
 	if err != nil {
 		return err
 	}
@@ -302,7 +306,7 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 		return nil
 	}
 	kcmStarted := time.Now()
-	if err := cp.startControllerManager(opts.BinDir, opts.Controllers); err != nil {
+	if err := cp.startControllerManager(opts.BinDir, opts.Controllers, opts.GOGC); err != nil {
 		return err
 	}
 	cp.armWatchdog(3)
@@ -313,7 +317,7 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 	cp.logf("kube-controller-manager working after %s", cp.Timings.ControllerManager.Round(time.Millisecond))
 	if opts.Scheduler {
 		schedulerStarted := time.Now()
-		if err := cp.startScheduler(opts.BinDir); err != nil {
+		if err := cp.startScheduler(opts.BinDir, opts.GOGC); err != nil {
 			return err
 		}
 		if err := cp.waitForScheduler(ctx); err != nil {
@@ -330,7 +334,7 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options, began time.Time
 // startControllerManager runs kube-controller-manager as a user of its own,
 // like on a real cluster, so that webhooks see it as the requester of the
 // Pods it creates.
-func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
+func (cp *ControlPlane) startControllerManager(binDir string, controllers []string, gogc string) error {
 	user, err := cp.Env.AddUser(envtest.User{Name: "kcm", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("provisioning the kube-controller-manager user: %w", err)
@@ -365,7 +369,7 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = processEnv()
+	cmd.Env = processEnv(gogc)
 	if cp.kcm, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
@@ -605,6 +609,9 @@ func (o *Options) complete() error {
 	}
 	if o.Log == nil {
 		o.Log = os.Stderr
+	}
+	if o.GOGC == "" {
+		o.GOGC = ProcessGOGC
 	}
 	return nil
 }

@@ -8,34 +8,33 @@ import (
 )
 
 // ProcessGOGC is the garbage collector's target (GOGC) of the control
-// plane's processes: etcd, kube-apiserver, kube-controller-manager and
-// kube-scheduler. Go's default, 100, has kube-apiserver spend about a
-// quarter of its CPU on garbage collection while a suite writes large
-// objects; at 400 it collects a quarter as often and takes some 30% less
-// CPU per write of a 10,000-flag FeatureFlag, for about twice the memory
-// (docs/development.md has the figures). The suites share two cores, and
-// kube-apiserver is the largest user of CPU of make test; the API it
-// serves is the same.
+// plane's processes unless Options.GOGC says otherwise: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler. Go's
+// default, 100, has kube-apiserver spend about a quarter of its CPU on
+// garbage collection while a suite writes large objects; at 400 it
+// collects a quarter as often, for more memory (BenchmarkAPIServerGOGC
+// measures both; docs/development.md has the figures). The suites share
+// the machine's cores, and kube-apiserver is the largest user of CPU of
+// make test; the API it serves is the same.
 const ProcessGOGC = "400"
 
 // processEnv is the environment of a control-plane process: this
-// process's, with GOGC set to ProcessGOGC.
-func processEnv() []string {
-	return append(os.Environ(), "GOGC="+ProcessGOGC)
+// process's, with GOGC set to gogc.
+func processEnv(gogc string) []string {
+	return append(os.Environ(), "GOGC="+gogc)
 }
 
 // withGOGC writes into dir a script that runs binary with GOGC set to
-// ProcessGOGC, and returns its path: envtest starts etcd and
-// kube-apiserver with this process's environment, and takes a path to
-// run. The script replaces itself with binary (exec), so the process keeps
-// the pid envtest stops it by and the command line the watchdog finds it
-// by.
-func withGOGC(dir, binary string) (string, error) {
+// gogc, and returns its path: envtest starts etcd and kube-apiserver with
+// this process's environment, and takes a path to run. The script
+// replaces itself with binary (exec), so the process keeps the pid
+// envtest stops it by and the command line the watchdog finds it by.
+func withGOGC(dir, binary, gogc string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
 	script := filepath.Join(dir, filepath.Base(binary))
-	body := "#!/bin/sh\nGOGC=" + ProcessGOGC + " exec " + shellQuote(binary) + " \"$@\"\n"
+	body := "#!/bin/sh\nGOGC=" + shellQuote(gogc) + " exec " + shellQuote(binary) + " \"$@\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		return "", fmt.Errorf("writing the script that starts %s: %w", binary, err)
 	}

@@ -26,7 +26,7 @@ import (
 const schedulerUser = "system:kube-scheduler"
 
 // startScheduler runs kube-scheduler as its own user.
-func (cp *ControlPlane) startScheduler(binDir string) error {
+func (cp *ControlPlane) startScheduler(binDir, gogc string) error {
 	user, err := cp.Env.AddUser(envtest.User{Name: schedulerUser}, nil)
 	if err != nil {
 		return fmt.Errorf("provisioning the kube-scheduler user: %w", err)
@@ -50,7 +50,7 @@ func (cp *ControlPlane) startScheduler(binDir string) error {
 		"--secure-port=0", // nothing to serve: readiness is checked by its effects
 	)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = processEnv()
+	cmd.Env = processEnv(gogc)
 	if cp.scheduler, err = child.Start(cmd); err != nil {
 		return fmt.Errorf("starting kube-scheduler: %w", err)
 	}
