@@ -376,8 +376,8 @@ TEST_RECORD = | $(TESTTIMES) record -file $(TEST_TIMES) $(TEST_OUTPUT_FLAGS) -st
 TEST_EXEC = -exec '"$(TESTTIMES)" exec -file "$(TEST_TIMES)"'
 # TEST_LINK links the test binaries without DWARF (-w), which nothing in a
 # test reads (stack traces and the race detector's reports come from the
-# symbol table): about a quarter less CPU for each of the some 80 links of
-# a run (docs/development.md).
+# symbol table): about a quarter less CPU to link a suite
+# (docs/development.md).
 TEST_LINK = -ldflags=-w
 
 # Value sets the chart is linted and rendered with: its defaults, every

@@ -146,8 +146,17 @@ var _ = Describe("ControlPlane", func() {
 // s, as "pid command".
 func processesMentioning(s string) []string {
 	GinkgoHelper()
-	entries, err := os.ReadDir("/proc")
+	found, err := mentioning(s)
 	Expect(err).NotTo(HaveOccurred())
+	return found
+}
+
+// mentioning is processesMentioning, for callers without Gomega.
+func mentioning(s string) ([]string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
 	var found []string
 	for _, e := range entries {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -157,7 +166,7 @@ func processesMentioning(s string) []string {
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
 		found = append(found, e.Name()+" "+filepath.Base(string(argv0)))
 	}
-	return found
+	return found, nil
 }
 
 // killProcessesMentioning kills every live process whose command line

@@ -9,13 +9,13 @@ import (
 
 // ProcessGOGC is the garbage collector's target (GOGC) of the control
 // plane's processes unless Options.GOGC says otherwise: etcd,
-// kube-apiserver, kube-controller-manager and kube-scheduler. Go's
-// default, 100, has kube-apiserver spend about a quarter of its CPU on
-// garbage collection while a suite writes large objects; at 400 it
-// collects a quarter as often, for more memory (BenchmarkAPIServerGOGC
-// measures both; docs/development.md has the figures). The suites share
-// the machine's cores, and kube-apiserver is the largest user of CPU of
-// make test; the API it serves is the same.
+// kube-apiserver, kube-controller-manager and kube-scheduler. At Go's
+// default, 100, a CPU profile of kube-apiserver under test/counts, which
+// writes large objects, had about a quarter of it in garbage collection;
+// at 400 the collector runs about a quarter as often, for more memory
+// (BenchmarkAPIServerGOGC measures both; docs/development.md has the
+// figures). The suites share the machine's cores; the API served is the
+// same.
 const ProcessGOGC = "400"
 
 // processEnv is the environment of a control-plane process: this

@@ -68,18 +68,16 @@ func BenchmarkAPIServerGOGC(b *testing.B) {
 // pidOf is the pid of the process named name whose command line mentions
 // dir.
 func pidOf(b *testing.B, dir, name string) string {
-	entries, err := os.ReadDir("/proc")
+	found, err := mentioning(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		if err == nil && bytes.Contains(cmdline, []byte(dir)) && filepath.Base(string(argv0)) == name {
-			return e.Name()
+	for _, p := range found {
+		if pid, command, _ := strings.Cut(p, " "); command == name {
+			return pid
 		}
 	}
-	b.Fatalf("no %s mentions %s", name, dir)
+	b.Fatalf("no %s mentions %s among %v", name, dir, found)
 	return ""
 }
 
