@@ -3,7 +3,8 @@
 # Everything the tests need is built here from Go modules, into bin/ (git-ignored):
 # controller-gen, golangci-lint, etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl, helm, crane and Prometheus. Each binary is built
-# once per machine and rebuilt when its pinned version changes.
+# once per machine (TOOL_CACHE, below) and rebuilt when its pinned version
+# changes.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -90,6 +91,16 @@ TEST_TIMEOUT ?= 30m
 # is the time the first make started: a run's first mark or package
 # empties the file of the run before.
 TESTTIMES := $(BIN)/testtimes
+# The tool cache (hack/toolcache): every tool below that is built from a Go
+# module is kept in TOOL_CACHE, outside the clone, under a key made of its
+# build commands, its wrapper module's files and the Go toolchain. A fresh
+# clone, a worktree, or bin/ after make clean, on a machine that built the
+# tool before, copies it from there instead of compiling it; a change to any
+# part of the key builds it again. TOOL_CACHE= (empty) builds every tool.
+ifeq ($(origin TOOL_CACHE),undefined)
+TOOL_CACHE := $(shell echo "$${XDG_CACHE_HOME:-$$HOME/.cache}")/flagplane/tools
+endif
+TOOLCACHE := $(BIN)/toolcache
 TEST_TIMES := $(BIN)/test-times.tsv
 # testtimes record's flags: -v prints the output of every package, as
 # go test -v would, not only of those that fail.
@@ -587,23 +598,38 @@ fuzz-report: ## Print the longest admission of each path the last fuzz run saw, 
 	@awk -F'\t' '$$2 + 0 > max[$$1] + 0 { max[$$1] = $$2; input[$$1] = $$3 } \
 	  END { for (p in max) printf "   %-52s %10.1f ms   %s\n", p, max[p] / 1e6, input[p] }' $(FUZZ_TIMINGS) | sort
 
+# $(call cached-tool,<name>,<its files in bin/>,<its input files>,<the variable of its build commands>)
+# copies the tool from TOOL_CACHE into bin/, or runs its build commands (in a
+# subshell: they may cd) and saves what they built there. The key has the
+# commands as expanded here, with this clone's path taken out, so that every
+# clone of a commit finds the same entries.
+cached-tool = @mkdir -p $(BIN); export FLAGPLANE_TOOL_RECIPE='$(call tool-recipe,$(4))'; \
+	$(TOOLCACHE) restore $(call toolcache-flags,$(1),$(3)) $(2) || { \
+	  ( $($(4)) ) && $(TOOLCACHE) save $(call toolcache-flags,$(1),$(3)) $(2); }
+toolcache-flags = -cache '$(TOOL_CACHE)' -bin $(BIN) -name $(1) -inputs '$(2)'
+tool-recipe = $(subst ','"'"',$(subst $(CURDIR),.,$(subst $(BIN),bin,$($(1)))))
+
+$(TOOLCACHE): $(wildcard hack/toolcache/*.go)
+	@mkdir -p $(BIN)
+	go build -o $@ ./hack/toolcache
+
 ##@ Real clients (built from Go modules into bin/)
 
 .PHONY: realclients
 realclients: $(FLAGD_STAMP) $(SDKCLIENT_STAMP) ## Build flagd and the OpenFeature SDK client that test/realclients runs.
 
 # flagd's own modules are not in the checksum database; go.sum pins them.
-$(FLAGD_STAMP): hack/tools/flagd/go.mod hack/tools/flagd/tools.go
-	@mkdir -p $(BIN)
-	@echo ">> building flagd $(FLAGD_VERSION) (about 2 minutes cold)"
+FLAGD_BUILD = echo ">> building flagd $(FLAGD_VERSION) (about 2 minutes cold)" && \
 	cd hack/tools/flagd && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath \
 	  -ldflags "-s -w -X main.version=$(FLAGD_VERSION)" -o $(BIN)/flagd github.com/open-feature/flagd/flagd
+$(FLAGD_STAMP): hack/tools/flagd/go.mod hack/tools/flagd/tools.go | $(TOOLCACHE)
+	$(call cached-tool,flagd,flagd,hack/tools/flagd/go.mod hack/tools/flagd/go.sum hack/tools/flagd/tools.go,FLAGD_BUILD)
 	@rm -f $(BIN)/.flagd-* && touch $@
 
-$(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
-	@mkdir -p $(BIN)
-	@echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))"
+SDKCLIENT_BUILD = echo ">> building the OpenFeature SDK client (go-sdk $(OPENFEATURE_SDK_VERSION), flagd provider $(FLAGD_PROVIDER_VERSION))" && \
 	cd $(SDKCLIENT_DIR) && CGO_ENABLED=0 GONOSUMDB=github.com/open-feature/flagd go build -trimpath -ldflags "-s -w" -o $(BIN)/flagplane-sdkclient .
+$(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go | $(TOOLCACHE)
+	$(call cached-tool,sdkclient,flagplane-sdkclient,$(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/go.sum $(SDKCLIENT_DIR)/main.go,SDKCLIENT_BUILD)
 	@rm -f $(BIN)/.sdkclient-* && touch $@
 
 # Prometheus, for test/e2e's Prometheus gate spec: its query API and
@@ -615,12 +641,12 @@ $(SDKCLIENT_STAMP): $(SDKCLIENT_DIR)/go.mod $(SDKCLIENT_DIR)/main.go
 .PHONY: prometheus
 prometheus: $(PROMETHEUS_STAMP) ## Build the Prometheus server (from its Go module, without the web UI) into bin/, for test/e2e's Prometheus gate.
 
-$(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod hack/tools/prometheus/tools.go
-	@mkdir -p $(BIN)
-	@echo ">> building Prometheus $(PROMETHEUS_VERSION) (module $(PROMETHEUS_MODULE_VERSION); about 6 minutes cold on 2 busy cores)"
+PROMETHEUS_BUILD = echo ">> building Prometheus $(PROMETHEUS_VERSION) (module $(PROMETHEUS_MODULE_VERSION); about 6 minutes cold on 2 busy cores)" && \
 	cd hack/tools/prometheus && CGO_ENABLED=0 go build -trimpath -tags remove_all_sd \
 	  -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" \
 	  -o $(BIN)/prometheus github.com/prometheus/prometheus/cmd/prometheus
+$(PROMETHEUS_STAMP): hack/tools/prometheus/go.mod hack/tools/prometheus/tools.go | $(TOOLCACHE)
+	$(call cached-tool,prometheus,prometheus,hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum hack/tools/prometheus/tools.go,PROMETHEUS_BUILD)
 	@rm -f $(BIN)/.prometheus-* && touch $@
 
 # The JavaScript client (test/realclients/jsclient): the OpenFeature server
@@ -670,17 +696,17 @@ realnode-packages: ## Install the Debian packages the real node needs, when miss
 	@missing=""; for p in $(REALNODE_PACKAGES); do 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; 	if [ -n "$$missing" ]; then 	  echo ">> installing Debian packages for the real node:$$missing"; 	  if [ "$$(id -u)" != 0 ]; then echo "installing$$missing needs root (apt-get)" >&2; exit 1; fi; 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; 	fi
 
 # Ordered after the other Kubernetes builds: each takes gigabytes of memory.
-$(KUBELET_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP)
-	@mkdir -p $(BIN)
-	@echo ">> building kubelet and kube-proxy $(KUBE_VERSION) (about 2 minutes once the API server is built)"
-	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubelet k8s.io/kubernetes/cmd/kubelet
-	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+KUBELET_BUILD = echo ">> building kubelet and kube-proxy $(KUBE_VERSION) (about 2 minutes once the API server is built)" && \
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubelet k8s.io/kubernetes/cmd/kubelet && \
+	go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+$(KUBELET_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP) $(KUBE_SCHEDULER_STAMP) $(TOOLCACHE)
+	$(call cached-tool,kubelet,kubelet kube-proxy,$(KUBE_INPUTS),KUBELET_BUILD)
 	@rm -f $(BIN)/.kubelet-* && touch $@
 
-$(COREDNS_STAMP): hack/tools/coredns/go.mod hack/tools/coredns/main.go
-	@mkdir -p $(BIN)
-	@echo ">> building CoreDNS $(COREDNS_VERSION) with the plugins of a cluster's DNS"
+COREDNS_BUILD = echo ">> building CoreDNS $(COREDNS_VERSION) with the plugins of a cluster's DNS" && \
 	cd hack/tools/coredns && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/coredns .
+$(COREDNS_STAMP): hack/tools/coredns/go.mod hack/tools/coredns/main.go | $(TOOLCACHE)
+	$(call cached-tool,coredns,coredns,hack/tools/coredns/go.mod hack/tools/coredns/go.sum hack/tools/coredns/main.go,COREDNS_BUILD)
 	@rm -f $(BIN)/.coredns-* && touch $@
 
 $(REALNODE_IMAGES_STAMP): $(wildcard hack/image/registry/*.go hack/image/pause/*.go) hack/image/go.mod
@@ -705,11 +731,11 @@ OFO_VERSION ?= v0.9.2
 OFO_BENCH_PODS ?= 10
 CONFORMANCE_FLAGS ?=
 
-$(CHAINSAW):
-	@mkdir -p $(BIN)
-	@echo ">> building chainsaw $(CHAINSAW_VERSION) with $(CHAINSAW_GO) (about 2 minutes cold)"
-	GOTOOLCHAIN=$(CHAINSAW_GO) GOBIN=$(BIN) GOFLAGS= go install github.com/kyverno/chainsaw@$(CHAINSAW_VERSION)
-	mv $(BIN)/chainsaw $@
+CHAINSAW_BUILD = echo ">> building chainsaw $(CHAINSAW_VERSION) with $(CHAINSAW_GO) (about 2 minutes cold)" && \
+	GOTOOLCHAIN=$(CHAINSAW_GO) GOBIN=$(BIN) GOFLAGS= go install github.com/kyverno/chainsaw@$(CHAINSAW_VERSION) && \
+	mv $(BIN)/chainsaw $(CHAINSAW)
+$(CHAINSAW): | $(TOOLCACHE)
+	$(call cached-tool,chainsaw,$(notdir $(CHAINSAW)),,CHAINSAW_BUILD)
 
 .PHONY: chainsaw
 chainsaw: $(CHAINSAW) ## Build chainsaw, the OpenFeature Operator's e2e runner, into bin/.
@@ -754,31 +780,31 @@ golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
 
 # go install with a version builds golangci-lint with the requirements of its
 # own go.mod, the ones its releases are tested with.
-$(GOLANGCI_LINT):
-	@mkdir -p $(BIN)
-	@echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION) (about 3 minutes cold on 2 cores)"
-	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv $(BIN)/golangci-lint $@
+GOLANGCI_LINT_BUILD = echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION) (about 3 minutes cold on 2 cores)" && \
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
+	mv $(BIN)/golangci-lint $(GOLANGCI_LINT)
+$(GOLANGCI_LINT): | $(TOOLCACHE)
+	$(call cached-tool,golangci-lint,$(notdir $(GOLANGCI_LINT)),,GOLANGCI_LINT_BUILD)
 
-$(HELM_STAMP): hack/tools/helm/go.mod
-	@mkdir -p $(BIN)
-	@echo ">> building helm $(HELM_VERSION) (about 3 minutes cold)"
+HELM_BUILD = echo ">> building helm $(HELM_VERSION) (about 3 minutes cold)" && \
 	cd hack/tools/helm && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR) \
 	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
 	  -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+$(HELM_STAMP): hack/tools/helm/go.mod | $(TOOLCACHE)
+	$(call cached-tool,helm,helm,hack/tools/helm/go.mod hack/tools/helm/go.sum,HELM_BUILD)
 	@rm -f $(BIN)/.helm-* && touch $@
 
-$(CRANE_STAMP): hack/tools/crane/go.mod
-	@mkdir -p $(BIN)
-	@echo ">> building crane $(CRANE_VERSION) (about a minute cold)"
+CRANE_BUILD = echo ">> building crane $(CRANE_VERSION) (about a minute cold)" && \
 	cd hack/tools/crane && go build -trimpath -ldflags "-s -w" -o $(BIN)/crane github.com/google/go-containerregistry/cmd/crane
+$(CRANE_STAMP): hack/tools/crane/go.mod | $(TOOLCACHE)
+	$(call cached-tool,crane,crane,hack/tools/crane/go.mod hack/tools/crane/go.sum,CRANE_BUILD)
 	@rm -f $(BIN)/.crane-* && touch $@
 
-$(ARGOCD_HEALTH_STAMP): hack/tools/argocdhealth/go.mod hack/tools/argocdhealth/main.go
-	@mkdir -p $(BIN)
-	@echo ">> building argocdhealth with Argo CD $(ARGOCD_VERSION) (about 5 minutes cold on 2 cores)"
+ARGOCD_HEALTH_BUILD = echo ">> building argocdhealth with Argo CD $(ARGOCD_VERSION) (about 5 minutes cold on 2 cores)" && \
 	cd hack/tools/argocdhealth && go build -trimpath -ldflags "-s -w" -o $(BIN)/argocdhealth .
+$(ARGOCD_HEALTH_STAMP): hack/tools/argocdhealth/go.mod hack/tools/argocdhealth/main.go | $(TOOLCACHE)
+	$(call cached-tool,argocdhealth,argocdhealth,hack/tools/argocdhealth/go.mod hack/tools/argocdhealth/go.sum hack/tools/argocdhealth/main.go,ARGOCD_HEALTH_BUILD)
 	@rm -f $(BIN)/.argocdhealth-* && touch $@
 
 ##@ Control plane (built from Go modules into bin/)
@@ -801,16 +827,16 @@ $(GATEWAY_API_STAMP):
 	    case $$f in *_vap_*) continue;; esac; install -m 0644 $$f $(BIN)/gateway-api-crds/; done
 	@rm -f $(BIN)/.gateway-api-* && touch $@
 
-$(CONTROLLER_GEN):
-	@mkdir -p $(BIN)
-	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)"
-	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/controller-gen $@
+CONTROLLER_GEN_BUILD = echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)" && \
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) && \
+	mv $(BIN)/controller-gen $(CONTROLLER_GEN)
+$(CONTROLLER_GEN): | $(TOOLCACHE)
+	$(call cached-tool,controller-gen,$(notdir $(CONTROLLER_GEN)),,CONTROLLER_GEN_BUILD)
 
-$(ETCD_STAMP): hack/tools/etcd/go.mod hack/tools/etcd/main.go
-	@mkdir -p $(BIN)
-	@echo ">> building etcd $(ETCD_VERSION) (about 30s cold)"
+ETCD_BUILD = echo ">> building etcd $(ETCD_VERSION) (about 30s cold)" && \
 	cd hack/tools/etcd && go build -trimpath -ldflags "-s -w" -o $(BIN)/etcd .
+$(ETCD_STAMP): hack/tools/etcd/go.mod hack/tools/etcd/main.go | $(TOOLCACHE)
+	$(call cached-tool,etcd,etcd,hack/tools/etcd/go.mod hack/tools/etcd/go.sum hack/tools/etcd/main.go,ETCD_BUILD)
 	@rm -f $(BIN)/.etcd-* && touch $@
 
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -820,29 +846,30 @@ KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION
 # tools.go: adding a command to tools.go must not rebuild the others. Each
 # binary or pair has a stamp of its own, named after the version, so that a
 # version bump rebuilds them all.
-$(KUBE_STAMP): hack/tools/kube/go.mod
-	@mkdir -p $(BIN)
-	@echo ">> building kube-apiserver and kube-controller-manager $(KUBE_VERSION) (about 6 minutes cold, 3 GB of memory)"
-	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+KUBE_INPUTS := hack/tools/kube/go.mod hack/tools/kube/go.sum
+KUBE_BUILD = echo ">> building kube-apiserver and kube-controller-manager $(KUBE_VERSION) (about 6 minutes cold, 3 GB of memory)" && \
+	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver && \
+	go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+$(KUBE_STAMP): hack/tools/kube/go.mod | $(TOOLCACHE)
+	$(call cached-tool,kube,kube-apiserver kube-controller-manager,$(KUBE_INPUTS),KUBE_BUILD)
 	@rm -f $(BIN)/.kube-v* && touch $@
 
 # kubectl comes from the same wrapper module and version as the API server, so
 # that the suites never depend on whatever kubectl the host has. Order-only on
 # the server binaries so that `make -j` does not run two such builds at once
 # (each takes about 3 GB of memory).
-$(KUBECTL_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP)
-	@mkdir -p $(BIN)
-	@echo ">> building kubectl $(KUBE_VERSION) (about a minute once the API server is built)"
+KUBECTL_BUILD = echo ">> building kubectl $(KUBE_VERSION) (about a minute once the API server is built)" && \
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+$(KUBECTL_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(TOOLCACHE)
+	$(call cached-tool,kubectl,kubectl,$(KUBE_INPUTS),KUBECTL_BUILD)
 	@rm -f $(BIN)/.kubectl-* && touch $@
 
 # kube-scheduler, for the suites that run pods on test/node's agent. Order-only
 # on the other builds for the same reason as kubectl.
-$(KUBE_SCHEDULER_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP)
-	@mkdir -p $(BIN)
-	@echo ">> building kube-scheduler $(KUBE_VERSION) (about a minute once the API server is built)"
+KUBE_SCHEDULER_BUILD = echo ">> building kube-scheduler $(KUBE_VERSION) (about a minute once the API server is built)" && \
 	cd hack/tools/kube && go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+$(KUBE_SCHEDULER_STAMP): hack/tools/kube/go.mod | $(KUBE_STAMP) $(KUBECTL_STAMP) $(TOOLCACHE)
+	$(call cached-tool,kube-scheduler,kube-scheduler,$(KUBE_INPUTS),KUBE_SCHEDULER_BUILD)
 	@rm -f $(BIN)/.kube-scheduler-* && touch $@
 
 .PHONY: clean
