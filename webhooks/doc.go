@@ -19,7 +19,11 @@
 // exist before the pod is admitted (the ConfigMap workflow usually created
 // them when the workload appeared); a ConfigMap that cannot be made (a flag
 // set that was never valid) is left out of the pod, never mounted dangling.
-// A dry-run request gets the same patch and causes nothing.
+// A dry-run request gets the same patch and causes nothing. The patch is
+// made field by field from the pod as decoded and as injected (podPatch):
+// it adds the sidecar, its volumes and pull secrets, the app containers'
+// env vars and the annotations, and leaves every other field as the API
+// server sent it, those this build's API types do not know included.
 //
 // Every pod that gets an injection carries rollout.AnnotationInjection, the
 // fingerprint of what it got; every other pod of a workload that it admits

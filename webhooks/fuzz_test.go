@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -183,6 +184,22 @@ func FuzzPodMutator(f *testing.F) {
 		resp := judge(t, "Pod", m, req, admissionfuzz.Describe(t.Name(), []byte(pod)))
 		if !resp.Allowed && resp.Result.Code != 400 {
 			t.Fatalf("a decodable pod was refused: %v", resp.Result)
+		}
+		// The patch applies to the pod as sent, and leaves every field it
+		// need not change as sent: for a pod as the API server sends one,
+		// an object with metadata and spec.
+		var sent map[string]any
+		if !resp.Allowed || len(resp.Patches) == 0 || json.Unmarshal([]byte(pod), &sent) != nil {
+			return
+		}
+		if _, ok := sent["metadata"].(map[string]any); !ok {
+			return
+		}
+		if _, ok := sent["spec"].(map[string]any); !ok {
+			return
+		}
+		if got := untouched(applyPatch(t, []byte(pod), resp)); !reflect.DeepEqual(got, untouched(sent)) {
+			t.Fatalf("the patch changed what the injection does not touch:\nsent    %v\npatched %v", untouched(sent), got)
 		}
 	})
 }
@@ -480,6 +497,9 @@ func podSeeds() []string {
 		`{"metadata":null,"spec":null}`,
 		`{"metadata":{"annotations":null,"ownerReferences":[null]},"spec":{"containers":null}}`,
 		`{"metadata":{"annotations":{"openfeature.dev/enabled":true}}}`,
+		// Fields this build does not know, and keys in another case.
+		`{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db","controller":true}],"annotations":{"a/b~c":"1"},"future":1},"spec":{"containers":[{"name":"app","env":[{"name":"A"}],"future":{}}],"future":[1]},"future":"x"}`,
+		`{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db","controller":true}],"Annotations":{"a":"b"}},"spec":{"Containers":[{"name":"app"}],"containers":[{"name":"x","Env":[]}]},"Spec":{}}`,
 		`null`,
 		``,
 	}

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -150,7 +149,7 @@ func (p *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		mutated.Annotations[restarts.AnnotationUnresolved] = strings.Join(unresolved, ",")
 	}
 	fitAnnotations(mutated.Annotations)
-	return injectedResponse(req, mutated, w, inj, refusal, incomplete, warnings)
+	return injectedResponse(req, pod, mutated, w, inj, refusal, incomplete, warnings)
 }
 
 // podToInject decodes the pod of an admission request. It answers the
@@ -163,7 +162,9 @@ func podToInject(req admission.Request) (pod *corev1.Pod, resp admission.Respons
 		return nil, admission.Allowed("flagplane mutates pods on creation only"), false
 	}
 	pod = &corev1.Pod{}
-	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+	// As the API server decodes: field names match their case, so that
+	// the patch's paths (podPatch) are the keys of the pod as sent.
+	if err := utiljson.Unmarshal(req.Object.Raw, pod); err != nil {
 		return nil, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err)), false
 	}
 	if _, done := pod.Annotations[restarts.AnnotationInjection]; done {
@@ -236,16 +237,22 @@ func (p *PodMutator) ensureConfigMaps(ctx context.Context, v *topology.View, inj
 	return inj.Without(missing...), incomplete, warnings
 }
 
-// injectedResponse is the patch from the requested pod to mutated, with
-// the warnings and, when allowed, what was injected for the decision's
-// log line (loggedDecisions).
-func injectedResponse(req admission.Request, mutated *corev1.Pod, w topology.Key, inj *injection.Injection,
+// injectedResponse is the patch from the requested pod (decoded: pod) to
+// mutated (podPatch), with the warnings and, when allowed, what was
+// injected for the decision's log line (loggedDecisions).
+func injectedResponse(req admission.Request, pod, mutated *corev1.Pod, w topology.Key, inj *injection.Injection,
 	refusal *injection.Refusal, incomplete, warnings []string) admission.Response {
-	raw, err := json.Marshal(mutated)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+	var resp admission.Response
+	if ops, ok := podPatch(pod, mutated); ok {
+		resp = admission.Patched("", ops...)
+	} else {
+		raw, err := json.Marshal(mutated)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		resp = admission.PatchResponseFromRaw(req.Object.Raw, raw)
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(capWarnings(warnings)...)
+	resp = resp.WithWarnings(capWarnings(warnings)...)
 	if resp.Allowed {
 		msg := injectedSummary(w, inj, incomplete)
 		if refusal != nil {
@@ -416,21 +423,6 @@ func unresolvedAnnotationRefs(v *topology.View, w topology.Key) []string {
 		if r.State != topology.RefResolved {
 			out = append(out, string(r.Target.Kind)+" "+r.Target.Namespace+"/"+r.Target.Name)
 		}
-	}
-	return out
-}
-
-// annotate is the patch that sets annotations on pod (rollout.AnnotationAdmitted,
-// and rollout.AnnotationRefused when the sidecar was refused).
-func annotate(pod *corev1.Pod, annotations map[string]string) []jsonpatch.JsonPatchOperation {
-	if pod.Annotations == nil {
-		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/annotations", annotations)}
-	}
-	// RFC 6901: "~" and "/" escaped in a path's segment.
-	escape := strings.NewReplacer("~", "~0", "/", "~1")
-	out := make([]jsonpatch.JsonPatchOperation, 0, len(annotations))
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
-		out = append(out, jsonpatch.NewOperation("add", "/metadata/annotations/"+escape.Replace(k), annotations[k]))
 	}
 	return out
 }
